@@ -154,11 +154,15 @@ class DiffiMaxSearch(Generic[Move]):
         ordering: str = "heuristic",
         budget: Budget | None = None,
         warm_up: bool = True,
+        exact_root: bool = False,
     ) -> None:
         self.game = game
         self.settings = settings
         self.searcher: Searcher[Move] = Searcher(game, tt=tt, ordering=ordering, budget=budget)  # type: ignore[arg-type]
         self.warm_up = warm_up and tt is not None
+        # Explain shows the whole response distribution at the root, so it asks for exact values
+        # there even beyond v1 + R, where the decision itself needs only a bound.
+        self.exact_root = exact_root
 
     def run(self) -> DiffiMaxResult:
         game, settings = self.game, self.settings
@@ -232,11 +236,12 @@ class DiffiMaxSearch(Generic[Move]):
         a proof of `value > v1 + R` otherwise (all a trap decision needs)."""
         game, searcher, settings = self.game, self.searcher, self.settings
         ceiling = v1 + settings.reasonable_cp
+        window_top = INFINITY if self.exact_root and not path else ceiling + 1
         measured = []
         for move in moves:
             game.push(move)
-            result = searcher.alphabeta(depth - 1, v1 - 1, ceiling + 1)
-            exact = result <= ceiling
+            result = searcher.alphabeta(depth - 1, v1 - 1, window_top)
+            exact = result < window_top
             line: tuple[str, ...] = ()
             if exact and result - v1 >= settings.trap_cp:
                 line = searcher.principal_variation(depth - 1)
@@ -264,6 +269,9 @@ def diffimax(
     tt: TranspositionTable | None = None,
     ordering: str = "heuristic",
     budget: Budget | None = None,
+    exact_root: bool = False,
 ) -> DiffiMaxResult:
     """Run the optimised DiffiMax search once at the game's current position."""
-    return DiffiMaxSearch(game, settings, tt=tt, ordering=ordering, budget=budget).run()
+    return DiffiMaxSearch(
+        game, settings, tt=tt, ordering=ordering, budget=budget, exact_root=exact_root
+    ).run()

@@ -1,0 +1,254 @@
+"""The `diffimax` command line: thin typer commands over typed core functions.
+
+A domain error (bad tree, bad FEN, impossible setting, missing engine) becomes one line on
+stderr and exit code 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any
+
+import chess
+import typer
+
+from pipeline.engines import EngineOptions, open_backend
+from pipeline.render import explain_text, result_json, san_after, san_namer, san_path
+from search.alphabeta import Searcher, minimax_decision
+from search.chessgame import board_from_fen
+from search.diffimax import DiffiMaxSearch
+from search.settings import NATIVE_DEFAULT_DEPTH, UCI_DEFAULT_DEPTH, DiffiMaxSettings, parse_scope
+from search.tree import TreeGame, parse_tree, tree_height
+from search.ttable import TranspositionTable
+from search.values import cp_to_pawns
+
+app = typer.Typer(
+    name="diffimax",
+    help="Find chess traps with DiffiMax: minimax plus analysis of the opponent's plausible mistakes.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+# The DiffiMax settings, the same flags on every command that searches.
+Depth = Annotated[int | None, typer.Option("--depth", help="Search Depth in plies below the root.")]
+ScopeOpt = Annotated[str, typer.Option("--scope", help="Opponent Responses: 2, 3, 4, 5 or all.")]
+ReasonableDip = Annotated[float, typer.Option("--reasonable-dip", help="Reasonable Player Dip R in pawns.")]
+TrapDip = Annotated[float, typer.Option("--trap-dip", help="Trap Dip Threshold T in pawns (T <= R).")]
+ExcludeChecks = Annotated[
+    bool, typer.Option("--exclude-checks", help="Ignore checking responses as alternatives.")
+]
+ExcludeCaptures = Annotated[
+    bool, typer.Option("--exclude-captures", help="Ignore capturing responses as alternatives.")
+]
+SafetyMargin = Annotated[
+    str,
+    typer.Option(
+        "--safety-margin", help="Pawns the setter may give up for a trap line, or inf (exhaustive)."
+    ),
+]
+JsonOut = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+
+
+class UsageError(ValueError):
+    """A command-line value that no setting accepts."""
+
+
+def build_settings(
+    depth: int,
+    scope: str,
+    reasonable_dip: float,
+    trap_dip: float,
+    exclude_checks: bool,
+    exclude_captures: bool,
+    safety_margin: str,
+) -> DiffiMaxSettings:
+    try:
+        margin = float(safety_margin)
+    except ValueError:
+        raise UsageError(f"invalid safety margin {safety_margin!r}: expected pawns or inf") from None
+    return DiffiMaxSettings(
+        depth=depth,
+        scope=parse_scope(scope),
+        reasonable_dip=reasonable_dip,
+        trap_dip=trap_dip,
+        exclude_checks=exclude_checks,
+        exclude_captures=exclude_captures,
+        safety_margin=margin,
+    )
+
+
+def emit(data: dict[str, Any] | None, text: str, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        typer.echo(text)
+
+
+@app.command()
+def tree(
+    tree_literal: Annotated[str, typer.Argument(metavar="TREE", help="e.g. '((3,12,8),(2,4,6),(14,5,2))'")],
+    root: Annotated[str, typer.Option("--root", help="Who moves at the root: max or min.")] = "max",
+    algorithm: Annotated[
+        str, typer.Option("--algorithm", help="minimax, alphabeta or diffimax.")
+    ] = "diffimax",
+    depth: Depth = None,
+    scope: ScopeOpt = "all",
+    reasonable_dip: ReasonableDip = 2.0,
+    trap_dip: TrapDip = 1.0,
+    exclude_checks: ExcludeChecks = False,
+    exclude_captures: ExcludeCaptures = False,
+    safety_margin: SafetyMargin = "0.5",
+    as_json: JsonOut = False,
+) -> None:
+    """Search a nested-tuple game tree (leaves are utilities; moves are child indices)."""
+    if root not in ("max", "min"):
+        raise UsageError(f"invalid root {root!r}: expected max or min")
+    if algorithm not in ("minimax", "alphabeta", "diffimax"):
+        raise UsageError(f"invalid algorithm {algorithm!r}: expected minimax, alphabeta or diffimax")
+    parsed = parse_tree(tree_literal)
+    plies = tree_height(parsed) if depth is None else depth
+    settings = build_settings(
+        plies, scope, reasonable_dip, trap_dip, exclude_checks, exclude_captures, safety_margin
+    )
+    game = TreeGame(parsed, root_is_max=root == "max")
+    data: dict[str, Any]
+    if algorithm == "minimax":
+        value, best_move, stats = minimax_decision(game, plies)
+        data = {
+            "value": cp_to_pawns(value),
+            "best_move": best_move,
+            **stats.as_dict(),
+            "root_analysis": None,
+            "traps": [],
+        }
+    elif algorithm == "alphabeta":
+        searcher = Searcher(game, ordering="natural")  # the textbook: children left to right
+        found = searcher.search(plies)
+        data = {
+            "value": cp_to_pawns(found.value),
+            "best_move": found.best_move,
+            **searcher.stats.as_dict(),
+            "root_analysis": None,
+            "traps": [],
+        }
+    else:
+        result = DiffiMaxSearch(game, settings, tt=TranspositionTable(), exact_root=True).run()
+        data = result_json(result)
+    data["algorithm"] = algorithm
+    if as_json:
+        emit(data, "", True)
+        return
+    if algorithm != "diffimax":
+        typer.echo(
+            f"value {data['value']:g}, move {data['best_move']}, "
+            f"{data['leaves']} leaves, {data['nodes']} nodes, {data['cutoffs']} cutoffs"
+        )
+        return
+    header = [
+        f"Tree: {tree_literal.strip()}",
+        f"Root: {root.upper()} ({'setter' if root == 'max' else 'responder'})",
+    ]
+    typer.echo(explain_text(result, header=header, name=str, path_name=".".join))
+
+
+@app.command()
+def explain(
+    fen: Annotated[str, typer.Argument(help="The position, as a FEN.")],
+    setter: Annotated[
+        str | None,
+        typer.Option("--setter", help="white or black; default: the player who just moved."),
+    ] = None,
+    depth: Depth = None,
+    scope: ScopeOpt = "all",
+    reasonable_dip: ReasonableDip = 2.0,
+    trap_dip: TrapDip = 1.0,
+    exclude_checks: ExcludeChecks = False,
+    exclude_captures: ExcludeCaptures = False,
+    safety_margin: SafetyMargin = "0.5",
+    engine: Annotated[
+        str, typer.Option("--engine", help="native, stockfish, or a UCI engine's path.")
+    ] = "native",
+    nodes: Annotated[int | None, typer.Option("--nodes", help="Engine node limit per search.")] = None,
+    engine_depth: Annotated[
+        int | None, typer.Option("--engine-depth", help="UCI depth limit per search.")
+    ] = None,
+    movetime: Annotated[
+        float | None, typer.Option("--movetime", help="UCI time limit per search (s).")
+    ] = None,
+    threads: Annotated[int | None, typer.Option("--threads", help="UCI Threads.")] = None,
+    hash_mb: Annotated[int | None, typer.Option("--hash", help="UCI Hash in MiB.")] = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Explain DiffiMax at one position: ranked responses, trap candidates, dips, a bar chart."""
+    board = board_from_fen(fen)
+    if setter is None:
+        setter_color = not board.turn
+    elif setter.lower() in ("white", "black"):
+        setter_color = setter.lower() == "white"
+    else:
+        raise UsageError(f"invalid setter {setter!r}: expected white or black")
+    plies = (
+        depth if depth is not None else (NATIVE_DEFAULT_DEPTH if engine == "native" else UCI_DEFAULT_DEPTH)
+    )
+    settings = build_settings(
+        plies, scope, reasonable_dip, trap_dip, exclude_checks, exclude_captures, safety_margin
+    )
+    options = EngineOptions(
+        threads=threads, hash_mb=hash_mb, nodes=nodes, depth=engine_depth, movetime=movetime
+    )
+    backend = open_backend(engine, options, exact_root=True)
+    try:
+        result = backend.analyse(board, setter_color, settings)
+        described = backend.describe()
+    finally:
+        backend.close()
+    color = {chess.WHITE: "White", chess.BLACK: "Black"}
+    data = result_json(
+        result,
+        fen=board.fen(),
+        side_to_move=color[board.turn].lower(),
+        setter=color[setter_color].lower(),
+        engine=described,
+    )
+    if as_json:
+        emit(data, "", True)
+        return
+    header = [
+        f"FEN: {board.fen()}",
+        f"Side to move: {color[board.turn]}",
+        f"Setter: {color[setter_color]}",
+        f"Engine: {described.get('name', engine)}",
+    ]
+    text = explain_text(
+        result, header=header, name=san_namer(board), path_name=san_path(board), move_name=san_after(board)
+    )
+    typer.echo(text)
+
+
+def main() -> None:
+    """Console entry point: domain errors become one line on stderr and exit code 1."""
+    try:
+        app(standalone_mode=False)
+    except (ValueError, RuntimeError, OSError) as error:
+        typer.echo(f"diffimax: error: {error}", err=True)
+        sys.exit(1)
+    except typer.Exit as done:
+        sys.exit(done.exit_code)
+    except typer.Abort:
+        typer.echo("diffimax: aborted", err=True)
+        sys.exit(130)
+    except Exception as error:
+        # Usage errors from the command-line parser (typer vendors click, so match by shape).
+        format_message = getattr(error, "format_message", None)
+        if format_message is None:
+            raise
+        prefix = "" if type(error).__name__.startswith("NoArgsIsHelp") else "diffimax: error: "
+        typer.echo(f"{prefix}{format_message()}", err=True)
+        sys.exit(getattr(error, "exit_code", 2))
+
+
+if __name__ == "__main__":
+    main()

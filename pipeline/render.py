@@ -1,0 +1,166 @@
+"""People-facing and JSON views of a DiffiMax result (the seed's inspectable report)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import chess
+
+from search.analysis import Response, ResponseAnalysis, analysis_json, trap_json
+from search.diffimax import DiffiMaxResult
+from search.values import cp_to_pawns, format_pawns
+
+# Length of the best response's bar in the explain chart, in characters.
+BAR_WIDTH = 20
+# Deeper trap records listed in the text report; --json carries all of them.
+DEEPER_TRAPS_SHOWN = 20
+
+
+def ordinal(rank: int) -> str:
+    """`Best`, `2nd`, `3rd`, `4th`, ... `21st`, as the seed's chart labels its bars."""
+    if rank == 1:
+        return "Best"
+    suffix = "th" if rank % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(rank % 10, "th")
+    return f"{rank}{suffix}"
+
+
+def result_json(result: DiffiMaxResult, **extra: Any) -> dict[str, Any]:
+    stats = result.stats
+    data: dict[str, Any] = {
+        "value": cp_to_pawns(result.value),
+        "best_move": result.best_move,
+        "nodes": stats.nodes,
+        "leaves": stats.leaves,
+        "cutoffs": stats.cutoffs,
+        "root_analysis": analysis_json(result.root_analysis) if result.root_analysis else None,
+        "traps": [trap_json(record) for record in result.traps],
+        "analysed_nodes": len(result.analyses),
+        "settings": result.settings.describe(),
+    }
+    data.update(result.extra)
+    data.update(extra)
+    return data
+
+
+def bar_length(dip: int, span: int) -> int:
+    """Longest for the best response, shorter as the dip grows (never empty)."""
+    if span <= 0:
+        return BAR_WIDTH
+    return max(1, round(BAR_WIDTH * (1 - dip / span)))
+
+
+def response_lines(
+    analysis: ResponseAnalysis, name: Callable[[str], str], reasonable_cp: int
+) -> tuple[list[str], list[str]]:
+    """The ranked list and the bar chart of one analysis."""
+    listing, chart = [], []
+    width = max(len(name(r.move)) for r in analysis.responses)
+    span = max(2 * reasonable_cp, max(r.dip for r in analysis.responses) + reasonable_cp // 2)
+    for r in analysis.responses:
+        value = format_pawns(r.value) if r.exact else f">{format_pawns(r.value)}"
+        listing.append(f"{r.rank:>2}. {name(r.move):<{width}} {value:>8}   {_verdict(r)}".rstrip())
+        chart.append(f"{ordinal(r.rank):<4} {value:>8} {'█' * bar_length(r.dip, span)}")
+    return listing, chart
+
+
+def _verdict(r: Response) -> str:
+    dip = f"dip {cp_to_pawns(r.dip):.2f}"
+    if r.best:
+        return "best"
+    if r.excluded:
+        return f"excluded ({r.excluded})"
+    if r.trap:
+        return f"trap ({dip})"
+    if not r.in_scope:
+        return "out of scope"
+    if not r.reasonable:
+        return f"not reasonable ({dip})" if r.exact else "not reasonable (beyond the limit)"
+    return f"reasonable ({dip})"
+
+
+def explain_text(
+    result: DiffiMaxResult,
+    *,
+    header: list[str],
+    name: Callable[[str], str],
+    path_name: Callable[[tuple[str, ...]], str],
+    move_name: Callable[[tuple[str, ...], str], str] = lambda path, move: move,
+) -> str:
+    """The seed's report: position, ranked responses, verdict, limits, bar chart, deeper traps."""
+    settings = result.settings
+    lines = ["Position", "--------", *header]
+    lines.append(f"Evaluation (setter's view): {format_pawns(result.value)}")
+    analysis = result.root_analysis
+    if analysis is not None:
+        listing, chart = response_lines(analysis, name, settings.reasonable_cp)
+        lines += ["", "Opponent responses", "------------------", *listing, ""]
+        lines.append(f"Best response: {name(analysis.best)}")
+        candidates = analysis.candidates
+        if candidates:
+            for candidate in candidates:
+                lines.append(f"Trap candidate: {name(candidate.move)}")
+                lines.append(f"Evaluation dip: {cp_to_pawns(candidate.dip):.2f}")
+        elif analysis.meaningful < 2:
+            lines.append("Trap candidate: none (fewer than two meaningful responses)")
+        else:
+            lines.append("Trap candidate: none")
+        lines.append(f"Reasonable limit: {settings.reasonable_dip:.2f}")
+        lines.append(f"Trap threshold: {settings.trap_dip:.2f}")
+        if settings.scope == "all":
+            lines.append(
+                f"Reasonable alternatives: {analysis.reasonable_count}, trap candidates: "
+                f"{analysis.trap_count}, trap ratio: {analysis.trap_ratio:.2f}"
+            )
+        lines += ["", *chart]
+    elif result.best_move is not None:
+        lines.append(f"Best move: {name(result.best_move)}")
+    deeper = [record for record in result.traps if record.path]
+    if deeper:
+        lines += ["", f"Traps deeper in the tree ({len(deeper)})", "------------------------"]
+        for record in deeper[:DEEPER_TRAPS_SHOWN]:
+            lines.append(
+                f"after {path_name(record.path)}: {move_name(record.path, record.move)} instead of "
+                f"{move_name(record.path, record.best_move)} "
+                f"(dip {cp_to_pawns(record.dip):.2f}, {format_pawns(record.best_value)} -> "
+                f"{format_pawns(record.value)})"
+            )
+        if len(deeper) > DEEPER_TRAPS_SHOWN:
+            lines.append(f"... and {len(deeper) - DEEPER_TRAPS_SHOWN} more (--json lists them all)")
+    stats = result.stats
+    lines += [
+        "",
+        f"Searched {stats.nodes} nodes, {stats.leaves} leaves, depth {settings.depth}, "
+        f"{len(result.analyses)} opponent nodes analysed.",
+    ]
+    return "\n".join(lines)
+
+
+def san_namer(board: chess.Board) -> Callable[[str], str]:
+    """Names a root move as `...Nf6` / `Nf6` in SAN, as the seed's report does."""
+    prefix = "..." if board.turn == chess.BLACK else ""
+
+    def name(uci: str) -> str:
+        return prefix + board.san(chess.Move.from_uci(uci))
+
+    return name
+
+
+def san_after(board: chess.Board) -> Callable[[tuple[str, ...], str], str]:
+    """Names `move` in SAN in the position reached by playing `path` from `board`."""
+
+    def name(path: tuple[str, ...], move: str) -> str:
+        replay = board.copy(stack=False)
+        for step in path:
+            replay.push(chess.Move.from_uci(step))
+        return replay.san(chess.Move.from_uci(move))
+
+    return name
+
+
+def san_path(board: chess.Board) -> Callable[[tuple[str, ...]], str]:
+    def name(path: tuple[str, ...]) -> str:
+        replay = board.copy(stack=False)
+        return replay.variation_san([chess.Move.from_uci(move) for move in path])
+
+    return name
