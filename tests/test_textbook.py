@@ -49,8 +49,10 @@ def test_seed_003_alphabeta_prunes_without_changing_the_value():
 @pytest.mark.parametrize("search", ["reference", "optimised"])
 def test_seed_000_worked_example(search):
     tree = parse_tree(SEED_000_NODE)
-    run = reference_diffimax if search == "reference" else (
-        lambda game, s: DiffiMaxSearch(game, s, tt=TranspositionTable()).run()
+    run = (
+        reference_diffimax
+        if search == "reference"
+        else (lambda game, s: DiffiMaxSearch(game, s, tt=TranspositionTable()).run())
     )
     result = run(TreeGame(tree, root_is_max=False), DiffiMaxSettings(depth=1))
     assert {(t.move, t.dip) for t in result.traps} == {("1", 130), ("2", 190)}
@@ -78,16 +80,32 @@ def test_cli_four_ply_json():
 
 
 def test_cli_alphabeta_fewer_leaves():
-    minimax = json.loads(run_cli("tree", SEED_003_TREE, "--algorithm", "minimax", "--json", check=True).stdout)
-    pruned = json.loads(run_cli("tree", SEED_003_TREE, "--algorithm", "alphabeta", "--json", check=True).stdout)
+    minimax = json.loads(
+        run_cli("tree", SEED_003_TREE, "--algorithm", "minimax", "--json", check=True).stdout
+    )
+    pruned = json.loads(
+        run_cli("tree", SEED_003_TREE, "--algorithm", "alphabeta", "--json", check=True).stdout
+    )
     assert pruned["value"] == minimax["value"] == 3
     assert pruned["leaves"] < minimax["leaves"]
     assert pruned["cutoffs"] == 3
 
 
 def test_cli_seed_000_json_fields():
-    out = run_cli("tree", SEED_000_NODE, "--root", "min", "--reasonable-dip", "2.0", "--trap-dip", "1.0",
-                  "--scope", "all", "--json", check=True)
+    out = run_cli(
+        "tree",
+        SEED_000_NODE,
+        "--root",
+        "min",
+        "--reasonable-dip",
+        "2.0",
+        "--trap-dip",
+        "1.0",
+        "--scope",
+        "all",
+        "--json",
+        check=True,
+    )
     data = json.loads(out.stdout)
     assert data["value"] == -0.2 and data["best_move"] == "0"
     for key in ("nodes", "leaves", "cutoffs"):
@@ -102,18 +120,26 @@ def test_cli_seed_000_json_fields():
     assert [r["rank"] for r in root["responses"]] == [1, 2, 3, 4, 5]
     traps = sorted(data["traps"], key=lambda t: t["move"])
     assert [(t["move"], t["dip"], t["rank"], t["path"]) for t in traps] == [
-        ("1", pytest.approx(1.3), 1, []), ("2", pytest.approx(1.9), 2, [])
+        ("1", pytest.approx(1.3), 1, []),
+        ("2", pytest.approx(1.9), 2, []),
     ]
     assert traps[0]["best_move"] == "0" and traps[0]["best_value"] == -0.2
 
-    top2 = json.loads(run_cli("tree", SEED_000_NODE, "--root", "min", "--scope", "2", "--json", check=True).stdout)
+    top2 = json.loads(
+        run_cli("tree", SEED_000_NODE, "--root", "min", "--scope", "2", "--json", check=True).stdout
+    )
     assert [t["move"] for t in top2["traps"]] == ["1"]
 
 
 def test_cli_text_report_has_the_seed_sections():
     out = run_cli("tree", SEED_000_NODE, "--root", "min", check=True).stdout
-    for line in ("Best response: 0", "Trap candidate: 1", "Evaluation dip: 1.30", "Reasonable limit: 2.00",
-                 "Trap threshold: 1.00"):
+    for line in (
+        "Best response: 0",
+        "Trap candidate: 1",
+        "Evaluation dip: 1.30",
+        "Reasonable limit: 2.00",
+        "Trap threshold: 1.00",
+    ):
         assert line in out
     bars = [line for line in out.splitlines() if "█" in line]
     lengths = [line.count("█") for line in bars]
