@@ -19,8 +19,9 @@ from search.values import Value, cp_to_pawns
 class ResponseValue:
     """One legal response as a backend measured it.
 
-    `exact` is False only when the backend proved `value > v1 + R` without finishing the
-    search; `value` is then a lower bound. Every response inside [v1, v1 + R] must be exact.
+    `exact` is False when the backend settled the decision with a bound: a lower bound above
+    v1 + R (not reasonable) or an upper bound below v1 + T (reasonable, too close to be a trap).
+    Every response inside [v1 + T, v1 + R] must be exact, and so must the best response.
     """
 
     move: str
@@ -35,10 +36,12 @@ class ResponseValue:
 @dataclass(frozen=True)
 class Response:
     move: str
-    value: Value  # exact, or a lower bound when `exact` is False
+    value: Value  # exact, or a bound when `exact` is False (see ResponseValue)
     exact: bool
-    dip: Value  # value - v1 (a lower bound when not exact)
-    rank: int  # 1 = best, over all legal responses by (value, tiebreak)
+    dip: Value  # value - v1 (a bound when not exact)
+    # Ranks and scope order responses by (value, tiebreak); among bounds below v1 + T the order
+    # is by bound, which never moves a response across a trap or reasonableness boundary.
+    rank: int  # 1 = best, over all legal responses
     best: bool
     excluded: str | None  # "check" or "capture" when excluded from the alternatives
     alternative_rank: int | None  # 1 = strongest alternative; None if not an alternative
@@ -105,9 +108,11 @@ def classify_responses(
     best = ordered[0]
     v1 = best.value
     reasonable_cp, trap_cp = settings.reasonable_cp, settings.trap_cp
+    if not best.exact:
+        raise ValueError(f"the best response {best.move} has only a bound")
     for response in ordered:
-        if not response.exact and response.value <= v1 + reasonable_cp:
-            raise ValueError(f"response {response.move} has only a bound inside the reasonable range")
+        if not response.exact and v1 + trap_cp <= response.value <= v1 + reasonable_cp:
+            raise ValueError(f"response {response.move} has only a bound inside the trap range")
 
     def exclusion(response: ResponseValue) -> str | None:
         if settings.exclude_checks and response.gives_check:

@@ -14,7 +14,6 @@ exhaustive semantics. The set depends on values only, never on move order, pruni
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic
 
@@ -190,67 +189,104 @@ class DiffiMaxSearch(Generic[Move]):
     def _exact(self, depth: int) -> Value:
         return self.searcher.alphabeta(depth, -INFINITY, INFINITY)
 
-    def _child_at_least(self, move: Move, depth: int, threshold: Value) -> bool:
-        """Null-window test: is the value after `move` >= threshold?"""
+    def _search_child(self, move: Move, depth: int, alpha: Value, beta: Value) -> Value:
         game = self.game
         game.push(move)
-        result = self.searcher.alphabeta(depth, threshold - 1, threshold)
+        result = self.searcher.alphabeta(depth, alpha, beta)
         game.pop()
-        return result >= threshold
+        return result
 
-    def _visit(self, depth: int, path: tuple[str, ...]) -> tuple[Value, str | None]:
+    def _visit(
+        self, depth: int, path: tuple[str, ...], known: Value | None = None
+    ) -> tuple[Value, str | None]:
+        """Visit a node of the analysed set; returns its exact value and (at the root) best move.
+
+        `known` is the node's exact value when the parent already proved it.
+        """
         game = self.game
         if depth == 0 or game.terminal_value() is not None:
-            return self._exact(depth), None
-        value = self._exact(depth)
-        moves = game.legal_moves()
-        safety = self.settings.safety_cp
+            return (self._exact(depth) if known is None else known), None
+        value = self._exact(depth) if known is None else known
         if game.setter_to_move():
-            if safety is None:
-                explore: Sequence[Move] = moves
-            else:
-                explore = [m for m in moves if self._child_at_least(m, depth - 1, value - safety)]
-            exact_values = {}
-            for move in sorted(explore, key=game.tiebreak):
-                game.push(move)
-                exact_values[move], _ = self._visit(depth - 1, (*path, game.move_name(move)))
-                game.pop()
-            # Every move reaching the node's value is within the margin, so explored and exact.
-            best = _canonical_best(game, exact_values, True)
-            return value, game.move_name(best)
+            if depth < 2 and path:
+                # Its children have no depth left, so nothing below can be analysed.
+                return value, None
+            return value, self._visit_setter_node(depth, path, value)
+        return value, self._visit_opponent_node(depth, path, value)
 
-        analysis = self._analyse(depth, path, value, moves)
-        keep = {analysis.best} | {r.move for r in analysis.candidates}
-        for move in sorted(moves, key=game.tiebreak):
-            if safety is not None and game.move_name(move) not in keep:
+    def _visit_setter_node(self, depth: int, path: tuple[str, ...], value: Value) -> str:
+        """Visit the moves within the safety margin of the best; returns the canonical best."""
+        game = self.game
+        safety = self.settings.safety_cp
+        threshold = -INFINITY if safety is None else value - safety
+        exact_values = {}
+        for move in sorted(game.legal_moves(), key=game.tiebreak):
+            # One search decides the margin and, for moves inside it, gives the exact value.
+            result = self._search_child(move, depth - 1, threshold - 1, INFINITY)
+            if result < threshold:
                 continue
+            exact_values[move] = result
             game.push(move)
-            self._visit(depth - 1, (*path, game.move_name(move)))
+            self._visit(depth - 1, (*path, game.move_name(move)), result)
             game.pop()
-        return value, analysis.best
+        # Every move reaching the node's value is within the margin, so it was measured exactly.
+        return game.move_name(_canonical_best(game, exact_values, True))
+
+    def _visit_opponent_node(self, depth: int, path: tuple[str, ...], v1: Value) -> str:
+        game = self.game
+        analysis, exact = self._analyse(depth, path, v1)
+        if self.settings.safety_cp is None:
+            visit = {game.move_name(m) for m in game.legal_moves()}
+        else:
+            visit = {analysis.best} | {r.move for r in analysis.candidates}
+        for move in sorted(game.legal_moves(), key=game.tiebreak):
+            name = game.move_name(move)
+            if name in visit:
+                game.push(move)
+                self._visit(depth - 1, (*path, name), exact.get(name))
+                game.pop()
+        return analysis.best
 
     def _analyse(
-        self, depth: int, path: tuple[str, ...], v1: Value, moves: Sequence[Move]
-    ) -> ResponseAnalysis:
-        """Classify every response with one window search each: exact inside [v1, v1 + R],
-        a proof of `value > v1 + R` otherwise (all a trap decision needs)."""
-        game, searcher, settings = self.game, self.searcher, self.settings
+        self, depth: int, path: tuple[str, ...], v1: Value
+    ) -> tuple[ResponseAnalysis, dict[str, Value]]:
+        """Classify every response with as little search as the decision needs.
+
+        With T > 0, a null-window scout at v1 + T first: a reply that stays below it can be
+        neither a trap nor unreasonable, and only an upper bound is kept. Replies at or above it
+        get a window search that is exact inside [v1 + T, v1 + R] and a proof of `> v1 + R`
+        beyond. Ties at v1 (the best response is the first by UCI among them) are settled by a
+        null-window test at v1 where a bound leaves them open. Returns the analysis and the
+        exact values it proved.
+        """
+        game, settings = self.game, self.settings
+        trap_floor = v1 + settings.trap_cp
         ceiling = v1 + settings.reasonable_cp
-        window_top = INFINITY if self.exact_root and not path else ceiling + 1
-        measured = []
-        for move in moves:
-            game.push(move)
-            result = searcher.alphabeta(depth - 1, v1 - 1, window_top)
-            exact = result < window_top
-            line: tuple[str, ...] = ()
-            if exact and result - v1 >= settings.trap_cp:
-                line = searcher.principal_variation(depth - 1)
-            game.pop()
-            # result <= v1 - 1 would mean a reply better than the minimum: impossible.
+        whole_distribution = self.exact_root and not path
+        measured: dict[Move, tuple[Value, bool, tuple[str, ...]]] = {}
+        for move in game.legal_moves():
+            if whole_distribution or settings.trap_cp == 0:
+                top = INFINITY if whole_distribution else ceiling + 1
+                result = self._search_child(move, depth - 1, v1 - 1, top)
+                exact = result < top
+            else:
+                result = self._search_child(move, depth - 1, trap_floor - 1, trap_floor)
+                exact = result == v1  # below the floor only a bound, unless it is v1 itself
+                if result >= trap_floor:
+                    result = self._search_child(move, depth - 1, trap_floor - 1, ceiling + 1)
+                    exact = result <= ceiling
+            # A result below v1 would mean a reply better than the node's value: impossible.
             assert result >= v1, "window search contradicts the node's exact value"
-            measured.append(_response_value(game, move, result, exact, line))
+            line: tuple[str, ...] = ()
+            if exact and trap_floor <= result <= ceiling:
+                game.push(move)
+                line = self.searcher.principal_variation(depth - 1)
+                game.pop()
+            measured[move] = (result, exact, line)
+        self._settle_ties(depth, v1, measured)
+        responses = [_response_value(game, move, *entry) for move, entry in measured.items()]
         analysis = classify_responses(
-            measured,
+            responses,
             settings,
             path=path,
             node=game.describe(),
@@ -258,8 +294,31 @@ class DiffiMaxSearch(Generic[Move]):
             responder=game.responder_name(),
         )
         self._analyses.append(analysis)
-        self._traps.extend(trap_records(analysis, {r.move: r.line for r in measured}))
-        return analysis
+        self._traps.extend(trap_records(analysis, {r.move: r.line for r in responses}))
+        exact_values = {r.move: r.value for r in responses if r.exact}
+        return analysis, exact_values
+
+    def _settle_ties(
+        self, depth: int, v1: Value, measured: dict[Any, tuple[Value, bool, tuple[str, ...]]]
+    ) -> None:
+        """Make sure the first move by tie-break among those worth exactly v1 is known exactly."""
+        game = self.game
+        known = [move for move, (value, exact, _) in measured.items() if exact and value == v1]
+        first_known = min((game.tiebreak(m) for m in known), default=None)
+        open_moves = sorted(
+            (
+                m
+                for m, (value, exact, _) in measured.items()
+                if not exact and value < v1 + self.settings.trap_cp
+            ),
+            key=game.tiebreak,
+        )
+        for move in open_moves:
+            if first_known is not None and game.tiebreak(move) > first_known:
+                break
+            if self._search_child(move, depth - 1, v1, v1 + 1) <= v1:
+                measured[move] = (v1, True, measured[move][2])
+                break
 
 
 def diffimax(
