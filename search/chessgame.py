@@ -241,7 +241,18 @@ class ChessGame:
             if best >= beta:
                 return best
             alpha = max(alpha, best)
-            moves = [m for m in board.generate_legal_moves() if m.promotion or board.is_capture(m)]
+            moves = list(board.generate_legal_captures())
+            promoting = (
+                board.pawns
+                & board.occupied_co[board.turn]
+                & (chess.BB_RANK_7 if board.turn else chess.BB_RANK_2)
+            )
+            if promoting:
+                moves += [
+                    m
+                    for m in board.generate_legal_moves(from_mask=promoting, to_mask=~board.occupied)
+                    if m.promotion
+                ]
         if len(moves) > 1:
             moves.sort(key=self.capture_order, reverse=True)
         for move in moves:
