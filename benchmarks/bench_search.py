@@ -30,8 +30,14 @@ from search.tree import Tree, TreeGame
 from search.ttable import TranspositionTable
 
 GAMES = Path(__file__).resolve().parents[2] / "shared" / "data" / "games" / "lichess_100.pgn"
-MATERIAL = {chess.PAWN: 100, chess.KNIGHT: 320, chess.BISHOP: 330, chess.ROOK: 500, chess.QUEEN: 900,
-            chess.KING: 0}
+MATERIAL = {
+    chess.PAWN: 100,
+    chess.KNIGHT: 320,
+    chess.BISHOP: 330,
+    chess.ROOK: 500,
+    chess.QUEEN: 900,
+    chess.KING: 0,
+}
 
 
 def positions(count: int, seed: int = 11) -> list[chess.Board]:
@@ -65,7 +71,7 @@ class PlainAlphaBeta:
             score += value * (len(board.pieces(piece_type, board.turn)) - len(board.pieces(piece_type, not board.turn)))
         return score
 
-    def search(self, board: chess.Board, depth: int, alpha: int = -10**9, beta: int = 10**9) -> int:
+    def search(self, board: chess.Board, depth: int, alpha: int = -(10**9), beta: int = 10**9) -> int:
         self.nodes += 1
         if board.is_checkmate():
             return -100_000
@@ -99,9 +105,11 @@ def bench_engines(boards: list[chess.Board], depth: int) -> None:
     native_rate, plain_rate = native_nodes / native_time, plain_nodes / plain_time
     print(f"   native: {native_nodes:>9.0f} nodes (incl. quiescence) {native_time:7.2f} s {native_rate:9.0f} nodes/s")
     print(f"   plain : {plain_nodes:>9.0f} nodes                     {plain_time:7.2f} s {plain_rate:9.0f} nodes/s")
-    print(f"   nodes/s ratio native/plain: {native_rate / plain_rate:.2f}x; "
-          f"time per position ratio native/plain: {native_time / plain_time:.2f}x "
-          f"(native also searches captures to quiescence)")
+    print(
+        f"   nodes/s ratio native/plain: {native_rate / plain_rate:.2f}x; "
+        f"time per position ratio native/plain: {native_time / plain_time:.2f}x "
+        f"(native also searches captures to quiescence)"
+    )
 
 
 def bench_overhead(boards: list[chess.Board], depth: int) -> None:
@@ -127,9 +135,11 @@ def bench_overhead(boards: list[chess.Board], depth: int) -> None:
         times.append(dm_time / ab_time)
         total_ab += ab_nodes
         total_dm += dm_nodes
-    print(f"   alpha-beta {total_ab} nodes, DiffiMax {total_dm} nodes: overall {total_dm / total_ab:.2f}x; "
-          f"per position median {statistics.median(ratios):.2f}x (min {min(ratios):.2f}, max {max(ratios):.2f}); "
-          f"time median {statistics.median(times):.2f}x")
+    print(
+        f"   alpha-beta {total_ab} nodes, DiffiMax {total_dm} nodes: overall {total_dm / total_ab:.2f}x; "
+        f"per position median {statistics.median(ratios):.2f}x (min {min(ratios):.2f}, max {max(ratios):.2f}); "
+        f"time median {statistics.median(times):.2f}x"
+    )
 
 
 def random_tree(rng: random.Random, depth: int, branching: int) -> Tree:
@@ -156,6 +166,7 @@ def bench_ordering(trees: int, depth: int, branching: int) -> None:
     print(f"\n3. alpha-beta leaves vs minimax leaves, {trees} random trees, depth {depth}, branching {branching}")
     rng = random.Random(5)
     full = branching**depth
+    optimum = branching ** ((depth + 1) // 2) + branching ** (depth // 2) - 1
     for mode in ("best", "random", "worst"):
         leaves = []
         for _ in range(trees):
@@ -164,8 +175,10 @@ def bench_ordering(trees: int, depth: int, branching: int) -> None:
             assert searcher.search(depth).value == value
             leaves.append(searcher.stats.leaves)
         mean = statistics.mean(leaves)
-        print(f"   {mode:<6}: {mean:8.0f} leaves of {full} ({mean / full:.3f} of minimax; "
-              f"theory best b^ceil(d/2)+b^floor(d/2)-1 = {branching ** ((depth + 1) // 2) + branching ** (depth // 2) - 1})")
+        print(
+            f"   {mode:<6}: {mean:8.0f} leaves of {full} ({mean / full:.3f} of minimax; "
+            f"theory best b^ceil(d/2)+b^floor(d/2)-1 = {optimum})"
+        )
     _, _, stats = minimax_decision(TreeGame(random_tree(rng, depth, branching)), depth)
     print(f"   minimax: {stats.leaves} leaves (always all)")
 

@@ -37,17 +37,13 @@ Depth = Annotated[int | None, typer.Option("--depth", help="Search Depth in plie
 ScopeOpt = Annotated[str, typer.Option("--scope", help="Opponent Responses: 2, 3, 4, 5 or all.")]
 ReasonableDip = Annotated[float, typer.Option("--reasonable-dip", help="Reasonable Player Dip R in pawns.")]
 TrapDip = Annotated[float, typer.Option("--trap-dip", help="Trap Dip Threshold T in pawns (T <= R).")]
-ExcludeChecks = Annotated[
-    bool, typer.Option("--exclude-checks", help="Ignore checking responses as alternatives.")
-]
+ExcludeChecks = Annotated[bool, typer.Option("--exclude-checks", help="Ignore checking responses as alternatives.")]
 ExcludeCaptures = Annotated[
     bool, typer.Option("--exclude-captures", help="Ignore capturing responses as alternatives.")
 ]
 SafetyMargin = Annotated[
     str,
-    typer.Option(
-        "--safety-margin", help="Pawns the setter may give up for a trap line, or inf (exhaustive)."
-    ),
+    typer.Option("--safety-margin", help="Pawns the setter may give up for a trap line, or inf (exhaustive)."),
 ]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
@@ -91,9 +87,7 @@ def emit(data: dict[str, Any] | None, text: str, as_json: bool) -> None:
 def tree(
     tree_literal: Annotated[str, typer.Argument(metavar="TREE", help="e.g. '((3,12,8),(2,4,6),(14,5,2))'")],
     root: Annotated[str, typer.Option("--root", help="Who moves at the root: max or min.")] = "max",
-    algorithm: Annotated[
-        str, typer.Option("--algorithm", help="minimax, alphabeta or diffimax.")
-    ] = "diffimax",
+    algorithm: Annotated[str, typer.Option("--algorithm", help="minimax, alphabeta or diffimax.")] = "diffimax",
     depth: Depth = None,
     scope: ScopeOpt = "all",
     reasonable_dip: ReasonableDip = 2.0,
@@ -110,9 +104,7 @@ def tree(
         raise UsageError(f"invalid algorithm {algorithm!r}: expected minimax, alphabeta or diffimax")
     parsed = parse_tree(tree_literal)
     plies = tree_height(parsed) if depth is None else depth
-    settings = build_settings(
-        plies, scope, reasonable_dip, trap_dip, exclude_checks, exclude_captures, safety_margin
-    )
+    settings = build_settings(plies, scope, reasonable_dip, trap_dip, exclude_checks, exclude_captures, safety_margin)
     game = TreeGame(parsed, root_is_max=root == "max")
     data: dict[str, Any]
     if algorithm == "minimax":
@@ -168,16 +160,10 @@ def explain(
     exclude_checks: ExcludeChecks = False,
     exclude_captures: ExcludeCaptures = False,
     safety_margin: SafetyMargin = "0.5",
-    engine: Annotated[
-        str, typer.Option("--engine", help="native, stockfish, or a UCI engine's path.")
-    ] = "native",
+    engine: Annotated[str, typer.Option("--engine", help="native, stockfish, or a UCI engine's path.")] = "native",
     nodes: Annotated[int | None, typer.Option("--nodes", help="Engine node limit per search.")] = None,
-    engine_depth: Annotated[
-        int | None, typer.Option("--engine-depth", help="UCI depth limit per search.")
-    ] = None,
-    movetime: Annotated[
-        float | None, typer.Option("--movetime", help="UCI time limit per search (s).")
-    ] = None,
+    engine_depth: Annotated[int | None, typer.Option("--engine-depth", help="UCI depth limit per search.")] = None,
+    movetime: Annotated[float | None, typer.Option("--movetime", help="UCI time limit per search (s).")] = None,
     threads: Annotated[int | None, typer.Option("--threads", help="UCI Threads.")] = None,
     hash_mb: Annotated[int | None, typer.Option("--hash", help="UCI Hash in MiB.")] = None,
     as_json: JsonOut = False,
@@ -190,15 +176,9 @@ def explain(
         setter_color = setter.lower() == "white"
     else:
         raise UsageError(f"invalid setter {setter!r}: expected white or black")
-    plies = (
-        depth if depth is not None else (NATIVE_DEFAULT_DEPTH if engine == "native" else UCI_DEFAULT_DEPTH)
-    )
-    settings = build_settings(
-        plies, scope, reasonable_dip, trap_dip, exclude_checks, exclude_captures, safety_margin
-    )
-    options = EngineOptions(
-        threads=threads, hash_mb=hash_mb, nodes=nodes, depth=engine_depth, movetime=movetime
-    )
+    plies = depth if depth is not None else (NATIVE_DEFAULT_DEPTH if engine == "native" else UCI_DEFAULT_DEPTH)
+    settings = build_settings(plies, scope, reasonable_dip, trap_dip, exclude_checks, exclude_captures, safety_margin)
+    options = EngineOptions(threads=threads, hash_mb=hash_mb, nodes=nodes, depth=engine_depth, movetime=movetime)
     backend = open_backend(engine, options, exact_root=True)
     try:
         result = backend.analyse(board, setter_color, settings)
@@ -226,6 +206,113 @@ def explain(
         result, header=header, name=san_namer(board), path_name=san_path(board), move_name=san_after(board)
     )
     typer.echo(text)
+
+
+@app.command()
+def mine(
+    inputs: Annotated[list[str], typer.Argument(metavar="INPUT...", help="PGN files, directories, globs, URLs.")],
+    out: Annotated[str, typer.Option("--out", help="Output directory of the Parquet dataset.")],
+    depth: Depth = None,
+    scope: ScopeOpt = "all",
+    reasonable_dip: ReasonableDip = 2.0,
+    trap_dip: TrapDip = 1.0,
+    exclude_checks: ExcludeChecks = False,
+    exclude_captures: ExcludeCaptures = False,
+    safety_margin: SafetyMargin = "0.5",
+    engine: Annotated[str, typer.Option("--engine", help="native, stockfish, or a UCI engine's path.")] = "native",
+    nodes: Annotated[int | None, typer.Option("--nodes", help="Engine node limit per search.")] = None,
+    engine_depth: Annotated[int | None, typer.Option("--engine-depth", help="UCI depth limit per search.")] = None,
+    movetime: Annotated[float | None, typer.Option("--movetime", help="UCI time limit per search (s).")] = None,
+    threads: Annotated[int | None, typer.Option("--threads", help="UCI Threads per engine.")] = None,
+    hash_mb: Annotated[int | None, typer.Option("--hash", help="UCI Hash in MiB per engine.")] = None,
+    min_elo: Annotated[int | None, typer.Option("--min-elo", help="Both players rated at least this.")] = None,
+    max_elo: Annotated[int | None, typer.Option("--max-elo", help="Both players rated at most this.")] = None,
+    time_control: Annotated[
+        str | None,
+        typer.Option("--time-control", help="Comma list: bullet, blitz, rapid, classical, correspondence."),
+    ] = None,
+    rated_only: Annotated[bool, typer.Option("--rated-only/--any-rated", help="Rated games only.")] = False,
+    all_variants: Annotated[
+        bool, typer.Option("--all-variants", help="Also games of other variants (default: standard only).")
+    ] = False,
+    plies: Annotated[str | None, typer.Option("--plies", help="Ply window FROM-TO of analysed positions.")] = None,
+    sample: Annotated[float, typer.Option("--sample", help="Fraction of games to keep (seeded).")] = 1.0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of --sample.")] = 0,
+    max_games: Annotated[int | None, typer.Option("--max-games", help="Stop after this many games read.")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="Analysis workers (default: all CPUs).")] = None,
+    address: Annotated[str | None, typer.Option("--address", help="An existing Ray cluster's address.")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue a run: skip committed shards.")] = False,
+    shard_games: Annotated[int, typer.Option("--shard-games", help="Games per shard of a compressed stream.")] = 500,
+    shard_mb: Annotated[float, typer.Option("--shard-mb", help="MiB per shard of an uncompressed file.")] = 16.0,
+) -> None:
+    """Mine PGN databases for traps: DiffiMax at every selected position on Ray, Parquet out."""
+    from pipeline.games import GameFilter
+    from pipeline.mine import MineConfig, run
+
+    plies_from, plies_to = parse_plies(plies)
+    plies_default = NATIVE_DEFAULT_DEPTH if engine == "native" else UCI_DEFAULT_DEPTH
+    settings = build_settings(
+        depth if depth is not None else plies_default,
+        scope, reasonable_dip, trap_dip, exclude_checks, exclude_captures, safety_margin,
+    )  # fmt: skip
+    game_filter = GameFilter(
+        min_elo=min_elo,
+        max_elo=max_elo,
+        time_controls=frozenset(t.strip().lower() for t in time_control.split(",")) if time_control else None,
+        rated_only=rated_only,
+        standard_only=not all_variants,
+        ply_from=plies_from,
+        ply_to=plies_to,
+        sample_rate=sample,
+        seed=seed,
+    )
+    config = MineConfig(
+        inputs=tuple(inputs),
+        out=out,
+        settings=settings,
+        engine=engine,
+        engine_options=EngineOptions(
+            threads=threads, hash_mb=hash_mb, nodes=nodes, depth=engine_depth, movetime=movetime
+        ),
+        game_filter=game_filter,
+        max_games=max_games,
+        workers=workers,
+        address=address,
+        resume=resume,
+        shard_games=shard_games,
+        shard_bytes=max(1, int(shard_mb * (1 << 20))),
+    )
+    manifest = run(config)
+    typer.echo(summary_text(manifest, out))
+
+
+def parse_plies(text: str | None) -> tuple[int, int | None]:
+    """`10-40` -> (10, 40); `10-` -> (10, None); `12` -> (12, 12)."""
+    if text is None:
+        return 0, None
+    low, dash, high = text.partition("-")
+    try:
+        start = int(low) if low.strip() else 0
+        end = (int(high) if high.strip() else None) if dash else start
+    except ValueError:
+        raise UsageError(f"invalid --plies {text!r}: expected FROM-TO, e.g. 10-40") from None
+    if start < 0 or (end is not None and end < start):
+        raise UsageError(f"invalid --plies {text!r}: need 0 <= FROM <= TO")
+    return start, end
+
+
+def summary_text(manifest: dict[str, Any], out: str) -> str:
+    m = manifest
+    return "\n".join([
+        f"Dataset written to {out} (manifest: {out}/manifest.json)",
+        f"games: {m['games_read']:,} read = {m['games_written']:,} mined + {m['games_filtered']:,} filtered "
+        f"+ {m['games_error']:,} with errors",
+        f"positions: {m['positions']:,} ({m['positions_analysed']:,} analysed, {m['positions_reused']:,} reused "
+        f"from repeats, {m['positions_error']:,} failed)",
+        f"trap records: {m['traps']:,}; engine: {m['engine'].get('name', '?')}; workers: {m['workers']}; "
+        f"{m['wall_seconds']:.1f} s",
+        f"query it: diffimax query --data {out} \"select * from traps limit 10\"",
+    ])  # fmt: skip
 
 
 def main() -> None:

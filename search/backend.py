@@ -29,6 +29,10 @@ class Backend(Protocol):
     def describe(self) -> dict[str, Any]:
         """Name, version and limits, for reports and the dataset manifest."""
 
+    def new_unit(self) -> None:
+        """Forget state carried over from earlier positions (table, hash) before an independent
+        unit of work, so that its results do not depend on what ran before."""
+
     def close(self) -> None: ...
 
 
@@ -64,6 +68,9 @@ class NativeBackend:
             "table_capacity": self.table_capacity,
             "node_budget": self.node_budget,
         }
+
+    def new_unit(self) -> None:
+        self.tt.clear()
 
     def close(self) -> None:
         self.tt.clear()

@@ -45,9 +45,7 @@ def board_from_fen(fen: str) -> chess.Board:
         raise FenError(f"invalid FEN {fen!r}: {error}") from None
     status = board.status()
     if status != chess.STATUS_VALID:
-        problems = [
-            (flag.name or "").lower().replace("_", " ") for flag in chess.Status if flag and flag in status
-        ]
+        problems = [(flag.name or "").lower().replace("_", " ") for flag in chess.Status if flag and flag in status]
         raise FenError(f"impossible position in FEN {fen!r}: {', '.join(problems)}")
     return board
 
@@ -243,15 +241,11 @@ class ChessGame:
             alpha = max(alpha, best)
             moves = list(board.generate_legal_captures())
             promoting = (
-                board.pawns
-                & board.occupied_co[board.turn]
-                & (chess.BB_RANK_7 if board.turn else chess.BB_RANK_2)
+                board.pawns & board.occupied_co[board.turn] & (chess.BB_RANK_7 if board.turn else chess.BB_RANK_2)
             )
             if promoting:
                 moves += [
-                    m
-                    for m in board.generate_legal_moves(from_mask=promoting, to_mask=~board.occupied)
-                    if m.promotion
+                    m for m in board.generate_legal_moves(from_mask=promoting, to_mask=~board.occupied) if m.promotion
                 ]
         if len(moves) > 1:
             moves.sort(key=self.capture_order, reverse=True)

@@ -196,9 +196,7 @@ class DiffiMaxSearch(Generic[Move]):
         game.pop()
         return result
 
-    def _visit(
-        self, depth: int, path: tuple[str, ...], known: Value | None = None
-    ) -> tuple[Value, str | None]:
+    def _visit(self, depth: int, path: tuple[str, ...], known: Value | None = None) -> tuple[Value, str | None]:
         """Visit a node of the analysed set; returns its exact value and (at the root) best move.
 
         `known` is the node's exact value when the parent already proved it.
@@ -247,9 +245,7 @@ class DiffiMaxSearch(Generic[Move]):
                 game.pop()
         return analysis.best
 
-    def _analyse(
-        self, depth: int, path: tuple[str, ...], v1: Value
-    ) -> tuple[ResponseAnalysis, dict[str, Value]]:
+    def _analyse(self, depth: int, path: tuple[str, ...], v1: Value) -> tuple[ResponseAnalysis, dict[str, Value]]:
         """Classify every response with as little search as the decision needs.
 
         With T > 0, a null-window scout at v1 + T first: a reply that stays below it can be
@@ -298,19 +294,13 @@ class DiffiMaxSearch(Generic[Move]):
         exact_values = {r.move: r.value for r in responses if r.exact}
         return analysis, exact_values
 
-    def _settle_ties(
-        self, depth: int, v1: Value, measured: dict[Any, tuple[Value, bool, tuple[str, ...]]]
-    ) -> None:
+    def _settle_ties(self, depth: int, v1: Value, measured: dict[Any, tuple[Value, bool, tuple[str, ...]]]) -> None:
         """Make sure the first move by tie-break among those worth exactly v1 is known exactly."""
         game = self.game
         known = [move for move, (value, exact, _) in measured.items() if exact and value == v1]
         first_known = min((game.tiebreak(m) for m in known), default=None)
         open_moves = sorted(
-            (
-                m
-                for m, (value, exact, _) in measured.items()
-                if not exact and value < v1 + self.settings.trap_cp
-            ),
+            (m for m, (value, exact, _) in measured.items() if not exact and value < v1 + self.settings.trap_cp),
             key=game.tiebreak,
         )
         for move in open_moves:
@@ -331,6 +321,4 @@ def diffimax(
     exact_root: bool = False,
 ) -> DiffiMaxResult:
     """Run the optimised DiffiMax search once at the game's current position."""
-    return DiffiMaxSearch(
-        game, settings, tt=tt, ordering=ordering, budget=budget, exact_root=exact_root
-    ).run()
+    return DiffiMaxSearch(game, settings, tt=tt, ordering=ordering, budget=budget, exact_root=exact_root).run()

@@ -238,9 +238,7 @@ EG_PUBLISHED: tuple[tuple[int, ...], ...] = (
 )
 
 
-def _combine(
-    published: tuple[tuple[int, ...], ...], values: dict[int, int]
-) -> tuple[tuple[tuple[int, ...], ...], ...]:
+def _combine(published: tuple[tuple[int, ...], ...], values: dict[int, int]) -> tuple[tuple[tuple[int, ...], ...], ...]:
     """Fold material into the PSTs and re-index them by python-chess square.
 
     Doing this once at import time is why evaluation needs only one look-up

@@ -91,9 +91,7 @@ class TranspositionTable:
 _FLIPPED = {Bound.EXACT: Bound.EXACT, Bound.LOWER: Bound.UPPER, Bound.UPPER: Bound.LOWER}
 
 
-def probe_cutoff(
-    entry: Entry, depth: int, alpha: Value, beta: Value, ply: int, perspective: int = 1
-) -> Value | None:
+def probe_cutoff(entry: Entry, depth: int, alpha: Value, beta: Value, ply: int, perspective: int = 1) -> Value | None:
     """The stored result if it settles a search of `depth` with window (alpha, beta), else None.
 
     Only an entry of exactly the requested depth answers: a deeper entry would change the value

@@ -121,10 +121,7 @@ def test_every_table_entry_is_rank_mirrored_between_colours() -> None:
     for table in (MG_TABLE, EG_TABLE):
         for piece_type in chess.PIECE_TYPES:
             for sq in chess.SQUARES:
-                assert (
-                    table[chess.WHITE][piece_type][sq]
-                    == table[chess.BLACK][piece_type][chess.square_mirror(sq)]
-                )
+                assert table[chess.WHITE][piece_type][sq] == table[chess.BLACK][piece_type][chess.square_mirror(sq)]
 
 
 def test_published_table_orientation() -> None:

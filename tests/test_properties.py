@@ -78,9 +78,7 @@ def assert_same_diffimax(optimised, reference):
         verdicts = {r.move: (r.reasonable, r.trap, r.best, r.excluded) for r in theirs.responses}
         exact = {r.move: (r.value, r.alternative_rank, r.in_scope) for r in theirs.responses}
         for response in mine.responses:
-            assert (response.reasonable, response.trap, response.best, response.excluded) == verdicts[
-                response.move
-            ]
+            assert (response.reasonable, response.trap, response.best, response.excluded) == verdicts[response.move]
             if response.exact:  # a bound orders responses only as far as the decision needs
                 assert (response.value, response.alternative_rank, response.in_scope) == exact[response.move]
         assert sum(r.in_scope for r in mine.responses) == sum(r.in_scope for r in theirs.responses)

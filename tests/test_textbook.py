@@ -80,12 +80,8 @@ def test_cli_four_ply_json():
 
 
 def test_cli_alphabeta_fewer_leaves():
-    minimax = json.loads(
-        run_cli("tree", SEED_003_TREE, "--algorithm", "minimax", "--json", check=True).stdout
-    )
-    pruned = json.loads(
-        run_cli("tree", SEED_003_TREE, "--algorithm", "alphabeta", "--json", check=True).stdout
-    )
+    minimax = json.loads(run_cli("tree", SEED_003_TREE, "--algorithm", "minimax", "--json", check=True).stdout)
+    pruned = json.loads(run_cli("tree", SEED_003_TREE, "--algorithm", "alphabeta", "--json", check=True).stdout)
     assert pruned["value"] == minimax["value"] == 3
     assert pruned["leaves"] < minimax["leaves"]
     assert pruned["cutoffs"] == 3
@@ -125,9 +121,7 @@ def test_cli_seed_000_json_fields():
     ]
     assert traps[0]["best_move"] == "0" and traps[0]["best_value"] == -0.2
 
-    top2 = json.loads(
-        run_cli("tree", SEED_000_NODE, "--root", "min", "--scope", "2", "--json", check=True).stdout
-    )
+    top2 = json.loads(run_cli("tree", SEED_000_NODE, "--root", "min", "--scope", "2", "--json", check=True).stdout)
     assert [t["move"] for t in top2["traps"]] == ["1"]
 
 

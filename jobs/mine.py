@@ -1,0 +1,22 @@
+"""Entrypoint for a real cluster:
+
+    ray job submit --working-dir . -- python -m jobs.mine INPUT... --out DIR [flags]
+
+Same flags as `diffimax mine` (see `diffimax mine --help`). Inside a Ray job the driver attaches
+to the job's cluster (Ray sets RAY_ADDRESS), so `--address` is not needed.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from pipeline.cli import main as cli_main
+
+
+def main(argv: list[str] | None = None) -> None:
+    sys.argv = ["diffimax", "mine", *(sys.argv[1:] if argv is None else argv)]
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()

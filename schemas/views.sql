@@ -1,0 +1,52 @@
+-- DuckDB views over a diffimax dataset (schema version 1).
+-- `{dataset}` is replaced by the dataset directory as a quoted SQL string literal.
+-- Values are centipawns from the setter's view in the tables; *_pawns columns are for people.
+
+create or replace view games as
+select * from read_parquet({dataset} || '/shards/*/games.parquet', union_by_name = true);
+
+create or replace view positions as
+select * from read_parquet({dataset} || '/shards/*/positions.parquet', union_by_name = true);
+
+create or replace view responses as
+select *, value / 100.0 as value_pawns, played_dip / 100.0 as played_dip_pawns
+from read_parquet({dataset} || '/shards/*/responses.parquet', union_by_name = true);
+
+create or replace view traps as
+select *, dip / 100.0 as dip_pawns, best_value / 100.0 as best_value_pawns, value / 100.0 as value_pawns
+from read_parquet({dataset} || '/shards/*/traps.parquet', union_by_name = true);
+
+create or replace view errors as
+select * from read_parquet({dataset} || '/shards/*/errors.parquet', union_by_name = true);
+
+-- One row per analysed position, with what the human actually played there:
+-- best reply, fell (a trap candidate), other reasonable reply, unreasonable reply, excluded.
+create or replace view outcomes as
+with joined as (
+    select
+        r.game_id, r.ply, r.position_key, r.setter, r.responder, r.best_move, r.move_played,
+        r.played_class, r.played_dip, r.value, r.trap_node, r.trap_count, r.reasonable_count,
+        r.trap_ratio, r.meaningful, p.fen, p.move_san, p.mover_rating, p.clock_seconds,
+        g.white, g.black, g.white_elo, g.black_elo, g.time_control_class, g.result,
+        case r.setter when 'white' then g.white else g.black end as setter_name,
+        case r.setter when 'white' then g.black else g.white end as responder_name,
+        case r.setter when 'white' then g.white_elo else g.black_elo end as setter_rating
+    from responses r
+    join positions p using (game_id, ply)
+    join games g using (game_id)
+),
+final as (
+    select
+        *,
+        case played_class
+            when 'best' then 'best'
+            when 'trap' then 'fell'
+            when 'reasonable' then 'reasonable'
+            when 'out_of_scope' then 'reasonable'
+            when 'unreasonable' then 'unreasonable'
+            when 'excluded' then 'excluded'
+        end as outcome,
+        played_class = 'trap' as fell
+    from joined
+)
+select * from final;
