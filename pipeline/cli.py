@@ -232,9 +232,6 @@ def mine(
         typer.Option("--time-control", help="Comma list: bullet, blitz, rapid, classical, correspondence."),
     ] = None,
     rated_only: Annotated[bool, typer.Option("--rated-only/--any-rated", help="Rated games only.")] = False,
-    all_variants: Annotated[
-        bool, typer.Option("--all-variants", help="Also games of other variants (default: standard only).")
-    ] = False,
     plies: Annotated[str | None, typer.Option("--plies", help="Ply window FROM-TO of analysed positions.")] = None,
     sample: Annotated[float, typer.Option("--sample", help="Fraction of games to keep (seeded).")] = 1.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of --sample.")] = 0,
@@ -260,7 +257,7 @@ def mine(
         max_elo=max_elo,
         time_controls=frozenset(t.strip().lower() for t in time_control.split(",")) if time_control else None,
         rated_only=rated_only,
-        standard_only=not all_variants,
+        standard_only=True,  # the engines play standard chess (From Position games included)
         ply_from=plies_from,
         ply_to=plies_to,
         sample_rate=sample,

@@ -35,7 +35,7 @@ import ray
 from pipeline.engines import EngineOptions, open_backend
 from pipeline.games import GameFilter, read_games
 from pipeline.mining import OCCURRENCE_COLUMNS, AnalysisUnit, PositionResult, analyse_unit, occurrence_rows
-from pipeline.sources import Shard, iter_shards
+from pipeline.sources import Shard, compression_of, expand_inputs, is_url, iter_shards
 from pipeline.store import DatasetStore
 from schemas.dataset import SCHEMA_VERSION
 from search.settings import DiffiMaxSettings
@@ -137,7 +137,7 @@ def ingest_shard(shard: Shard, game_filter: GameFilter, limit: int | None) -> Sh
         elif isinstance(outcome, Filtered):
             filtered += 1
         elif isinstance(outcome, Failed):
-            errors.append({**outcome.error, "stage": "parse", "ply": None})
+            errors.append({**outcome.error, "stage": "parse"})
     return ShardIngest(
         shard.shard_id, shard.source, games, positions, errors, moves, read, filtered,
         shard.end - shard.start, time.perf_counter() - start,
@@ -184,7 +184,7 @@ class Progress:
         elapsed = max(now - self.start, 1e-9)
         rate = (counts.positions_analysed + counts.positions_reused) / elapsed
         eta = ""
-        if self.total_bytes and bytes_done:
+        if self.total_bytes and bytes_done:  # by the bytes of committed shards
             remaining = elapsed * (self.total_bytes - bytes_done) / bytes_done
             eta = f", ETA {remaining:,.0f} s"
         self.echo(
@@ -260,7 +260,13 @@ def _run(
 
     while True:
         # Keep the ingest window full (in input order, so the routing below is deterministic).
-        while not exhausted and len(in_flight) + len(pending) < window and (limit_left is None or limit_left > 0):
+        # Under --max-games one shard at a time: how many games a shard holds is known only once
+        # it is parsed.
+        while (
+            not exhausted
+            and len(in_flight) + len(pending) < window
+            and (limit_left is None or (limit_left > 0 and not in_flight))
+        ):
             shard = next(shards, None)
             if shard is None:
                 exhausted = True
@@ -268,9 +274,6 @@ def _run(
             if shard.shard_id in committed:
                 continue
             in_flight.append((shard, ingest_task.remote(shard, config.game_filter, limit_left)))
-            if limit_left is not None:
-                # How many games a shard holds is known only once parsed: one at a time.
-                break
         # Route the oldest ingested shard once its parse is back.
         while in_flight:
             ready, _ = ray.wait([in_flight[0][1]], timeout=0)
@@ -280,7 +283,6 @@ def _run(
             ingest: ShardIngest = ray.get(ref)
             if limit_left is not None:
                 limit_left -= ingest.games_read
-            bytes_done += ingest.bytes_read
             counts.games_read += ingest.games_read
             counts.games_filtered += ingest.games_filtered
             counts.games_error += len(ingest.errors)
@@ -313,6 +315,7 @@ def _run(
         while pending and not pending[0].waiting:
             shard_state = pending.popleft()
             shard_counts = _commit(store, shard_state.ingest, results)
+            bytes_done += shard_state.ingest.bytes_read
             for name in ("games_written", "positions", "positions_analysed", "positions_reused", "positions_error",
                          "traps"):  # fmt: skip
                 setattr(counts, name, getattr(counts, name) + shard_counts[name])
@@ -418,9 +421,10 @@ def _results_from(store: DatasetStore) -> dict[int, PositionResult]:
 
 
 def _total_bytes(inputs: tuple[str, ...]) -> int | None:
+    """Bytes to read when every input is a plain local .pgn (the ETA needs them); else None."""
     total = 0
-    for item in inputs:
-        if "://" in item or not os.path.isfile(item):
+    for item in expand_inputs(inputs):
+        if is_url(item) or compression_of(item) != "none":
             return None
         total += os.path.getsize(item)
     return total or None

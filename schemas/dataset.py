@@ -25,6 +25,7 @@ GAMES = pa.schema(
         pa.field("source", pa.string(), nullable=False),
         pa.field("shard_id", pa.string(), nullable=False),
         pa.field("game_index", pa.int64(), nullable=False),  # order of the game within its shard
+        pa.field("byte_offset", pa.int64()),  # where the game starts in its source (uncompressed bytes)
         pa.field("event", pa.string()),
         pa.field("site", pa.string()),
         pa.field("date", pa.string()),

@@ -1,0 +1,60 @@
+"""Helpers for the mining tests: running jobs and comparing datasets row for row."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pipeline.games import GameFilter
+from pipeline.mine import MineConfig, run
+from pipeline.store import DatasetStore
+from schemas.dataset import TABLES
+from search.settings import DiffiMaxSettings
+
+# Sort keys that make two datasets comparable row for row.
+ORDER = {
+    "games": ["game_id"],
+    "positions": ["game_id", "ply"],
+    "responses": ["game_id", "ply"],
+    "traps": ["game_id", "ply", "path", "move"],
+    "errors": ["source", "shard_id", "game_index", "game_id", "ply", "reason"],
+}
+
+
+def mine(inputs: list[str], out: Path, **overrides: Any) -> dict[str, Any]:
+    settings = overrides.pop("settings", DiffiMaxSettings(depth=1))
+    game_filter = overrides.pop("game_filter", GameFilter(ply_from=10, ply_to=11))
+    config = MineConfig(inputs=tuple(inputs), out=str(out), settings=settings, game_filter=game_filter, **overrides)
+    return run(config, echo=lambda line: None)
+
+
+def rows(out: Path) -> dict[str, list[dict[str, Any]]]:
+    store = DatasetStore(out, resume=True)
+    tables = {}
+    for name in TABLES:
+        data = store.read_table(name).to_pylist()
+        data.sort(key=lambda row, name=name: json.dumps([row[k] for k in ORDER[name]], default=str))
+        tables[name] = data
+    return tables
+
+
+def assert_same_rows(first: Path, second: Path) -> None:
+    left, right = rows(first), rows(second)
+    for name in TABLES:
+        assert len(left[name]) == len(right[name]), name
+        for a, b in zip(left[name], right[name], strict=True):
+            assert a == b, (name, a, b)
+
+
+def assert_counts_add_up(manifest: dict[str, Any], out: Path) -> None:
+    m = manifest
+    assert m["games_read"] == m["games_written"] + m["games_filtered"] + m["games_error"]
+    assert m["positions"] == m["positions_analysed"] + m["positions_reused"] + m["positions_error"]
+    data = rows(out)
+    assert len(data["games"]) == m["games_written"]
+    assert len(data["positions"]) == m["positions"]
+    assert len(data["responses"]) == m["positions"] - m["positions_error"]
+    assert len(data["traps"]) == m["traps"]
+    parse_errors = [e for e in data["errors"] if e["stage"] == "parse"]
+    assert len(parse_errors) == m["games_error"]

@@ -1,0 +1,142 @@
+"""The mining job on a real local Ray cluster: counts, determinism, reuse, bad input, output."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import ray
+
+from pipeline.duck import connect
+from pipeline.games import GameFilter
+from pipeline.mining import AnalysisUnit, analyse_unit, played_class
+from pipeline.store import OutputError
+from search.backend import NativeBackend
+from search.settings import DiffiMaxSettings
+from tests.conftest import GAMES
+from tests.mining_helpers import assert_counts_add_up, assert_same_rows, mine, rows
+
+SAMPLE = str(GAMES / "lichess_100.pgn")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_session():
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def test_analyse_unit_sets_the_player_who_just_moved_as_setter():
+    # 1.e4 e5 2.Nf3 Nc6 3.Bc4 Nd4: analyse after 3...Nd4 (ply 6): Black set it, White responds.
+    moves = ("e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "c6d4", "f3e5")
+    results = analyse_unit(NativeBackend(), AnalysisUnit("g", None, moves, (6,)), DiffiMaxSettings(depth=1))
+    (result,) = results
+    assert result.error is None and result.ply == 6 and result.game_id == "g"
+    assert result.response["setter"] == "black" and result.response["responder"] == "white"
+    assert result.response["legal"] == 31
+    kind, entry = played_class(result.response, "f3e5")
+    assert entry is not None and kind in {"best", "trap", "reasonable", "unreasonable"}
+
+
+def test_mine_sample_counts_add_up_and_views_work(tmp_path):
+    out = tmp_path / "run"
+    manifest = mine([SAMPLE], out, workers=1)
+    assert manifest["games_read"] == 100
+    assert_counts_add_up(manifest, out)
+    for key in ("games_read", "games_written", "games_filtered", "games_error", "positions_analysed",
+                "positions_reused", "settings", "engine", "versions", "wall_seconds"):  # fmt: skip
+        assert key in manifest
+    saved = json.loads((out / "manifest.json").read_text())
+    assert saved["games_written"] == manifest["games_written"]
+    connection = connect(out)
+    assert connection.execute("select count(*) from outcomes").fetchone()[0] == manifest["positions"]
+    (fell,) = connection.execute("select count(*) from outcomes where fell").fetchone()
+    (root_fell,) = connection.execute("select count(*) from traps where path = [] and fell").fetchone()
+    assert fell == root_fell  # one falling trap record per position where the human fell
+    plies = {row[0] for row in connection.execute("select distinct ply from positions").fetchall()}
+    assert plies == {10, 11}
+
+
+def test_rows_identical_for_one_and_two_workers_and_small_shards(tmp_path):
+    one = tmp_path / "one"
+    two = tmp_path / "two"
+    mine([SAMPLE], one, workers=1, shard_bytes=20_000)
+    manifest = mine([SAMPLE], two, workers=2, shard_bytes=20_000)
+    assert len(list((two / "shards").iterdir())) > 1
+    assert_same_rows(one, two)
+    assert_counts_add_up(manifest, two)
+
+
+def test_repeated_positions_are_analysed_once(tmp_path):
+    out = tmp_path / "run"
+    # Early plies repeat across games (openings): the reuse must show up and agree.
+    manifest = mine([SAMPLE], out, workers=2, game_filter=GameFilter(ply_from=0, ply_to=3))
+    assert manifest["positions_reused"] > 0
+    assert manifest["positions_analysed"] < manifest["positions"]
+    data = rows(out)
+    by_key: dict[int, list[dict]] = {}
+    for row in data["responses"]:
+        by_key.setdefault(row["position_key"], []).append(row)
+    repeated = [group for group in by_key.values() if len(group) > 1]
+    assert repeated
+    for group in repeated:
+        assert sum(not row["reused"] for row in group) == 1
+        first = group[0]
+        for row in group[1:]:
+            assert row["responses"] == first["responses"] and row["best_move"] == first["best_move"]
+
+
+def test_output_directory_is_not_overwritten_without_resume(tmp_path):
+    out = tmp_path / "run"
+    mine([SAMPLE], out, workers=1, max_games=5)
+    with pytest.raises(OutputError, match="not empty"):
+        mine([SAMPLE], out, workers=1, max_games=5)
+    before = rows(out)
+    mine([SAMPLE], out, workers=1, max_games=5, resume=True)  # everything committed: no new rows
+    assert rows(out) == before
+
+
+def test_max_games_counts_games_read(tmp_path):
+    out = tmp_path / "run"
+    manifest = mine([SAMPLE], out, workers=1, max_games=7, shard_bytes=4_000)
+    assert manifest["games_read"] == 7
+    assert_counts_add_up(manifest, out)
+
+
+BAD_GAMES = {
+    "illegal SAN": '[Event "Bad"]\n[Site "https://lichess.org/illegal1"]\n\n1. e4 e5 2. Qxh9 Nc6 1-0\n\n',
+    "ambiguous SAN": (
+        '[Event "Bad"]\n[Site "https://lichess.org/ambig001"]\n\n'
+        "1. e4 e5 2. Nc3 Nc6 3. Ne2 Nf6 1-0\n\n"  # knights on c3 and g1 both reach e2
+    ),
+    "unterminated comment": '[Event "Bad"]\n[Site "https://lichess.org/comment1"]\n\n1. e4 { never closed e5 1-0\n\n',
+}
+GOOD_GAME = (
+    '[Event "Good {n}"]\n[Site "https://lichess.org/good{n:04d}"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bc4 Nd4 4. Nxe5 Qg5 0-1\n\n'
+)
+
+
+def test_bad_input_is_recorded_and_valid_games_survive(tmp_path):
+    pgn = tmp_path / "mixed.pgn"
+    parts = [GOOD_GAME.format(n=0).encode()]
+    for index, text in enumerate(BAD_GAMES.values(), start=1):
+        parts.append(text.encode())
+        parts.append(GOOD_GAME.format(n=index).encode())
+    parts.append(b'[Event "Binary"]\n\n\x00\xff\xfe garbage \x89PNG\r\n 1-0\n\n')
+    parts.append('[Event "Caf\xe9"]\n[Site "https://lichess.org/latin001"]\n\n1. d4 d5 1/2-1/2\n\n'.encode("latin-1"))
+    parts.append(GOOD_GAME.format(n=9).encode())
+    parts.append(b'[Event "Truncated"]\n[Site "https://lichess.org/trunc001"]\n\n1. e4 e5 2. N')
+    pgn.write_bytes(b"".join(parts))
+    empty = tmp_path / "empty.pgn"
+    empty.write_bytes(b"")
+    out = tmp_path / "run"
+    manifest = mine([str(pgn), str(empty)], out, workers=1, game_filter=GameFilter(ply_from=0, ply_to=2))
+    assert_counts_add_up(manifest, out)
+    data = rows(out)
+    written = {g["game_id"] for g in data["games"]}
+    assert {f"good{n:04d}" for n in (0, 1, 2, 3, 9)} <= written
+    assert "latin001" in written  # non-UTF-8 bytes in a header do not make a game invalid
+    reasons = " | ".join(e["reason"] for e in data["errors"])
+    assert manifest["games_error"] >= 4, reasons
+    for needle in ("Qxh9", "ambiguous", "comment"):
+        assert needle in reasons, reasons
