@@ -1,0 +1,140 @@
+"""Faults during a mining job: a killed worker process, a removed node, a killed driver.
+
+Each job must still finish with exactly the rows of an undisturbed run. Real Ray clusters on this
+machine (`ray.cluster_utils.Cluster` for several nodes); the faults are real kills.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import ray
+from ray.cluster_utils import Cluster
+
+from tests.conftest import GAMES, ROOT
+from tests.mining_helpers import assert_counts_add_up, assert_same_rows, mine
+
+pytestmark = pytest.mark.slow
+
+SAMPLE = str(GAMES / "lichess_100.pgn")
+JOB = {"shard_bytes": 15_000, "workers": 2}
+
+
+def committed(out: Path) -> int:
+    return len(list((out / "shards").glob("*/_shard.json"))) if (out / "shards").is_dir() else 0
+
+
+def worker_pids() -> list[int]:
+    """Processes of the analysis actors, found by Ray's process title."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                title = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"AnalysisWorker" in title:
+                pids.append(int(entry.name))
+    return pids
+
+
+def run_in_thread(out: Path) -> tuple[threading.Thread, dict]:
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            outcome["manifest"] = mine([SAMPLE], out, **JOB)
+        except BaseException as error:  # reported by the test
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def wait_for(condition, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for the job")
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("reference") / "run"
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    try:
+        mine([SAMPLE], out, **JOB)
+    finally:
+        ray.shutdown()
+    return out
+
+
+def test_killed_worker_process(tmp_path, reference):
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    try:
+        out = tmp_path / "run"
+        thread, outcome = run_in_thread(out)
+        wait_for(lambda: worker_pids() or not thread.is_alive())
+        wait_for(lambda: committed(out) >= 1 or not thread.is_alive())
+        victims = worker_pids()
+        assert victims and thread.is_alive(), "the job ended before a worker could be killed"
+        os.kill(victims[0], signal.SIGKILL)
+        thread.join(timeout=300)
+        assert "error" not in outcome, outcome.get("error")
+        assert_counts_add_up(outcome["manifest"], out)
+        assert_same_rows(reference, out)
+    finally:
+        ray.shutdown()
+
+
+def test_removed_node(tmp_path, reference):
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    nodes = [cluster.add_node(num_cpus=1) for _ in range(2)]
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
+    try:
+        out = tmp_path / "run"
+        thread, outcome = run_in_thread(out)
+        wait_for(lambda: committed(out) >= 1 or not thread.is_alive())
+        assert thread.is_alive(), "the job ended before a node could be removed"
+        cluster.remove_node(nodes[0])  # a whole node goes, with whatever ran on it
+        thread.join(timeout=300)
+        assert "error" not in outcome, outcome.get("error")
+        assert_counts_add_up(outcome["manifest"], out)
+        assert_same_rows(reference, out)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+def test_resume_after_the_driver_is_killed(tmp_path, reference):
+    out = tmp_path / "run"
+    command = [
+        sys.executable, "-m", "pipeline.cli", "mine", SAMPLE, "--out", str(out), "--depth", "1", "--plies",
+        "10-11", "--workers", "2", "--shard-mb", str(JOB["shard_bytes"] / (1 << 20)),
+    ]  # fmt: skip
+    process = subprocess.Popen(command, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        wait_for(lambda: committed(out) >= 1 or process.poll() is not None, seconds=180)
+        assert process.poll() is None, "the job ended before it could be killed"
+        os.killpg(process.pid, signal.SIGKILL)
+    finally:
+        process.wait(timeout=60)
+    partial = committed(out)
+    assert partial >= 1
+    resumed = subprocess.run([*command, "--resume"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "Dataset written" in resumed.stdout
+    assert_same_rows(reference, out)
+    assert_counts_add_up(json.loads((out / "manifest.json").read_text()), out)

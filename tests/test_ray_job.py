@@ -1,0 +1,82 @@
+"""End to end on a real Ray cluster: `ray start --head` on loopback with token authentication
+on, the real `ray job submit` client with `--working-dir .`, `python -m jobs.mine`, Parquet back."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from pipeline.duck import connect
+from tests.conftest import GAMES, ROOT
+from tests.mining_helpers import assert_counts_add_up
+
+pytestmark = pytest.mark.slow
+
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    """A one-node cluster with token authentication, its token in a private HOME."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "PATH": f"{BIN}:{os.environ['PATH']}", "RAY_AUTH_MODE": "token"}
+    env.pop("RAY_ADDRESS", None)
+    ray = str(BIN / "ray")
+    subprocess.run([ray, "get-auth-token", "--generate"], env=env, check=True, capture_output=True, timeout=60)
+    assert (home / ".ray" / "auth_token").is_file()
+    dashboard = free_port()
+    # Unix socket paths are limited to 107 bytes, so Ray's session lives under a short name.
+    temp_dir = tempfile.mkdtemp(prefix="rayjob-", dir="/tmp")
+    started = subprocess.run(
+        [ray, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={free_port()}",
+         "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}", "--num-cpus=2",
+         "--disable-usage-stats", f"--temp-dir={temp_dir}"],
+        env=env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        yield env, f"http://127.0.0.1:{dashboard}"
+    finally:
+        subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=120)
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def test_ray_job_submit_end_to_end(cluster, tmp_path):
+    env, address = cluster
+    out = tmp_path / "dataset"
+    ray = str(BIN / "ray")
+    entrypoint = [
+        "python", "-m", "jobs.mine", str(GAMES / "lichess_100.pgn"), "--out", str(out),
+        "--depth", "1", "--plies", "12-12", "--max-games", "40", "--workers", "2",
+    ]  # fmt: skip
+    unauthenticated = {k: v for k, v in env.items() if k != "RAY_AUTH_MODE"}
+    refused = subprocess.run(
+        [ray, "job", "list", "--address", address], env=unauthenticated, capture_output=True, text=True, timeout=120
+    )
+    assert refused.returncode != 0, "the cluster accepted a client without its token"
+    submitted = subprocess.run(
+        [ray, "job", "submit", "--address", address, "--working-dir", str(ROOT), "--", *entrypoint],
+        env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert submitted.returncode == 0, submitted.stdout[-3000:] + submitted.stderr[-3000:]
+    assert "succeeded" in submitted.stdout.lower()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["games_read"] == 40
+    assert_counts_add_up(manifest, out)
+    (positions,) = connect(out).execute("select count(*) from responses").fetchone()
+    assert positions == manifest["positions"] - manifest["positions_error"] > 0
