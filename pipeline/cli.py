@@ -283,6 +283,31 @@ def mine(
     typer.echo(summary_text(manifest, out))
 
 
+@app.command()
+def query(
+    sql: Annotated[
+        str | None, typer.Argument(help="SQL over the views games, positions, responses, traps, errors, outcomes.")
+    ] = None,
+    data: Annotated[str | None, typer.Option("--data", help="The dataset directory (diffimax mine --out).")] = None,
+    saved: Annotated[str | None, typer.Option("--saved", help="Run a saved query by name.")] = None,
+    list_saved: Annotated[bool, typer.Option("--list", help="List the saved queries.")] = False,
+    fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+) -> None:
+    """Query a trap dataset with SQL (DuckDB), or run a saved query."""
+    from pipeline.queries import render, run_query, run_saved, saved_queries
+
+    if list_saved:
+        for item in saved_queries().values():
+            typer.echo(f"{item.name:<26} {item.description}")
+        return
+    if data is None:
+        raise UsageError("--data DIR is required (the output directory of diffimax mine)")
+    if (sql is None) == (saved is None):
+        raise UsageError("give either SQL or --saved NAME")
+    result = run_saved(data, saved) if saved else run_query(data, sql or "")
+    typer.echo(render(result, fmt))
+
+
 def parse_plies(text: str | None) -> tuple[int, int | None]:
     """`10-40` -> (10, 40); `10-` -> (10, None); `12` -> (12, 12)."""
     if text is None:

@@ -2,6 +2,20 @@
 -- `{dataset}` is replaced by the dataset directory as a quoted SQL string literal.
 -- Values are centipawns from the setter's view in the tables; *_pawns columns are for people.
 
+-- Wilson score interval (95%) for k successes in n trials.
+create or replace macro wilson_low(k, n) as
+    case when n = 0 then null else greatest(0.0,
+        ((k::double / n) + 1.96 ^ 2 / (2 * n)
+         - 1.96 * sqrt((k::double / n) * (1 - k::double / n) / n + 1.96 ^ 2 / (4 * n * n)))
+        / (1 + 1.96 ^ 2 / n))
+    end;
+create or replace macro wilson_high(k, n) as
+    case when n = 0 then null else least(1.0,
+        ((k::double / n) + 1.96 ^ 2 / (2 * n)
+         + 1.96 * sqrt((k::double / n) * (1 - k::double / n) / n + 1.96 ^ 2 / (4 * n * n)))
+        / (1 + 1.96 ^ 2 / n))
+    end;
+
 create or replace view games as
 select * from read_parquet({dataset} || '/shards/*/games.parquet', union_by_name = true);
 

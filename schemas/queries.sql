@@ -1,0 +1,125 @@
+-- Saved queries for `diffimax query --saved NAME` (views from views.sql).
+-- Each block: `-- name: NAME`, one description line, then one statement ending in `;`.
+-- Rates carry a Wilson 95% interval (wilson_low / wilson_high) and the count behind them.
+
+-- name: fall-rate-by-rating
+-- Fall rate at trap nodes by the responder's rating band (200 points).
+with nodes as (
+    select (mover_rating // 200) * 200 as rating_band, fell
+    from outcomes where trap_node and mover_rating is not null
+),
+final as (
+    select rating_band, count(*) as trap_nodes, sum(fell::int) as fell,
+           wilson_low(sum(fell::int), count(*)) as wilson_low,
+           sum(fell::int) / count(*) as fall_rate,
+           wilson_high(sum(fell::int), count(*)) as wilson_high
+    from nodes group by rating_band
+)
+select * from final order by rating_band;
+
+-- name: fall-rate-by-time-control
+-- Fall rate at trap nodes by time-control class.
+with final as (
+    select time_control_class, count(*) as trap_nodes, sum(fell::int) as fell,
+           wilson_low(sum(fell::int), count(*)) as wilson_low,
+           sum(fell::int) / count(*) as fall_rate,
+           wilson_high(sum(fell::int), count(*)) as wilson_high
+    from outcomes where trap_node group by time_control_class
+)
+select * from final order by trap_nodes desc;
+
+-- name: fall-rate-by-clock
+-- Fall rate at trap nodes by the responder's clock when deciding.
+with nodes as (
+    select case
+               when clock_seconds < 10 then '1: <10 s'
+               when clock_seconds < 30 then '2: 10-30 s'
+               when clock_seconds < 60 then '3: 30-60 s'
+               when clock_seconds < 180 then '4: 1-3 min'
+               else '5: >3 min'
+           end as clock, fell
+    from outcomes where trap_node and clock_seconds is not null
+),
+final as (
+    select clock, count(*) as trap_nodes, sum(fell::int) as fell,
+           wilson_low(sum(fell::int), count(*)) as wilson_low,
+           sum(fell::int) / count(*) as fall_rate,
+           wilson_high(sum(fell::int), count(*)) as wilson_high
+    from nodes group by clock
+)
+select * from final order by clock;
+
+-- name: fall-rate-by-dip
+-- How often each root trap candidate was played, by its dip (0.25-pawn buckets).
+with candidates as (
+    select floor(dip / 25.0) * 0.25 as dip_from, fell from traps where path = []
+),
+final as (
+    select dip_from, dip_from + 0.25 as dip_to, count(*) as candidates, sum(fell::int) as played,
+           wilson_low(sum(fell::int), count(*)) as wilson_low,
+           sum(fell::int) / count(*) as play_rate,
+           wilson_high(sum(fell::int), count(*)) as wilson_high
+    from candidates group by dip_from
+)
+select * from final order by dip_from;
+
+-- name: fall-rate-by-trap-count
+-- Fall rate at trap nodes by how many trap candidates the node had.
+with final as (
+    select least(trap_count, 10) as trap_candidates, count(*) as trap_nodes, sum(fell::int) as fell,
+           wilson_low(sum(fell::int), count(*)) as wilson_low,
+           sum(fell::int) / count(*) as fall_rate,
+           wilson_high(sum(fell::int), count(*)) as wilson_high
+    from outcomes where trap_node group by least(trap_count, 10)
+)
+select * from final order by trap_candidates;
+
+-- name: lift
+-- Observed falls against a uniformly random meaningful reply (trap_count / meaningful per node).
+with nodes as (
+    select fell, trap_count::double / meaningful as chance, mover_rating
+    from outcomes where trap_node and meaningful > 0
+),
+final as (
+    select count(*) as trap_nodes, sum(fell::int) as fell, sum(chance) as expected_by_chance,
+           wilson_low(sum(fell::int), count(*)) as wilson_low,
+           sum(fell::int) / count(*) as fall_rate,
+           wilson_high(sum(fell::int), count(*)) as wilson_high,
+           avg(chance) as chance_rate,
+           sum(fell::int) / nullif(sum(chance), 0) as lift
+    from nodes
+)
+select * from final;
+
+-- name: top-trap-positions
+-- Positions that were trap nodes most often across games, with how often humans fell.
+with nodes as (
+    select position_key, any_value(fen) as fen, count(*) as games, sum(fell::int) as fell,
+           any_value(trap_count) as trap_candidates, any_value(best_move) as best_move
+    from outcomes where trap_node group by position_key
+),
+final as (
+    select *, wilson_low(fell, games) as wilson_low, fell / games as fall_rate, wilson_high(fell, games) as wilson_high
+    from nodes
+)
+select * from final order by games desc, fell desc limit 25;
+
+-- name: top-players
+-- Players who set and who fell for the most traps (as setter: the responder fell; as responder: they fell).
+with set_traps as (
+    select setter_name as player, count(*) filter (where trap_node) as trap_nodes_set,
+           count(*) filter (where fell) as opponents_fell
+    from outcomes group by setter_name
+),
+fell_for as (
+    select responder_name as player, count(*) filter (where trap_node) as trap_nodes_faced,
+           count(*) filter (where fell) as fell
+    from outcomes group by responder_name
+),
+final as (
+    select coalesce(s.player, f.player) as player, coalesce(trap_nodes_set, 0) as trap_nodes_set,
+           coalesce(opponents_fell, 0) as opponents_fell, coalesce(trap_nodes_faced, 0) as trap_nodes_faced,
+           coalesce(fell, 0) as fell
+    from set_traps s full outer join fell_for f on s.player = f.player
+)
+select * from final order by opponents_fell + fell desc, player limit 25;
