@@ -41,4 +41,5 @@ def open_backend(engine: str, options: EngineOptions | None = None, *, exact_roo
         )
         if value is not None
     }
-    return open_uci_backend(engine, **kwargs)  # type: ignore[arg-type]
+    backend: Backend = open_uci_backend(engine, **kwargs)  # type: ignore[arg-type]
+    return backend

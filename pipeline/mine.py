@@ -18,6 +18,7 @@ The driver reads the inputs as a stream of shards and keeps a bounded number in 
 
 from __future__ import annotations
 
+import logging
 import os
 import platform
 import sys
@@ -104,9 +105,9 @@ class ShardIngest:
 
     shard_id: str
     source: str
-    games: list[dict[str, Any]]
-    positions: list[dict[str, Any]]
-    errors: list[dict[str, Any]]
+    games: list[Any]  # GameRow
+    positions: list[Any]  # PositionRow
+    errors: list[Any]  # ErrorRow
     moves: dict[str, tuple[str | None, tuple[str, ...]]]  # game id -> (start FEN, UCI moves)
     games_read: int
     games_filtered: int
@@ -119,9 +120,9 @@ def ingest_shard(shard: Shard, game_filter: GameFilter, limit: int | None) -> Sh
     from pipeline.games import Failed, Filtered, Selected
 
     start = time.perf_counter()
-    games: list[dict[str, Any]] = []
-    positions: list[dict[str, Any]] = []
-    errors: list[dict[str, Any]] = []
+    games: list[Any] = []
+    positions: list[Any] = []
+    errors: list[Any] = []
     moves: dict[str, tuple[str | None, tuple[str, ...]]] = {}
     read = filtered = 0
     for outcome in read_games(shard, game_filter):
@@ -129,11 +130,9 @@ def ingest_shard(shard: Shard, game_filter: GameFilter, limit: int | None) -> Sh
             break
         read += 1
         if isinstance(outcome, Selected):
-            game = dict(outcome.game)
-            game["shard_id"] = shard.shard_id
-            games.append(game)
+            games.append(outcome.game)
             positions.extend(outcome.positions)
-            moves[game["game_id"]] = (outcome.start_fen, tuple(outcome.moves))
+            moves[outcome.game["game_id"]] = (outcome.start_fen, tuple(outcome.moves))
         elif isinstance(outcome, Filtered):
             filtered += 1
         elif isinstance(outcome, Failed):
@@ -212,7 +211,7 @@ def run(config: MineConfig, echo: Callable[[str], None] | None = None) -> dict[s
     started = time.time()
     owns_ray = not ray.is_initialized()
     if owns_ray:
-        ray.init(address=config.address, include_dashboard=False, logging_level="WARNING",
+        ray.init(address=config.address, include_dashboard=False, logging_level=logging.WARNING,
                  log_to_driver=False)  # fmt: skip
     try:
         return _run(config, store, committed, started, say)
@@ -224,8 +223,9 @@ def run(config: MineConfig, echo: Callable[[str], None] | None = None) -> dict[s
 def _run(
     config: MineConfig, store: DatasetStore, committed: set[str], started: float, say: Callable[[str], None]
 ) -> dict[str, Any]:
-    workers = config.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-    actor_class = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=-1)(AnalysisWorker)
+    cluster_cpus: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
+    workers = config.workers or max(1, int(cluster_cpus.get("CPU", 1)))
+    actor_class: Any = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=-1)(AnalysisWorker)
     actors = [actor_class.remote(config.engine, config.engine_options, config.settings) for _ in range(workers)]
     engine_info = ray.get(actors[0].describe.remote())
     ingest_task = ray.remote(num_cpus=0, max_retries=3)(ingest_shard)

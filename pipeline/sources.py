@@ -1,0 +1,429 @@
+"""Finding PGN inputs and cutting them into shards that workers parse independently.
+
+Inputs are `.pgn`, `.pgn.zst`, `.pgn.gz` and `.pgn.bz2` files, directories (searched recursively
+for those), globs, and `http(s)://` URLs (streamed, never downloaded whole).
+
+Two kinds of shard:
+
+* ``range``: a byte range ``[start, end)`` of an uncompressed local file. The driver cuts the file
+  by arithmetic alone (no I/O, so a 30 GB dump is cut instantly) and the worker reads its own
+  range with a seek. Ownership rule, which loses or doubles no game at any boundary: a *chunk*
+  starts at byte 0 of the file and at every line that starts with ``[Event `` ; a shard owns
+  every chunk whose first byte lies inside ``[start, end)``. The reader seeks to ``start``, skips
+  to the first chunk start at or after ``start``, and reads on to the first chunk start at or
+  after ``end`` (or the end of the file).
+* ``stream``: a piece of a compressed file or a URL, which cannot be seeked. The driver
+  decompresses the stream once, cuts it before every ``shard_games``-th ``[Event `` line, and
+  the shard carries its bytes. ``start``/``end`` are offsets in the decompressed stream and
+  ``first_game`` is the index in the source of the shard's first ``[Event `` game.
+
+Byte offsets are always offsets in the decompressed stream of the source, so a game has the same
+offset whichever way its source is cut, and ``(source order, byte offset)`` orders all games.
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import glob
+import gzip
+import hashlib
+import http.client
+import os
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import BinaryIO, Literal, cast
+
+import zstandard
+
+Compression = Literal["none", "zstd", "gzip", "bz2"]
+ShardKind = Literal["range", "stream"]
+
+# Supported names, longest first so `.pgn.zst` wins over `.pgn`.
+SUFFIXES: tuple[tuple[str, Compression], ...] = (
+    (".pgn.zst", "zstd"),
+    (".pgn.bz2", "bz2"),
+    (".pgn.gz", "gzip"),
+    (".pgn", "none"),
+)
+SUFFIX_LIST = ", ".join(suffix for suffix, _ in SUFFIXES)
+
+# The line that starts a game (and a chunk); PGN export format puts Event first.
+GAME_START = b"[Event "
+# The same, as found in the middle of data: a game start is the byte after this newline.
+NEWLINE_GAME_START = b"\n" + GAME_START
+# Decompressed bytes read per call while streaming.
+READ_BLOCK = 1 << 20
+# Seconds before a URL that sends nothing is given up.
+URL_TIMEOUT = 60.0
+# zstd window the decoder accepts (Lichess dumps are written with long windows).
+ZSTD_MAX_WINDOW = 1 << 31
+
+
+class InputError(ValueError):
+    """An input (file, directory, glob or URL) that names no readable PGN data."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One independent piece of work: the games of one source between two game boundaries."""
+
+    shard_id: str
+    """`{source stem}-{sha1(source)[:8]}-{index:06d}`: the same inputs and shard sizes give the same
+    ids in every run, which is what resume relies on."""
+    source: str
+    """Absolute path or URL of the input file."""
+    index: int
+    """Position of the shard within its source, from 0."""
+    kind: ShardKind
+    """``range`` (a byte range of a local uncompressed file) or ``stream`` (carries its bytes)."""
+    start: int
+    """First byte (range: in the file; stream: in the decompressed stream)."""
+    end: int
+    """One past the last byte owned (range) or held (stream)."""
+    first_game: int
+    """Stream shards: index in the source of the shard's first game; range shards: -1 (unknown)."""
+    data: bytes | None = field(default=None, repr=False)
+    """Stream shards: the decompressed bytes ``[start, end)``; range shards: None."""
+    source_index: int = 0
+    """Position of the source among the expanded inputs: the first key of the global game order."""
+    stream_error: str | None = None
+    """Set on the last shard of a stream that broke off (truncated or corrupt compressed data, a
+    dropped connection): what went wrong. The shard holds everything read before it."""
+
+
+@dataclass(frozen=True)
+class ShardData:
+    """The bytes of a shard, from its first owned game start on."""
+
+    offset: int
+    """Offset of ``data[0]`` in the (decompressed) source."""
+    data: bytes
+
+
+def is_url(name: str) -> bool:
+    return name[:8].lower().startswith(("http://", "https://"))
+
+
+def compression_of(name: str) -> Compression:
+    """The compression named by a file name or URL path; InputError if it is not a PGN name."""
+    lowered = (urllib.parse.urlsplit(name).path if is_url(name) else name).lower()
+    for suffix, compression in SUFFIXES:
+        if lowered.endswith(suffix):
+            return compression
+    raise InputError(f"unsupported input {name!r}: expected a name ending in {SUFFIX_LIST}")
+
+
+def source_stem(source: str) -> str:
+    """The file name without its PGN suffix, safe for ids: `lichess_db_2013-01`."""
+    name = urllib.parse.urlsplit(source).path if is_url(source) else source
+    base = name.rstrip("/").rsplit("/", 1)[-1]
+    lowered = base.lower()
+    for suffix, _ in SUFFIXES:
+        if lowered.endswith(suffix):
+            base = base[: -len(suffix)]
+            break
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", base) or "source"
+
+
+def shard_id_of(source: str, index: int) -> str:
+    digest = hashlib.sha1(source.encode("utf-8")).hexdigest()[:8]
+    return f"{source_stem(source)}-{digest}-{index:06d}"
+
+
+def _is_pgn_name(name: str) -> bool:
+    lowered = name.lower()
+    return any(lowered.endswith(suffix) for suffix, _ in SUFFIXES)
+
+
+def _walk(directory: str) -> list[str]:
+    """PGN files under a directory, recursively, sorted by path."""
+    found: list[str] = []
+    for root, _, files in os.walk(directory):
+        found.extend(os.path.join(root, name) for name in files if _is_pgn_name(name))
+    return sorted(found)
+
+
+def _readable(path: str, named_by: str) -> str:
+    if not os.access(path, os.R_OK):
+        raise InputError(f"cannot read {path!r} (from input {named_by!r})")
+    return os.path.abspath(path)
+
+
+def expand_inputs(inputs: Sequence[str]) -> list[str]:
+    """Absolute paths and URLs of every PGN source named by `inputs`, in input order (directories
+    and globs sorted by path), each once. Touches no network: a URL is checked by name only.
+
+    Raises InputError, naming the input, for a missing file, a directory or glob with no PGN file,
+    or a name without a supported suffix."""
+    if isinstance(inputs, str):
+        inputs = [inputs]
+    if not inputs:
+        raise InputError("no inputs given")
+    sources: list[str] = []
+    for item in inputs:
+        if is_url(item):
+            compression_of(item)
+            sources.append(item)
+        elif any(char in item for char in "*?["):
+            matches: list[str] = []
+            for match in sorted(glob.glob(item, recursive=True)):
+                if os.path.isdir(match):
+                    matches.extend(_walk(match))
+                elif _is_pgn_name(match):
+                    matches.append(match)
+            if not matches:
+                raise InputError(f"no PGN files ({SUFFIX_LIST}) match {item!r}")
+            sources.extend(_readable(match, item) for match in matches)
+        elif os.path.isdir(item):
+            files = _walk(item)
+            if not files:
+                raise InputError(f"no PGN files ({SUFFIX_LIST}) under directory {item!r}")
+            sources.extend(_readable(path, item) for path in files)
+        elif os.path.exists(item):
+            compression_of(item)
+            sources.append(_readable(item, item))
+        else:
+            raise InputError(f"no such file: {item!r}")
+    return list(dict.fromkeys(sources))
+
+
+@contextlib.contextmanager
+def open_stream(source: str) -> Iterator[BinaryIO]:
+    """The decompressed bytes of a source as a forward-only binary stream. A URL is fetched with
+    urllib and decompressed as it arrives; InputError if it cannot be opened."""
+    compression = compression_of(source)
+    with contextlib.ExitStack() as stack:
+        raw: BinaryIO
+        if is_url(source):
+            try:
+                response = stack.enter_context(urllib.request.urlopen(source, timeout=URL_TIMEOUT))
+                raw = cast(BinaryIO, HttpBody(response))
+            except urllib.error.HTTPError as error:
+                raise InputError(f"cannot open {source!r}: HTTP {error.code} {error.reason}") from error
+            except (urllib.error.URLError, OSError) as error:
+                raise InputError(f"cannot open {source!r}: {error}") from error
+        else:
+            try:
+                raw = stack.enter_context(open(source, "rb"))
+            except OSError as error:
+                raise InputError(f"cannot open {source!r}: {error.strerror}") from error
+        stream: BinaryIO
+        if compression == "zstd":
+            stream = cast(BinaryIO, ZstdStream(raw))
+        elif compression == "gzip":
+            stream = cast(BinaryIO, stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb")))
+        elif compression == "bz2":
+            stream = cast(BinaryIO, stack.enter_context(bz2.BZ2File(raw, mode="rb")))
+        else:
+            stream = raw
+        yield stream
+
+
+class HttpBody:
+    """An HTTP response body, read as it arrives. A connection that closes before Content-Length
+    bytes raises IncompleteRead (`HTTPResponse.read1` would just end, and the loss go unseen)."""
+
+    def __init__(self, response: http.client.HTTPResponse) -> None:
+        self._response = response
+
+    def read1(self, size: int = -1) -> bytes:
+        block = self._response.read1(size)
+        if not block and self._response.length:
+            raise http.client.IncompleteRead(b"", self._response.length)
+        return block
+
+    read = read1
+
+
+class ZstdStream:
+    """Zstandard decompression of a binary stream of any number of frames, as it arrives. Unlike
+    `zstandard`'s stream reader it raises EOFError when the input ends inside a frame (a
+    truncated file or download), instead of ending quietly."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self._decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
+        self._frame = self._decompressor.decompressobj()
+        self._inside = False  # input of an unfinished frame has been fed
+
+    def read1(self, size: int = -1) -> bytes:
+        """The output of the next piece of input that produces any (possibly more than `size`);
+        b"" at the end of the input."""
+        while True:
+            chunk = _read_block(self._raw)
+            if not chunk:
+                if self._inside:
+                    raise EOFError("zstd stream ended inside a frame (truncated)")
+                return b""
+            output: list[bytes] = []
+            while chunk:
+                output.append(self._frame.decompress(chunk))
+                self._inside = True
+                if self._frame.eof:
+                    chunk = self._frame.unused_data
+                    self._frame = self._decompressor.decompressobj()
+                    self._inside = False
+                else:
+                    chunk = b""
+            data = b"".join(output)
+            if data:
+                return data
+
+    read = read1
+
+
+def _read_block(stream: BinaryIO) -> bytes:
+    """Up to READ_BLOCK bytes, whatever is available without waiting for more (`read1`), so a slow
+    URL yields its first shards early; b"" at the end. Decoder and network errors propagate."""
+    read1 = getattr(stream, "read1", None)
+    block: bytes = read1(READ_BLOCK) if read1 is not None else stream.read(READ_BLOCK)
+    return block
+
+
+# What a broken stream raises: zstd/gzip/bz2 decoder errors, truncation, a dropped connection.
+STREAM_ERRORS: tuple[type[BaseException], ...] = (
+    zstandard.ZstdError, EOFError, OSError, ValueError, http.client.HTTPException,
+)  # fmt: skip
+
+
+def iter_shards(inputs: Sequence[str], *, shard_bytes: int = 32 << 20, shard_games: int = 2000) -> Iterator[Shard]:
+    """Every shard of every input, lazily and in input order.
+
+    The inputs are expanded (and checked) before the first shard. An uncompressed local file is
+    cut into range shards of `shard_bytes` with no I/O; a compressed file or a URL is read once
+    here and cut into stream shards of `shard_games` games. An empty file has no shard. A stream
+    that breaks off ends with a shard that holds what was read and says why in `stream_error`."""
+    if shard_bytes < 1 or shard_games < 1:
+        raise ValueError(f"shard sizes must be positive: shard_bytes={shard_bytes}, shard_games={shard_games}")
+    sources = expand_inputs(inputs)
+    for source_index, source in enumerate(sources):
+        if not is_url(source) and compression_of(source) == "none":
+            yield from _range_shards(source, source_index, shard_bytes)
+        else:
+            yield from _stream_shards(source, source_index, shard_games)
+
+
+def _range_shards(source: str, source_index: int, shard_bytes: int) -> Iterator[Shard]:
+    size = os.path.getsize(source)
+    for index, start in enumerate(range(0, size, shard_bytes)):
+        end = min(size, start + shard_bytes)
+        yield Shard(shard_id_of(source, index), source, index, "range", start, end, -1, None, source_index)
+
+
+def _stream_shards(source: str, source_index: int, shard_games: int) -> Iterator[Shard]:
+    """Cut the decompressed stream before every `shard_games`-th game start. The first shard also
+    holds whatever precedes the first game."""
+    buffer = bytearray()
+    offset = 0  # stream offset of buffer[0]
+    starts: list[int] = []  # game starts in buffer, ascending
+    scan = 0  # where the next search for a game start begins
+    index = 0
+    games = 0  # games in earlier shards
+    error: str | None = None
+    checked_first = False  # whether the stream's first bytes were checked for a game start
+    with open_stream(source) as stream:
+        while True:
+            try:
+                block = _read_block(stream)
+            except STREAM_ERRORS as failure:
+                error = f"{type(failure).__name__}: {failure}"
+                block = b""
+            if not block:
+                break
+            buffer += block
+            if not checked_first and len(buffer) >= len(GAME_START):
+                checked_first = True
+                if buffer.startswith(GAME_START):
+                    starts.insert(0, 0)
+            while True:
+                found = buffer.find(NEWLINE_GAME_START, scan)
+                if found < 0:
+                    scan = max(scan, len(buffer) - len(NEWLINE_GAME_START) + 1)
+                    break
+                starts.append(found + 1)
+                scan = found + 1
+            while len(starts) > shard_games:
+                cut = starts[shard_games]
+                with memoryview(buffer) as view:
+                    data = bytes(view[:cut])
+                yield Shard(
+                    shard_id_of(source, index), source, index, "stream", offset, offset + cut, games, data,
+                    source_index,
+                )  # fmt: skip
+                del buffer[:cut]
+                starts = [start - cut for start in starts[shard_games:]]
+                scan -= cut
+                offset += cut
+                index += 1
+                games += shard_games
+    if buffer or error is not None:
+        data = bytes(buffer)
+        yield Shard(
+            shard_id_of(source, index), source, index, "stream", offset, offset + len(data), games, data,
+            source_index, error,
+        )  # fmt: skip
+
+
+def load_shard(shard: Shard) -> ShardData:
+    """The shard's bytes, starting at its first owned game start (or at `start` if it owns none,
+    with no data)."""
+    if shard.kind == "stream":
+        return ShardData(shard.start, shard.data or b"")
+    return read_range(shard.source, shard.start, shard.end)
+
+
+def shard_bytes_of(shard: Shard) -> bytes:
+    """The bytes of the games the shard owns: read from disk (range) or carried (stream)."""
+    return load_shard(shard).data
+
+
+def read_range(path: str, start: int, end: int) -> ShardData:
+    """The chunks of an uncompressed file whose first byte lies in `[start, end)`: from the first
+    chunk start at or after `start` to the first chunk start at or after `end` (or the end of
+    the file). Chunk starts are byte 0 and every line that starts with `[Event `."""
+    tail = len(NEWLINE_GAME_START) - 1
+    if start >= end:
+        return ShardData(start, b"")
+    with open(path, "rb") as handle:
+        low = max(0, start - 1)  # one byte back, to see whether `start` begins a line
+        handle.seek(low)
+        buffer = bytearray(handle.read(end - low + tail))
+        if start == 0:
+            first = 0
+        else:
+            found = buffer.find(NEWLINE_GAME_START)
+            if found < 0 or low + found + 1 >= end:
+                return ShardData(start, b"")
+            first = low + found + 1
+        # The first chunk start at or after `end`: a newline at `end - 1` or later.
+        scan = max(first - low, end - 1 - low)
+        while True:
+            found = buffer.find(NEWLINE_GAME_START, scan)
+            if found >= 0:
+                stop = low + found + 1
+                break
+            block = handle.read(READ_BLOCK)
+            if not block:
+                stop = low + len(buffer)
+                break
+            scan = max(scan, len(buffer) - tail)
+            buffer += block
+    return ShardData(first, bytes(buffer[first - low : stop - low]))
+
+
+def count_games(path: str) -> int:
+    """Lines that start with `[Event ` in a source (any supported compression, or a URL): the
+    plain count the shard tests and benchmarks check against."""
+    count = 0
+    previous = b"\n"
+    with open_stream(path) as stream:
+        while block := _read_block(stream):
+            joined = previous[-len(NEWLINE_GAME_START) + 1 :] + block
+            count += joined.count(NEWLINE_GAME_START)
+            previous = joined if len(block) < len(NEWLINE_GAME_START) else block
+    return count

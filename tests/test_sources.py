@@ -1,0 +1,391 @@
+"""Inputs and shards: expansion errors, byte-range and stream shards that lose or double no game at
+any boundary, stable ids, compressed files and URLs streamed from a loopback server.
+
+The real games are read in place from the shared data; derived files (slices, compressed copies,
+damaged copies) are written to tmp_path."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import http.server
+import re
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from pipeline.games import Failed, Selected, read_games, split_games
+from pipeline.sources import (
+    InputError,
+    Shard,
+    count_games,
+    expand_inputs,
+    iter_shards,
+    load_shard,
+    read_range,
+    shard_bytes_of,
+    shard_id_of,
+)
+from tests.conftest import GAMES
+
+LICHESS_100 = GAMES / "lichess_100.pgn"
+PLAYER_B = GAMES / "lichess_player_b_1089.pgn"
+PLAYER_A = GAMES / "lichess_player_a_37221.pgn.zst"
+EVAL_CLK = GAMES / "lichess_eval_clk_10024.pgn.zst"
+
+COMPRESSORS: dict[str, Callable[[bytes], bytes]] = {
+    ".pgn.gz": gzip.compress,
+    ".pgn.bz2": bz2.compress,
+    ".pgn.zst": zstandard.ZstdCompressor().compress,
+}
+
+
+@pytest.fixture(autouse=True)
+def _need_data(data_dir: Path) -> None:
+    """Every test here reads the shared games."""
+
+
+def event_starts(data: bytes) -> list[int]:
+    """The plain count: offsets of the lines that start with `[Event `."""
+    return [match.start() for match in re.finditer(rb"(?m)^\[Event ", data)]
+
+
+def decompressed(path: Path) -> bytes:
+    with zstandard.ZstdDecompressor().stream_reader(path.open("rb")) as reader:
+        return reader.read()
+
+
+def first_games(data: bytes, count: int) -> bytes:
+    """The first `count` games of `data`, cut at a game start."""
+    starts = event_starts(data)
+    return data[: starts[count]] if count < len(starts) else data
+
+
+def game_offsets(shards: list[Shard]) -> list[int]:
+    """Offsets in the source of every game the shards hold, in order."""
+    offsets: list[int] = []
+    for shard in shards:
+        loaded = load_shard(shard)
+        offsets.extend(loaded.offset + start for start, _ in split_games(loaded.data))
+    return offsets
+
+
+# --- inputs ---------------------------------------------------------------------------------
+
+
+def test_expand_inputs_directory_glob_file_and_url(tmp_path: Path) -> None:
+    nested = tmp_path / "a" / "b"
+    nested.mkdir(parents=True)
+    (nested / "x.pgn.zst").write_bytes(b"")
+    (tmp_path / "a" / "y.PGN").write_bytes(b"")
+    (tmp_path / "a" / "notes.txt").write_text("not a game")
+    found = expand_inputs([str(tmp_path / "a")])
+    assert found == [str(nested / "x.pgn.zst"), str(tmp_path / "a" / "y.PGN")]
+    assert expand_inputs([str(tmp_path / "a" / "**" / "*.zst")]) == [str(nested / "x.pgn.zst")]
+    url = "https://database.lichess.org/standard/lichess_db_standard_rated_2013-01.pgn.zst"
+    assert expand_inputs([str(LICHESS_100), url, str(LICHESS_100)]) == [str(LICHESS_100), url]
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: str(d / "missing.pgn"), "no such file: '{d}/missing.pgn'"),
+        (lambda d: str(d / "*.pgn.gz"), "no PGN files (.pgn.zst, .pgn.bz2, .pgn.gz, .pgn) match '{d}/*.pgn.gz'"),
+        (lambda d: str(d), "no PGN files (.pgn.zst, .pgn.bz2, .pgn.gz, .pgn) under directory '{d}'"),
+        (
+            lambda d: str(d / "notes.txt"),
+            "unsupported input '{d}/notes.txt': expected a name ending in .pgn.zst, .pgn.bz2, .pgn.gz, .pgn",
+        ),
+        (
+            lambda d: "http://127.0.0.1/games.csv",
+            "unsupported input 'http://127.0.0.1/games.csv': expected a name ending in .pgn.zst, .pgn.bz2, "
+            ".pgn.gz, .pgn",
+        ),
+    ],
+)
+def test_bad_input_is_one_clear_error(tmp_path: Path, make: Callable[[Path], str], message: str) -> None:
+    (tmp_path / "notes.txt").write_text("not a game")
+    with pytest.raises(InputError) as raised:
+        expand_inputs([make(tmp_path)])
+    assert str(raised.value) == message.format(d=tmp_path)
+
+
+def test_iter_shards_checks_every_input_before_the_first_shard(tmp_path: Path) -> None:
+    shards = iter_shards([str(LICHESS_100), str(tmp_path / "gone.pgn")])
+    with pytest.raises(InputError, match="no such file"):
+        next(shards)
+
+
+def test_empty_file_has_no_shard(tmp_path: Path) -> None:
+    for suffix in (".pgn", *COMPRESSORS):
+        path = tmp_path / f"empty{suffix}"
+        path.write_bytes(COMPRESSORS[suffix](b"") if suffix in COMPRESSORS else b"")
+        assert list(iter_shards([str(path)])) == []
+        assert count_games(str(path)) == 0
+
+
+# --- ids ---------------------------------------------------------------------------------------
+
+
+def test_shard_ids_are_stable_and_name_the_source() -> None:
+    first = [shard.shard_id for shard in iter_shards([str(PLAYER_B)], shard_bytes=100_000)]
+    again = [shard.shard_id for shard in iter_shards([str(PLAYER_B)], shard_bytes=100_000)]
+    assert first == again
+    assert first[0] == shard_id_of(str(PLAYER_B), 0)
+    assert re.fullmatch(r"lichess_player_b_1089-[0-9a-f]{8}-000000", first[0])
+    assert first[-1].endswith(f"-{len(first) - 1:06d}")
+    assert len(set(first)) == len(first)
+    other = shard_id_of(str(LICHESS_100), 0)
+    assert other.split("-")[1] != first[0].split("-")[1]
+
+
+# --- byte-range shards -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shard_bytes", [7, 64, 333, 1000, 4096, 10_007, 65_536, 1 << 30])
+def test_range_shards_tile_the_file(shard_bytes: int) -> None:
+    data = LICHESS_100.read_bytes()
+    shards = list(iter_shards([str(LICHESS_100)], shard_bytes=shard_bytes))
+    assert all(shard.kind == "range" and shard.data is None for shard in shards)
+    assert [(s.start, s.end) for s in shards] == [
+        (start, min(len(data), start + shard_bytes)) for start in range(0, len(data), shard_bytes)
+    ]
+    assert b"".join(shard_bytes_of(shard) for shard in shards) == data
+    assert game_offsets(shards) == event_starts(data)
+    assert len(game_offsets(shards)) == count_games(str(LICHESS_100)) == 100
+
+
+def test_every_byte_is_a_safe_boundary(tmp_path: Path) -> None:
+    """Cut a file of real games with comments in two at every byte position (inside headers,
+    movetext, comments, at line starts): the two halves always hold every game exactly once."""
+    data = first_games(decompressed(EVAL_CLK), 3)
+    path = tmp_path / "three.pgn"
+    path.write_bytes(data)
+    for cut in range(len(data) + 1):
+        left = read_range(str(path), 0, cut)
+        right = read_range(str(path), cut, len(data))
+        assert left.data + right.data == data, cut
+        assert right.offset == left.offset + len(left.data) or not right.data
+
+
+def test_tiny_range_shards(tmp_path: Path) -> None:
+    data = first_games(LICHESS_100.read_bytes(), 4)
+    path = tmp_path / "four.pgn"
+    path.write_bytes(data)
+    for shard_bytes in (1, 2, 3, 5):
+        shards = list(iter_shards([str(path)], shard_bytes=shard_bytes))
+        assert len(shards) == -(-len(data) // shard_bytes)
+        assert b"".join(shard_bytes_of(shard) for shard in shards) == data
+        assert game_offsets(shards) == event_starts(data)
+
+
+def test_range_shards_keep_a_prefix_before_the_first_game(tmp_path: Path) -> None:
+    data = b"\n\nnot a header\n" + first_games(LICHESS_100.read_bytes(), 3)
+    path = tmp_path / "prefix.pgn"
+    path.write_bytes(data)
+    for shard_bytes in (1, 10, 100, 1 << 20):
+        shards = list(iter_shards([str(path)], shard_bytes=shard_bytes))
+        assert b"".join(shard_bytes_of(shard) for shard in shards) == data
+
+
+@pytest.mark.parametrize("shard_bytes", [997, 50_000, 1 << 20])
+def test_games_read_through_range_shards_equal_one_pass(shard_bytes: int) -> None:
+    whole = [o.game["game_id"] for o in read_games(next(iter_shards([str(PLAYER_B)], shard_bytes=1 << 30)))
+             if isinstance(o, Selected)]  # fmt: skip
+    sharded = [
+        outcome.game["game_id"]
+        for shard in iter_shards([str(PLAYER_B)], shard_bytes=shard_bytes)
+        for outcome in read_games(shard)
+        if isinstance(outcome, Selected)
+    ]
+    assert sharded == whole
+    assert len(whole) == 1085  # four of the 1,089 games have no moves
+
+
+# --- stream shards -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", list(COMPRESSORS))
+@pytest.mark.parametrize("shard_games", [1, 2, 3, 10, 1088, 1089, 5000])
+def test_stream_shards_cut_every_n_games(tmp_path: Path, suffix: str, shard_games: int) -> None:
+    data = PLAYER_B.read_bytes()
+    path = tmp_path / f"player_b{suffix}"
+    path.write_bytes(COMPRESSORS[suffix](data))
+    shards = list(iter_shards([str(path)], shard_games=shard_games))
+    assert all(shard.kind == "stream" and shard.stream_error is None for shard in shards)
+    assert b"".join(shard.data or b"" for shard in shards) == data
+    starts = event_starts(data)
+    assert [shard.first_game for shard in shards] == list(range(0, len(starts), shard_games))
+    assert [shard.start for shard in shards] == starts[::shard_games]
+    assert all(len(event_starts(shard.data or b"")) == shard_games for shard in shards[:-1])
+    assert shards[-1].end == len(data)
+    assert game_offsets(shards) == starts
+    assert count_games(str(path)) == 1089
+
+
+def test_stream_shards_of_the_real_zst_files() -> None:
+    for path, games in ((PLAYER_A, 37_221), (EVAL_CLK, 10_024)):
+        data = decompressed(path)
+        shards = list(iter_shards([str(path)], shard_games=2000))
+        assert len(shards) == -(-games // 2000)
+        assert b"".join(shard.data or b"" for shard in shards) == data
+        assert count_games(str(path)) == len(event_starts(data)) == games
+
+
+def test_multi_frame_zst(tmp_path: Path) -> None:
+    data = LICHESS_100.read_bytes()
+    compressor = zstandard.ZstdCompressor(level=1)
+    path = tmp_path / "frames.pgn.zst"
+    path.write_bytes(b"".join(compressor.compress(data[i : i + 5000]) for i in range(0, len(data), 5000)))
+    shards = list(iter_shards([str(path)], shard_games=7))
+    assert b"".join(shard.data or b"" for shard in shards) == data
+    assert count_games(str(path)) == 100
+
+
+TRUNCATED = {
+    ".pgn.zst": "EOFError: zstd stream ended inside a frame (truncated)",
+    ".pgn.gz": "EOFError: Compressed file ended before the end-of-stream marker was reached",
+    ".pgn.bz2": "EOFError: Compressed file ended before the end-of-stream marker was reached",
+}
+
+
+@pytest.mark.parametrize("suffix", list(COMPRESSORS))
+def test_truncated_compressed_file_keeps_what_was_read_and_says_why(tmp_path: Path, suffix: str) -> None:
+    data = PLAYER_B.read_bytes()
+    # Small zstd frames, gzip members and bz2 blocks, so that most games come before the cut.
+    pieces = [data[i : i + 50_000] for i in range(0, len(data), 50_000)]
+    if suffix == ".pgn.zst":
+        packed = b"".join(zstandard.ZstdCompressor().compress(piece) for piece in pieces)
+    elif suffix == ".pgn.gz":
+        packed = b"".join(gzip.compress(piece) for piece in pieces)
+    else:
+        packed = bz2.compress(data, compresslevel=1)
+    path = tmp_path / f"cut{suffix}"
+    path.write_bytes(packed[: len(packed) * 3 // 4])
+    shards = list(iter_shards([str(path)], shard_games=100))
+    assert [shard.stream_error is not None for shard in shards] == [False] * (len(shards) - 1) + [True]
+    held = b"".join(shard.data or b"" for shard in shards)
+    assert data.startswith(held)
+    outcomes = [outcome for shard in shards for outcome in read_games(shard)]
+    last = outcomes[-1]
+    assert isinstance(last, Failed)
+    assert last.reason == f"source unreadable after byte {len(held)}: {TRUNCATED[suffix]}"
+    assert sum(isinstance(outcome, Selected) for outcome in outcomes) > 500
+
+
+# --- URLs ---------------------------------------------------------------------------------------
+
+
+class _Server:
+    """A loopback HTTP server of in-memory files; a path in `slow` sends its first `slow[path]`
+    bytes, then waits (at most 10 s) for `release` before the rest."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+        self.slow: dict[str, int] = {}
+        self.claimed: dict[str, int] = {}  # a Content-Length that the body does not reach
+        self.release = threading.Event()
+        self.finished = threading.Event()
+        files, slow, claimed, release, finished = self.files, self.slow, self.claimed, self.release, self.finished
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = files.get(self.path)
+                if body is None:
+                    self.send_error(404, "Not Found")
+                    return
+                self.send_response(200)
+                self.send_header("Content-Length", str(claimed.get(self.path, len(body))))
+                self.end_headers()
+                split = slow.get(self.path, len(body))
+                self.wfile.write(body[:split])
+                self.wfile.flush()
+                if split < len(body):
+                    release.wait(10)
+                    self.wfile.write(body[split:])
+                finished.set()
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.watchdog = threading.Timer(120, self.httpd.shutdown)  # never outlives a stuck test
+
+    def start(self) -> None:
+        self.thread.start()
+        self.watchdog.start()
+
+    def stop(self) -> None:
+        self.release.set()
+        self.watchdog.cancel()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def server() -> Iterator[_Server]:
+    running = _Server()
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.mark.parametrize("suffix", [".pgn", *COMPRESSORS])
+def test_url_shards_equal_the_file(server: _Server, suffix: str) -> None:
+    data = PLAYER_B.read_bytes()
+    server.files[f"/games/player_b{suffix}"] = COMPRESSORS[suffix](data) if suffix in COMPRESSORS else data
+    url = f"{server.base}/games/player_b{suffix}"
+    shards = list(iter_shards([url], shard_games=250))
+    assert [shard.kind for shard in shards] == ["stream"] * 5
+    assert b"".join(shard.data or b"" for shard in shards) == data
+    assert shards[0].source == url
+    assert re.fullmatch(r"player_b-[0-9a-f]{8}-000000", shards[0].shard_id)
+    assert count_games(url) == 1089
+    outcomes = [outcome for shard in shards for outcome in read_games(shard)]
+    assert sum(isinstance(outcome, Selected) for outcome in outcomes) == 1085
+
+
+@pytest.mark.parametrize(("suffix", "head"), [(".pgn", 200_000), (".pgn.zst", 1_000_000)])
+def test_url_is_streamed_not_downloaded_first(server: _Server, suffix: str, head: int) -> None:
+    """The first shards arrive while the server still holds back the rest of the file."""
+    source = PLAYER_A if suffix == ".pgn.zst" else PLAYER_B
+    body = source.read_bytes()
+    server.files["/slow" + suffix] = body
+    server.slow["/slow" + suffix] = head
+    shards = iter_shards([f"{server.base}/slow{suffix}"], shard_games=20)
+    first = next(shards)
+    assert first.first_game == 0 and len(event_starts(first.data or b"")) == 20
+    assert not server.finished.is_set()
+    server.release.set()
+    rest = list(shards)
+    expected = decompressed(source) if suffix == ".pgn.zst" else body
+    assert (first.data or b"") + b"".join(shard.data or b"" for shard in rest) == expected
+
+
+def test_dropped_connection_keeps_what_was_read_and_says_why(server: _Server) -> None:
+    data = PLAYER_B.read_bytes()
+    cut = data[: len(data) // 2]
+    server.files["/dropped.pgn"] = cut
+    server.claimed["/dropped.pgn"] = len(data)
+    shards = list(iter_shards([f"{server.base}/dropped.pgn"], shard_games=100))
+    assert b"".join(shard.data or b"" for shard in shards) == cut
+    assert shards[-1].stream_error is not None and shards[-1].stream_error.startswith("IncompleteRead")
+    outcomes = [outcome for shard in shards for outcome in read_games(shard)]
+    assert isinstance(outcomes[-1], Failed)
+    assert outcomes[-1].reason.startswith(f"source unreadable after byte {len(cut)}: IncompleteRead")
+
+
+def test_missing_url_is_one_clear_error(server: _Server) -> None:
+    url = f"{server.base}/nothing.pgn.zst"
+    with pytest.raises(InputError) as raised:
+        list(iter_shards([url]))
+    assert str(raised.value) == f"cannot open {url!r}: HTTP 404 Not Found"
