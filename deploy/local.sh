@@ -42,7 +42,7 @@ install_python() {
 }
 
 engine() {
-    if need_stockfish; then echo stockfish; else echo native; fi
+    if [ -n "${DIFFIMAX_ENGINE:-}" ]; then echo "$DIFFIMAX_ENGINE"; elif need_stockfish && [ -f pipeline/uci.py ]; then echo stockfish; else echo native; fi
 }
 
 case "${1:-}" in
@@ -51,13 +51,22 @@ case "${1:-}" in
         install_python
         shift
         ENGINE=$(engine)
-        echo "== DiffiMax on the bundled sample positions (engine: $ENGINE)"
-        grep -v '^#' pipeline/samples/positions.tsv | while IFS=$'\t' read -r name moves fen; do
-            echo
-            echo "#### $name"
-            echo "#### 1. $moves"
-            "$VENV/bin/diffimax" explain "$fen" --engine "$ENGINE" "$@"
-        done
+        OUT="runs/demo-$(date +%Y%m%d-%H%M%S)"
+        echo "== mining the bundled sample (pipeline/samples/famous.pgn) on a local Ray cluster, engine: $ENGINE"
+        "$VENV/bin/diffimax" mine pipeline/samples/famous.pgn --out "$OUT" --engine "$ENGINE" "$@"
+        echo
+        echo "== where the human fell for a trap (diffimax query --data $OUT ...)"
+        "$VENV/bin/diffimax" query --data "$OUT" "
+            select g.event as game, o.ply, o.responder, o.move_san as played, o.best_move,
+                   round(o.played_dip / 100, 2) as dip_pawns, o.trap_count as trap_candidates
+            from outcomes o join games g using (game_id)
+            where o.fell order by g.event, o.ply"
+        echo
+        echo "== trap nodes per game"
+        "$VENV/bin/diffimax" query --data "$OUT" "
+            select g.event as game, count(*) as positions, count(*) filter (where o.trap_node) as trap_nodes,
+                   count(*) filter (where o.fell) as fell
+            from outcomes o join games g using (game_id) group by g.event order by g.event"
         ;;
     test)
         install_stockfish
