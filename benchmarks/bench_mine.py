@@ -14,6 +14,7 @@ The machine is shared and noisy: read the ratios within one run.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import shutil
 import tempfile
 import time
@@ -109,7 +110,9 @@ def main() -> None:
             f"2. reuse: {one['positions_reused']} of {one['positions']} positions were repeats "
             f"({one['positions_reused'] / max(1, one['positions']):.1%} of engine analyses saved)"
         )
-        if shutil.which("stockfish") or Path("/usr/games/stockfish").exists():
+        if importlib.util.find_spec("pipeline.uci") and (
+            shutil.which("stockfish") or Path("/usr/games/stockfish").exists()
+        ):
             sf = job(workdir, "stockfish-1", args.games, (low, high), DiffiMaxSettings(depth=2), 1,
                      engine="stockfish", options=EngineOptions(nodes=args.stockfish_nodes))  # fmt: skip
             print(f"3. Stockfish backend (nodes {args.stockfish_nodes} per search)")
