@@ -14,6 +14,7 @@ import chess
 import typer
 
 from pipeline.engines import EngineOptions, open_backend
+from pipeline.judges import judge_root, judges_json, judges_text
 from pipeline.render import explain_text, result_json, san_after, san_namer, san_path
 from search.alphabeta import Searcher, minimax_decision
 from search.chessgame import board_from_fen
@@ -166,9 +167,20 @@ def explain(
     movetime: Annotated[float | None, typer.Option("--movetime", help="UCI time limit per search (s).")] = None,
     threads: Annotated[int | None, typer.Option("--threads", help="UCI Threads.")] = None,
     hash_mb: Annotated[int | None, typer.Option("--hash", help="UCI Hash in MiB.")] = None,
+    shallow_depth: Annotated[
+        int,
+        typer.Option("--shallow-depth", help="The shallow judge's search: plies (native) or engine depth (UCI)."),
+    ] = 1,
+    human_freq: Annotated[
+        str | None, typer.Option("--human-freq", help="A mined dataset: how often humans played each reply here.")
+    ] = None,
+    rating: Annotated[
+        int | None, typer.Option("--rating", help="With --human-freq: only movers within 100 of this rating.")
+    ] = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Explain DiffiMax at one position: ranked responses, trap candidates, dips, a bar chart."""
+    """Explain DiffiMax at one position: ranked responses, trap candidates, dips, a bar chart,
+    and the plausibility judges (dip, shallow, human) side by side."""
     board = board_from_fen(fen)
     if setter is None:
         setter_color = not board.turn
@@ -185,6 +197,12 @@ def explain(
         described = backend.describe()
     finally:
         backend.close()
+    judges = None
+    if result.root_analysis is not None:
+        judges = judge_root(
+            board, setter_color, settings, result.root_analysis, engine=engine, options=options,
+            shallow_depth=shallow_depth, human_freq=human_freq, rating=rating,
+        )  # fmt: skip
     color = {chess.WHITE: "White", chess.BLACK: "Black"}
     data = result_json(
         result,
@@ -192,6 +210,7 @@ def explain(
         side_to_move=color[board.turn].lower(),
         setter=color[setter_color].lower(),
         engine=described,
+        judges=judges_json(judges) if judges else None,
     )
     if as_json:
         emit(data, "", True)
@@ -205,6 +224,8 @@ def explain(
     text = explain_text(
         result, header=header, name=san_namer(board), path_name=san_path(board), move_name=san_after(board)
     )
+    if judges:
+        text += "\n\n" + judges_text(judges, san_namer(board))
     typer.echo(text)
 
 
