@@ -25,6 +25,18 @@ install_stockfish() {
     fi
 }
 
+install_chromium() {
+    # The report and puzzle-book tests open the HTML in a real headless browser.
+    if command -v chromium >/dev/null 2>&1; then return; fi
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        echo "== installing chromium (apt-get)"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        echo "== chromium not found and apt-get unavailable: browser tests will be skipped" >&2
+    fi
+}
+
 install_python() {
     if [ ! -x "$VENV/bin/python" ]; then
         echo "== creating $VENV"
@@ -70,6 +82,7 @@ case "${1:-}" in
         ;;
     test)
         install_stockfish
+        install_chromium
         install_python
         shift
         "$VENV/bin/python" -m pytest "$@"

@@ -329,6 +329,17 @@ def query(
     typer.echo(render(result, fmt))
 
 
+@app.command()
+def report(
+    data: Annotated[str, typer.Option("--data", help="The dataset directory (diffimax mine --out).")],
+    out: Annotated[str, typer.Option("--out", help="Output directory; the page is OUT/report.html.")],
+) -> None:
+    """Write a self-contained HTML report (plots, boards, tables) of a trap dataset."""
+    from pipeline.report import write_report
+
+    typer.echo(f"Report written to {write_report(data, out)}")
+
+
 def parse_plies(text: str | None) -> tuple[int, int | None]:
     """`10-40` -> (10, 40); `10-` -> (10, None); `12` -> (12, 12)."""
     if text is None:

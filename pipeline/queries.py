@@ -80,10 +80,11 @@ def render(result: QueryResult, fmt: str) -> str:
         return json.dumps([dict(zip(result.columns, row, strict=True)) for row in result.rows], indent=2, default=str)
     if fmt == "csv":
         buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
+        # CRLF rows (RFC 4180), so a bare CR inside a cell is quoted rather than splitting the row.
+        writer = csv.writer(buffer, lineterminator="\r\n")
         writer.writerow(result.columns)
         writer.writerows([[_csv_cell(value) for value in row] for row in result.rows])
-        return buffer.getvalue().rstrip("\n")
+        return buffer.getvalue().removesuffix("\r\n")
     if fmt != "table":
         raise QueryError(f"unknown format {fmt!r}: expected table, csv or json")
     cells = [[_cell(value) for value in row] for row in result.rows]

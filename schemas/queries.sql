@@ -94,15 +94,15 @@ select * from final;
 -- name: top-trap-positions
 -- Positions that were trap nodes most often across games, with how often humans fell.
 with nodes as (
-    select position_key, any_value(fen) as fen, count(*) as games, sum(fell::int) as fell,
-           any_value(trap_count) as trap_candidates, any_value(best_move) as best_move
+    select position_key, min(fen) as fen, count(*) as games, sum(fell::int) as fell,
+           min(trap_count) as trap_candidates, min(best_move) as best_move
     from outcomes where trap_node group by position_key
 ),
 final as (
     select *, wilson_low(fell, games) as wilson_low, fell / games as fall_rate, wilson_high(fell, games) as wilson_high
     from nodes
 )
-select * from final order by games desc, fell desc limit 25;
+select * from final order by games desc, fell desc, position_key limit 25;
 
 -- name: top-players
 -- Players who set and who fell for the most traps (as setter: the responder fell; as responder: they fell).

@@ -4,16 +4,16 @@
 
 -- Wilson score interval (95%) for k successes in n trials.
 create or replace macro wilson_low(k, n) as
-    case when n = 0 then null else greatest(0.0,
+    case when n = 0 then null else greatest(0.0, least(k::double / n,
         ((k::double / n) + 1.96 ^ 2 / (2 * n)
          - 1.96 * sqrt((k::double / n) * (1 - k::double / n) / n + 1.96 ^ 2 / (4 * n * n)))
-        / (1 + 1.96 ^ 2 / n))
+        / (1 + 1.96 ^ 2 / n)))
     end;
 create or replace macro wilson_high(k, n) as
-    case when n = 0 then null else least(1.0,
+    case when n = 0 then null else least(1.0, greatest(k::double / n,
         ((k::double / n) + 1.96 ^ 2 / (2 * n)
          + 1.96 * sqrt((k::double / n) * (1 - k::double / n) / n + 1.96 ^ 2 / (4 * n * n)))
-        / (1 + 1.96 ^ 2 / n))
+        / (1 + 1.96 ^ 2 / n)))
     end;
 
 create or replace view games as

@@ -1,0 +1,433 @@
+"""`diffimax report`: a self-contained HTML page over a dataset mined from real games, hostile PGN
+headers kept inert, and the page rendered by a real headless browser (Debian's chromium)."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+import logging
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Iterator
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import chess
+import chess.pgn
+import pytest
+import ray
+
+from pipeline.duck import DatasetError
+from pipeline.games import GameFilter
+from pipeline.queries import QueryResult, render, run_query, run_saved
+from pipeline.report import (
+    BOARDS_SHOWN,
+    PLOT_DPI,
+    PLOT_INCHES,
+    REPORT_NAME,
+    ReportError,
+    plot_clock,
+    plot_dip,
+    plot_lift,
+    plot_rating,
+    png_data_uri,
+    tag,
+    text,
+    write_report,
+)
+from tests.conftest import GAMES
+from tests.mining_helpers import mine
+
+SAMPLE = GAMES / "lichess_100.pgn"  # no clock comments
+CLOCKS = GAMES / "lichess_eval_clk_10024.pgn.zst"  # %clk and %eval on every move
+SECTIONS = ["summary", "plots", "trap-positions", "players", "tables", "errors", "manifest"]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+DATA_PNG = "data:image/png;base64,"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# Elements html.parser sees without an end tag.
+VOID = {"meta", "img", "br", "hr", "col", "link", "input", "source", "wbr"}
+
+# Header values of the hostile games (what the dataset holds after PGN unescaping).
+SCRIPT = "<script>alert(1)</script>"
+FORMULA = "\",\"=cmd|' /C calc'!A0"  # breaks out of a naively quoted CSV cell into a formula
+IMG = "<img src=x onerror=alert(2)>"
+BACKSLASH_N = "line1\\nline2"  # the two characters backslash and n, as PGN files carry them
+CARRIAGE = "Carriage\rReturn"  # a bare CR inside a header line: the reader keeps it
+ENTITIES = "&amp; &lt;b&gt;"  # must show literally, not as `& <b>`
+BELL = "Bell\x07Ringer"  # a control character: not valid XML, shown as U+FFFD
+GAME_ID = '"><svg onload=alert(4)>'
+
+
+@pytest.fixture(scope="module")
+def ray_session() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@dataclass
+class Report:
+    dataset: Path
+    path: Path
+    html: str
+    manifest: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def sample(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Report:
+    """The 100 sample games (no clocks) then 30 games with clocks, plies 8-14, depth 1."""
+    root = tmp_path_factory.mktemp("report")
+    manifest = mine([str(SAMPLE), str(CLOCKS)], root / "run", workers=2, max_games=130,
+                    game_filter=GameFilter(ply_from=8, ply_to=14))  # fmt: skip
+    path = write_report(root / "run", root / "report")
+    return Report(root / "run", path, path.read_text(encoding="utf-8"), manifest)
+
+
+def _pgn_value(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@pytest.fixture(scope="module")
+def hostile(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Report:
+    """Three legal games (the same moves, so their positions repeat) whose headers are hostile,
+    and a fourth whose Event value spans two physical lines (a parse error quoting it)."""
+    root = tmp_path_factory.mktemp("hostile")
+    with SAMPLE.open(encoding="utf-8") as handle:
+        game = chess.pgn.read_game(handle)
+    assert game is not None
+    moves = game.accept(chess.pgn.StringExporter(headers=False, comments=False, variations=False))
+    headers = [
+        {"Event": SCRIPT, "White": SCRIPT, "Black": FORMULA, "WhiteElo": "1500", "BlackElo": "1600"},
+        {"Event": FORMULA, "White": BACKSLASH_N, "Black": IMG, "WhiteElo": "1700", "BlackElo": "1650"},
+        {"Event": ENTITIES, "White": ENTITIES, "Black": CARRIAGE + " " + BELL, "GameId": GAME_ID},
+    ]
+    pgn = "".join(
+        "".join(f"[{name} {_pgn_value(value)}]\n" for name, value in tags.items()) + "\n" + moves + "\n\n"
+        for tags in headers
+    )
+    pgn += '[Event "<script>alert(3)\n</script>"]\n[White "w"]\n[Black "b"]\n\n' + moves + "\n"
+    source = root / "hostile.pgn"
+    source.write_text(pgn, encoding="utf-8", newline="")
+    manifest = mine([str(source)], root / "run", workers=1, game_filter=GameFilter(ply_from=4, ply_to=14))
+    assert (manifest["games_written"], manifest["games_error"]) == (3, 1)
+    path = write_report(root / "run", root / "report")
+    return Report(root / "run", path, path.read_text(encoding="utf-8"), manifest)
+
+
+def board_fens(markup: str) -> list[str]:
+    """The FENs under the boards, in page order."""
+    return [html.unescape(fen) for fen in re.findall(r"<dt>FEN</dt><dd><code>(.*?)</code></dd>", markup)]
+
+
+class Page(HTMLParser):
+    """Start tags with their attributes, the text (entities decoded) and unbalanced end tags."""
+
+    def __init__(self, markup: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.stack: list[str] = []
+        self.unbalanced: list[str] = []
+        self.feed(markup)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.stack or self.stack.pop() != tag:
+            self.unbalanced.append(tag)
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+    def find(self, name: str) -> list[dict[str, str | None]]:
+        return [attrs for tag, attrs in self.tags if tag == name]
+
+    def all_text(self) -> str:
+        return "".join(self.text)
+
+
+def assert_inert_and_well_formed(markup: str) -> Page:
+    """No script, no event handler, nothing fetched; balanced tags; valid XML too."""
+    page = Page(markup)
+    assert not page.unbalanced and not page.stack, (page.unbalanced, page.stack)
+    assert "<script" not in markup.lower()
+    names = {element for element, _ in page.tags}
+    assert not names & {"script", "iframe", "object", "embed", "link", "base", "form"}
+    for element, attrs in page.tags:
+        for name, value in attrs.items():
+            assert not name.startswith("on"), (element, name, value)
+            if name == "src":
+                assert value is not None and value.startswith(DATA_PNG), (element, value)
+            if name in ("href", "xlink:href"):
+                assert value is not None and value.startswith("#"), (element, value)
+    assert "url(" not in "".join(page.text).replace("url(#", "")  # CSS fetches nothing
+    ElementTree.fromstring(markup.removeprefix("<!DOCTYPE html>\n"))  # raises on anything malformed
+    return page
+
+
+# ---------------------------------------------------------------------------------------------
+# Without a dataset
+
+
+def test_text_escapes_markup_quotes_and_unprintable_characters() -> None:
+    assert text(SCRIPT) == "&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert text(FORMULA) == "&quot;,&quot;=cmd|&#x27; /C calc&#x27;!A0"
+    assert text(ENTITIES) == "&amp;amp; &amp;lt;b&amp;gt;"
+    assert text(BELL) == "Bell\ufffdRinger"
+    assert text(CARRIAGE) == CARRIAGE and text(BACKSLASH_N) == BACKSLASH_N
+
+
+def test_tag_escapes_text_children_and_attributes_but_not_markup() -> None:
+    inner = tag("b", IMG)
+    assert tag("p", SCRIPT, inner, title=FORMULA, class_="x", hidden=True, id=None) == (
+        '<p title="&quot;,&quot;=cmd|&#x27; /C calc&#x27;!A0" class="x" hidden="hidden">'
+        "&lt;script&gt;alert(1)&lt;/script&gt;<b>&lt;img src=x onerror=alert(2)&gt;</b></p>"
+    )
+    assert (
+        tag("img", src="data:image/png;base64,AA==", alt="a<b")
+        == '<img src="data:image/png;base64,AA==" alt="a&lt;b" />'
+    )
+    with pytest.raises(ValueError, match="void element 'br' takes no content"):
+        tag("br", "x")
+
+
+def test_write_report_of_a_directory_without_a_dataset(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="no diffimax dataset in"):
+        write_report(tmp_path, tmp_path / "report")
+    assert not (tmp_path / "report").exists()
+
+
+@pytest.mark.parametrize(
+    ("drawer", "columns", "reason"),
+    [
+        (plot_rating, ["rating_band", "trap_nodes", "fell", "wilson_low", "fall_rate", "wilson_high"], "rated"),
+        (plot_clock, ["clock", "trap_nodes", "fell", "wilson_low", "fall_rate", "wilson_high"], "clock times"),
+        (plot_dip, ["dip_from", "dip_to", "candidates", "played", "wilson_low", "play_rate", "wilson_high"],
+         "trap candidates"),
+        (plot_lift, ["trap_nodes", "fell", "expected_by_chance", "wilson_low", "fall_rate", "wilson_high",
+                     "chance_rate", "lift"], "trap nodes"),
+    ],
+)  # fmt: skip
+def test_plots_of_empty_results_say_no_data(drawer: Any, columns: list[str], reason: str) -> None:
+    rows: list[tuple[Any, ...]] = []
+    if drawer is plot_lift:  # the lift query always returns its one row, empty when nothing matched
+        rows = [(0, None, None, None, None, None, None, None)]
+    uri, note = png_data_uri(drawer(QueryResult(columns, rows)))
+    assert note is not None and note.startswith("No data: ") and reason in note
+    assert base64.b64decode(uri.removeprefix(DATA_PNG)).startswith(PNG_MAGIC)
+
+
+# ---------------------------------------------------------------------------------------------
+# A dataset mined from real games
+
+
+@pytest.mark.slow
+def test_report_has_every_section_plot_and_board(sample: Report) -> None:
+    page = assert_inert_and_well_formed(sample.html)
+    assert sample.path == sample.dataset.parent / "report" / REPORT_NAME
+    assert sample.html.startswith('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8" />')
+    assert [attrs["id"] for attrs in page.find("section")] == SECTIONS
+    images = page.find("img")
+    assert [attrs["alt"] for attrs in images] == [
+        "Fall rate by rating (plot)", "Fall rate by clock (plot)", "Play rate by dip (plot)",
+        "Lift: observed against chance (plot)",
+    ]  # fmt: skip
+    for attrs in images:
+        data = base64.b64decode(str(attrs["src"]).removeprefix(DATA_PNG), validate=True)
+        assert data.startswith(PNG_MAGIC)
+        width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")  # IHDR
+        assert (width, height) == tuple(round(side * PLOT_DPI) for side in PLOT_INCHES)
+    tops = run_saved(sample.dataset, "top-trap-positions")
+    boards = [attrs for attrs in page.find("figure") if attrs.get("class") == "board"]
+    assert len(boards) == len(page.find("svg")) == min(BOARDS_SHOWN, len(tops.rows)) > 0
+    ids = [attrs["id"] for tag, attrs in page.tags if "id" in attrs]
+    assert len(ids) == len(set(ids))  # each board's piece definitions are its own
+    words = page.all_text()
+    assert "No data" not in words  # the clock games give the clock plot its points
+    m = sample.manifest
+    assert f"{m['games_read']:,} read = {m['games_written']:,} mined + {m['games_filtered']:,} filtered" in words
+    assert f"{m['positions_analysed']:,} analysed, {m['positions_reused']:,} reused" in words
+    assert "No errors." in words
+    # The boards show trap nodes of the dataset (which FEN of a transposition is shown may vary).
+    trap_nodes = run_query(sample.dataset, "select distinct fen from outcomes where trap_node").rows
+    epds = {" ".join(fen.split()[:4]) for (fen,) in trap_nodes}
+    shown = board_fens(sample.html)
+    assert len(shown) == len(boards) and all(" ".join(fen.split()[:4]) in epds for fen in shown)
+
+
+@pytest.mark.slow
+def test_boards_draw_the_best_reply_and_the_trap_candidate_from_the_responders_side(sample: Report) -> None:
+    board = chess.Board(board_fens(sample.html)[0])
+    svg = re.search(r"<svg.*?</svg>", sample.html, re.DOTALL)
+    assert svg is not None
+    drawing = svg.group()
+    assert drawing.count('class="arrow"') == 4  # a line and a head for each of the two arrows
+    assert "#15781B" in drawing and "#882020" in drawing  # chess.svg's green and red
+    # Seen from the responder's side: the responder's king is in the lower half of the board.
+    king = "white-king" if board.turn == chess.WHITE else "black-king"
+    placed = re.search(rf'<use href="#b1-{king}"[^>]*transform="translate\((\d+), (\d+)\)"', drawing)
+    assert placed is not None and int(placed.group(2)) > 195  # the board is 390 units high
+    assert f"{'White' if board.turn else 'Black'} (the responder)" in Page(sample.html).all_text()
+
+
+@pytest.mark.slow
+def test_report_of_a_dataset_with_a_broken_manifest(sample: Report, tmp_path: Path) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(sample.dataset, copy)
+    (copy / "manifest.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ReportError, match=r"unreadable manifest '.*manifest\.json'"):
+        write_report(copy, tmp_path / "report")
+    (copy / "manifest.json").unlink()
+    page = assert_inert_and_well_formed(write_report(copy, tmp_path / "report").read_text(encoding="utf-8"))
+    assert "This dataset has no manifest.json" in page.all_text()
+
+
+@pytest.mark.slow
+def test_report_of_a_dataset_where_every_game_was_filtered_out(ray_session: None, tmp_path: Path) -> None:
+    manifest = mine([str(SAMPLE)], tmp_path / "run", workers=1, game_filter=GameFilter(min_elo=3500))
+    assert manifest["games_written"] == 0 and manifest["games_filtered"] == 100
+    page = assert_inert_and_well_formed(write_report(tmp_path / "run", tmp_path / "report").read_text("utf-8"))
+    words = page.all_text()
+    assert words.count("No data: ") == 4
+    assert "No trap nodes in this dataset." in words
+    assert "100 read = 0 mined + 100 filtered + 0 with errors" in words
+    assert not page.find("svg")
+
+
+# ---------------------------------------------------------------------------------------------
+# Strangers' headers
+
+
+@pytest.mark.slow
+def test_hostile_headers_render_as_text(hostile: Report) -> None:
+    page = assert_inert_and_well_formed(hostile.html)
+    words = page.all_text()
+    for value in (SCRIPT, FORMULA, IMG, BACKSLASH_N, ENTITIES, "Carriage", "Bell\ufffdRinger", GAME_ID):
+        assert value in words, value
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in hostile.html
+    assert "&quot;,&quot;=cmd|&#x27; /C calc&#x27;!A0" in hostile.html
+    assert "&amp;amp; &amp;lt;b&amp;gt;" in hostile.html
+    assert "\x07" not in hostile.html
+    # The game whose header spans two lines is an error, quoted as text.
+    assert "unparseable header line '[Event \"<script>alert(3)'" in words
+    assert "No data: the games carry no clock times" in words
+    # Every player is listed, and the events under the boards (the games share their positions).
+    players = run_saved(hostile.dataset, "top-players")
+    assert {row[0] for row in players.rows} == {SCRIPT, FORMULA, BACKSLASH_N, IMG, ENTITIES, CARRIAGE + " " + BELL}
+    for event in (SCRIPT, FORMULA, ENTITIES):
+        assert f"{event}, ?; game " in words
+
+
+def _csv_round_trip(result: QueryResult) -> None:
+    rows = list(csv.reader(io.StringIO(render(result, "csv"), newline="")))
+    assert rows[0] == result.columns
+    assert [row[0] for row in rows[1:]] == [row[0] for row in result.rows]
+    assert all(len(row) == len(result.columns) for row in rows)
+    assert not [cell for row in rows for cell in row if cell[:1] in ("=", "+", "-", "@")]
+
+
+@pytest.mark.slow
+def test_hostile_headers_stay_one_csv_cell(hostile: Report) -> None:
+    """The players query as CSV and JSON: each name reads back as one cell, none a formula."""
+    result = run_saved(hostile.dataset, "top-players")
+    assert FORMULA in [row[0] for row in result.rows]
+    _csv_round_trip(QueryResult(result.columns, [row for row in result.rows if "\r" not in row[0]]))
+    assert [row["player"] for row in json.loads(render(result, "json"))] == [row[0] for row in result.rows]
+
+
+@pytest.mark.slow
+def test_a_carriage_return_in_a_header_stays_inside_its_csv_cell(hostile: Report) -> None:
+    result = run_saved(hostile.dataset, "top-players")
+    assert CARRIAGE + " " + BELL in [row[0] for row in result.rows]
+    _csv_round_trip(result)
+
+
+# ---------------------------------------------------------------------------------------------
+# A real browser
+
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium not installed (Debian: apt-get install -y chromium)"
+)
+
+
+def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
+    """Headless chromium with no network chatter and a throwaway profile."""
+    assert CHROMIUM is not None
+    command = [
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+        f"--user-data-dir={profile}", *args,
+    ]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, timeout=180)
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_chromium_renders_the_report(sample: Report, tmp_path: Path) -> None:
+    import numpy as np
+    from matplotlib.image import imread
+
+    shot = tmp_path / "shot.png"
+    result = chromium(f"--screenshot={shot}", "--window-size=1280,2000", sample.path.as_uri(), profile=tmp_path / "p")
+    assert result.returncode == 0 and shot.exists(), result.stderr[-2000:]
+    assert shot.stat().st_size > 100_000
+    pixels = (imread(str(shot))[..., :3] * 255).astype(np.uint8)
+    assert pixels.shape == (2000, 1280, 3)
+    colours, counts = np.unique(pixels.reshape(-1, 3), axis=0, return_counts=True)
+    assert len(colours) > 1_000  # plots, boards and text, not a blank or error page
+    assert counts.max() < 0.8 * pixels.shape[0] * pixels.shape[1]
+    # The header bar is dark, the page below it light.
+    assert pixels[20, 640].mean() < 60 and pixels[1000, 10].mean() > 200
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_chromium_decodes_every_image_and_lays_out_every_board(sample: Report, tmp_path: Path) -> None:
+    """A copy of the page with a probe script (and so without the page's no-script policy)."""
+    probe = """<script>window.addEventListener("load", function () {
+        var images = Array.prototype.slice.call(document.images);
+        var decoded = images.filter(function (i) { return i.complete && i.naturalWidth > 0; });
+        var boards = Array.prototype.slice.call(document.querySelectorAll("figure.board svg"));
+        var drawn = boards.filter(function (s) { return s.getBoundingClientRect().width >= 200; });
+        var sections = document.querySelectorAll("main > section").length;
+        document.body.setAttribute("data-probe", [images.length, decoded.length, drawn.length, sections].join("/"));
+    });</script>"""  # fmt: skip
+    markup = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*/>', "", sample.html)
+    page = tmp_path / "probe.html"
+    page.write_text(markup.replace("</body>", probe + "</body>"), encoding="utf-8")
+    result = chromium("--dump-dom", "--virtual-time-budget=10000", page.as_uri(), profile=tmp_path / "p")
+    assert result.returncode == 0, result.stderr[-2000:]
+    found = re.search(r'data-probe="(\d+)/(\d+)/(\d+)/(\d+)"', result.stdout)
+    assert found is not None, result.stdout[-2000:]
+    images, decoded, boards, sections = map(int, found.groups())
+    tops = run_saved(sample.dataset, "top-trap-positions")
+    assert (images, decoded, boards, sections) == (4, 4, min(BOARDS_SHOWN, len(tops.rows)), len(SECTIONS))
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_chromium_keeps_hostile_headers_as_text(hostile: Report, tmp_path: Path) -> None:
+    result = chromium("--dump-dom", "--virtual-time-budget=5000", hostile.path.as_uri(), profile=tmp_path / "p")
+    assert result.returncode == 0, result.stderr[-2000:]
+    dom = result.stdout
+    assert "<script" not in dom.lower() and "onerror=" not in dom.replace("onerror=alert(2)&gt;", "")
+    page = Page(dom)
+    assert not page.find("script") and len(page.find("img")) == 4
+    assert not [attrs for tag, attrs in page.tags if any(name.startswith("on") for name in attrs)]
+    words = page.all_text()
+    for value in (SCRIPT, FORMULA, IMG, BACKSLASH_N, ENTITIES, GAME_ID):
+        assert value in words, value
