@@ -14,27 +14,24 @@ need_stockfish() {
     command -v stockfish >/dev/null 2>&1 || [ -x /usr/games/stockfish ]
 }
 
-install_stockfish() {
-    if need_stockfish; then return; fi
+# apt_install PACKAGE WHY: install a Debian package when apt-get can, else say what is skipped.
+apt_install() {
     if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-        echo "== installing stockfish (apt-get)"
+        echo "== installing $1 (apt-get)"
         apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq stockfish >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
     else
-        echo "== stockfish not found and apt-get unavailable: UCI tests will be skipped" >&2
+        echo "== $1 not found and apt-get unavailable: $2" >&2
     fi
+}
+
+install_stockfish() {
+    need_stockfish || apt_install stockfish "UCI tests will be skipped"
 }
 
 install_chromium() {
     # The report and puzzle-book tests open the HTML in a real headless browser.
-    if command -v chromium >/dev/null 2>&1; then return; fi
-    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-        echo "== installing chromium (apt-get)"
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-    else
-        echo "== chromium not found and apt-get unavailable: browser tests will be skipped" >&2
-    fi
+    command -v chromium >/dev/null 2>&1 || apt_install chromium "browser tests will be skipped"
 }
 
 install_python() {

@@ -48,6 +48,14 @@ SafetyMargin = Annotated[
 ]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
+# How to run the engine, the same flags on every command that uses one.
+EngineOpt = Annotated[str, typer.Option("--engine", help="native, stockfish, or a UCI engine's path.")]
+NodesOpt = Annotated[int | None, typer.Option("--nodes", help="Engine node limit per search.")]
+EngineDepthOpt = Annotated[int | None, typer.Option("--engine-depth", help="UCI depth limit per search.")]
+MovetimeOpt = Annotated[float | None, typer.Option("--movetime", help="UCI time limit per search (s).")]
+ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="UCI Threads per engine.")]
+HashOpt = Annotated[int | None, typer.Option("--hash", help="UCI Hash in MiB per engine.")]
+
 
 class UsageError(ValueError):
     """A command-line value that no setting accepts."""
@@ -161,12 +169,12 @@ def explain(
     exclude_checks: ExcludeChecks = False,
     exclude_captures: ExcludeCaptures = False,
     safety_margin: SafetyMargin = "0.5",
-    engine: Annotated[str, typer.Option("--engine", help="native, stockfish, or a UCI engine's path.")] = "native",
-    nodes: Annotated[int | None, typer.Option("--nodes", help="Engine node limit per search.")] = None,
-    engine_depth: Annotated[int | None, typer.Option("--engine-depth", help="UCI depth limit per search.")] = None,
-    movetime: Annotated[float | None, typer.Option("--movetime", help="UCI time limit per search (s).")] = None,
-    threads: Annotated[int | None, typer.Option("--threads", help="UCI Threads.")] = None,
-    hash_mb: Annotated[int | None, typer.Option("--hash", help="UCI Hash in MiB.")] = None,
+    engine: EngineOpt = "native",
+    nodes: NodesOpt = None,
+    engine_depth: EngineDepthOpt = None,
+    movetime: MovetimeOpt = None,
+    threads: ThreadsOpt = None,
+    hash_mb: HashOpt = None,
     shallow_depth: Annotated[
         int,
         typer.Option("--shallow-depth", help="The shallow judge's search: plies (native) or engine depth (UCI)."),
@@ -240,12 +248,12 @@ def mine(
     exclude_checks: ExcludeChecks = False,
     exclude_captures: ExcludeCaptures = False,
     safety_margin: SafetyMargin = "0.5",
-    engine: Annotated[str, typer.Option("--engine", help="native, stockfish, or a UCI engine's path.")] = "native",
-    nodes: Annotated[int | None, typer.Option("--nodes", help="Engine node limit per search.")] = None,
-    engine_depth: Annotated[int | None, typer.Option("--engine-depth", help="UCI depth limit per search.")] = None,
-    movetime: Annotated[float | None, typer.Option("--movetime", help="UCI time limit per search (s).")] = None,
-    threads: Annotated[int | None, typer.Option("--threads", help="UCI Threads per engine.")] = None,
-    hash_mb: Annotated[int | None, typer.Option("--hash", help="UCI Hash in MiB per engine.")] = None,
+    engine: EngineOpt = "native",
+    nodes: NodesOpt = None,
+    engine_depth: EngineDepthOpt = None,
+    movetime: MovetimeOpt = None,
+    threads: ThreadsOpt = None,
+    hash_mb: HashOpt = None,
     min_elo: Annotated[int | None, typer.Option("--min-elo", help="Both players rated at least this.")] = None,
     max_elo: Annotated[int | None, typer.Option("--max-elo", help="Both players rated at most this.")] = None,
     time_control: Annotated[
