@@ -268,6 +268,10 @@ def mine(
     workers: Annotated[int | None, typer.Option("--workers", help="Analysis workers (default: all CPUs).")] = None,
     address: Annotated[str | None, typer.Option("--address", help="An existing Ray cluster's address.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a run: skip committed shards.")] = False,
+    setter_choices: Annotated[
+        bool,
+        typer.Option("--setter-choices", help="Also record which moves of the side to move would set a trap."),
+    ] = False,
     shard_games: Annotated[int, typer.Option("--shard-games", help="Games per shard of a compressed stream.")] = 500,
     shard_mb: Annotated[float, typer.Option("--shard-mb", help="MiB per shard of an uncompressed file.")] = 16.0,
 ) -> None:
@@ -305,6 +309,7 @@ def mine(
         workers=workers,
         address=address,
         resume=resume,
+        setter_choices=setter_choices,
         shard_games=shard_games,
         shard_bytes=max(1, int(shard_mb * (1 << 20))),
     )

@@ -65,6 +65,9 @@ class MineConfig:
     address: str | None = None
     """An existing Ray cluster; default: start a local one."""
     resume: bool = False
+    setter_choices: bool = False
+    """Also analyse each position with the side to move as setter: which of its moves would set a
+    trap (doubles the engine work; needs depth >= 2)."""
     shard_bytes: int = 16 << 20
     shard_games: int = 500
 
@@ -75,6 +78,8 @@ class MineConfig:
             raise ValueError(f"invalid --max-games {self.max_games}: must be at least 1")
         if self.workers is not None and self.workers < 1:
             raise ValueError(f"invalid --workers {self.workers}: must be at least 1")
+        if self.setter_choices and self.settings.depth < 2:
+            raise ValueError(f"--setter-choices needs --depth 2 or more, not {self.settings.depth}")
         if self.shard_games < 1 or self.shard_bytes < 1:
             raise ValueError("shard sizes must be positive")
 
@@ -146,13 +151,14 @@ def ingest_shard(shard: Shard, game_filter: GameFilter, limit: int | None) -> Sh
 class AnalysisWorker:
     """A Ray actor: one engine and its transposition table / hash for the whole job."""
 
-    def __init__(self, engine: str, options: EngineOptions, settings: DiffiMaxSettings) -> None:
+    def __init__(self, engine: str, options: EngineOptions, settings: DiffiMaxSettings, setter_choices: bool) -> None:
         self.backend = open_backend(engine, options)
         self.settings = settings
+        self.setter_choices = setter_choices
 
     def analyse(self, unit: AnalysisUnit) -> tuple[str, list[PositionResult], float]:
         start = time.perf_counter()
-        results = analyse_unit(self.backend, unit, self.settings)
+        results = analyse_unit(self.backend, unit, self.settings, setter_choices=self.setter_choices)
         return unit.game_id, results, time.perf_counter() - start
 
     def describe(self) -> dict[str, Any]:
@@ -226,7 +232,10 @@ def _run(
     cluster_cpus: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
     workers = config.workers or max(1, int(cluster_cpus.get("CPU", 1)))
     actor_class: Any = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=-1)(AnalysisWorker)
-    actors = [actor_class.remote(config.engine, config.engine_options, config.settings) for _ in range(workers)]
+    actors = [
+        actor_class.remote(config.engine, config.engine_options, config.settings, config.setter_choices)
+        for _ in range(workers)
+    ]
     engine_info = ray.get(actors[0].describe.remote())
     ingest_task = ray.remote(num_cpus=0, max_retries=3)(ingest_shard)
 

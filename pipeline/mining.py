@@ -58,7 +58,9 @@ def settings_columns(settings: DiffiMaxSettings, backend_name: str) -> dict[str,
     }
 
 
-def analyse_unit(backend: Backend, unit: AnalysisUnit, settings: DiffiMaxSettings) -> list[PositionResult]:
+def analyse_unit(
+    backend: Backend, unit: AnalysisUnit, settings: DiffiMaxSettings, *, setter_choices: bool = False
+) -> list[PositionResult]:
     """Replay the game and analyse each requested position with the player who just moved as
     setter. A position whose analysis fails is returned with its error; the rest go on."""
     reset = getattr(backend, "new_unit", None)
@@ -70,7 +72,7 @@ def analyse_unit(backend: Backend, unit: AnalysisUnit, settings: DiffiMaxSetting
     last = max(unit.plies, default=-1)
     for ply in range(last + 1):
         if ply in wanted:
-            results.append(analyse_position(backend, board, settings))
+            results.append(analyse_position(backend, board, settings, setter_choices=setter_choices))
         if ply < last:
             board.push(chess.Move.from_uci(unit.moves[ply]))
     for result, ply in zip(results, sorted(wanted), strict=True):
@@ -79,7 +81,9 @@ def analyse_unit(backend: Backend, unit: AnalysisUnit, settings: DiffiMaxSetting
     return results
 
 
-def analyse_position(backend: Backend, board: chess.Board, settings: DiffiMaxSettings) -> PositionResult:
+def analyse_position(
+    backend: Backend, board: chess.Board, settings: DiffiMaxSettings, *, setter_choices: bool = False
+) -> PositionResult:
     key = to_signed64(zobrist(board))
     result = PositionResult(ply=board.ply(), position_key=key, fen=board.fen())
     setter = not board.turn
@@ -95,9 +99,32 @@ def analyse_position(backend: Backend, board: chess.Board, settings: DiffiMaxSet
         result.error = "no response analysis at the root (no legal reply or depth 0)"
         return result
     common = settings_columns(settings, backend.name)
-    result.response = response_columns(found, found.root_analysis, setter) | common
+    result.response = response_columns(found, found.root_analysis, setter) | common | CHOICES_UNKNOWN
+    if setter_choices:
+        try:
+            result.response |= choice_columns(backend, board, settings)
+        except (RuntimeError, ValueError) as error:
+            result.error = f"setter choices: {type(error).__name__}: {error}"
     result.traps = [trap_columns(record, setter, key) | common for record in found.traps]
     return result
+
+
+# The choice columns of a position whose choices were not analysed.
+CHOICES_UNKNOWN: dict[str, Any] = {"choice_moves": None, "choice_trap_moves": None}
+
+
+def choice_columns(backend: Backend, board: chess.Board, settings: DiffiMaxSettings) -> dict[str, Any]:
+    """The side to move as a setter: which of its moves are within the safety margin of its best
+    (the visited children of a setter root), and which of those lead to a trap node. Needs
+    depth >= 2, so that the nodes after those moves are analysed."""
+    if settings.depth < 2:
+        raise ValueError(f"setter choices need depth >= 2, not {settings.depth}")
+    found = backend.analyse(board, board.turn, settings)
+    children = {a.path[0]: a for a in found.analyses if len(a.path) == 1}
+    return {
+        "choice_moves": sorted(children),
+        "choice_trap_moves": sorted(move for move, analysis in children.items() if analysis.trap_node),
+    }
 
 
 def response_columns(found: DiffiMaxResult, analysis: ResponseAnalysis, setter: chess.Color) -> dict[str, Any]:
@@ -172,6 +199,7 @@ def played_class(response: dict[str, Any], move_played: str) -> tuple[str, dict[
 # Columns of a RESPONSES / TRAPS row that belong to one occurrence, not to the position.
 OCCURRENCE_COLUMNS = frozenset(
     {
+        "chose_trap_move",
         "game_id",
         "ply",
         "move_played",
@@ -190,7 +218,9 @@ def occurrence_rows(
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The RESPONSES row and TRAPS rows of one occurrence of an analysed position."""
     kind, entry = played_class(result.response, move_played)
+    choices = result.response.get("choice_moves")
     row = {
+        "chose_trap_move": None if choices is None else move_played in result.response["choice_trap_moves"],
         "game_id": game_id,
         "ply": ply,
         "position_key": result.position_key,

@@ -105,6 +105,11 @@ RESPONSES = pa.schema(
         pa.field("analysed_nodes", pa.int32(), nullable=False),
         pa.field("nodes", pa.int64(), nullable=False),
         pa.field("reused", pa.bool_(), nullable=False),  # copied from an earlier occurrence
+        # With --setter-choices: the side to move seen as a setter. Its moves within the safety
+        # margin of its best, those of them that lead to a trap node, and whether it played one.
+        pa.field("choice_moves", pa.list_(pa.string())),
+        pa.field("choice_trap_moves", pa.list_(pa.string())),
+        pa.field("chose_trap_move", pa.bool_()),
         *SETTINGS_FIELDS,
     ]
 )

@@ -123,3 +123,22 @@ final as (
     from set_traps s full outer join fell_for f on s.player = f.player
 )
 select * from final order by opponents_fell + fell desc, player limit 25;
+
+-- name: trap-setting-choice
+-- How often a player chose a trap-setting move when one was within the safety margin, against chance (needs --setter-choices).
+with choices as (
+    select chose_trap_move::int as chose,
+           len(choice_trap_moves)::double / len(choice_moves) as chance
+    from responses
+    where choice_moves is not null and len(choice_trap_moves) > 0 and len(choice_moves) > 0
+),
+final as (
+    select count(*) as positions, sum(chose) as chose_trap_move, sum(chance) as expected_by_chance,
+           wilson_low(sum(chose), count(*)) as wilson_low,
+           sum(chose) / count(*) as choice_rate,
+           wilson_high(sum(chose), count(*)) as wilson_high,
+           avg(chance) as chance_rate,
+           sum(chose) / nullif(sum(chance), 0) as lift
+    from choices
+)
+select * from final;

@@ -140,3 +140,21 @@ def test_bad_input_is_recorded_and_valid_games_survive(tmp_path):
     assert manifest["games_error"] >= 4, reasons
     for needle in ("Qxh9", "ambiguous", "comment"):
         assert needle in reasons, reasons
+
+
+def test_setter_choices_record_trap_setting_moves(tmp_path):
+    from pipeline.mine import MineConfig
+    from pipeline.queries import run_saved
+
+    out = tmp_path / "run"
+    manifest = mine([SAMPLE], out, workers=2, max_games=6, setter_choices=True, settings=DiffiMaxSettings(depth=2))
+    assert_counts_add_up(manifest, out)
+    data = rows(out)["responses"]
+    assert data and all(row["choice_moves"] for row in data)
+    for row in data:
+        assert set(row["choice_trap_moves"]) <= set(row["choice_moves"])
+        assert row["chose_trap_move"] == (row["move_played"] in row["choice_trap_moves"])
+    result = run_saved(out, "trap-setting-choice")
+    assert result.rows and result.rows[0][0] > 0
+    with pytest.raises(ValueError, match="needs --depth 2"):
+        MineConfig(inputs=(SAMPLE,), out=str(tmp_path / "x"), setter_choices=True, settings=DiffiMaxSettings(depth=1))
