@@ -353,6 +353,30 @@ def report(
     typer.echo(f"Report written to {write_report(data, out)}")
 
 
+@app.command()
+def puzzles(
+    data: Annotated[str, typer.Option("--data", help="The dataset directory (diffimax mine --out).")],
+    out: Annotated[str, typer.Option("--out", help="Directory for puzzles.csv, puzzles.pgn, puzzles.html.")],
+    kind: Annotated[str, typer.Option("--kind", help="punish, set or both.")] = "both",
+    min_dip: Annotated[float, typer.Option("--min-dip", help="Smallest trap dip, in pawns.")] = 1.0,
+    limit: Annotated[int | None, typer.Option("--limit", help="Write at most this many puzzles.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="Comma list: csv, pgn, html.")] = "csv,pgn,html",
+    engine: Annotated[str, typer.Option("--engine", help="stockfish, or a UCI engine's path.")] = "stockfish",
+    nodes: Annotated[int, typer.Option("--nodes", help="Engine nodes per verification search.")] = 500_000,
+    margin: Annotated[
+        float, typer.Option("--margin", help="Win chances (-1..1) the best move must beat the second best by.")
+    ] = 0.3,
+) -> None:
+    """Engine-verified puzzles from a dataset's traps: Lichess CSV, PGN and an HTML puzzle book."""
+    from pipeline.puzzles import generate_puzzles, parse_formats, parse_kind
+
+    report = generate_puzzles(
+        data, out, kind=parse_kind(kind), min_dip=min_dip, limit=limit, formats=parse_formats(fmt),
+        engine=engine, nodes=nodes, margin=margin,
+    )  # fmt: skip
+    typer.echo(report.summary())
+
+
 def parse_plies(text: str | None) -> tuple[int, int | None]:
     """`10-40` -> (10, 40); `10-` -> (10, None); `12` -> (12, 12)."""
     if text is None:

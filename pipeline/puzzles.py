@@ -1,0 +1,1013 @@
+"""`diffimax puzzles`: engine-verified puzzles from a mined trap dataset, in the Lichess format.
+
+Two kinds, both written as Lichess puzzle rows (FEN is the position *before* the opponent's
+move, `Moves[0]` is that move, then the solver's moves alternate with the forced replies, so the
+solver's moves are the odd indices of `Moves`):
+
+- *punish*: a responder fell into a trap in a real game. FEN is the root before the trap move,
+  `Moves` = the trap move, then the setter's refutation (mined), trimmed.
+- *set*: the setter's trap-setting move. FEN is the position two plies before the root,
+  `Moves` = the opponent's move there, the setting move, the trap reply (the one the human played
+  if they fell, else the deepest dip), then its refutation, trimmed. The solver finds the setting
+  move and, after the trap reply, the punishment.
+
+Every candidate is replayed (legal moves only) and checked by a UCI engine the way Lichess's
+generator checks its puzzles: at each solver move, MultiPV 2 at a fixed node count, one thread,
+hash cleared per puzzle; the move must be the engine's best and its win chances must beat the
+second best's by `margin` (a mate in one also passes when the best non-mate keeps at most
+`MATE_IN_ONE_SECOND_MAX`). A failing first solver move (and a failing setting move) drops the
+candidate with a counted reason; a failing later solver move, or a defender reply the engine does
+not expect, ends the solution at the solver move before it. Repeated puzzles (same position for the
+solver, same solution) are verified once and written once, with the games they came from.
+
+Everything taken from the PGN headers (names, event, date, opening, site) is untrusted: it is
+stripped of control characters, and escaped or quoted for the format it is written into.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import html
+import io
+import math
+import os
+import re
+import shutil
+import time
+import unicodedata
+import urllib.parse
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import chess
+import chess.engine
+import chess.pgn
+import chess.svg
+
+from pipeline.duck import connect
+
+PuzzleKind = Literal["punish", "set"]
+KindChoice = Literal["punish", "set", "both"]
+OutputFormat = Literal["csv", "pgn", "html"]
+# Why a candidate was not written. See `DROP_REASONS` for each one's meaning.
+DropReason = Literal["history_missing", "screened", "illegal", "empty_line", "not_best", "not_unique"]
+
+KINDS: tuple[PuzzleKind, ...] = ("punish", "set")
+FORMATS: tuple[OutputFormat, ...] = ("csv", "pgn", "html")
+DROP_REASONS: dict[DropReason, str] = {
+    "history_missing": "set: the two plies before the root are not in the dataset (outside --plies)",
+    "screened": "set: the miner itself rated another move within SET_SCREEN_CP of the setting move",
+    "illegal": "a move of the line is not legal where it is played",
+    "empty_line": "no solver move left (no refutation was mined)",
+    "not_best": "the engine prefers another move at the first solver move (or the setting move)",
+    "not_unique": "the engine agrees, but the second best is within the margin",
+}
+
+WIN_CHANCE_SLOPE = 0.00368208  # lila's logistic: centipawns -> win chances on [-1, 1]
+DEFAULT_MARGIN = 0.3  # win chances on [-1, 1] best must beat second best by (lila: a 0.3 drop is a blunder)
+DEFAULT_NODES = 500_000  # Stockfish nodes per MultiPV-2 search (~0.5 s, depth ~19 on a 2020s core)
+ENGINE_HASH_MB = 16  # UCI Hash per engine; cleared (ucinewgame) before every candidate
+MATE_IN_ONE_SECOND_MAX = 0.6  # puzzler: a mate in one is unique if the best non-mate is at most this
+SET_SCREEN_CP = 100  # set: the miner's second best at the setting move must be this much worse (cp)
+CRUSHING_CP = 600  # Lichess theme thresholds on the final evaluation, solver's view (cook.py)
+ADVANTAGE_CP = 200
+PGN_VALUE_MAX = 255  # characters kept of a PGN tag value (the PGN standard's limit)
+BOARD_PX = 360  # size of a board image in the HTML book
+STOCKFISH_FALLBACK = Path("/usr/games/stockfish")  # Debian's stockfish package installs here
+
+LICHESS_COLUMNS = (
+    "PuzzleId",
+    "FEN",
+    "Moves",
+    "Rating",
+    "RatingDeviation",
+    "Popularity",
+    "NbPlays",
+    "Themes",
+    "GameUrl",
+    "OpeningTags",
+)
+# A spreadsheet reads a cell starting with one of these as a formula (CSV injection).
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+class PuzzleError(ValueError):
+    """A puzzle setting that cannot be used (kind, format, margin, limit, nodes)."""
+
+
+class EngineUnavailableError(RuntimeError):
+    """The verification engine cannot be found or started."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Records
+
+
+@dataclass(frozen=True)
+class GameInfo:
+    """The source game's headers as mined (untrusted text, unescaped)."""
+
+    game_id: str
+    site: str | None = None
+    event: str | None = None
+    date: str | None = None
+    white: str | None = None
+    black: str | None = None
+    white_elo: int | None = None
+    black_elo: int | None = None
+    opening: str | None = None
+    eco: str | None = None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One puzzle as mined, before the engine has seen it."""
+
+    kind: PuzzleKind
+    game: GameInfo
+    ply: int
+    """Plies played before `fen` in the source game."""
+    fen: str
+    """Lichess FEN: the position before the opponent's move `moves[0]`."""
+    moves: tuple[str, ...]
+    """UCI: the fixed moves (`fixed` of them), then the mined refutation, untrimmed."""
+    fixed: int
+    """Leading moves that are given, not searched: 1 (punish: the trap) or 3 (set)."""
+    dip: int
+    """The trap's dip in centipawns, setter's view (mined)."""
+
+    def key(self) -> tuple[str, tuple[str, ...]]:
+        """What makes two candidates the same puzzle: the solver's first position and the rest."""
+        board = chess.Board(self.fen)
+        board.push_uci(self.moves[0])
+        return board.epd(), self.moves[1:]
+
+
+@dataclass(frozen=True)
+class EngineLine:
+    """One MultiPV line: the first move, its score for the side to move, the principal variation."""
+
+    move: chess.Move
+    score: chess.engine.Score
+    pv: tuple[chess.Move, ...]
+
+
+# The verifier's only view of an engine: the best two lines at a position, best first.
+Analyse = Callable[[chess.Board], Sequence[EngineLine]]
+
+
+@dataclass(frozen=True)
+class SolverCheck:
+    """The engine's verdict at one solver move (index into the puzzle's `Moves`)."""
+
+    index: int
+    best: chess.engine.Score
+    """Score of the solver's move, solver's view (it is the engine's best)."""
+    second: chess.engine.Score | None
+    """Score of the engine's second best, None when the move was the only legal one."""
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A candidate that passed: the trimmed Lichess move list and the verdicts behind it."""
+
+    moves: tuple[str, ...]
+    checks: tuple[SolverCheck, ...]
+    trimmed: bool
+    """The engine cut the mined line short (a later solver move or reply it disagrees with)."""
+    mate: bool
+    """The line ends in checkmate."""
+
+
+@dataclass(frozen=True)
+class Puzzle:
+    """A verified puzzle, ready to write."""
+
+    puzzle_id: str
+    kind: PuzzleKind
+    fen: str
+    moves: tuple[str, ...]
+    themes: tuple[str, ...]
+    game_url: str
+    """The source game's http(s) URL with the ply anchor, or empty."""
+    opening_tags: str
+    checks: tuple[SolverCheck, ...]
+    game_ids: tuple[str, ...]
+    """Every game the puzzle was found in (sorted); the first one supplies the headers."""
+    game: GameInfo
+    ply: int
+    dip: int
+
+
+@dataclass
+class PuzzleReport:
+    """What `generate_puzzles` did: counts per kind and the files it wrote."""
+
+    candidates: dict[str, int] = field(default_factory=dict)
+    """Candidate rows read from the dataset, per kind (one per game and ply)."""
+    duplicates_merged: dict[str, int] = field(default_factory=dict)
+    """Candidates folded into an identical puzzle from another game or ply, per kind."""
+    verified: dict[str, int] = field(default_factory=dict)
+    """Distinct puzzles that passed the engine, per kind."""
+    trimmed: dict[str, int] = field(default_factory=dict)
+    """Verified puzzles whose mined line the engine cut short, per kind."""
+    dropped: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Distinct puzzles dropped, per kind and reason (see DROP_REASONS)."""
+    not_checked: int = 0
+    """Distinct candidates never sent to the engine because `limit` was reached."""
+    written: dict[str, Path] = field(default_factory=dict)
+    puzzles: list[Puzzle] = field(default_factory=list)
+    engine: str = ""
+    nodes: int = 0
+    margin: float = 0.0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "candidates": self.candidates,
+            "duplicates_merged": self.duplicates_merged,
+            "verified": self.verified,
+            "trimmed": self.trimmed,
+            "dropped": self.dropped,
+            "not_checked": self.not_checked,
+            "written": {name: str(path) for name, path in self.written.items()},
+            "engine": self.engine,
+            "nodes": self.nodes,
+            "margin": self.margin,
+            "seconds": round(self.seconds, 1),
+        }
+
+    def summary(self) -> str:
+        """A few lines for the command line."""
+        lines = []
+        for kind in self.candidates:
+            dropped = ", ".join(f"{n} {reason}" for reason, n in sorted(self.dropped[kind].items())) or "none"
+            lines.append(
+                f"{kind}: {self.candidates[kind]:,} candidates, {self.duplicates_merged[kind]:,} repeats merged, "
+                f"{self.verified[kind]:,} verified ({self.trimmed[kind]:,} trimmed); dropped: {dropped}"
+            )
+        if self.not_checked:
+            lines.append(f"limit reached: {self.not_checked:,} distinct candidates not checked")
+        lines.append(
+            f"engine: {self.engine}, {self.nodes:,} nodes per search, margin {self.margin:g}; {self.seconds:.1f} s"
+        )
+        lines += [f"wrote {path}" for path in self.written.values()]
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Judging a move (pure)
+
+
+def win_chances(score: chess.engine.Score) -> float:
+    """Lichess's win chances on [-1, 1] for the side the score belongs to; a mate is +-1."""
+    mate = score.mate()
+    if mate is not None:
+        return 1.0 if mate > 0 else -1.0
+    cp = score.score()
+    assert cp is not None
+    return 2 / (1 + math.exp(-WIN_CHANCE_SLOPE * cp)) - 1
+
+
+def is_only_move(best: chess.engine.Score, second: chess.engine.Score | None, margin: float) -> bool:
+    """Lichess puzzler's `is_valid_attack`: the best move is the only good one.
+
+    Exact rules: no second move; or win chances of best minus second > `margin`; or the best is a
+    mate in one, the second is not, and the second's win chances are at most MATE_IN_ONE_SECOND_MAX.
+    Two mates in one, or two mates of any length, are not unique.
+    """
+    if second is None:
+        return True
+    if best.mate() == 1 and second.mate() != 1 and win_chances(second) <= MATE_IN_ONE_SECOND_MAX:
+        return True
+    return win_chances(best) - win_chances(second) > margin
+
+
+def material(board: chess.Board, color: chess.Color) -> int:
+    """Material balance for `color` in pawns (1, 3, 3, 5, 9)."""
+    values = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
+    return sum(
+        (len(board.pieces(piece, color)) - len(board.pieces(piece, not color))) * value
+        for piece, value in values.items()
+    )
+
+
+class IllegalLineError(ValueError):
+    """A move of a puzzle line is not legal where it is played."""
+
+
+def trim_line(board: chess.Board, line: Sequence[chess.Move]) -> tuple[chess.Move, ...]:
+    """The solver's part of a refutation, ending where the solver's advantage is established.
+
+    `board` has the solver to move; the solver plays line[0], line[2], ... The line stops after
+    the first solver move that mates, or that captures (or promotes) when the line's next move is no
+    capture and the solver is then ahead in material compared with `board`; else at the line's end.
+    It always ends on a solver move (a trailing reply is dropped). Raises IllegalLineError.
+    """
+    solver = board.turn
+    replay = board.copy(stack=False)
+    start = material(replay, solver)
+    kept: list[chess.Move] = []
+    for index, move in enumerate(line):
+        if not replay.is_legal(move):
+            raise IllegalLineError(f"illegal move {move.uci()} in {replay.fen()!r}")
+        solver_move = index % 2 == 0
+        wins_material = replay.is_capture(move) or move.promotion is not None
+        replay.push(move)
+        kept.append(move)
+        if replay.is_game_over():
+            break
+        if solver_move and wins_material and material(replay, solver) > start:
+            following = line[index + 1] if index + 1 < len(line) else None
+            if following is None or not replay.is_capture(following):
+                break
+    if len(kept) % 2 == 0:
+        kept = kept[:-1]
+    return tuple(kept)
+
+
+def check_candidate(
+    fen: str, moves: Sequence[str], fixed: int, analyse: Analyse, margin: float
+) -> Checked | DropReason:
+    """Replay and verify one candidate; the trimmed, verified line or why it was dropped.
+
+    Solver moves are the odd indices of the Lichess move list. Those at indices <= `fixed` (the
+    first refutation move, and for set puzzles the setting move) must pass or the candidate is
+    dropped; a later one that fails ends the line at the solver move before it. So does a reply
+    the engine does not expect (its PV's second move), since the solver's next move answers it.
+    """
+    try:
+        parsed = [chess.Move.from_uci(move) for move in moves]
+    except chess.InvalidMoveError:
+        return "illegal"
+    board = chess.Board(fen)
+    for move in parsed[:fixed]:
+        if not board.is_legal(move):
+            return "illegal"
+        board.push(move)
+    try:
+        line = trim_line(board, parsed[fixed:])
+    except IllegalLineError:
+        return "illegal"
+    if not line:
+        return "empty_line"
+    full = [*parsed[:fixed], *line]
+    replay = chess.Board(fen)
+    checks: list[SolverCheck] = []
+    trimmed = False
+    index = 0
+    while index < len(full):
+        move = full[index]
+        if index % 2 == 1:
+            lines = analyse(replay)
+            best, second = lines[0], (lines[1] if len(lines) > 1 else None)
+            passed = best.move == move and is_only_move(best.score, second.score if second else None, margin)
+            if not passed:
+                if index <= fixed:
+                    return "not_best" if best.move != move else "not_unique"
+                full, trimmed = full[: index - 1], True
+                break
+            checks.append(SolverCheck(index, best.score, second.score if second else None))
+            reply = index + 1
+            if reply < len(full) and reply > fixed and len(best.pv) > 1 and best.pv[1] != full[reply]:
+                full, trimmed = full[:reply], True
+                break
+        replay.push(move)
+        index += 1
+    final = chess.Board(fen)
+    for move in full:
+        final.push(move)
+    return Checked(tuple(m.uci() for m in full), tuple(checks), trimmed, final.is_checkmate())
+
+
+# ---------------------------------------------------------------------------------------------
+# The engine
+
+
+def resolve_engine(spec: str) -> str:
+    """The engine executable for `spec`: `stockfish` (PATH, then /usr/games) or a path / command."""
+    candidates: list[str | None]
+    if spec == "stockfish":
+        candidates = [shutil.which("stockfish"), str(STOCKFISH_FALLBACK)]
+    elif os.sep in spec:
+        candidates = [spec]
+    else:
+        candidates = [shutil.which(spec)]
+    for candidate in candidates:
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    raise EngineUnavailableError(f"engine not found: {spec!r} (looked on PATH and in {STOCKFISH_FALLBACK.parent})")
+
+
+class EngineVerifier:
+    """Owns one UCI engine process: MultiPV 2 at `nodes` per search, Threads 1, fixed Hash.
+
+    Call `new_puzzle()` before each candidate: the next search starts with `ucinewgame` (hash
+    cleared), so a candidate's verdict depends on nothing verified before it.
+    """
+
+    def __init__(self, engine: str = "stockfish", *, nodes: int = DEFAULT_NODES) -> None:
+        self.path = resolve_engine(engine)
+        self.nodes = nodes
+        try:
+            self._engine = chess.engine.SimpleEngine.popen_uci(self.path)
+        except (OSError, chess.engine.EngineError) as error:
+            raise EngineUnavailableError(f"cannot start engine {self.path!r}: {error}") from None
+        options = {"Threads": 1, "Hash": ENGINE_HASH_MB}
+        self._engine.configure({name: value for name, value in options.items() if name in self._engine.options})
+        self.name = str(self._engine.id.get("name", Path(self.path).name))
+        self._game = object()
+        self.searches = 0
+
+    def new_puzzle(self) -> None:
+        self._game = object()
+
+    def __call__(self, board: chess.Board) -> list[EngineLine]:
+        infos = self._engine.analyse(board, chess.engine.Limit(nodes=self.nodes), multipv=2, game=self._game)
+        self.searches += 1
+        lines = []
+        for info in infos:
+            pv = info.get("pv")
+            score = info.get("score")
+            if pv and score is not None:
+                lines.append(EngineLine(pv[0], score.relative, tuple(pv)))
+        if not lines:
+            raise EngineUnavailableError(f"engine {self.name!r} returned no line for {board.fen()!r}")
+        return lines
+
+    def close(self) -> None:
+        """Stop the engine process (also after it died or hung)."""
+        try:
+            self._engine.quit()
+        except (chess.engine.EngineError, TimeoutError):
+            self._engine.close()
+
+    def __enter__(self) -> EngineVerifier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Candidates from the dataset
+
+# Punish: root trap records the human fell into, with the root position and the game.
+PUNISH_SQL = """
+with final as (
+    select t.game_id, t.ply, p.fen, t.move, t.dip, t.refutation,
+           g.site, g.event, g.date, g.white, g.black, g.white_elo, g.black_elo, g.opening, g.eco
+    from traps t
+    join positions p on p.game_id = t.game_id and p.ply = t.ply
+    join games g on g.game_id = t.game_id
+    where len(t.path) = 0 and t.fell and t.dip >= $min_dip_cp and p.move_uci = t.move
+)
+select * from final order by game_id, ply
+"""
+
+# Set: one trap per root (the one the human played, else the deepest dip), the two plies before
+# it, and the miner's own view of the setting move (it was the setter's turn at ply - 1).
+SET_SQL = """
+with picked as (
+    select t.*, row_number() over (
+        partition by t.game_id, t.ply order by t.fell desc nulls last, t.dip desc, t.move
+    ) as pick
+    from traps t
+    where len(t.path) = 0 and t.dip >= $min_dip_cp
+),
+final as (
+    select c.game_id, c.ply, c.move, c.dip, c.refutation,
+           before.fen as fen, before.move_uci as prior_move, setting.move_uci as setting_move,
+           screen.played_class as setting_class,
+           list_min([r.dip for r in screen.responses if r.move <> screen.best_move and r.excluded is null])
+               as second_dip,
+           g.site, g.event, g.date, g.white, g.black, g.white_elo, g.black_elo, g.opening, g.eco
+    from picked c
+    join games g on g.game_id = c.game_id
+    left join positions before on before.game_id = c.game_id and before.ply = c.ply - 2
+    left join positions setting on setting.game_id = c.game_id and setting.ply = c.ply - 1
+    left join responses screen on screen.game_id = c.game_id and screen.ply = c.ply - 1
+    where c.pick = 1
+)
+select * from final order by game_id, ply
+"""
+
+
+def _rows(connection: Any, sql: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    cursor = connection.execute(sql, params)
+    columns = [column[0] for column in cursor.description]
+    for row in cursor.fetchall():
+        yield dict(zip(columns, row, strict=True))
+
+
+def _game(row: dict[str, Any]) -> GameInfo:
+    return GameInfo(
+        game_id=row["game_id"],
+        site=row["site"],
+        event=row["event"],
+        date=row["date"],
+        white=row["white"],
+        black=row["black"],
+        white_elo=row["white_elo"],
+        black_elo=row["black_elo"],
+        opening=row["opening"],
+        eco=row["eco"],
+    )
+
+
+def load_candidates(
+    data: str | Path, kinds: Sequence[PuzzleKind], min_dip_cp: int
+) -> tuple[list[Candidate], dict[str, dict[str, int]]]:
+    """Candidates of the given kinds, and the set candidates dropped before the engine, by reason."""
+    connection = connect(data)
+    candidates: list[Candidate] = []
+    early: dict[str, dict[str, int]] = {kind: {} for kind in kinds}
+    params = {"min_dip_cp": min_dip_cp}
+    if "punish" in kinds:
+        for row in _rows(connection, PUNISH_SQL, params):
+            moves = (row["move"], *row["refutation"])
+            candidates.append(Candidate("punish", _game(row), row["ply"], row["fen"], moves, 1, row["dip"]))
+    if "set" in kinds:
+        for row in _rows(connection, SET_SQL, params):
+            reason: DropReason | None = None
+            if row["fen"] is None or row["setting_move"] is None:
+                reason = "history_missing"
+            elif row["setting_class"] != "best" or row["second_dip"] is None or row["second_dip"] < SET_SCREEN_CP:
+                reason = "screened"
+            if reason is not None:
+                early["set"][reason] = early["set"].get(reason, 0) + 1
+                continue
+            moves = (row["prior_move"], row["setting_move"], row["move"], *row["refutation"])
+            candidates.append(Candidate("set", _game(row), row["ply"] - 2, row["fen"], moves, 3, row["dip"]))
+    return candidates, early
+
+
+# ---------------------------------------------------------------------------------------------
+# Untrusted text
+
+
+def clean_text(text: str | None, limit: int = PGN_VALUE_MAX) -> str:
+    """One line of printable text: control and format characters, line and paragraph separators
+    become spaces (format characters such as bidi overrides are dropped), runs of spaces collapse."""
+    if not text:
+        return ""
+    out = []
+    for char in text:
+        category = unicodedata.category(char)
+        if category in ("Cc", "Zl", "Zp"):
+            out.append(" ")
+        elif category in ("Cf", "Cs", "Co", "Cn"):
+            continue
+        else:
+            out.append(char)
+    return " ".join("".join(out).split())[:limit]
+
+
+def spreadsheet_safe(cell: str) -> str:
+    """A CSV cell a spreadsheet will not run: a leading = + - @ tab or CR gets an apostrophe."""
+    return "'" + cell if cell.startswith(FORMULA_PREFIXES) else cell
+
+
+def pgn_value(text: str | None, default: str = "?") -> str:
+    """A PGN tag value: one line, at most PGN_VALUE_MAX characters, backslash and quote escaped."""
+    value = clean_text(text) or default
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+_URL_CHARS = re.compile(r"[A-Za-z0-9._~:/?#\[\]@!$&()*+,;=%-]+")
+_LICHESS_GAME = re.compile(r"https://lichess\.org/[A-Za-z0-9]{8}")
+
+
+def safe_url(site: str | None) -> str:
+    """`site` if it is a plain http(s) URL (RFC 3986 characters only, no quotes), else ''."""
+    url = (site or "").strip()
+    if not url or len(url) > 2000 or not _URL_CHARS.fullmatch(url):
+        return ""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return ""
+    return url
+
+
+def game_url(site: str | None, fen: str, ply: int) -> str:
+    """The Lichess GameUrl: a lichess.org game gets `/black` when Black moves first and `#ply`."""
+    url = safe_url(site)
+    if _LICHESS_GAME.fullmatch(url):
+        side = "/black" if chess.Board(fen).turn == chess.BLACK else ""
+        return f"{url}{side}#{ply}"
+    return url
+
+
+def opening_key(name: str) -> str:
+    """Lichess's opening key: accents and punctuation dropped, words joined by underscores."""
+    folded = unicodedata.normalize("NFKD", name)
+    kept = "".join(c for c in folded if c.isalnum() or c in " -" if not unicodedata.combining(c))
+    kept = "".join(c if c.isascii() else "" for c in kept)
+    return re.sub(r"[\s_]+", "_", kept.strip()).strip("_-")
+
+
+def opening_tags(opening: str | None) -> str:
+    """`Family Family_Variation` as in the Lichess puzzle CSV, from an Opening header."""
+    name = clean_text(opening)
+    if not name or name == "?":
+        return ""
+    family, colon, rest = name.partition(":")
+    tags = [opening_key(family)]
+    if colon:
+        variation = rest.split(",")[0]
+        tags.append(opening_key(f"{family} {variation}"))
+    return " ".join(dict.fromkeys(tag for tag in tags if tag))
+
+
+# ---------------------------------------------------------------------------------------------
+# Puzzles
+
+
+def puzzle_id(key: tuple[str, tuple[str, ...]]) -> str:
+    """A short deterministic id: the solver's position and the solution, whichever game it came from."""
+    epd, rest = key
+    return hashlib.sha256(f"{epd}|{' '.join(rest)}".encode()).hexdigest()[:10]
+
+
+def themes_for(kind: PuzzleKind, checked: Checked) -> tuple[str, ...]:
+    """`diffimaxPunish` / `diffimaxSet`, Lichess's result theme and length theme, sorted."""
+    themes = ["diffimaxPunish" if kind == "punish" else "diffimaxSet"]
+    solver_moves = len(checked.moves) // 2
+    if checked.mate:
+        themes += ["mate", f"mateIn{solver_moves}"]
+    else:
+        final = checked.checks[-1].best
+        cp = final.score(mate_score=100_000)
+        assert cp is not None
+        themes.append("crushing" if cp > CRUSHING_CP else "advantage" if cp > ADVANTAGE_CP else "equality")
+    length = len(checked.moves)
+    themes.append("oneMove" if length == 2 else "short" if length == 4 else "veryLong" if length >= 8 else "long")
+    return tuple(sorted(themes))
+
+
+def _count(table: dict[str, int], key: str, amount: int = 1) -> None:
+    table[key] = table.get(key, 0) + amount
+
+
+def generate_puzzles(
+    data: str | Path,
+    out: str | Path,
+    *,
+    kind: KindChoice = "both",
+    min_dip: float = 1.0,
+    limit: int | None = None,
+    formats: Sequence[str] = FORMATS,
+    engine: str = "stockfish",
+    nodes: int = DEFAULT_NODES,
+    margin: float = DEFAULT_MARGIN,
+    title: str = "diffimax puzzles",
+) -> PuzzleReport:
+    """Verified puzzles from the dataset `data`, written to `out` as puzzles.csv / .pgn / .html.
+
+    `min_dip` is in pawns (setter's view); `limit` caps the puzzles written (candidates are
+    verified in order: most games first, then deepest dip, then id, and verification stops at the
+    limit); `margin` is in win chances on [-1, 1]; `nodes` per engine search.
+    """
+    started = time.monotonic()
+    if kind not in ("punish", "set", "both"):
+        raise PuzzleError(f"invalid kind {kind!r}: expected punish, set or both")
+    kinds: tuple[PuzzleKind, ...] = KINDS if kind == "both" else (kind,)
+    chosen = parse_formats(formats)
+    if not 0 < margin < 2:
+        raise PuzzleError(f"invalid margin {margin!r}: expected win chances in (0, 2)")
+    if limit is not None and limit < 1:
+        raise PuzzleError(f"invalid limit {limit!r}: expected at least 1")
+    if nodes < 1:
+        raise PuzzleError(f"invalid nodes {nodes!r}: expected at least 1")
+    if min_dip < 0 or not math.isfinite(min_dip):
+        raise PuzzleError(f"invalid min dip {min_dip!r}: expected pawns >= 0")
+    resolve_engine(engine)  # fail before reading the dataset
+    out_dir = Path(out)
+
+    candidates, early = load_candidates(data, kinds, round(min_dip * 100))
+    report = PuzzleReport(engine=engine, nodes=nodes, margin=margin)
+    for name in kinds:
+        report.candidates[name] = sum(early[name].values())
+        report.dropped[name] = dict(early[name])
+        report.duplicates_merged[name] = 0
+        report.verified[name] = 0
+        report.trimmed[name] = 0
+    groups: dict[tuple[PuzzleKind, tuple[str, tuple[str, ...]]], list[Candidate]] = {}
+    for candidate in candidates:
+        _count(report.candidates, candidate.kind)
+        groups.setdefault((candidate.kind, candidate.key()), []).append(candidate)
+    for (puzzle_kind, _), members in groups.items():
+        _count(report.duplicates_merged, puzzle_kind, len(members) - 1)
+    ordered = sorted(
+        groups.items(),
+        key=lambda item: (-len({c.game.game_id for c in item[1]}), -item[1][0].dip, puzzle_id(item[0][1])),
+    )
+    if ordered:
+        with EngineVerifier(engine, nodes=nodes) as verifier:
+            report.engine = verifier.name
+            for position, ((puzzle_kind, key), members) in enumerate(ordered):
+                if limit is not None and len(report.puzzles) >= limit:
+                    report.not_checked = len(ordered) - position
+                    break
+                members.sort(key=lambda c: (c.game.game_id, c.ply))
+                first = members[0]
+                verifier.new_puzzle()
+                result = check_candidate(first.fen, first.moves, first.fixed, verifier, margin)
+                if isinstance(result, str):
+                    _count(report.dropped[puzzle_kind], result)
+                    continue
+                _count(report.verified, puzzle_kind)
+                if result.trimmed:
+                    _count(report.trimmed, puzzle_kind)
+                report.puzzles.append(
+                    Puzzle(
+                        puzzle_id=puzzle_id(key),
+                        kind=puzzle_kind,
+                        fen=first.fen,
+                        moves=result.moves,
+                        themes=themes_for(puzzle_kind, result),
+                        game_url=game_url(first.game.site, first.fen, first.ply),
+                        opening_tags=opening_tags(first.game.opening),
+                        checks=result.checks,
+                        game_ids=tuple(sorted({c.game.game_id for c in members})),
+                        game=first.game,
+                        ply=first.ply,
+                        dip=first.dip,
+                    )
+                )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    writers: dict[OutputFormat, tuple[str, Callable[[Sequence[Puzzle]], str]]] = {
+        "csv": ("puzzles.csv", render_csv),
+        "pgn": ("puzzles.pgn", render_pgn),
+        "html": ("puzzles.html", lambda puzzles: render_html(puzzles, title=title)),
+    }
+    for fmt in chosen:
+        filename, render = writers[fmt]
+        report.written[fmt] = write_atomic(out_dir / filename, render(report.puzzles))
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def parse_kind(text: str) -> KindChoice:
+    """`punish`, `set` or `both` (any case); raises PuzzleError otherwise."""
+    choices: dict[str, KindChoice] = {"punish": "punish", "set": "set", "both": "both"}
+    kind = choices.get(text.strip().lower())
+    if kind is not None:
+        return kind
+    raise PuzzleError(f"invalid kind {text!r}: expected punish, set or both")
+
+
+def parse_formats(formats: str | Sequence[str]) -> tuple[OutputFormat, ...]:
+    """`csv,pgn` or ["csv", "pgn"] -> ("csv", "pgn"); raises PuzzleError on an unknown name."""
+    names = formats.split(",") if isinstance(formats, str) else list(formats)
+    chosen: list[OutputFormat] = []
+    for raw in names:
+        name = raw.strip().lower()
+        if name not in FORMATS:
+            raise PuzzleError(f"invalid format {raw!r}: expected csv, pgn or html")
+        if name not in chosen:
+            chosen.append(name)
+    if not chosen:
+        raise PuzzleError("no output format: expected csv, pgn and/or html")
+    return tuple(chosen)
+
+
+def write_atomic(path: Path, text: str) -> Path:
+    """Write `text` to `path` through a temporary file and a rename (never half a file)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with temporary.open("w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Output: CSV, PGN, HTML
+
+
+def render_csv(puzzles: Sequence[Puzzle]) -> str:
+    """Lichess puzzle CSV. Rating, RatingDeviation, Popularity and NbPlays are left empty (unknown)."""
+    stream = io.StringIO()
+    writer = csv.writer(stream, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
+    writer.writerow(LICHESS_COLUMNS)
+    for p in puzzles:
+        row = [p.puzzle_id, p.fen, " ".join(p.moves), "", "", "", "", " ".join(p.themes), p.game_url, p.opening_tags]
+        writer.writerow([spreadsheet_safe(cell) for cell in row])
+    return stream.getvalue()
+
+
+def format_score(score: chess.engine.Score | None) -> str:
+    """`+1.25` (pawns) or `#3` / `#-2`, from the score's side."""
+    if score is None:
+        return "none"
+    mate = score.mate()
+    if mate is not None:
+        return f"#{mate}"
+    cp = score.score()
+    assert cp is not None
+    return f"{cp / 100:+.2f}"
+
+
+def _verdict(check: SolverCheck) -> str:
+    if check.second is None:
+        return f"only legal move, {format_score(check.best)}"
+    return f"only move: {format_score(check.best)}, next best {format_score(check.second)}"
+
+
+def _role(p: Puzzle, index: int) -> str:
+    """What move `index` of the puzzle is, in words (our own text: no untrusted input)."""
+    if index == 0:
+        return "the trap" if p.kind == "punish" else "the opponent's move"
+    if p.kind == "set" and index == 2:
+        return f"the trap reply (dip {p.dip / 100:.2f} mined)"
+    check = next((c for c in p.checks if c.index == index), None)
+    return _verdict(check) if check else "reply"
+
+
+def _names(p: Puzzle) -> tuple[str, str]:
+    """(opponent, solver) colour names: the opponent moves first in the Lichess format."""
+    board = chess.Board(p.fen)
+    colour = {chess.WHITE: "White", chess.BLACK: "Black"}
+    return colour[board.turn], colour[not board.turn]
+
+
+def render_pgn(puzzles: Sequence[Puzzle]) -> str:
+    """One game per puzzle, starting at the Lichess FEN (SetUp/FEN), our comments on the moves."""
+    chunks = []
+    for p in puzzles:
+        g = p.game
+        tags = [
+            ("Event", pgn_value(g.event)),
+            ("Site", pgn_value(safe_url(g.site))),
+            ("Date", pgn_value(g.date, "????.??.??")),
+            ("Round", "-"),
+            ("White", pgn_value(g.white)),
+            ("Black", pgn_value(g.black)),
+            ("Result", "*"),
+        ]
+        if g.white_elo is not None:
+            tags.append(("WhiteElo", str(int(g.white_elo))))
+        if g.black_elo is not None:
+            tags.append(("BlackElo", str(int(g.black_elo))))
+        if g.eco:
+            tags.append(("ECO", pgn_value(g.eco)))
+        if g.opening:
+            tags.append(("Opening", pgn_value(g.opening)))
+        tags += [
+            ("SetUp", "1"),
+            ("FEN", p.fen),
+            ("PuzzleId", p.puzzle_id),
+            ("PuzzleKind", p.kind),
+            ("Themes", " ".join(p.themes)),
+            ("Games", str(len(p.game_ids))),
+            ("Annotator", "diffimax"),
+        ]
+        if p.game_url:
+            tags.insert(-2, ("GameUrl", pgn_value(p.game_url)))
+        game = chess.pgn.Game()
+        game.setup(chess.Board(p.fen))
+        node: chess.pgn.GameNode = game
+        for index, uci in enumerate(p.moves):
+            node = node.add_variation(chess.Move.from_uci(uci))
+            node.comment = _role(p, index).replace("{", "(").replace("}", ")")
+        exporter = chess.pgn.StringExporter(headers=False, variations=False, comments=True)
+        movetext = game.accept(exporter)
+        header = "\n".join(f'[{name} "{value}"]' for name, value in tags)
+        chunks.append(f"{header}\n\n{movetext}\n")
+    return "\n".join(chunks)
+
+
+def _board_image(board: chess.Board, last: chess.Move | None, orientation: chess.Color) -> str:
+    svg = chess.svg.board(board, size=BOARD_PX, lastmove=last, orientation=orientation, coordinates=True)
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode("ascii")
+
+
+# Opens the step named in the URL fragment, `#<puzzle id>/<step>`, and scrolls to it if off screen.
+_SCRIPT = (
+    "(function(){var m=/^#([0-9a-f]+)\\/([0-9]+)$/.exec(location.hash);if(!m)return;"
+    'var e=document.getElementById(m[1]+"-"+m[2]);if(!e||e.type!=="radio")return;e.checked=true;'
+    'var r=e.closest("section").getBoundingClientRect();'
+    'if(r.top<0||r.top>innerHeight)e.closest("section").scrollIntoView();})();'
+)
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:70em;color:#222;background:#fafafa}
+h1{font-size:1.6em} h2{font-size:1.2em;margin:.2em 0}
+.puzzle{position:relative;background:#fff;border:1px solid #ddd;border-radius:6px;padding:1em;margin:1.5em 0}
+.meta{color:#555;font-size:.9em;margin:.2em 0 .8em}
+.puzzle>input{position:absolute;top:0;left:0;opacity:0;pointer-events:none}
+.steps{display:flex;flex-wrap:wrap;gap:.3em;margin:.5em 0}
+.steps label{border:1px solid #888;border-radius:4px;padding:.25em .7em;cursor:pointer;background:#f0f0f0}
+.board{display:none;margin:0}
+.board img{display:block;width:BOARDPXpx;height:BOARDPXpx}
+.board figcaption{margin-top:.4em;min-height:2.6em;max-width:BOARDPXpx}
+details{margin-top:.6em} ol{margin:.3em 0}
+""".replace("BOARDPX", str(BOARD_PX))
+
+
+def _step_css(max_steps: int) -> str:
+    rules = []
+    for k in range(max_steps):
+        rules.append(f".s{k}:checked~.boards .b{k}{{display:block}}")
+        rules.append(f".s{k}:checked~.steps .l{k}{{background:#333;color:#fff}}")
+        rules.append(f".s{k}:focus-visible~.steps .l{k}{{outline:2px solid #36c}}")
+    return "\n".join(rules)
+
+
+def render_html(puzzles: Sequence[Puzzle], *, title: str = "diffimax puzzles") -> str:
+    """A self-contained puzzle book: a board image (chess.svg, data URI) per step, stepped with
+    radio buttons and CSS (works without JavaScript); a tiny inline script only opens the step named
+    in the URL fragment (#<puzzle id>/<step>). A Content-Security-Policy allows no network access."""
+    esc = html.escape
+    script_hash = base64.b64encode(hashlib.sha256(_SCRIPT.encode()).digest()).decode("ascii")
+    csp = (
+        "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+        f"script-src 'sha256-{script_hash}'; base-uri 'none'; form-action 'none'"
+    )
+    max_steps = max((len(p.moves) + 1 for p in puzzles), default=1)
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(csp)}">',
+        '<meta name="referrer" content="no-referrer">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{esc(clean_text(title))}</title>",
+        f"<style>{_STYLE}{_step_css(max_steps)}</style>",
+        "</head>",
+        "<body>",
+        f"<h1>{esc(clean_text(title))}</h1>",
+        f"<p>{len(puzzles)} puzzle{'' if len(puzzles) == 1 else 's'}. Pick a step to move through the line; "
+        "<em>Solution</em> lists it.</p>",
+    ]
+    for number, p in enumerate(puzzles, start=1):
+        parts.append(_puzzle_html(number, p))
+    parts += [f"<script>{_SCRIPT}</script>", "</body>", "</html>", ""]
+    return "\n".join(parts)
+
+
+def _puzzle_html(number: int, p: Puzzle) -> str:
+    esc = html.escape
+    opponent, solver = _names(p)
+    orientation = chess.WHITE if solver == "White" else chess.BLACK
+    board = chess.Board(p.fen)
+    sans: list[str] = []
+    images = [_board_image(board, None, orientation)]
+    for uci in p.moves:
+        move = chess.Move.from_uci(uci)
+        number_prefix = f"{board.fullmove_number}." if board.turn == chess.WHITE else f"{board.fullmove_number}..."
+        sans.append(number_prefix + board.san(move))
+        board.push(move)
+        images.append(_board_image(board, move, orientation))
+    task = "punish the trap" if p.kind == "punish" else "set a trap"
+    g = p.game
+    players = f"{clean_text(g.white) or '?'} vs {clean_text(g.black) or '?'}"
+    meta = [esc(players)]
+    if g.event:
+        meta.append(esc(clean_text(g.event)))
+    if g.date:
+        meta.append(esc(clean_text(g.date)))
+    if g.opening:
+        meta.append(esc(clean_text(g.opening)))
+    if p.game_url:
+        meta.append(f'<a href="{esc(p.game_url, quote=True)}" rel="noopener noreferrer nofollow">game</a>')
+    meta.append(f"found in {len(p.game_ids)} game{'s' if len(p.game_ids) != 1 else ''}")
+    meta.append(esc(" ".join(p.themes)))
+    pid = p.puzzle_id
+    inputs, labels, boards = [], [], []
+    for k, image in enumerate(images):
+        checked = " checked" if k == 1 else ""
+        inputs.append(f'<input type="radio" name="{pid}" id="{pid}-{k}" class="s{k}"{checked}>')
+        label = "Start" if k == 0 else ("Puzzle" if k == 1 else str(k - 1))
+        labels.append(f'<label for="{pid}-{k}" class="l{k}">{label}</label>')
+        if k == 0:
+            caption = f"{opponent} to move."
+        elif k == 1:
+            caption = f"{opponent} played {esc(sans[0])}. <strong>{solver} to move: {task}.</strong>"
+        else:
+            caption = f"{esc(sans[k - 1])} — {esc(_role(p, k - 1))}"
+        alt = f"Board after step {k}" if k else "Board at the start"
+        boards.append(
+            f'<figure class="board b{k}"><img src="{image}" alt="{alt}" width="{BOARD_PX}" height="{BOARD_PX}">'
+            f"<figcaption>{caption}</figcaption></figure>"
+        )
+    solution = "".join(f"<li>{esc(san)} — {esc(_role(p, i))}</li>" for i, san in enumerate(sans))
+    return "\n".join([
+        f'<section class="puzzle" id="{pid}">',
+        f"<h2>{number}. {solver} to move: {task} <small>({esc(pid)})</small></h2>",
+        f'<p class="meta">{" · ".join(meta)}</p>',
+        *inputs,
+        f'<div class="steps">{"".join(labels)}</div>',
+        f'<div class="boards">{"".join(boards)}</div>',
+        f"<details><summary>Solution</summary><ol>{solution}</ol></details>",
+        "</section>",
+    ])  # fmt: skip

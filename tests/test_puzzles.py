@@ -1,0 +1,728 @@
+"""`generate_puzzles`: the pure rules (win chances, only-move, trimming, escaping) without an engine,
+then puzzles mined from real games and re-checked by a fresh Stockfish that shares no code with the
+generator, the three output formats, hostile PGN headers, and the HTML book in a real browser.
+"""
+
+from __future__ import annotations
+
+import csv
+import html.parser
+import io
+import logging
+import math
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import chess
+import chess.engine
+import chess.pgn
+import pytest
+import ray
+
+from pipeline.duck import DatasetError, connect
+from pipeline.games import GameFilter
+from pipeline.puzzles import (
+    LICHESS_COLUMNS,
+    Analyse,
+    Candidate,
+    Checked,
+    EngineLine,
+    EngineUnavailableError,
+    EngineVerifier,
+    GameInfo,
+    IllegalLineError,
+    Puzzle,
+    PuzzleError,
+    PuzzleReport,
+    SolverCheck,
+    check_candidate,
+    clean_text,
+    game_url,
+    generate_puzzles,
+    is_only_move,
+    opening_tags,
+    parse_formats,
+    parse_kind,
+    pgn_value,
+    render_csv,
+    render_html,
+    render_pgn,
+    resolve_engine,
+    safe_url,
+    spreadsheet_safe,
+    themes_for,
+    trim_line,
+    win_chances,
+)
+from search.settings import DiffiMaxSettings
+from tests.conftest import GAMES
+from tests.mining_helpers import mine
+
+SAMPLE = GAMES / "lichess_100.pgn"
+STOCKFISH = Path("/usr/games/stockfish")
+CHROMIUM = Path("/usr/bin/chromium")
+needs_stockfish = pytest.mark.skipif(
+    shutil.which("stockfish") is None and not STOCKFISH.exists(), reason="Stockfish is not installed"
+)
+# Engine budget of the tests: per MultiPV-2 search, for the generator and the independent check.
+TEST_NODES = 100_000
+TEST_MARGIN = 0.3
+# The first 25 games of lichess_100.pgn at plies 6-23, depth 2: at 100k nodes this slice gives
+# punish puzzles (j1dkb5dw ply 18, mntamgdj ply 7, ...) and a set puzzle (fiv37vzi, root ply 21).
+MINE_GAMES = 25
+MINE_PLIES = (6, 23)
+
+SCRIPT_NAME = "<script>alert(1)</script>"
+FORMULA_NAME = "\",\"=cmd|' /C calc'!A0"
+# Line breaks a PGN tag can carry (the reader splits lines on LF only), a backslash and quotes.
+BROKEN_EVENT = 'Evil\rEvent\u2028next\x85line\x0bvt "quoted" back\\slash </textarea><img src=x onerror=alert(3)>'
+HOSTILE_OPENING = '=HYPERLINK("http://evil.example/","click")'
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure rules
+
+
+def test_win_chances_follow_the_lichess_curve() -> None:
+    assert win_chances(chess.engine.Cp(0)) == 0
+    assert win_chances(chess.engine.Cp(300)) == pytest.approx(2 / (1 + math.exp(-0.00368208 * 300)) - 1)
+    assert win_chances(chess.engine.Cp(-250)) == pytest.approx(-win_chances(chess.engine.Cp(250)))
+    assert win_chances(chess.engine.Mate(3)) == 1 and win_chances(chess.engine.Mate(-2)) == -1
+
+
+@pytest.mark.parametrize(
+    ("best", "second", "margin", "expected"),
+    [
+        (chess.engine.Cp(300), None, 0.3, True),  # the only legal move
+        (chess.engine.Cp(300), chess.engine.Cp(0), 0.3, True),  # 0.50 > 0.3
+        (chess.engine.Cp(300), chess.engine.Cp(0), 0.7, False),  # the puzzler's own margin
+        (chess.engine.Cp(150), chess.engine.Cp(0), 0.3, False),  # 0.27: two good moves
+        (chess.engine.Cp(100), chess.engine.Cp(-100), 0.3, True),  # 0.36: equal vs losing a pawn
+        (chess.engine.Mate(1), chess.engine.Cp(200), 0.7, True),  # mate in one, next best <= 0.6
+        (chess.engine.Mate(1), chess.engine.Cp(600), 0.7, False),  # next best still wins (0.80)
+        (chess.engine.Mate(1), chess.engine.Mate(1), 0.3, False),  # two mates in one
+        (chess.engine.Mate(3), chess.engine.Mate(5), 0.3, False),  # two mates
+        (chess.engine.Mate(4), chess.engine.Cp(100), 0.3, True),
+    ],
+)
+def test_only_move_rule(
+    best: chess.engine.Score, second: chess.engine.Score | None, margin: float, expected: bool
+) -> None:
+    assert is_only_move(best, second, margin) is expected
+
+
+# After 1.e4 e5 2.Nf3 d6 3.Bc4 Bg4 4.Nc3 g6?: 5.Nxe5! (Legal's pattern): White to move.
+LEGAL_FEN = "rn1qkbnr/ppp2p1p/3p2p1/4p3/2B1P1b1/2N2N2/PPPP1PPP/R1BQK2R w KQkq - 0 5"
+
+
+def moves(*uci: str) -> list[chess.Move]:
+    return [chess.Move.from_uci(m) for m in uci]
+
+
+def test_trim_stops_after_a_capture_nobody_recaptures() -> None:
+    board = chess.Board(LEGAL_FEN)
+    # 5.Nxe5 (wins a pawn, attacks g4 and f7) Bxd1 6.Bxf7+ Ke7 7.Nd5#: no cut before the mate
+    line = moves("f3e5", "g4d1", "c4f7", "e8e7", "c3d5")
+    assert trim_line(board, line) == tuple(line)
+    # 5.Nxe5 dxe5 6.Qxg4: the reply recaptures, so the line goes on; a quiet reply ends it.
+    assert trim_line(board, moves("f3e5", "d6e5", "d1g4")) == tuple(moves("f3e5", "d6e5", "d1g4"))
+    assert trim_line(board, moves("f3e5", "g8f6", "e5g4", "f6g4")) == tuple(moves("f3e5"))
+
+
+def test_trim_ends_on_a_solver_move_and_rejects_illegal_moves() -> None:
+    board = chess.Board(LEGAL_FEN)
+    assert trim_line(board, moves("h2h3", "g4f3")) == tuple(moves("h2h3"))
+    assert trim_line(board, []) == ()
+    with pytest.raises(IllegalLineError, match="illegal move e1e3"):
+        trim_line(board, moves("h2h3", "g4f3", "e1e3"))
+
+
+# Scripted engine lines per position (EPD): ("move reply ...", score for the side to move), best first.
+Table = Mapping[str, Sequence[tuple[str, chess.engine.Score]]]
+
+
+def scripted(table: Table) -> Analyse:
+    """A stand-in engine: the lines for each position (by EPD), best first; PV = the move and,
+    when given as 'move reply', the expected reply."""
+
+    def analyse(board: chess.Board) -> list[EngineLine]:
+        lines = []
+        for text, score in table[board.epd()]:
+            pv = tuple(chess.Move.from_uci(m) for m in text.split())
+            lines.append(EngineLine(pv[0], score, pv))
+        return lines
+
+    return analyse
+
+
+def epd_after(fen: str, *uci: str) -> str:
+    board = chess.Board(fen)
+    for move in uci:
+        board.push_uci(move)
+    return board.epd()
+
+
+# Black to move plays 4...g6? (the trap), White answers 5.Nxe5.
+BEFORE_TRAP = "rn1qkbnr/ppp2ppp/3p4/4p3/2B1P1b1/2N2N2/PPPP1PPP/R1BQK2R b KQkq - 5 4"
+
+
+def test_check_candidate_passes_trims_and_drops() -> None:
+    cp = chess.engine.Cp
+    after_trap = epd_after(BEFORE_TRAP, "g7g6")
+    after_second = epd_after(BEFORE_TRAP, "g7g6", "f3e5", "g4d1")
+    table = {
+        after_trap: [("f3e5 g4d1", cp(400)), ("h2h3", cp(0))],
+        after_second: [("c4f7 e8e7", cp(500)), ("c3d1", cp(-300))],
+    }
+    checked = check_candidate(BEFORE_TRAP, ["g7g6", "f3e5"], 1, scripted(table), 0.3)
+    assert checked == Checked(("g7g6", "f3e5"), (SolverCheck(1, cp(400), cp(0)),), trimmed=False, mate=False)
+    # Nxe5 wins a pawn but Bxd1 captures back (the queen): the line goes on to Bxf7+, and the
+    # trailing reply Ke7 is dropped so that the puzzle ends on a solver move.
+    line = ["g7g6", "f3e5", "g4d1", "c4f7", "e8e7"]
+    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(table), 0.3)
+    assert not isinstance(checked, str) and checked.moves == tuple(line[:4]) and not checked.trimmed
+    assert [c.index for c in checked.checks] == [1, 3]
+    # The engine prefers another move, or the second best is close: dropped.
+    other = {after_trap: [("h2h3", cp(400)), ("f3e5", cp(0))]}
+    assert check_candidate(BEFORE_TRAP, ["g7g6", "f3e5"], 1, scripted(other), 0.3) == "not_best"
+    close = {after_trap: [("f3e5", cp(150)), ("h2h3", cp(0))]}
+    assert check_candidate(BEFORE_TRAP, ["g7g6", "f3e5"], 1, scripted(close), 0.3) == "not_unique"
+    # A later solver move that fails ends the line at the solver move before it.
+    later = {**table, after_second: [("c3d1", cp(500)), ("c4f7", cp(450))]}
+    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(later), 0.3)
+    assert not isinstance(checked, str) and checked.moves == ("g7g6", "f3e5") and checked.trimmed
+    # So does a reply the engine does not expect (the solver's next move answers another move).
+    unexpected = {after_trap: [("f3e5 d6e5", cp(400)), ("h2h3", cp(0))]}
+    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(unexpected), 0.3)
+    assert not isinstance(checked, str) and checked.moves == ("g7g6", "f3e5") and checked.trimmed
+    # Illegal given moves, illegal or unparseable refutations, no refutation.
+    assert check_candidate(BEFORE_TRAP, ["e2e4", "f3e5"], 1, scripted(table), 0.3) == "illegal"
+    assert check_candidate(BEFORE_TRAP, ["g7g6", "e1e5"], 1, scripted(table), 0.3) == "illegal"
+    assert check_candidate(BEFORE_TRAP, ["g7g6", "zz"], 1, scripted(table), 0.3) == "illegal"
+    assert check_candidate(BEFORE_TRAP, ["g7g6"], 1, scripted(table), 0.3) == "empty_line"
+
+
+def test_a_line_that_mates_is_tagged_mate() -> None:
+    cp, mate = chess.engine.Cp, chess.engine.Mate
+    line = ["g7g6", "f3e5", "g4d1", "c4f7", "e8e7", "c3d5"]
+    table: Table = {
+        epd_after(BEFORE_TRAP, "g7g6"): [("f3e5 g4d1", cp(400)), ("h2h3", cp(0))],
+        epd_after(BEFORE_TRAP, *line[:3]): [("c4f7 e8e7", mate(2)), ("c3d1", cp(-300))],
+        epd_after(BEFORE_TRAP, *line[:5]): [("c3d5", mate(1)), ("h2h3", cp(100))],
+    }
+    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(table), 0.3)
+    assert not isinstance(checked, str) and checked.mate and checked.moves == tuple(line)
+    assert themes_for("punish", checked) == ("diffimaxPunish", "long", "mate", "mateIn3")
+
+
+def test_set_candidates_check_the_setting_move_and_skip_the_trap_reply() -> None:
+    cp = chess.engine.Cp
+    # 4.Nc3 (opponent's move, given) ...; here: 3...Bg4 given, 4.Nc3 the setting move, g6 the trap.
+    fen = "rnbqkbnr/ppp2ppp/3p4/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R b KQkq - 1 3"
+    line = ["c8g4", "b1c3", "g7g6", "f3e5"]
+    table = {
+        epd_after(fen, "c8g4"): [("b1c3 g7g6", cp(60)), ("h2h3", cp(-200))],
+        epd_after(fen, "c8g4", "b1c3", "g7g6"): [("f3e5", cp(400)), ("h2h3", cp(50))],
+    }
+    checked = check_candidate(fen, line, 3, scripted(table), 0.3)
+    assert not isinstance(checked, str) and checked.moves == tuple(line)
+    assert [c.index for c in checked.checks] == [1, 3]  # g6 (index 2) is the trap, not checked
+    table[epd_after(fen, "c8g4")] = [("b1c3", cp(60)), ("h2h3", cp(40))]
+    assert check_candidate(fen, line, 3, scripted(table), 0.3) == "not_unique"
+
+
+@pytest.mark.parametrize("prefix", ["=", "+", "-", "@", "\t", "\r"])
+def test_spreadsheet_formulas_get_an_apostrophe(prefix: str) -> None:
+    assert spreadsheet_safe(prefix + "cmd|' /C calc'!A0") == "'" + prefix + "cmd|' /C calc'!A0"
+    assert spreadsheet_safe("https://lichess.org/x") == "https://lichess.org/x"
+
+
+def test_pgn_values_are_one_escaped_line() -> None:
+    assert pgn_value(BROKEN_EVENT) == (
+        'Evil Event next line vt \\"quoted\\" back\\\\slash </textarea><img src=x onerror=alert(3)>'
+    )
+    assert pgn_value(None) == "?" and pgn_value("a" * 400) == "a" * 255
+    assert clean_text("bidi\u202eoverride\u200b") == "bidioverride"
+
+
+@pytest.mark.parametrize(
+    ("site", "expected"),
+    [
+        ("https://lichess.org/abcdefgh", "https://lichess.org/abcdefgh"),
+        ("http://example.com/g?id=1&x=2", "http://example.com/g?id=1&x=2"),
+        ("javascript:alert(1)", ""),
+        ("data:text/html,<script>alert(1)</script>", ""),
+        ('https://lichess.org/abcdefgh"><script>alert(2)</script>', ""),
+        ("https://lichess.org/a b", ""),
+        ("ftp://example.com/x", ""),
+        ("https:///nohost", ""),
+        ("=HYPERLINK(1)", ""),
+        (None, ""),
+    ],
+)
+def test_only_plain_http_urls_survive(site: str | None, expected: str) -> None:
+    assert safe_url(site) == expected
+
+
+def test_game_url_carries_the_lichess_ply_anchor() -> None:
+    white_first = "r5k1/pp3p1p/2b2qp1/3pr3/8/4P2P/R1PN1PP1/Q3K2R w K - 0 19"
+    black_first = "1r6/1PN5/3p4/4kpp1/1R6/P3n3/K1P5/8 b - - 0 49"
+    assert game_url("https://lichess.org/SLbfzQtP", white_first, 36) == "https://lichess.org/SLbfzQtP#36"
+    assert game_url("https://lichess.org/q2SFqfYD", black_first, 97) == "https://lichess.org/q2SFqfYD/black#97"
+    assert game_url("https://example.com/game/7", white_first, 36) == "https://example.com/game/7"
+
+
+@pytest.mark.parametrize(
+    ("opening", "tags"),
+    [
+        ("Sicilian Defense: Modern Variations", "Sicilian_Defense Sicilian_Defense_Modern_Variations"),
+        ("English Opening: Anglo-Scandinavian Defense", "English_Opening English_Opening_Anglo-Scandinavian_Defense"),
+        (
+            "Queen's Gambit Declined: Exchange Variation, Positional",
+            "Queens_Gambit_Declined Queens_Gambit_Declined_Exchange_Variation",
+        ),
+        ("Caro-Kann Defense", "Caro-Kann_Defense"),
+        ("Réti Opening", "Reti_Opening"),
+        (FORMULA_NAME, "cmd_C_calcA0"),
+        ("?", ""),
+        (None, ""),
+    ],
+)
+def test_opening_tags_are_normalised_like_lichess(opening: str | None, tags: str) -> None:
+    assert opening_tags(opening) == tags
+
+
+def test_kind_and_formats_parse_from_the_command_line() -> None:
+    assert parse_kind(" Punish ") == "punish" and parse_kind("both") == "both"
+    with pytest.raises(PuzzleError, match=r"^invalid kind 'traps': expected punish, set or both$"):
+        parse_kind("traps")
+    assert parse_formats("html, csv,html") == ("html", "csv")
+    with pytest.raises(PuzzleError, match=r"^no output format: expected csv, pgn and/or html$"):
+        parse_formats([])
+
+
+def test_a_mate_in_one_with_a_winning_second_best_is_not_an_only_move() -> None:
+    cp, mate = chess.engine.Cp, chess.engine.Mate
+    line = ["g7g6", "f3e5", "g4d1", "c4f7", "e8e7", "c3d5"]
+    table: Table = {
+        epd_after(BEFORE_TRAP, "g7g6"): [("f3e5 g4d1", cp(400)), ("h2h3", cp(0))],
+        epd_after(BEFORE_TRAP, *line[:3]): [("c4f7 e8e7", mate(2)), ("c3d1", cp(-300))],
+        epd_after(BEFORE_TRAP, *line[:5]): [("c3d5", mate(1)), ("c3d1", cp(700))],  # 0.86 > 0.6
+    }
+    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(table), 0.3)
+    assert not isinstance(checked, str) and checked.moves == tuple(line[:4]) and checked.trimmed
+    assert themes_for("punish", checked) == ("crushing", "diffimaxPunish", "short")
+
+
+def test_bad_settings_fail_with_one_clear_line(tmp_path: Path) -> None:
+    with pytest.raises(PuzzleError, match=r"^invalid kind 'all': expected punish, set or both$"):
+        generate_puzzles(tmp_path, tmp_path / "out", kind="all")  # type: ignore[arg-type]
+    with pytest.raises(PuzzleError, match=r"^invalid format 'svg': expected csv, pgn or html$"):
+        generate_puzzles(tmp_path, tmp_path / "out", formats=["csv", "svg"])
+    with pytest.raises(PuzzleError, match=r"^invalid margin 0: expected win chances in \(0, 2\)$"):
+        generate_puzzles(tmp_path, tmp_path / "out", margin=0)
+    with pytest.raises(PuzzleError, match=r"^invalid limit 0: expected at least 1$"):
+        generate_puzzles(tmp_path, tmp_path / "out", limit=0)
+    with pytest.raises(EngineUnavailableError, match=r"^engine not found: 'no-such-engine-xyz' \(looked on PATH"):
+        generate_puzzles(tmp_path, tmp_path / "out", engine="no-such-engine-xyz")
+    with pytest.raises(EngineUnavailableError, match="engine not found: '/nowhere/stockfish'"):
+        resolve_engine("/nowhere/stockfish")
+
+
+def test_a_program_that_is_no_uci_engine_is_refused_in_one_line() -> None:
+    with pytest.raises(EngineUnavailableError, match=r"^cannot start engine '/bin/true': "):
+        EngineVerifier("/bin/true")
+
+
+@needs_stockfish
+def test_a_directory_without_a_dataset_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="no diffimax dataset"):
+        generate_puzzles(tmp_path, tmp_path / "out")
+
+
+def hostile_puzzle() -> Puzzle:
+    """A hand-made puzzle whose source headers are hostile (the renderers without any engine)."""
+    game = GameInfo(
+        game_id="hostile01",
+        site='https://lichess.org/abcdefgh"><script>alert(2)</script>',
+        event=BROKEN_EVENT,
+        date='2024.01.01\r\n[Evil "tag"]',
+        white=SCRIPT_NAME,
+        black=FORMULA_NAME,
+        white_elo=1500,
+        black_elo=None,
+        opening=HOSTILE_OPENING,
+        eco="C41\n",
+    )
+    return Puzzle(
+        puzzle_id="0123456789",
+        kind="punish",
+        fen=BEFORE_TRAP,
+        moves=("g7g6", "f3e5"),
+        themes=("advantage", "diffimaxPunish", "oneMove"),
+        game_url=game_url(game.site, BEFORE_TRAP, 7),
+        opening_tags=opening_tags(game.opening),
+        checks=(SolverCheck(1, chess.engine.Cp(400), chess.engine.Cp(0)),),
+        game_ids=("hostile01", "hostile02"),
+        game=game,
+        ply=7,
+        dip=150,
+    )
+
+
+def test_renderers_keep_hostile_headers_inert() -> None:
+    puzzle = hostile_puzzle()
+    assert_outputs_inert(render_csv([puzzle]), render_pgn([puzzle]), render_html([puzzle]), [puzzle])
+
+
+def test_candidate_key_ignores_move_counters_and_the_opponents_move_order() -> None:
+    game = GameInfo("g")
+    one = Candidate("punish", game, 7, BEFORE_TRAP, ("g7g6", "f3e5"), 1, 150)
+    other_clock = BEFORE_TRAP.replace(" 5 4", " 9 12")
+    two = Candidate("punish", game, 23, other_clock, ("g7g6", "f3e5"), 1, 150)
+    assert one.key() == two.key()
+
+
+# ---------------------------------------------------------------------------------------------
+# Output checks shared by the unit and the end-to-end tests
+
+
+class StrictHTML(html.parser.HTMLParser):
+    """Records tags and attributes; fails on a closing tag that does not match the open one."""
+
+    VOID = frozenset(
+        {"meta", "img", "input", "br", "hr", "link", "source", "wbr", "area", "base", "col", "embed", "track"}
+    )
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[str] = []
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.script_bodies: list[str] = []
+        self.errors: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1:]}")
+            return
+        self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        if self.stack and self.stack[-1] == "script":
+            self.script_bodies.append(data)
+        else:
+            self.text.append(data)
+
+
+def parse_html(text: str) -> StrictHTML:
+    parser = StrictHTML()
+    parser.feed(text)
+    parser.close()
+    assert not parser.errors, parser.errors[:5]
+    assert parser.stack == [], parser.stack
+    return parser
+
+
+def assert_html_self_contained(parser: StrictHTML) -> None:
+    for tag, attrs in parser.tags:
+        assert tag not in ("link", "iframe", "object", "embed", "base", "form"), tag
+        for name, value in attrs.items():
+            assert not name.startswith("on"), (tag, name)
+            if name == "src":
+                assert value and value.startswith("data:image/svg+xml;base64,"), (tag, value[:60] if value else value)
+            if name == "href":  # only the link to the source game, a plain http(s) URL
+                assert tag == "a" and value and re.fullmatch(r"https?://[^\s\"'<>]+", value), value
+    assert [tag for tag, _ in parser.tags].count("script") == 1
+    csp = [
+        a.get("content") or ""
+        for t, a in parser.tags
+        if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"
+    ]
+    assert csp and "default-src 'none'" in csp[0]
+
+
+def assert_outputs_inert(csv_text: str, pgn_text: str, html_text: str, puzzles: Sequence[Puzzle]) -> None:
+    hostile = [SCRIPT_NAME, FORMULA_NAME, "onerror=alert", "<img src=x", HOSTILE_OPENING]
+    # CSV: the exact Lichess header, one row per puzzle, no cell a spreadsheet would run.
+    rows = list(csv.reader(io.StringIO(csv_text)))
+    assert tuple(rows[0]) == LICHESS_COLUMNS and len(rows) == len(puzzles) + 1
+    for row in rows[1:]:
+        assert len(row) == len(LICHESS_COLUMNS)
+        for cell in row:
+            assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), cell
+            assert "\n" not in cell and "\r" not in cell
+    for needle in hostile:
+        assert needle not in csv_text
+    # PGN: every tag a single, well-escaped line; the reader gets the cleaned text back.
+    for line in pgn_text.splitlines():
+        if line.startswith("["):
+            assert re.fullmatch(r'\[[A-Za-z0-9_]+ "(?:[^"\\]|\\.)*"\]', line), line
+    for char in ("\r", "\u2028", "\x85", "\x0b"):
+        assert char not in pgn_text
+    games = read_pgn(pgn_text)
+    assert len(games) == len(puzzles)
+
+    def unescape(value: str) -> str:
+        return value.replace('\\"', '"').replace("\\\\", "\\")
+
+    for game, puzzle in zip(games, puzzles, strict=True):
+        assert unescape(game.headers["White"]) == clean_text(puzzle.game.white)
+        assert unescape(game.headers["Black"]) == clean_text(puzzle.game.black)
+        assert unescape(game.headers["Event"]) == clean_text(puzzle.game.event)
+        assert "Evil" not in game.headers  # a tag smuggled in a header value stays in that value
+    # HTML: well formed, self-contained, the names shown as text, no markup from them.
+    parser = parse_html(html_text)
+    assert_html_self_contained(parser)
+    shown = " ".join(parser.text)
+    for puzzle in puzzles:
+        assert clean_text(puzzle.game.white) in shown and clean_text(puzzle.game.black) in shown
+    assert SCRIPT_NAME not in html_text and "<img src=x" not in html_text and "\u2028" not in html_text
+
+
+def read_pgn(text: str) -> list[chess.pgn.Game]:
+    stream = io.StringIO(text)
+    games = []
+    while (game := chess.pgn.read_game(stream)) is not None:
+        assert not game.errors, game.errors
+        games.append(game)
+    return games
+
+
+# ---------------------------------------------------------------------------------------------
+# End to end on real games: mined here, verified by Stockfish, re-checked independently
+
+
+@pytest.fixture(scope="module")
+def ray_session() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def mined(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not SAMPLE.exists():
+        pytest.skip(f"shared data not found at {SAMPLE}")
+    out = tmp_path_factory.mktemp("puzzles") / "data"
+    mine(
+        [str(SAMPLE)],
+        out,
+        settings=DiffiMaxSettings(depth=2),
+        game_filter=GameFilter(ply_from=MINE_PLIES[0], ply_to=MINE_PLIES[1]),
+        max_games=MINE_GAMES,
+        workers=2,
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def generated(mined: Path, tmp_path_factory: pytest.TempPathFactory) -> PuzzleReport:
+    if shutil.which("stockfish") is None and not STOCKFISH.exists():
+        pytest.skip("Stockfish is not installed")
+    out = tmp_path_factory.mktemp("puzzles") / "book"
+    return generate_puzzles(mined, out, kind="both", nodes=TEST_NODES, margin=TEST_MARGIN)
+
+
+def independent_win_chances(score: chess.engine.Score) -> float:
+    """The test's own copy of Lichess's curve (not the generator's function)."""
+    if score.is_mate():
+        return 1.0 if (score.mate() or 0) > 0 else -1.0
+    return 2 / (1 + math.exp(-0.00368208 * (score.score() or 0))) - 1
+
+
+@pytest.mark.stockfish
+@pytest.mark.slow
+def test_real_games_give_puzzles_of_both_kinds_and_the_counts_add_up(generated: PuzzleReport) -> None:
+    report = generated
+    assert set(report.written) == {"csv", "pgn", "html"}
+    assert all(path.exists() and path.stat().st_size > 0 for path in report.written.values())
+    kinds = {p.kind for p in report.puzzles}
+    assert kinds == {"punish", "set"}, report.as_dict()
+    for kind in ("punish", "set"):
+        accounted = report.duplicates_merged[kind] + report.verified[kind] + sum(report.dropped[kind].values())
+        assert report.candidates[kind] == accounted, (kind, report.as_dict())
+        assert report.verified[kind] == sum(p.kind == kind for p in report.puzzles)
+    assert report.not_checked == 0
+    assert report.dropped["set"].get("screened", 0) > 0
+    assert report.engine.startswith("Stockfish")
+    summary = report.summary()
+    assert f"punish: {report.candidates['punish']:,} candidates" in summary and "wrote " in summary
+    ids = [p.puzzle_id for p in report.puzzles]
+    assert len(ids) == len(set(ids))
+
+
+@pytest.mark.stockfish
+@pytest.mark.slow
+def test_every_puzzle_passes_a_fresh_engine_and_matches_the_game(generated: PuzzleReport, mined: Path) -> None:
+    rows = list(csv.DictReader(generated.written["csv"].open(encoding="utf-8", newline="")))
+    assert rows and len(rows) == len(generated.puzzles)
+    connection = connect(mined)
+    engine = chess.engine.SimpleEngine.popen_uci(shutil.which("stockfish") or str(STOCKFISH))
+    try:
+        engine.configure({"Threads": 1, "Hash": 16})
+        for row in rows:
+            moves = row["Moves"].split()
+            board = chess.Board(row["FEN"])
+            assert len(moves) % 2 == 0 and len(moves) >= 2
+            game = object()  # ucinewgame before each puzzle, as the generator does
+            for index, uci in enumerate(moves):
+                move = chess.Move.from_uci(uci)
+                assert move in board.legal_moves, (row["PuzzleId"], index, uci)
+                if index % 2 == 1:  # a solver move: the best, by the margin
+                    infos = engine.analyse(board, chess.engine.Limit(nodes=TEST_NODES), multipv=2, game=game)
+                    assert infos[0]["pv"][0] == move, (row["PuzzleId"], index)
+                    if len(infos) > 1:
+                        best = independent_win_chances(infos[0]["score"].relative)
+                        second = independent_win_chances(infos[1]["score"].relative)
+                        mate_in_one = infos[0]["score"].relative == chess.engine.Mate(1)
+                        assert best - second > TEST_MARGIN or (mate_in_one and second <= 0.6), row
+                board.push(move)
+            # The puzzle comes from the games: its first moves are what the humans played there.
+            if "diffimaxPunish" in row["Themes"]:
+                sql = """
+                    select count(*) from traps t join positions p using (game_id, ply)
+                    where p.fen = ? and len(t.path) = 0 and t.fell and t.move = ? and p.move_uci = t.move
+                """
+                params = [row["FEN"], moves[0]]
+            else:
+                sql = """
+                    select count(*) from positions a
+                    join positions b on b.game_id = a.game_id and b.ply = a.ply + 1
+                    join traps t on t.game_id = a.game_id and t.ply = a.ply + 2 and len(t.path) = 0
+                    where a.fen = ? and a.move_uci = ? and b.move_uci = ? and t.move = ?
+                """
+                params = [row["FEN"], *moves[:3]]
+            found = connection.execute(sql, params).fetchone()
+            assert found is not None and found[0] >= 1, row
+    finally:
+        engine.quit()
+
+
+@pytest.mark.stockfish
+@pytest.mark.slow
+def test_csv_pgn_and_html_agree_and_are_well_formed(generated: PuzzleReport) -> None:
+    csv_text = generated.written["csv"].read_text(encoding="utf-8")
+    rows = list(csv.DictReader(io.StringIO(csv_text)))
+    assert csv_text.splitlines()[0] == ",".join(LICHESS_COLUMNS)
+    for row in rows:
+        assert re.fullmatch(r"[0-9a-f]{10}", row["PuzzleId"])
+        assert row["Rating"] == row["RatingDeviation"] == row["Popularity"] == row["NbPlays"] == ""
+        assert row["GameUrl"].startswith("https://lichess.org/") and "#" in row["GameUrl"]
+        themes = row["Themes"].split()
+        assert themes == sorted(themes) and ("diffimaxPunish" in themes) != ("diffimaxSet" in themes)
+    games = read_pgn(generated.written["pgn"].read_text(encoding="utf-8"))
+    assert len(games) == len(rows)
+    for game, row in zip(games, rows, strict=True):
+        assert game.headers["SetUp"] == "1" and game.headers["FEN"] == row["FEN"]
+        assert game.headers["PuzzleId"] == row["PuzzleId"]
+        assert [m.uci() for m in game.mainline_moves()] == row["Moves"].split()
+        assert game.end().board().is_valid()
+    text = generated.written["html"].read_text(encoding="utf-8")
+    parser = parse_html(text)
+    assert_html_self_contained(parser)
+    sections = [a for t, a in parser.tags if t == "section"]
+    assert [a["id"] for a in sections] == [row["PuzzleId"] for row in rows]
+    images = sum(1 for t, _ in parser.tags if t == "img")
+    assert images == sum(len(row["Moves"].split()) + 1 for row in rows)
+
+
+def hostile_pgn(moves: Sequence[str]) -> str:
+    """Three copies of a real game's opening under hostile headers; the third has a raw newline."""
+
+    def tag(value: str) -> str:
+        return value.replace("\\", "\\\\").replace('"', '\\"')
+
+    board = chess.Board()
+    movetext = board.variation_san([chess.Move.from_uci(m) for m in moves])
+    games = []
+    for number, site in ((1, "javascript:alert(1)"), (2, 'https://lichess.org/abcdefgh"><script>alert(2)</script>')):
+        games.append(
+            f'[Event "{tag(BROKEN_EVENT)}"]\n[Site "{tag(site)}"]\n[GameId "hostile0{number}"]\n'
+            f'[Date "2024.01.0{number}"]\n[White "{tag(SCRIPT_NAME)}"]\n[Black "{tag(FORMULA_NAME)}"]\n'
+            f'[Result "*"]\n[Opening "{tag(HOSTILE_OPENING)}"]\n\n{movetext} *\n\n'
+        )
+    games.append(
+        f'[Event "line one\nline two"]\n[Site "https://lichess.org/hostile3"]\n[GameId "hostile03"]\n'
+        f'[White "a\\\\"]\n[Black "b"]\n[Result "*"]\n\n{movetext} *\n\n'
+    )
+    return "".join(games)
+
+
+@pytest.mark.stockfish
+@pytest.mark.slow
+def test_hostile_headers_stay_inert_and_repeats_merge(generated: PuzzleReport, tmp_path: Path) -> None:
+    # A real game that gave a punish puzzle, replayed under hostile headers in two games (+ one
+    # whose header holds a raw newline): one puzzle, the same id, from two games.
+    source = next(p for p in generated.puzzles if p.kind == "punish")
+    with SAMPLE.open(encoding="utf-8") as stream:
+        while (game := chess.pgn.read_game(stream)) is not None:
+            if game.headers.get("Site", "").endswith(source.game.game_id):
+                break
+    assert game is not None
+    played = [m.uci() for m in game.mainline_moves()][: source.ply + 4]
+    pgn = tmp_path / "hostile.pgn"
+    pgn.write_text(hostile_pgn(played), encoding="utf-8")
+    data = tmp_path / "data"
+    mine(
+        [str(pgn)],
+        data,
+        settings=DiffiMaxSettings(depth=2),
+        game_filter=GameFilter(ply_from=source.ply, ply_to=source.ply),
+        workers=1,
+    )
+    # The raw newline breaks its header block: that game is refused and recorded, not mined.
+    (reason,) = connect(data).execute("select reason from errors where stage = 'parse'").fetchone() or ("",)
+    assert "unparseable header line" in reason
+    report = generate_puzzles(data, tmp_path / "book", kind="punish", nodes=TEST_NODES, margin=TEST_MARGIN)
+    assert [p.puzzle_id for p in report.puzzles] == [source.puzzle_id]
+    (puzzle,) = report.puzzles
+    assert puzzle.moves == source.moves and puzzle.game.game_id == "hostile01"
+    assert set(puzzle.game_ids) >= {"hostile01", "hostile02"}
+    assert report.duplicates_merged["punish"] == len(puzzle.game_ids) - 1
+    assert puzzle.game_url == ""  # neither hostile Site is a plain http(s) URL
+    texts = {name: path.read_text(encoding="utf-8") for name, path in report.written.items()}
+    assert_outputs_inert(texts["csv"], texts["pgn"], texts["html"], report.puzzles)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in texts["html"]
+    pgn_game = read_pgn(texts["pgn"])[0]
+    assert pgn_game.headers["Games"] == str(len(puzzle.game_ids)) and pgn_game.headers["Site"] == "?"
+    if CHROMIUM.exists():  # the browser's own DOM holds no script but ours
+        dom = run_chromium("--dump-dom", report.written["html"].resolve().as_uri(), tmp_path / "profile-dom")
+        assert dom.count("<script") == 1 and "alert(1)</script>" not in dom
+
+
+def run_chromium(mode: str, url: str, profile: Path, *extra: str) -> str:
+    command = [
+        str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        f"--user-data-dir={profile}", *extra, mode, url,
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+@pytest.mark.stockfish
+@pytest.mark.slow
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="no /usr/bin/chromium for the real-browser test")
+def test_the_book_renders_and_steps_in_a_real_browser(generated: PuzzleReport, tmp_path: Path) -> None:
+    page = generated.written["html"].resolve().as_uri()
+    first = generated.puzzles[0]
+    shots = {}
+    for name, url in (("start", page), ("last", f"{page}#{first.puzzle_id}/{len(first.moves)}")):
+        shot = tmp_path / f"{name}.png"
+        run_chromium(f"--screenshot={shot}", url, tmp_path / f"profile-{name}", "--window-size=1280,1600")
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+        shots[name] = shot.read_bytes()
+    assert shots["start"] != shots["last"]  # the fragment stepped the first puzzle to its end
