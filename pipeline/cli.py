@@ -227,7 +227,7 @@ def explain(
         f"FEN: {board.fen()}",
         f"Side to move: {color[board.turn]}",
         f"Setter: {color[setter_color]}",
-        f"Engine: {described.get('name', engine)}",
+        f"Engine: {described.get('engine') or described.get('name', engine)}",
     ]
     text = explain_text(
         result, header=header, name=san_namer(board), path_name=san_path(board), move_name=san_after(board)

@@ -41,5 +41,5 @@ def open_backend(engine: str, options: EngineOptions | None = None, *, exact_roo
         )
         if value is not None
     }
-    backend: Backend = open_uci_backend(engine, **kwargs)  # type: ignore[arg-type]
+    backend: Backend = open_uci_backend(engine, exact_root=exact_root, **kwargs)  # type: ignore[arg-type]
     return backend
