@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -69,10 +70,16 @@ def test_ray_job_submit_end_to_end(cluster, tmp_path):
         [ray, "job", "list", "--address", address], env=unauthenticated, capture_output=True, text=True, timeout=120
     )
     assert refused.returncode != 0, "the cluster accepted a client without its token"
-    submitted = subprocess.run(
-        [ray, "job", "submit", "--address", address, "--working-dir", str(ROOT), "--", *entrypoint],
-        env=env, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+    # The head's job agent may still be starting after `ray start`; Ray says so and asks to retry.
+    deadline = time.monotonic() + 120
+    while True:
+        submitted = subprocess.run(
+            [ray, "job", "submit", "--address", address, "--working-dir", str(ROOT), "--", *entrypoint],
+            env=env, capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+        if "No available agent" not in submitted.stderr + submitted.stdout or time.monotonic() > deadline:
+            break
+        time.sleep(3)
     assert submitted.returncode == 0, submitted.stdout[-3000:] + submitted.stderr[-3000:]
     assert "succeeded" in submitted.stdout.lower()
     manifest = json.loads((out / "manifest.json").read_text())
