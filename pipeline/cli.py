@@ -400,7 +400,8 @@ def summary_text(manifest: dict[str, Any], out: str) -> str:
         f"+ {m['games_error']:,} with errors",
         f"positions: {m['positions']:,} ({m['positions_analysed']:,} analysed, {m['positions_reused']:,} reused "
         f"from repeats, {m['positions_error']:,} failed)",
-        f"trap records: {m['traps']:,}; engine: {m['engine'].get('name', '?')}; workers: {m['workers']}; "
+        f"trap records: {m['traps']:,}; engine: {m['engine'].get('engine') or m['engine'].get('name', '?')}; "
+        f"workers: {m['workers']}; "
         f"{m['wall_seconds']:.1f} s",
         f"query it: diffimax query --data {out} \"select * from traps limit 10\"",
     ])  # fmt: skip
