@@ -629,14 +629,7 @@ def _attacked(bbs: list[int], enemy: int, square: int, enemy_white: bool, occupi
         return True
     if _PAWN[not enemy_white][square] & bbs[1] & enemy:
         return True
-    diagonal = (bbs[3] | bbs[5]) & enemy
-    if diagonal and _DIAG[square][_DIAG_MASK[square] & occupied] & diagonal:
-        return True
-    straight = (bbs[4] | bbs[5]) & enemy
-    return bool(
-        straight
-        and (_RANK[square][_RANK_MASK[square] & occupied] | _FILE[square][_FILE_MASK[square] & occupied]) & straight
-    )
+    return _slider_attacked(bbs, enemy, square, occupied)
 
 
 def _slider_attacked(bbs: list[int], enemy: int, square: int, occupied: int) -> bool:
