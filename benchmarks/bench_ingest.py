@@ -33,8 +33,8 @@ import chess
 import chess.pgn
 import zstandard
 
-from pipeline.games import GameFilter, Selected, read_games, read_pgn_bytes
-from pipeline.sources import iter_shards
+from pipeline.ingest.games import GameFilter, Selected, read_games, read_pgn_bytes
+from pipeline.ingest.sources import iter_shards
 
 GAMES = Path(__file__).resolve().parents[2] / "shared" / "data" / "games"
 NO_FILTER = GameFilter(standard_only=False)

@@ -24,11 +24,11 @@ from typing import Any
 import chess
 import ray
 
-from pipeline.engines import EngineOptions
-from pipeline.games import GameFilter, Selected, read_games
-from pipeline.mine import MineConfig, run
-from pipeline.mining import AnalysisUnit, analyse_unit
-from pipeline.sources import iter_shards
+from pipeline.engines.backends import EngineOptions
+from pipeline.ingest.games import GameFilter, Selected, read_games
+from pipeline.ingest.sources import iter_shards
+from pipeline.mine.driver import MineConfig, run
+from pipeline.mine.work import AnalysisUnit, analyse_unit
 from search.backend import NativeBackend
 from search.settings import DiffiMaxSettings
 
@@ -110,7 +110,7 @@ def main() -> None:
             f"2. reuse: {one['positions_reused']} of {one['positions']} positions were repeats "
             f"({one['positions_reused'] / max(1, one['positions']):.1%} of engine analyses saved)"
         )
-        if importlib.util.find_spec("pipeline.uci") and (
+        if importlib.util.find_spec("pipeline.engines.uci") and (
             shutil.which("stockfish") or Path("/usr/games/stockfish").exists()
         ):
             sf = job(workdir, "stockfish-1", args.games, (low, high), DiffiMaxSettings(depth=2), 1,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import chess
 
-from pipeline.engines import EngineOptions, open_backend
+from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.judges import judge_root
 from search.settings import NATIVE_DEFAULT_DEPTH, UCI_DEFAULT_DEPTH, DiffiMaxSettings
 

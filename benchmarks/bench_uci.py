@@ -36,7 +36,7 @@ import chess
 import chess.engine
 import chess.pgn
 
-from pipeline.uci import EngineLimits, UciBackend, resolve_engine
+from pipeline.engines.uci import EngineLimits, UciBackend, resolve_engine
 from search.analysis import Response, ResponseAnalysis
 from search.settings import UCI_DEFAULT_DEPTH, DiffiMaxSettings
 

@@ -51,7 +51,7 @@ install_python() {
 }
 
 engine() {
-    if [ -n "${DIFFIMAX_ENGINE:-}" ]; then echo "$DIFFIMAX_ENGINE"; elif need_stockfish && [ -f pipeline/uci.py ]; then echo stockfish; else echo native; fi
+    if [ -n "${DIFFIMAX_ENGINE:-}" ]; then echo "$DIFFIMAX_ENGINE"; elif need_stockfish && [ -f pipeline/engines/uci.py ]; then echo stockfish; else echo native; fi
 }
 
 case "${1:-}" in

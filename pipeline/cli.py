@@ -13,9 +13,9 @@ from typing import Annotated, Any
 import chess
 import typer
 
-from pipeline.engines import EngineOptions, open_backend
+from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.judges import judge_root, judges_json, judges_text
-from pipeline.render import explain_text, result_json, san_after, san_namer, san_path
+from pipeline.outputs.explain import explain_text, result_json, san_after, san_namer, san_path
 from search.alphabeta import Searcher, minimax_decision
 from search.chessgame import board_from_fen
 from search.diffimax import DiffiMaxSearch
@@ -276,8 +276,8 @@ def mine(
     shard_mb: Annotated[float, typer.Option("--shard-mb", help="MiB per shard of an uncompressed file.")] = 16.0,
 ) -> None:
     """Mine PGN databases for traps: DiffiMax at every selected position on Ray, Parquet out."""
-    from pipeline.games import GameFilter
-    from pipeline.mine import MineConfig, run
+    from pipeline.ingest.games import GameFilter
+    from pipeline.mine.driver import MineConfig, run
 
     plies_from, plies_to = parse_plies(plies)
     plies_default = NATIVE_DEFAULT_DEPTH if engine == "native" else UCI_DEFAULT_DEPTH
@@ -328,7 +328,7 @@ def query(
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
 ) -> None:
     """Query a trap dataset with SQL (DuckDB), or run a saved query."""
-    from pipeline.queries import render, run_query, run_saved, saved_queries
+    from pipeline.dataset.queries import render, run_query, run_saved, saved_queries
 
     if list_saved:
         for item in saved_queries().values():
@@ -348,7 +348,7 @@ def report(
     out: Annotated[str, typer.Option("--out", help="Output directory; the page is OUT/report.html.")],
 ) -> None:
     """Write a self-contained HTML report (plots, boards, tables) of a trap dataset."""
-    from pipeline.report import write_report
+    from pipeline.outputs.report import write_report
 
     typer.echo(f"Report written to {write_report(data, out)}")
 
@@ -368,7 +368,7 @@ def puzzles(
     ] = 0.3,
 ) -> None:
     """Engine-verified puzzles from a dataset's traps: Lichess CSV, PGN and an HTML puzzle book."""
-    from pipeline.puzzles import generate_puzzles, parse_formats, parse_kind
+    from pipeline.outputs.puzzles import generate_puzzles, parse_formats, parse_kind
 
     report = generate_puzzles(
         data, out, kind=parse_kind(kind), min_dip=min_dip, limit=limit, formats=parse_formats(fmt),

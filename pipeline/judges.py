@@ -8,7 +8,7 @@ from typing import Any
 
 import chess
 
-from pipeline.engines import EngineOptions, open_backend
+from pipeline.engines.backends import EngineOptions, open_backend
 from search.analysis import ResponseAnalysis
 from search.chessgame import zobrist
 from search.plausibility import JUDGES, Judge, Verdict, dip_verdicts, human_verdicts, shallow_verdicts
@@ -53,7 +53,7 @@ def judge_root(
     if shallow is not None:
         verdicts["shallow"] = shallow_verdicts(analysis, shallow, settings)
     if human_freq is not None:
-        from pipeline.human import human_move_counts
+        from pipeline.human.corpus import human_move_counts
 
         counts = human_move_counts(human_freq, zobrist(board), rating)
         verdicts["human"] = human_verdicts(analysis, counts, settings)

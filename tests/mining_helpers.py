@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.games import GameFilter
-from pipeline.mine import MineConfig, run
-from pipeline.store import DatasetStore
+from pipeline.dataset.store import DatasetStore
+from pipeline.ingest.games import GameFilter
+from pipeline.mine.driver import MineConfig, run
 from schemas.dataset import TABLES
 from search.settings import DiffiMaxSettings
 

@@ -21,7 +21,7 @@ import chess.polyglot
 import pytest
 import zstandard
 
-from pipeline.games import (
+from pipeline.ingest.games import (
     TIME_CONTROL_CLASSES,
     Failed,
     Filtered,
@@ -37,7 +37,7 @@ from pipeline.games import (
     split_games,
     to_signed64,
 )
-from pipeline.sources import iter_shards
+from pipeline.ingest.sources import iter_shards
 from tests.conftest import GAMES
 
 LICHESS_100 = GAMES / "lichess_100.pgn"

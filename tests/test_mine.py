@@ -7,10 +7,10 @@ import json
 import pytest
 import ray
 
-from pipeline.duck import connect
-from pipeline.games import GameFilter
-from pipeline.mining import AnalysisUnit, analyse_unit, played_class
-from pipeline.store import OutputError
+from pipeline.dataset.duck import connect
+from pipeline.dataset.store import OutputError
+from pipeline.ingest.games import GameFilter
+from pipeline.mine.work import AnalysisUnit, analyse_unit, played_class
 from search.backend import NativeBackend
 from search.settings import DiffiMaxSettings
 from tests.conftest import GAMES
@@ -143,8 +143,8 @@ def test_bad_input_is_recorded_and_valid_games_survive(tmp_path):
 
 
 def test_setter_choices_record_trap_setting_moves(tmp_path):
-    from pipeline.mine import MineConfig
-    from pipeline.queries import run_saved
+    from pipeline.dataset.queries import run_saved
+    from pipeline.mine.driver import MineConfig
 
     out = tmp_path / "run"
     manifest = mine([SAMPLE], out, workers=2, max_games=6, setter_choices=True, settings=DiffiMaxSettings(depth=2))

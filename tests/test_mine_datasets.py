@@ -10,8 +10,8 @@ import shutil
 import pytest
 import ray
 
-from pipeline.games import GameFilter
-from pipeline.sources import count_games
+from pipeline.ingest.games import GameFilter
+from pipeline.ingest.sources import count_games
 from tests.conftest import GAMES
 from tests.mining_helpers import assert_counts_add_up, assert_same_rows, mine
 

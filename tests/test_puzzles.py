@@ -22,9 +22,9 @@ import chess.pgn
 import pytest
 import ray
 
-from pipeline.duck import DatasetError, connect
-from pipeline.games import GameFilter
-from pipeline.puzzles import (
+from pipeline.dataset.duck import DatasetError, connect
+from pipeline.ingest.games import GameFilter
+from pipeline.outputs.puzzles import (
     LICHESS_COLUMNS,
     Analyse,
     Candidate,

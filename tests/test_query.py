@@ -9,8 +9,8 @@ import json
 import pytest
 import ray
 
-from pipeline.games import GameFilter
-from pipeline.queries import QueryError, render, run_query, run_saved, saved_queries
+from pipeline.dataset.queries import QueryError, render, run_query, run_saved, saved_queries
+from pipeline.ingest.games import GameFilter
 from tests.conftest import GAMES, run_cli
 from tests.mining_helpers import mine
 
@@ -78,7 +78,7 @@ def test_cli_formats_and_errors(dataset):
 
 
 def test_csv_output_neutralises_formulas():
-    from pipeline.queries import QueryResult
+    from pipeline.dataset.queries import QueryResult
 
     text = render(QueryResult(["name"], [("=cmd|' /C calc'!A0",), ("plain",)]), "csv")
     assert text.splitlines()[1].startswith("\"'=cmd") or text.splitlines()[1].startswith("'=cmd")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.duck import connect
+from pipeline.dataset.duck import connect
 from tests.conftest import GAMES, ROOT
 from tests.mining_helpers import assert_counts_add_up
 

@@ -24,10 +24,10 @@ import chess.pgn
 import pytest
 import ray
 
-from pipeline.duck import DatasetError
-from pipeline.games import GameFilter
-from pipeline.queries import QueryResult, render, run_query, run_saved
-from pipeline.report import (
+from pipeline.dataset.duck import DatasetError
+from pipeline.dataset.queries import QueryResult, render, run_query, run_saved
+from pipeline.ingest.games import GameFilter
+from pipeline.outputs.report import (
     BOARDS_SHOWN,
     PLOT_DPI,
     PLOT_INCHES,

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from pipeline.games import Failed, Selected, read_games, split_games
-from pipeline.sources import (
+from pipeline.ingest.games import Failed, Selected, read_games, split_games
+from pipeline.ingest.sources import (
     InputError,
     Shard,
     count_games,

@@ -20,8 +20,7 @@ import chess
 import chess.engine
 import pytest
 
-from pipeline.mining import AnalysisUnit, analyse_unit
-from pipeline.uci import (
+from pipeline.engines.uci import (
     DEFAULT_NODES,
     EngineError,
     EngineLimits,
@@ -30,6 +29,7 @@ from pipeline.uci import (
     open_uci_backend,
     resolve_engine,
 )
+from pipeline.mine.work import AnalysisUnit, analyse_unit
 from search.chessgame import FenError, board_from_fen
 from search.settings import UCI_DEFAULT_DEPTH, DiffiMaxSettings, SettingsError
 from search.values import MATE
@@ -275,7 +275,7 @@ def test_the_engine_dies_with_its_owner(tmp_path):
         [
             sys.executable,
             "-c",
-            "import chess; from pipeline.uci import open_uci_backend; from search.settings import DiffiMaxSettings\n"
+            "import chess; from pipeline.engines.uci import open_uci_backend; from search.settings import DiffiMaxSettings\n"
             f"backend = open_uci_backend({str(fake.path)!r}, nodes=1000, timeout=600)\n"
             "backend.analyse(chess.Board(), chess.WHITE, DiffiMaxSettings(depth=1))\n",
         ],
@@ -298,7 +298,11 @@ def test_a_forgotten_backend_does_not_keep_the_interpreter_alive(tmp_path):
     """No close(): the interpreter still exits, and takes the engine with it."""
     fake = fake_engine(tmp_path, "stubborn", "serve(hang)\nhang()")
     owner = subprocess.run(
-        [sys.executable, "-c", f"from pipeline.uci import open_uci_backend\nopen_uci_backend({str(fake.path)!r})"],
+        [
+            sys.executable,
+            "-c",
+            f"from pipeline.engines.uci import open_uci_backend\nopen_uci_backend({str(fake.path)!r})",
+        ],
         cwd=ROOT,
         timeout=30,
         capture_output=True,

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.bench_uci import compare, sample_positions
-from pipeline.uci import EngineLimits, UciBackend
+from pipeline.engines.uci import EngineLimits, UciBackend
 from search.settings import DiffiMaxSettings
 
 STOCKFISH = Path("/usr/games/stockfish")

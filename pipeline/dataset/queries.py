@@ -14,7 +14,7 @@ from typing import Any
 
 import duckdb
 
-from pipeline.duck import connect
+from pipeline.dataset.duck import connect
 
 NAME_LINE = re.compile(r"^-- name: (?P<name>[a-z0-9-]+)\s*$", re.MULTILINE)
 

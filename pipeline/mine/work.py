@@ -1,5 +1,5 @@
 """The per-position work of a mining job, as plain functions (no Ray): tests call them directly,
-and the Ray workers in `pipeline.mine` wrap them.
+and the Ray workers in `pipeline.mine.driver` wrap them.
 
 A *unit* is one game's positions that need an analysis, in ply order, so consecutive positions
 of a game reach the same engine with its table or hash warm. A unit starts from a clean engine

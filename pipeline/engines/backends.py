@@ -28,7 +28,7 @@ def open_backend(engine: str, options: EngineOptions | None = None, *, exact_roo
     options = options or EngineOptions()
     if engine == "native":
         return NativeBackend(node_budget=options.nodes, exact_root=exact_root)
-    from pipeline.uci import open_uci_backend  # a UCI engine needs a process; import on demand
+    from pipeline.engines.uci import open_uci_backend  # a UCI engine needs a process; import on demand
 
     kwargs: dict[str, object] = {
         name: value

@@ -48,7 +48,7 @@ import chess.engine
 import chess.pgn
 import chess.svg
 
-from pipeline.duck import connect
+from pipeline.dataset.duck import connect
 
 PuzzleKind = Literal["punish", "set"]
 KindChoice = Literal["punish", "set", "both"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.duck import connect
+from pipeline.dataset.duck import connect
 from schemas.dataset import to_signed64
 
 # Width of the rating band around the responder's rating, in rating points.

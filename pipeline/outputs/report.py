@@ -29,8 +29,8 @@ import chess
 import chess.svg
 import duckdb
 
-from pipeline.duck import connect
-from pipeline.queries import QueryResult, run_saved, saved_queries
+from pipeline.dataset.duck import connect
+from pipeline.dataset.queries import QueryResult, run_saved, saved_queries
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -763,7 +763,7 @@ def render_page(title: str, sections: list[Html], subtitle: str) -> str:
 def write_report(data: str | Path, out: str | Path) -> Path:
     """Write OUT/report.html about the dataset in `data` (`diffimax mine --out`); returns its path.
 
-    Raises `pipeline.duck.DatasetError` when `data` holds no dataset and `ReportError` when its
+    Raises `pipeline.dataset.duck.DatasetError` when `data` holds no dataset and `ReportError` when its
     manifest is unreadable; creates `out` when missing and replaces an earlier report atomically.
     """
     dataset = Path(data)

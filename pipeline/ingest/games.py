@@ -33,7 +33,7 @@ import chess
 import chess.polyglot
 import chess.variant
 
-from pipeline.sources import Shard, load_shard
+from pipeline.ingest.sources import Shard, load_shard
 
 TimeControlClass = Literal["ultrabullet", "bullet", "blitz", "rapid", "classical", "correspondence", "unknown"]
 TIME_CONTROL_CLASSES: Final[tuple[TimeControlClass, ...]] = (

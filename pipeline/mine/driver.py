@@ -9,11 +9,11 @@ The driver reads the inputs as a stream of shards and keeps a bounded number in 
    occurrence. The new positions of one game form one unit, so they reach one worker in ply order
    with a warm table / engine hash.
 3. *Analyse* (a pool of stateful Ray actors, each with its own engine and transposition table for
-   the whole job): `pipeline.mining.analyse_unit`. Actors restart and retry their unit when a
+   the whole job): `pipeline.mine.work.analyse_unit`. Actors restart and retry their unit when a
    worker process or a node dies; a unit starts from a clean engine state, so a retry returns the
    same rows.
 4. *Commit* (driver): once every position of a shard has its analysis, the shard's tables are
-   written and published atomically (`pipeline.store`).
+   written and published atomically (`pipeline.dataset.store`).
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ import pyarrow as pa
 import pyarrow.compute
 import ray
 
-from pipeline.engines import EngineOptions, open_backend
-from pipeline.games import GameFilter, read_games
-from pipeline.mining import OCCURRENCE_COLUMNS, AnalysisUnit, PositionResult, analyse_unit, occurrence_rows
-from pipeline.sources import Shard, compression_of, expand_inputs, is_url, iter_shards
-from pipeline.store import DatasetStore
+from pipeline.dataset.store import DatasetStore
+from pipeline.engines.backends import EngineOptions, open_backend
+from pipeline.ingest.games import GameFilter, read_games
+from pipeline.ingest.sources import Shard, compression_of, expand_inputs, is_url, iter_shards
+from pipeline.mine.work import OCCURRENCE_COLUMNS, AnalysisUnit, PositionResult, analyse_unit, occurrence_rows
 from schemas.dataset import SCHEMA_VERSION
 from search.settings import DiffiMaxSettings
 
@@ -122,7 +122,7 @@ class ShardIngest:
 
 def ingest_shard(shard: Shard, game_filter: GameFilter, limit: int | None) -> ShardIngest:
     """Parse one shard (plain function; the Ray task wraps it). `limit` caps the games read."""
-    from pipeline.games import Failed, Filtered, Selected
+    from pipeline.ingest.games import Failed, Filtered, Selected
 
     start = time.perf_counter()
     games: list[Any] = []

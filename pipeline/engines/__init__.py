@@ -1,0 +1,1 @@
+"""The engines behind a DiffiMax analysis: the native search and UCI engine processes."""

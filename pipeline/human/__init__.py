@@ -1,0 +1,1 @@
+"""What humans play: move frequencies from a corpus of games."""

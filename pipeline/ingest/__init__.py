@@ -1,0 +1,1 @@
+"""Reading PGN databases: inputs and shards (`sources`), games and their positions (`games`)."""

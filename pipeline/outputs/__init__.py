@@ -1,0 +1,1 @@
+"""What people read: explain text, the HTML report, puzzle collections."""
