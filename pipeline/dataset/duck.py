@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 import duckdb
+
+from pipeline.dataset.sql import sql_text
 
 
 class DatasetError(ValueError):
@@ -21,7 +22,7 @@ def connect(dataset: str | Path) -> duckdb.DuckDBPyConnection:
     root = Path(dataset)
     if not (root / "shards").is_dir() or not any((root / "shards").glob("*/games.parquet")):
         raise DatasetError(f"no diffimax dataset in {str(root)!r} (expected shards/*/games.parquet)")
-    views = resources.files("schemas").joinpath("views.sql").read_text(encoding="utf-8")
+    views = sql_text("views")
     connection = duckdb.connect()
     connection.execute(views.replace("{dataset}", sql_literal(str(root.resolve()))))
     return connection

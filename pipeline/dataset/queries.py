@@ -6,41 +6,23 @@ import csv
 import io
 import json
 import math
-import re
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from pipeline.dataset.duck import connect
-
-NAME_LINE = re.compile(r"^-- name: (?P<name>[a-z0-9-]+)\s*$", re.MULTILINE)
+from pipeline.dataset.sql import NamedQuery, named_queries
 
 
 class QueryError(ValueError):
     """Bad SQL, or an unknown saved query."""
 
 
-@dataclass(frozen=True)
-class SavedQuery:
-    name: str
-    description: str
-    sql: str
-
-
-def saved_queries() -> dict[str, SavedQuery]:
-    text = resources.files("schemas").joinpath("queries.sql").read_text(encoding="utf-8")
-    matches = list(NAME_LINE.finditer(text))
-    queries = {}
-    for match, following in zip(matches, [*matches[1:], None], strict=True):
-        body = text[match.end() : following.start() if following else len(text)].strip()
-        lines = body.splitlines()
-        description = lines[0].removeprefix("--").strip() if lines and lines[0].startswith("--") else ""
-        sql = "\n".join(lines[1:] if description else lines).strip().rstrip(";")
-        queries[match["name"]] = SavedQuery(match["name"], description, sql)
-    return queries
+def saved_queries() -> dict[str, NamedQuery]:
+    """The saved queries of `diffimax query --saved NAME`."""
+    return named_queries("queries")
 
 
 @dataclass
