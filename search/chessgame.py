@@ -80,12 +80,13 @@ def zobrist(board: chess.Board) -> int:
 
 class ChessGame:
     """A chess position searched for `setter` (MAX). `board` keeps its game history, which
-    counts for repetitions; the adapter works on its own copy."""
+    counts for repetitions; the adapter works on its own copy, move stack included (a UCI engine
+    is sent the whole game)."""
 
     def __init__(self, board: chess.Board, setter: chess.Color) -> None:
         self.setter = setter
         self.perspective = 1 if setter == chess.WHITE else -1
-        self.board = board.copy(stack=False)
+        self.board = board.copy()
         self.qnodes = 0
         self._key = zobrist(self.board)
         # Keys of earlier positions that a repetition could return to: back to the last

@@ -1,5 +1,6 @@
-"""DiffiMax on a UCI engine: `UciBackend` drives Stockfish (or any UCI engine) through
-`chess.engine` and produces the same records as the native backend (`search.backend`).
+"""DiffiMax on a UCI engine: `UciBackend` drives Stockfish (or any UCI engine) and produces the
+same records as the native backend (`search.backend`), through the same walk
+(`search.traversal.walk`) over a `UciOracle`.
 
 How the engine is asked (docs/uci.md has the reasoning and the measurements):
 
@@ -16,47 +17,45 @@ How the engine is asked (docs/uci.md has the reasoning and the measurements):
   the position, its move history and the limits alone: with one thread and a node or depth
   limit, reruns agree, and so do searches that reach a node through different work.
 
-The engine runs on a private daemon event-loop thread (a `chess.engine.SimpleEngine` thread is
-not a daemon, so a forgotten engine would keep the interpreter alive); on Linux the engine is
-also killed by the kernel when that thread ends, so no engine outlives its owner.
+The process itself (start, timeouts, crash restart, no orphans) is `pipeline.engines.process`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextlib
-import ctypes
 import math
-import os
 import re
-import shutil
-import signal
-import sys
-import threading
 import time
-import weakref
-from collections.abc import Coroutine, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import chess
 import chess.engine
 
+from pipeline.engines.process import (
+    DEFAULT_TIMEOUT,
+    EngineCrashed,
+    EngineError,
+    EngineProcess,
+    UciEngine,
+    is_bound,
+    resolve_engine,
+)
 from search.alphabeta import SearchStats
-from search.analysis import ResponseAnalysis, ResponseValue, TrapRecord, classify_responses, trap_records
+from search.analysis import ResponseValue
 from search.backend import Backend
-from search.chessgame import FenError, board_from_fen
+from search.chessgame import ChessGame, FenError, board_from_fen
 from search.diffimax import DiffiMaxResult
 from search.settings import DiffiMaxSettings, SettingsError
+from search.traversal import walk
 from search.values import MATE, MATE_BOUND, Value
+
+__all__ = ["EngineError", "EngineLimits", "UciBackend", "open_uci_backend", "resolve_engine"]
 
 Strategy = Literal["adaptive", "naive"]
 STRATEGIES: tuple[Strategy, ...] = ("adaptive", "naive")
 
-# Where `--engine NAME` is looked for after PATH (Debian installs Stockfish in /usr/games).
-EXTRA_ENGINE_DIRS = ("/usr/games",)
 # Mining default: engine nodes per line (the score of one move); depth 13-16 in the middlegame
 # for Stockfish 15.1. 200k classified replies no closer to a 600k-node reference (docs/uci.md).
 DEFAULT_NODES = 100_000
@@ -64,34 +63,9 @@ DEFAULT_NODES = 100_000
 DEFAULT_THREADS = 1
 # Megabytes of hash; Stockfish's default, ample for a few million nodes per node query.
 DEFAULT_HASH_MB = 16
-# Seconds one engine call (one `go`, or starting the engine) may take before it counts as hung.
-DEFAULT_TIMEOUT = 60.0
-# Seconds an engine gets to exit after `quit` before it is killed.
-QUIT_GRACE = 2.0
-# Seconds to wait for a killed engine to be reaped.
-KILL_GRACE = 5.0
 # Lines asked for per adaptive call after the first: one, so no line is searched in vain (a call
 # for k lines costs k lines whether or not the answer needed them all).
 ADAPTIVE_BATCH = 1
-# What the engine's info lines are parsed for.
-INFO = chess.engine.INFO_BASIC | chess.engine.INFO_SCORE | chess.engine.INFO_PV
-# Linux prctl(2) option: the signal the engine gets when the thread that started it ends.
-PR_SET_PDEATHSIG = 1
-
-_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
-T = TypeVar("T")
-
-
-class EngineError(RuntimeError):
-    """The engine is missing or broken, crashed again after a restart, or hung."""
-
-
-class _EngineCrashed(Exception):
-    """The engine died or broke the protocol during a call (internal: retried once)."""
-
-
-class _EngineTimedOut(Exception):
-    """An engine call did not finish within the timeout (internal: not retried)."""
 
 
 # -- limits and scores ------------------------------------------------------------------------
@@ -168,188 +142,6 @@ class EngineLine:
     bound: bool  # the engine flagged the score as a bound (stopped inside a re-search)
 
 
-# -- engine resolution and process ------------------------------------------------------------
-
-
-def resolve_engine(spec: str) -> str:
-    """The executable behind `--engine`: a path (anything with a `/`), or a name looked up on
-    PATH and then in /usr/games."""
-    text = spec.strip()
-    if not text:
-        raise EngineError("no engine given: expected a name such as 'stockfish' or a path")
-    if os.sep in text:
-        if not os.path.exists(text):
-            raise EngineError(f"engine not found: {text}")
-        if not os.path.isfile(text) or not os.access(text, os.X_OK):
-            raise EngineError(f"engine {text} is not an executable file")
-        return os.path.abspath(text)
-    found = shutil.which(text) or shutil.which(text, path=os.pathsep.join(EXTRA_ENGINE_DIRS))
-    if found is None:
-        raise EngineError(f"engine not found: {text!r} is not on PATH or in {', '.join(EXTRA_ENGINE_DIRS)}")
-    return found
-
-
-def _die_with_parent() -> None:
-    """Runs in the engine process before exec: the kernel kills it when the thread that started
-    it ends, i.e. when its owner exits, crashes or is killed."""
-    if _LIBC is not None:
-        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def _one_line(error: BaseException) -> str:
-    return " ".join(str(error).split()) or type(error).__name__
-
-
-@dataclass
-class _Handles:
-    """What the finalizer of an `_EngineProcess` needs (it must not reference the object)."""
-
-    loop: asyncio.AbstractEventLoop
-    thread: threading.Thread
-    transport: asyncio.SubprocessTransport | None = None
-    protocol: chess.engine.UciProtocol | None = None
-
-
-def _shutdown(handles: _Handles, graceful: bool = True) -> None:
-    """Quit the engine (or kill it), wait until it is reaped, then stop the loop thread."""
-    loop, transport, protocol = handles.loop, handles.transport, handles.protocol
-    if threading.current_thread() is handles.thread:  # a finalizer run by the loop itself: no waiting
-        if transport is not None:
-            with contextlib.suppress(OSError):
-                os.kill(transport.get_pid(), signal.SIGKILL)
-        loop.stop()
-        return
-    if transport is not None and protocol is not None and not loop.is_closed():
-
-        async def stop() -> None:
-            if graceful and not protocol.returncode.done():
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(protocol.quit(), QUIT_GRACE)
-            transport.close()  # kills the process if it is still running
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(protocol.returncode), KILL_GRACE)
-
-        try:
-            asyncio.run_coroutine_threadsafe(stop(), loop).result(QUIT_GRACE + KILL_GRACE + 1)
-        except (concurrent.futures.TimeoutError, RuntimeError):
-            pid = transport.get_pid()
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-    handles.transport = handles.protocol = None
-    if not loop.is_closed():
-        loop.call_soon_threadsafe(loop.stop)
-        handles.thread.join(KILL_GRACE)
-        if not handles.thread.is_alive():
-            loop.close()
-
-
-def _is_bound(info: chess.engine.InfoDict) -> bool:
-    return bool(info.get("lowerbound") or info.get("upperbound"))
-
-
-@dataclass(frozen=True)
-class _CallResult:
-    infos: list[chess.engine.InfoDict]  # the final info per MultiPV index, in index order
-    nodes: int
-
-
-class _EngineProcess:
-    """One engine process, driven by `chess.engine`'s asyncio protocol on a private loop thread."""
-
-    def __init__(self, path: str, options: dict[str, int], timeout: float) -> None:
-        self.path = path
-        self.options: dict[str, int] = {}
-        loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=loop.run_forever, name=f"uci-engine {path}", daemon=True)
-        thread.start()
-        self._handles = _Handles(loop, thread)
-        self._finalizer = weakref.finalize(self, _shutdown, self._handles)
-        try:
-            self._run(self._start(options), timeout)
-        except BaseException:
-            self.close(graceful=False)
-            raise
-
-    async def _start(self, options: dict[str, int]) -> None:
-        transport, protocol = await chess.engine.UciProtocol.popen(self.path, setpgrp=True, preexec_fn=_die_with_parent)
-        self._handles.transport, self._handles.protocol = transport, protocol
-        await protocol.initialize()
-        supported = {name: value for name, value in options.items() if name in protocol.options}
-        await protocol.configure(supported)
-        self.options = supported
-
-    @property
-    def protocol(self) -> chess.engine.UciProtocol:
-        protocol = self._handles.protocol
-        if protocol is None:
-            raise _EngineCrashed("engine is not running")
-        return protocol
-
-    @property
-    def pid(self) -> int | None:
-        transport = self._handles.transport
-        return None if transport is None else transport.get_pid()
-
-    def _run(self, coroutine: Coroutine[Any, Any, T], timeout: float) -> T:
-        future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(coroutine, timeout), self._handles.loop)
-        try:
-            return future.result(timeout + QUIT_GRACE)
-        except concurrent.futures.TimeoutError:  # = TimeoutError: asyncio's or ours
-            future.cancel()
-            raise _EngineTimedOut from None
-
-    def search(
-        self,
-        board: chess.Board,
-        lines: int,
-        limit: chess.engine.Limit,
-        root_moves: Sequence[chess.Move] | None,
-        game: object,
-        timeout: float,
-    ) -> _CallResult:
-        """One `go`: the engine's final line for each of `lines` MultiPV indices."""
-        try:
-            return self._run(self._search(board, lines, limit, root_moves, game), timeout)
-        except (chess.engine.EngineError, OSError) as error:  # EngineTerminatedError included
-            raise _EngineCrashed(_one_line(error)) from None
-
-    async def _search(
-        self,
-        board: chess.Board,
-        lines: int,
-        limit: chess.engine.Limit,
-        root_moves: Sequence[chess.Move] | None,
-        game: object,
-    ) -> _CallResult:
-        analysis = await self.protocol.analysis(
-            board, limit, multipv=lines if lines > 1 else None, game=game, info=INFO, root_moves=root_moves
-        )
-        final: dict[int, chess.engine.InfoDict] = {}  # the last line per MultiPV index
-        exact: dict[chess.Move, chess.engine.InfoDict] = {}  # the last unflagged line per move
-        nodes = 0
-        with analysis:
-            async for info in analysis:
-                nodes = max(nodes, info.get("nodes", 0))
-                pv = info.get("pv")
-                if "score" in info and pv:
-                    # Replace, never merge: a bound flag must not outlive the line it was on.
-                    final[info.get("multipv", 1)] = info
-                    if not _is_bound(info):
-                        exact[pv[0]] = info
-        # A search stopped by its node or time limit inside an aspiration re-search ends on a
-        # bound (with a cut PV): take that move's score from its last completed iteration.
-        ordered = [final[index] for index in sorted(final)]
-        return _CallResult([exact.get(info["pv"][0], info) if _is_bound(info) else info for info in ordered], nodes)
-
-    def engine_id(self) -> dict[str, str]:
-        return dict(self.protocol.id)
-
-    def close(self, graceful: bool = True) -> None:
-        if self._finalizer.alive:
-            self._finalizer.detach()
-            _shutdown(self._handles, graceful)
-
-
 # -- the backend --------------------------------------------------------------------------------
 
 
@@ -360,19 +152,6 @@ def _check_position(board: chess.Board) -> None:
     if board.status() != chess.STATUS_VALID:
         board_from_fen(board.fen())  # raises with the list of problems
         raise FenError(f"impossible position in FEN {board.fen()!r}")
-
-
-def _rules_value(board: chess.Board, setter: chess.Color, ply: int) -> Value | None:
-    """The value fixed by the rules, as `search.chessgame.ChessGame` decides it, or None."""
-    if ply > 0 and board.is_repetition(2):
-        return 0
-    if not any(board.generate_legal_moves()):
-        if board.is_check():
-            return -(MATE - ply) if board.turn == setter else MATE - ply
-        return 0
-    if board.halfmove_clock >= 100 or board.is_insufficient_material():
-        return 0
-    return None
 
 
 class UciBackend:
@@ -406,42 +185,21 @@ class UciBackend:
         # Explain shows the whole response distribution at the root: every root response gets
         # an exact value (one MultiPV search over all of them), not only those within R.
         self.exact_root = exact_root
-        self.requested_options = {"Threads": threads, "Hash": hash_mb}
-        self._engine: _EngineProcess | None = None
-        self._closed = False
-        engine = self._start()  # fail fast on a broken engine
-        self._id = engine.engine_id()
-        self.options = dict(engine.options)
+        self.engine = UciEngine(path, {"Threads": threads, "Hash": hash_mb}, timeout=timeout)  # fails fast
+        self.options = dict(self.engine.options)
 
     # -- lifecycle ----------------------------------------------------------------------------
-
-    def _start(self) -> _EngineProcess:
-        try:
-            self._engine = _EngineProcess(self.path, self.requested_options, self.timeout)
-        except _EngineTimedOut:
-            raise EngineError(
-                f"engine {self.path} did not start as a UCI engine: no 'uciok' within {self.timeout:g} s"
-            ) from None
-        except (chess.engine.EngineError, OSError) as error:
-            raise EngineError(f"engine {self.path} did not start as a UCI engine: {_one_line(error)}") from None
-        return self._engine
-
-    def _discard(self, graceful: bool) -> None:
-        engine, self._engine = self._engine, None
-        if engine is not None:
-            engine.close(graceful)
 
     @property
     def pid(self) -> int | None:
         """The engine's process id (None between a failure and the next analysis)."""
-        return None if self._engine is None else self._engine.pid
+        return self.engine.pid
 
     def new_unit(self) -> None:
         """Nothing to forget: every node query already starts with `ucinewgame`."""
 
     def close(self) -> None:
-        self._closed = True
-        self._discard(graceful=True)
+        self.engine.close()
 
     def __enter__(self) -> UciBackend:
         return self
@@ -452,12 +210,12 @@ class UciBackend:
         self.close()
 
     def describe(self) -> dict[str, Any]:
-        engine_name = self._id.get("name", "")
+        engine_name = self.engine.id.get("name", "")
         version = re.search(r"\d+(?:\.\d+)*", engine_name)
         return {
             "name": self.name,
             "engine": engine_name,
-            "author": self._id.get("author"),
+            "author": self.engine.id.get("author"),
             "version": version.group(0) if version else engine_name,
             "path": self.path,
             "options": dict(self.options),
@@ -471,29 +229,19 @@ class UciBackend:
 
     def analyse(self, board: chess.Board, setter: chess.Color, settings: DiffiMaxSettings) -> DiffiMaxResult:
         """DiffiMax at `board` (with its move stack, which the engine sees for repetitions) for
-        `setter`. A crash is retried once on a fresh engine; a second crash or a hang raises
-        `EngineError` (the next call starts a new engine)."""
-        if self._closed:
-            raise EngineError(f"engine {self.path}: the backend is closed")
+        `setter`. A crash is retried once on a fresh engine (the whole analysis, so that its
+        result never depends on the crash); a second crash or a hang raises `EngineError`."""
         _check_position(board)
-        restarts = 0
-        while True:
-            engine = self._engine or self._start()
-            try:
-                result = _Run(self, engine, board, setter, settings).result()
-            except _EngineCrashed as crash:
-                self._discard(graceful=False)
-                if restarts:
-                    raise EngineError(f"engine {self.path} crashed twice on FEN {board.fen()!r}: {crash}") from None
-                restarts += 1
-                continue
-            except _EngineTimedOut:
-                self._discard(graceful=False)
-                raise EngineError(
-                    f"engine {self.path} timed out (no answer within {self.timeout:g} s) on FEN {board.fen()!r}"
-                ) from None
-            result.extra["restarts"] = restarts
-            return result
+        started = time.perf_counter()
+
+        def run(process: EngineProcess) -> tuple[UciOracle, DiffiMaxResult]:
+            oracle = UciOracle(self, process, board, setter, settings)
+            found = walk(oracle, settings, exact_root=self.exact_root)
+            return oracle, DiffiMaxResult.of(found, board.turn != setter, SearchStats(nodes=oracle.nodes), settings)
+
+        oracle, result = self.engine.attempt(run, f"on FEN {board.fen()!r}")
+        result.extra = oracle.counters(time.perf_counter() - started) | {"restarts": self.engine.restarts}
+        return result
 
 
 def open_uci_backend(
@@ -518,24 +266,24 @@ def open_uci_backend(
     )
 
 
-class _Run:
-    """One `UciBackend.analyse` call: the DiffiMax visit, its engine calls and counters."""
+class UciOracle:
+    """The walk's oracle (`search.traversal.Oracle`) for one `UciBackend.analyse` call: node
+    queries on the engine, and the counters they add up to."""
 
     def __init__(
         self,
         backend: UciBackend,
-        engine: _EngineProcess,
+        process: EngineProcess,
         board: chess.Board,
         setter: chess.Color,
         settings: DiffiMaxSettings,
     ) -> None:
         self.backend = backend
-        self.engine = engine
-        self.board = board.copy()
+        self.process = process
+        # The adapter keeps the move stack: the engine sees the game's history for repetitions.
+        self.game = ChessGame(board, setter)
         self.setter = setter
         self.settings = settings
-        self.analyses: list[ResponseAnalysis] = []
-        self.traps: list[TrapRecord] = []
         self.calls = 0
         self.nodes = 0
         self.lines = 0
@@ -543,17 +291,10 @@ class _Run:
         self.depths: list[int] = []
         self.engine_seconds = 0.0
 
-    def result(self) -> DiffiMaxResult:
-        started = time.perf_counter()
-        board, settings = self.board, self.settings
-        value, best_move = self._root()
-        wall = time.perf_counter() - started
-        root_is_opponent = board.turn != self.setter
-        analyses = self.analyses
-        root_analysis = analyses[0] if analyses and root_is_opponent and analyses[0].path == () else None
+    def counters(self, wall: float) -> dict[str, Any]:
         backend = self.backend
-        extra: dict[str, Any] = {
-            "engine": backend.describe()["engine"],
+        return {
+            "engine": backend.engine.id.get("name", ""),
             "limits": backend.limits.describe(),
             "strategy": backend.strategy,
             "engine_calls": self.calls,
@@ -565,74 +306,28 @@ class _Run:
             "line_depth_min": min(self.depths, default=0),
             "line_depth_max": max(self.depths, default=0),
         }
-        stats = SearchStats(nodes=self.nodes)
-        return DiffiMaxResult(value, best_move, root_analysis, analyses, self.traps, stats, settings, extra)
 
-    # -- the visit (search.diffimax.DiffiMaxSearch._visit, with engine values) -------------------
+    # -- the oracle ------------------------------------------------------------------------------
 
-    def _root(self) -> tuple[Value, str | None]:
-        """Visit the root; returns its value and the side to move's best move."""
-        board, depth = self.board, self.settings.depth
-        terminal = _rules_value(board, self.setter, 0)
+    def value(self, depth: int) -> Value:
+        terminal = self.game.terminal_value()
         if terminal is not None:
-            return terminal, None
-        if depth == 0:
-            return self._best_line(0).value, None
-        if board.turn != self.setter:
-            analysis = self._visit_opponent(depth, ())
-            return analysis.best_value, analysis.best
-        lines = self._visit_setter(depth, ())
-        if lines is None:  # nothing needed the root's lines: one call for its value
-            best = self._best_line(0)
-            return best.value, best.move.uci()
-        move = min(lines, key=lambda m: (-lines[m].value, m.uci()))
-        return lines[move].value, move.uci()
+            return terminal
+        return self._call(1, None, object())[0].value
 
-    def _visit(self, remaining: int, path: tuple[str, ...]) -> None:
-        if remaining == 0 or _rules_value(self.board, self.setter, len(path)) is not None:
-            return
-        if self.board.turn == self.setter:
-            self._visit_setter(remaining, path)
-        else:
-            self._visit_opponent(remaining, path)
+    def setter_children(
+        self, depth: int, value: Value | None, margin: Value | None
+    ) -> Iterator[tuple[chess.Move, Value]]:
+        lines, _ = self._lines(margin)
+        best = max(line.value for line in lines.values())
+        for move in sorted(lines, key=chess.Move.uci):
+            if margin is None or lines[move].value >= best - margin:
+                yield move, lines[move].value
 
-    def _visit_setter(self, remaining: int, path: tuple[str, ...]) -> dict[chess.Move, EngineLine] | None:
-        """Visit the moves within the safety margin S of the best; returns the lines that decided
-        them (None when no engine call was needed: S unbounded, or children that are leaves)."""
-        if remaining == 1:
-            return None  # every child is a leaf: nothing below it is analysed
-        board, safety = self.board, self.settings.safety_cp
-        lines = None
-        if safety is None:
-            explore = list(board.legal_moves)
-        else:
-            lines, _ = self._lines(len(path), safety)
-            best = max(line.value for line in lines.values())
-            explore = [move for move, line in lines.items() if line.value >= best - safety]
-        self._descend(explore, remaining, path)
-        return lines
-
-    def _visit_opponent(self, remaining: int, path: tuple[str, ...]) -> ResponseAnalysis:
-        """Analyse the responses, then visit the best one and every trap candidate."""
-        analysis = self._analyse_node(path)
-        keep = {analysis.best} | {r.move for r in analysis.candidates}
-        safety = self.settings.safety_cp
-        self._descend([m for m in self.board.legal_moves if safety is None or m.uci() in keep], remaining, path)
-        return analysis
-
-    def _descend(self, moves: list[chess.Move], remaining: int, path: tuple[str, ...]) -> None:
-        board = self.board
-        for move in sorted(moves, key=chess.Move.uci):
-            board.push(move)
-            self._visit(remaining - 1, (*path, move.uci()))
-            board.pop()
-
-    def _analyse_node(self, path: tuple[str, ...]) -> ResponseAnalysis:
-        """Steps 1-10 of the spec at the current (opponent) position, with engine values: exact
-        inside [v1, v1 + R], a lower bound beyond it."""
-        board, ply = self.board, len(path)
-        whole = self.backend.exact_root and not path  # explain: the whole distribution
-        lines, bound = self._lines(ply, None if whole else self.settings.reasonable_cp)
+    def responses(self, depth: int, value: Value | None, whole: bool) -> list[ResponseValue]:
+        """Exact inside [v1, v1 + R] (every response when `whole`), a lower bound beyond it."""
+        board = self.game.board
+        lines, bound = self._lines(None if whole else self.settings.reasonable_cp)
         measured = []
         for move in board.legal_moves:
             line = lines.get(move)
@@ -652,26 +347,16 @@ class _Run:
                     line=pv,
                 )
             )
-        analysis = classify_responses(
-            measured,
-            self.settings,
-            path=path,
-            node=board.fen(),
-            ply=ply,
-            responder="white" if board.turn == chess.WHITE else "black",
-        )
-        self.analyses.append(analysis)
-        self.traps.extend(trap_records(analysis, {r.move: r.line for r in measured}))
-        return analysis
+        return measured
 
     # -- node queries ----------------------------------------------------------------------------
 
-    def _lines(self, ply: int, margin: int | None) -> tuple[dict[chess.Move, EngineLine], Value | None]:
+    def _lines(self, margin: int | None) -> tuple[dict[chess.Move, EngineLine], Value | None]:
         """The lines at the current position: every move whose value is within `margin` of the
         best (side to move's view), and `bound`, the value of the last line found: the engine
         ranked every unlisted move no better for the side to move (None: all moves listed).
         The naive strategy, or `margin` None, lists every legal move."""
-        board = self.board
+        board = self.game.board
         moves = list(board.legal_moves)
         sign = 1 if board.turn == self.setter else -1  # setter value -> side-to-move value
         game = object()  # a new game per node query: ucinewgame clears hash and histories
@@ -680,7 +365,7 @@ class _Run:
         batch = len(moves) if everything else 1
         while True:
             remaining = [move for move in moves if move not in found]
-            new = self._call(ply, min(batch, len(remaining)), None if not found else remaining, game)
+            new = self._call(min(batch, len(remaining)), None if not found else remaining, game)
             for line in new:
                 found.setdefault(line.move, line)
             if len(found) == len(moves):
@@ -692,26 +377,24 @@ class _Run:
                     return found, last.value
             batch = len(moves) if everything else ADAPTIVE_BATCH
 
-    def _best_line(self, ply: int) -> EngineLine:
-        return self._call(ply, 1, None, object())[0]
-
-    def _call(self, ply: int, count: int, root_moves: Sequence[chess.Move] | None, game: object) -> list[EngineLine]:
+    def _call(self, count: int, root_moves: Sequence[chess.Move] | None, game: object) -> list[EngineLine]:
         """One engine call for `count` lines (among `root_moves` when given)."""
+        board, ply = self.game.board, self.game.ply
         backend = self.backend
         limit = backend.limits.for_lines(count)
         timeout = backend.timeout + (limit.time or 0.0)
         started = time.perf_counter()
-        result = self.engine.search(self.board, count, limit, root_moves, game, timeout)
+        result = self.process.search(board, count, limit, root_moves, game, timeout)
         self.engine_seconds += time.perf_counter() - started
         self.calls += 1
         self.nodes += result.nodes
-        allowed = set(root_moves) if root_moves is not None else set(self.board.legal_moves)
+        allowed = set(root_moves) if root_moves is not None else set(board.legal_moves)
         lines: list[EngineLine] = []
         for info in result.infos:
             pv = info["pv"]
             if pv[0] not in allowed or any(line.move == pv[0] for line in lines):
                 continue
-            bound = _is_bound(info)
+            bound = is_bound(info)
             lines.append(
                 EngineLine(
                     move=pv[0],
@@ -724,7 +407,7 @@ class _Run:
             self.bound_lines += bound
             self.depths.append(info.get("depth", 0))
         if not lines:
-            raise _EngineCrashed(f"no principal variation for FEN {self.board.fen()!r}")
+            raise EngineCrashed(f"no principal variation for FEN {board.fen()!r}")
         self.lines += len(lines)
         return lines
 
