@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import json
 import sys
+import traceback
 from typing import Annotated, Any
 
 import chess
 import typer
 
-from pipeline.engines.backends import EngineOptions, open_backend
+from pipeline.engines.backends import EngineOptions, default_engine, open_backend
 from pipeline.judges import judge_root, judges_json, judges_text
 from pipeline.outputs.explain import explain_text, result_json, san_after, san_namer, san_path
 from search.alphabeta import Searcher, minimax_decision
 from search.chessgame import board_from_fen
 from search.diffimax import DiffiMaxSearch
+from search.errors import DiffimaxError
 from search.settings import NATIVE_DEFAULT_DEPTH, UCI_DEFAULT_DEPTH, DiffiMaxSettings, parse_scope
 from search.tree import TreeGame, parse_tree, tree_height
 from search.ttable import TranspositionTable
@@ -49,7 +51,13 @@ SafetyMargin = Annotated[
 JsonOut = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
 # How to run the engine, the same flags on every command that uses one.
-EngineOpt = Annotated[str, typer.Option("--engine", help="native, stockfish, or a UCI engine's path.")]
+EngineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        help="stockfish (the default where installed), native (the embedded engine), or a UCI engine's path.",
+    ),
+]
 NodesOpt = Annotated[int | None, typer.Option("--nodes", help="Engine node limit per search.")]
 EngineDepthOpt = Annotated[int | None, typer.Option("--engine-depth", help="UCI depth limit per search.")]
 MovetimeOpt = Annotated[float | None, typer.Option("--movetime", help="UCI time limit per search (s).")]
@@ -57,7 +65,7 @@ ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="UCI Threads p
 HashOpt = Annotated[int | None, typer.Option("--hash", help="UCI Hash in MiB per engine.")]
 
 
-class UsageError(ValueError):
+class UsageError(DiffimaxError, ValueError):
     """A command-line value that no setting accepts."""
 
 
@@ -169,7 +177,7 @@ def explain(
     exclude_checks: ExcludeChecks = False,
     exclude_captures: ExcludeCaptures = False,
     safety_margin: SafetyMargin = "0.5",
-    engine: EngineOpt = "native",
+    engine: EngineOpt = None,
     nodes: NodesOpt = None,
     engine_depth: EngineDepthOpt = None,
     movetime: MovetimeOpt = None,
@@ -196,6 +204,7 @@ def explain(
         setter_color = setter.lower() == "white"
     else:
         raise UsageError(f"invalid setter {setter!r}: expected white or black")
+    engine = engine or default_engine()
     plies = depth if depth is not None else (NATIVE_DEFAULT_DEPTH if engine == "native" else UCI_DEFAULT_DEPTH)
     settings = build_settings(plies, scope, reasonable_dip, trap_dip, exclude_checks, exclude_captures, safety_margin)
     options = EngineOptions(threads=threads, hash_mb=hash_mb, nodes=nodes, depth=engine_depth, movetime=movetime)
@@ -227,7 +236,7 @@ def explain(
         f"FEN: {board.fen()}",
         f"Side to move: {color[board.turn]}",
         f"Setter: {color[setter_color]}",
-        f"Engine: {described.get('engine') or described.get('name', engine)}",
+        f"Engine: {engine_label(described, engine)}",
     ]
     text = explain_text(
         result, header=header, name=san_namer(board), path_name=san_path(board), move_name=san_after(board)
@@ -248,7 +257,7 @@ def mine(
     exclude_checks: ExcludeChecks = False,
     exclude_captures: ExcludeCaptures = False,
     safety_margin: SafetyMargin = "0.5",
-    engine: EngineOpt = "native",
+    engine: EngineOpt = None,
     nodes: NodesOpt = None,
     engine_depth: EngineDepthOpt = None,
     movetime: MovetimeOpt = None,
@@ -277,9 +286,11 @@ def mine(
 ) -> None:
     """Mine PGN databases for traps: DiffiMax at every selected position on Ray, Parquet out."""
     from pipeline.ingest.games import GameFilter
+    from pipeline.mine.config import shard_bytes_of
     from pipeline.mine.driver import MineConfig, run
 
     plies_from, plies_to = parse_plies(plies)
+    engine = engine or default_engine()
     plies_default = NATIVE_DEFAULT_DEPTH if engine == "native" else UCI_DEFAULT_DEPTH
     settings = build_settings(
         depth if depth is not None else plies_default,
@@ -311,7 +322,7 @@ def mine(
         resume=resume,
         setter_choices=setter_choices,
         shard_games=shard_games,
-        shard_bytes=max(1, int(shard_mb * (1 << 20))),
+        shard_bytes=shard_bytes_of(shard_mb),
     )
     manifest = run(config)
     typer.echo(summary_text(manifest, out))
@@ -377,6 +388,19 @@ def puzzles(
     typer.echo(report.summary())
 
 
+def engine_label(described: dict[str, Any], engine: str) -> str:
+    """The engine as people name it, with its limits: "Stockfish 15.1 (100,000 nodes per line)"."""
+    if engine == "native":
+        return "native (the embedded alpha-beta search on PeSTO; --engine stockfish sees much deeper)"
+    limits = described.get("limits") or {}
+    parts = [f"{limits['nodes']:,} nodes" if limits.get("nodes") else None,
+             f"depth {limits['depth']}" if limits.get("depth") else None,
+             f"{limits['movetime']:g} s" if limits.get("movetime") else None]  # fmt: skip
+    limit_text = ", ".join(part for part in parts if part)
+    name = described.get("engine") or described.get("name", engine)
+    return f"{name} ({limit_text} per line)" if limit_text else str(name)
+
+
 def parse_plies(text: str | None) -> tuple[int, int | None]:
     """`10-40` -> (10, 40); `10-` -> (10, None); `12` -> (12, 12)."""
     if text is None:
@@ -407,23 +431,34 @@ def summary_text(manifest: dict[str, Any], out: str) -> str:
     ])  # fmt: skip
 
 
+# Exit codes: 1 for what the user can fix (one line), 2 for a command line the parser rejects,
+# 130 / 143 for an interrupt or SIGTERM, and INTERNAL_ERROR (with the traceback) for a bug.
+INTERNAL_ERROR = 70
+
+
 def main() -> None:
-    """Console entry point: domain errors become one line on stderr and exit code 1."""
+    """Console entry point: what a user can cause (`DiffimaxError`, an OS error naming its path)
+    is one line on stderr; anything else is a bug and keeps its traceback."""
     try:
         app(standalone_mode=False)
-    except (ValueError, RuntimeError, OSError) as error:
+    except DiffimaxError as error:
+        typer.echo(f"diffimax: error: {error}", err=True)
+        sys.exit(getattr(error, "exit_code", 1))
+    except OSError as error:
         typer.echo(f"diffimax: error: {error}", err=True)
         sys.exit(1)
     except typer.Exit as done:
         sys.exit(done.exit_code)
-    except typer.Abort:
-        typer.echo("diffimax: aborted", err=True)
+    except (typer.Abort, KeyboardInterrupt):
+        typer.echo("diffimax: interrupted", err=True)
         sys.exit(130)
     except Exception as error:
         # Usage errors from the command-line parser (typer vendors click, so match by shape).
         format_message = getattr(error, "format_message", None)
         if format_message is None:
-            raise
+            traceback.print_exc()
+            typer.echo(f"diffimax: internal error (a bug, please report it): {type(error).__name__}", err=True)
+            sys.exit(INTERNAL_ERROR)
         prefix = "" if type(error).__name__.startswith("NoArgsIsHelp") else "diffimax: error: "
         typer.echo(f"{prefix}{format_message()}", err=True)
         sys.exit(getattr(error, "exit_code", 2))

@@ -13,6 +13,7 @@ import chess
 import chess.polyglot
 
 from search import pesto
+from search.errors import DiffimaxError
 from search.values import INFINITY, MATE, Value
 
 # Polyglot's random numbers, so keys equal `chess.polyglot.zobrist_hash` (a test checks it).
@@ -33,7 +34,7 @@ MVV_LVA_VICTIM = {
 PROMOTION_BONUS = 8
 
 
-class FenError(ValueError):
+class FenError(DiffimaxError, ValueError):
     """The text is not a valid FEN, or describes an impossible position."""
 
 

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from search.errors import DiffimaxError
 from search.values import pawns_to_cp
 
 # Opponent Responses: Top-k keeps the k-1 strongest alternatives; "all" keeps every one.
@@ -17,7 +18,7 @@ NATIVE_DEFAULT_DEPTH = 3
 UCI_DEFAULT_DEPTH = 2
 
 
-class SettingsError(ValueError):
+class SettingsError(DiffimaxError, ValueError):
     """A DiffiMax setting is impossible (T > R, scope 1, a negative depth or dip, ...)."""
 
 

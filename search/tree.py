@@ -12,21 +12,39 @@ import random
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
+from search.errors import DiffimaxError
 from search.values import Value
 
 # A parsed tree: an int leaf (centipawns) or a tuple of subtrees.
 Tree = int | tuple["Tree", ...]
 
 
-class TreeSyntaxError(ValueError):
+class TreeSyntaxError(DiffimaxError, ValueError):
     """The tree literal is not a nested tuple of numbers."""
 
 
 def parse_tree(text: str) -> Tree:
     """Parse a literal such as ``((3,12,8),(2,4,6),(14,5,2))`` into centipawn leaves."""
+    source = text.strip()
     try:
-        literal = ast.literal_eval(text.strip())
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as error:
+        expression = ast.parse(source, mode="eval")
+    except SyntaxError as error:
+        column = f" at column {error.offset}" if error.offset else ""
+        raise TreeSyntaxError(f"malformed tree literal {text!r}: {error.msg}{column}") from None
+    except (ValueError, MemoryError, RecursionError) as error:
+        raise TreeSyntaxError(f"malformed tree literal {text!r}: {error}") from None
+    for node in ast.walk(expression.body):
+        if not isinstance(node, (ast.Tuple, ast.List, ast.Constant, ast.UnaryOp, ast.USub, ast.UAdd, ast.Load)) or (
+            isinstance(node, ast.UnaryOp) and not isinstance(node.operand, ast.Constant)
+        ):
+            segment = ast.get_source_segment(source, node) or type(node).__name__
+            at = getattr(node, "col_offset", 0) + 1
+            raise TreeSyntaxError(
+                f"malformed tree literal {text!r}: {segment!r} at column {at} is not a number or a tuple of numbers"
+            )
+    try:
+        literal = ast.literal_eval(expression)
+    except (ValueError, TypeError, MemoryError, RecursionError) as error:
         raise TreeSyntaxError(f"malformed tree literal {text!r}: {error}") from None
     return _convert(literal, ())
 

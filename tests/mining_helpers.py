@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.dataset.store import DatasetStore
+from pipeline.dataset.store import DatasetReader
 from pipeline.ingest.games import GameFilter
 from pipeline.mine.driver import MineConfig, run
 from schemas.dataset import TABLES
@@ -30,7 +30,7 @@ def mine(inputs: list[str], out: Path, **overrides: Any) -> dict[str, Any]:
 
 
 def rows(out: Path) -> dict[str, list[dict[str, Any]]]:
-    store = DatasetStore(out, resume=True)
+    store = DatasetReader(out)
     tables = {}
     for name in TABLES:
         data = store.read_table(name).to_pylist()

@@ -7,9 +7,10 @@ from pathlib import Path
 import duckdb
 
 from pipeline.dataset.sql import sql_text
+from search.errors import DiffimaxError
 
 
-class DatasetError(ValueError):
+class DatasetError(DiffimaxError, ValueError):
     """The directory holds no diffimax dataset."""
 
 

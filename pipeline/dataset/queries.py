@@ -14,9 +14,10 @@ import duckdb
 
 from pipeline.dataset.duck import connect
 from pipeline.dataset.sql import NamedQuery, named_queries
+from search.errors import DiffimaxError
 
 
-class QueryError(ValueError):
+class QueryError(DiffimaxError, ValueError):
     """Bad SQL, or an unknown saved query."""
 
 

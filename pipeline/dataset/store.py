@@ -1,7 +1,8 @@
-"""The Parquet dataset on disk: atomic per-shard commits, resume, and the manifest.
+"""The Parquet dataset on disk: atomic per-shard commits, the job's identity, resume, the manifest.
 
 Layout under the output directory:
 
+    job.json                                                             the job's identity (written first)
     shards/<shard_id>/{games,positions,responses,traps,errors}.parquet   committed shards
     shards/<shard_id>/_shard.json                                        the shard's counts
     _staging/                                                            shards being written
@@ -9,7 +10,7 @@ Layout under the output directory:
 
 A shard is written completely under `_staging/` and then renamed into `shards/` in one
 `os.rename`, so a reader or a resumed job sees a shard entirely or not at all, and a rerun can
-never duplicate rows.
+never duplicate rows. `DatasetReader` only reads; `DatasetWriter` is the one thing that writes.
 """
 
 from __future__ import annotations
@@ -26,45 +27,26 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from schemas.dataset import TABLES, versioned
+from search.errors import DiffimaxError
 
 SHARD_MARKER = "_shard.json"
+JOB_FILE = "job.json"
+MANIFEST_FILE = "manifest.json"
 
 
-class OutputError(ValueError):
+class OutputError(DiffimaxError, ValueError):
     """The output directory cannot be used as asked (not empty without --resume, ...)."""
 
 
-class DatasetStore:
-    def __init__(self, root: str | os.PathLike[str], *, resume: bool) -> None:
+class DatasetReader:
+    """A dataset directory, read only: committed shards, their counts and tables, the job."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
         self.shards = self.root / "shards"
-        self.staging = self.root / "_staging"
-        if self.root.exists() and not self.root.is_dir():
-            raise OutputError(f"output path {str(self.root)!r} exists and is not a directory")
-        if not resume and self.root.exists() and any(self.root.iterdir()):
-            raise OutputError(
-                f"output directory {str(self.root)!r} is not empty: use --resume to continue that run, "
-                "or choose a new --out"
-            )
-        self.shards.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(self.staging, ignore_errors=True)  # leftovers of an interrupted run
-        self.staging.mkdir(parents=True)
 
     def committed(self) -> set[str]:
         return {path.parent.name for path in self.shards.glob(f"*/{SHARD_MARKER}")}
-
-    def commit(self, shard_id: str, rows: Mapping[str, Iterable[dict[str, Any]]], info: dict[str, Any]) -> None:
-        """Write every table of one shard and publish them together."""
-        final = self.shards / shard_id
-        if final.exists():
-            raise OutputError(f"shard {shard_id} is already committed in {str(self.root)!r}")
-        temporary = self.staging / f"{shard_id}.{uuid.uuid4().hex[:8]}"
-        temporary.mkdir()
-        for name in TABLES:
-            table = pa.Table.from_pylist(list(rows.get(name, ())), schema=versioned(name))
-            pq.write_table(table, temporary / f"{name}.parquet", compression="zstd")
-        (temporary / SHARD_MARKER).write_text(json.dumps(info, indent=2, sort_keys=True))
-        os.rename(temporary, final)
 
     def shard_info(self) -> dict[str, dict[str, Any]]:
         return {
@@ -78,10 +60,103 @@ class DatasetStore:
             return versioned(name).empty_table()
         return pa.concat_tables(tables)
 
+    def job(self) -> dict[str, Any] | None:
+        """The identity the job was started with (None for a directory without one)."""
+        path = self.root / JOB_FILE
+        if not path.is_file():
+            return None
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            raise OutputError(f"cannot read {str(path)!r}: {error}") from None
+        if not isinstance(data, dict):
+            raise OutputError(f"{str(path)!r} is not a job identity")
+        return data
+
+
+def check_output(root: str | os.PathLike[str], *, resume: bool) -> None:
+    """Refuse an output path that cannot be used, without creating or changing anything."""
+    path = Path(root)
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"output path {str(path)!r} exists and is not a directory")
+    if resume:
+        if not path.is_dir() or not (path / JOB_FILE).is_file():
+            raise OutputError(f"nothing to resume in {str(path)!r}: no {JOB_FILE} (start the run without --resume)")
+        return
+    if path.exists() and any(path.iterdir()):
+        raise OutputError(
+            f"output directory {str(path)!r} is not empty: use --resume to continue that run, or choose a new --out"
+        )
+    parent = path.resolve().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not os.access(parent, os.W_OK):
+        raise OutputError(f"cannot create output directory {str(path)!r}: {str(parent)!r} is not writable")
+
+
+class DatasetWriter(DatasetReader):
+    """The one writer of a dataset directory. `create` makes a new one (with its job identity);
+    `reopen` continues one (for --resume), clearing what an interrupted run left in staging."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        super().__init__(root)
+        self.staging = self.root / "_staging"
+        self.created = False  # this writer made the directory (so `discard` may remove it)
+
+    @classmethod
+    def create(cls, root: str | os.PathLike[str], job: dict[str, Any]) -> DatasetWriter:
+        check_output(root, resume=False)
+        writer = cls(root)
+        writer.created = not writer.root.exists()
+        writer.shards.mkdir(parents=True, exist_ok=True)
+        writer.staging.mkdir()
+        writer._write_json(JOB_FILE, job)
+        return writer
+
+    @classmethod
+    def reopen(cls, root: str | os.PathLike[str]) -> DatasetWriter:
+        check_output(root, resume=True)
+        writer = cls(root)
+        shutil.rmtree(writer.staging, ignore_errors=True)  # leftovers of an interrupted run
+        writer.shards.mkdir(exist_ok=True)
+        writer.staging.mkdir()
+        return writer
+
+    def commit(self, shard_id: str, rows: Mapping[str, Iterable[Mapping[str, Any]]], info: dict[str, Any]) -> None:
+        """Write every table of one shard and publish them together."""
+        final = self.shards / shard_id
+        if final.exists():
+            raise OutputError(f"shard {shard_id} is already committed in {str(self.root)!r}")
+        temporary = self.staging / f"{shard_id}.{uuid.uuid4().hex[:8]}"
+        temporary.mkdir()
+        for name in TABLES:
+            table = pa.Table.from_pylist(list(rows.get(name, ())), schema=versioned(name))
+            pq.write_table(table, temporary / f"{name}.parquet", compression="zstd")
+        (temporary / SHARD_MARKER).write_text(json.dumps(info, indent=2, sort_keys=True))
+        os.rename(temporary, final)
+
     def write_manifest(self, manifest: dict[str, Any]) -> Path:
-        path = self.root / "manifest.json"
-        temporary = path.with_suffix(".json.tmp")
-        temporary.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))
-        os.replace(temporary, path)
+        path = self._write_json(MANIFEST_FILE, manifest)
         shutil.rmtree(self.staging, ignore_errors=True)
+        return path
+
+    def discard(self) -> None:
+        """Undo `create` when nothing was committed: a failed first run leaves no directory
+        behind that would refuse the corrected command."""
+        if self.committed():
+            return
+        for name in (JOB_FILE, MANIFEST_FILE):
+            (self.root / name).unlink(missing_ok=True)
+        shutil.rmtree(self.staging, ignore_errors=True)
+        shutil.rmtree(self.shards, ignore_errors=True)
+        if self.created:
+            with_contents = any(self.root.iterdir()) if self.root.exists() else True
+            if not with_contents:
+                self.root.rmdir()
+
+    def _write_json(self, name: str, data: dict[str, Any]) -> Path:
+        path = self.root / name
+        temporary = path.with_suffix(".json.tmp")
+        temporary.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
+        os.replace(temporary, path)
         return path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from search.backend import Backend, NativeBackend
 
@@ -21,6 +22,18 @@ class EngineOptions:
     """Depth limit per engine search, in plies."""
     movetime: float | None = None
     """Time limit per engine search, in seconds."""
+
+
+def default_engine() -> str:
+    """Stockfish where it is installed (its values hold up; the native engine's depth-3 search
+    misses most of the tactics traps are made of), else the embedded native engine."""
+    from pipeline.engines.process import EngineError, resolve_engine
+
+    try:
+        resolve_engine("stockfish")
+    except EngineError:
+        return "native"
+    return "stockfish"
 
 
 def open_backend(engine: str, options: EngineOptions | None = None, *, exact_root: bool = False) -> Backend:
@@ -43,3 +56,39 @@ def open_backend(engine: str, options: EngineOptions | None = None, *, exact_roo
     }
     backend: Backend = open_uci_backend(engine, exact_root=exact_root, **kwargs)  # type: ignore[arg-type]
     return backend
+
+
+def effective_engine_options(engine: str, options: EngineOptions) -> dict[str, Any]:
+    """The engine and limits a backend would really run with (defaults filled in): the part of a
+    mining job's identity that names its engine. `path` is "native" or the resolved executable."""
+    if engine == "native":
+        return {"path": "native", "threads": None, "hash_mb": None, "nodes": options.nodes, "engine_depth": None,
+                "movetime": None}  # fmt: skip
+    from pipeline.engines import uci
+    from pipeline.engines.process import resolve_engine
+
+    no_limit = options.nodes is None and options.depth is None and options.movetime is None
+    return {
+        "path": resolve_engine(engine),
+        "threads": uci.DEFAULT_THREADS if options.threads is None else options.threads,
+        "hash_mb": uci.DEFAULT_HASH_MB if options.hash_mb is None else options.hash_mb,
+        "nodes": uci.DEFAULT_NODES if no_limit else options.nodes,
+        "engine_depth": options.depth,
+        "movetime": options.movetime,
+    }
+
+
+# Seconds a UCI engine gets to answer `uci` when a job checks it: engines answer in well under a
+# second (Stockfish loads its network first), so this only bounds the wait for a program that
+# is not an engine (`/bin/cat` echoes `uci` and never says `uciok`).
+CHECK_TIMEOUT = 15.0
+
+
+def check_backend(engine: str) -> str:
+    """Make sure `--engine` can run here before a job starts anything: the engine's name and
+    version ("native", "Stockfish 15.1"), or `EngineError` with one line."""
+    if engine == "native":
+        return "native"
+    from pipeline.engines.process import check_engine
+
+    return check_engine(engine, timeout=CHECK_TIMEOUT)

@@ -56,6 +56,11 @@ class EngineError(DiffimaxError, RuntimeError):
     """The engine is missing or broken, crashed again after a restart, or hung."""
 
 
+class EngineStartError(EngineError):
+    """The engine could not be started (missing, not executable, not a UCI engine, no `uciok`):
+    every further position would fail the same way, so a job stops on it."""
+
+
 class EngineCrashed(Exception):
     """The engine died or broke the protocol during a call (retried once by `UciEngine.attempt`)."""
 
@@ -69,16 +74,16 @@ def resolve_engine(spec: str) -> str:
     PATH and then in /usr/games."""
     text = spec.strip()
     if not text:
-        raise EngineError("no engine given: expected a name such as 'stockfish' or a path")
+        raise EngineStartError("no engine given: expected a name such as 'stockfish' or a path")
     if os.sep in text:
         if not os.path.exists(text):
-            raise EngineError(f"engine not found: {text}")
+            raise EngineStartError(f"engine not found: {text}")
         if not os.path.isfile(text) or not os.access(text, os.X_OK):
-            raise EngineError(f"engine {text} is not an executable file")
+            raise EngineStartError(f"engine {text} is not an executable file")
         return os.path.abspath(text)
     found = shutil.which(text) or shutil.which(text, path=os.pathsep.join(EXTRA_ENGINE_DIRS))
     if found is None:
-        raise EngineError(f"engine not found: {text!r} is not on PATH or in {', '.join(EXTRA_ENGINE_DIRS)}")
+        raise EngineStartError(f"engine not found: {text!r} is not on PATH or in {', '.join(EXTRA_ENGINE_DIRS)}")
     return found
 
 
@@ -278,11 +283,11 @@ class UciEngine:
         try:
             self._process = EngineProcess(self.path, self.requested_options, self.timeout)
         except EngineTimedOut:
-            raise EngineError(
+            raise EngineStartError(
                 f"engine {self.path} did not start as a UCI engine: no 'uciok' within {self.timeout:g} s"
             ) from None
         except (chess.engine.EngineError, OSError) as error:
-            raise EngineError(f"engine {self.path} did not start as a UCI engine: {one_line(error)}") from None
+            raise EngineStartError(f"engine {self.path} did not start as a UCI engine: {one_line(error)}") from None
         return self._process
 
     def _discard(self, graceful: bool) -> None:

@@ -34,6 +34,7 @@ import chess.polyglot
 import chess.variant
 
 from pipeline.ingest.sources import Shard, load_shard
+from search.errors import DiffimaxError
 
 TimeControlClass = Literal["ultrabullet", "bullet", "blitz", "rapid", "classical", "correspondence", "unknown"]
 TIME_CONTROL_CLASSES: Final[tuple[TimeControlClass, ...]] = (
@@ -58,7 +59,7 @@ QUOTE_LIMIT: Final = 60
 SAN_CACHE_LIMIT: Final = 200_000
 
 
-class FilterError(ValueError):
+class FilterError(DiffimaxError, ValueError):
     """A game filter that no game could pass, or an unknown time-control class."""
 
 

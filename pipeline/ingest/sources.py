@@ -40,6 +40,8 @@ from typing import BinaryIO, Literal, cast
 
 import zstandard
 
+from search.errors import DiffimaxError
+
 Compression = Literal["none", "zstd", "gzip", "bz2"]
 ShardKind = Literal["range", "stream"]
 
@@ -64,7 +66,7 @@ URL_TIMEOUT = 60.0
 ZSTD_MAX_WINDOW = 1 << 31
 
 
-class InputError(ValueError):
+class InputError(DiffimaxError, ValueError):
     """An input (file, directory, glob or URL) that names no readable PGN data."""
 
 

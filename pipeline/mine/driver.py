@@ -1,87 +1,86 @@
 """`diffimax mine`: PGN databases in, DiffiMax at every selected position on Ray, Parquet out.
 
-The driver reads the inputs as a stream of shards and keeps a bounded number in flight:
+Before anything is created or started, the job is checked: its settings, its inputs (expanded
+and readable), its output directory, and its engine (started once on the driver). Its identity
+is then written to `OUT/job.json`, which `--resume` must match. The driver then repeats four
+named steps, keeping a bounded number of shards in flight:
 
-1. *Ingest* (Ray tasks): parse one shard, filter games on their headers, replay the selected
-   ones into positions.
+1. *Fill* (Ray tasks): parse shards, filter games on their headers, replay the selected ones
+   into positions.
 2. *Route* (driver, in shard order, so the result never depends on the number of workers): a
    position key seen before job-wide reuses that analysis; a new key is analysed at its first
    occurrence. The new positions of one game form one unit, so they reach one worker in ply order
    with a warm table / engine hash.
-3. *Analyse* (a pool of stateful Ray actors, each with its own engine and transposition table for
-   the whole job): `pipeline.mine.work.analyse_unit`. Actors restart and retry their unit when a
+3. *Collect* (a pool of stateful Ray actors, each with its own engine and transposition table for
+   the whole job): `pipeline.mine.work.AnalysisWorker`. Actors restart and retry their unit when a
    worker process or a node dies; a unit starts from a clean engine state, so a retry returns the
-   same rows.
+   same rows. An engine that cannot start stops the job with one line.
 4. *Commit* (driver): once every position of a shard has its analysis, the shard's tables are
    written and published atomically (`pipeline.dataset.store`).
+
+Ctrl-C or SIGTERM stop the job cleanly: committed shards stay, the rest is dropped, and the
+error says how to `--resume`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import platform
+import signal
 import sys
+import tempfile
+import threading
 import time
+import uuid
 from collections import deque
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
 from importlib import metadata
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute
 import ray
+import ray.exceptions
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from pipeline.dataset.store import DatasetStore
-from pipeline.engines.backends import EngineOptions, open_backend
-from pipeline.ingest.games import GameFilter, read_games
+from pipeline.dataset.store import DatasetWriter, check_output
+from pipeline.engines.backends import EngineOptions, check_backend
+from pipeline.ingest.games import ErrorRow, Failed, GameFilter, GameRow, PositionRow, Selected, read_games
 from pipeline.ingest.sources import Shard, compression_of, expand_inputs, is_url, iter_shards
-from pipeline.mine.work import OCCURRENCE_COLUMNS, AnalysisUnit, PositionResult, analyse_unit, occurrence_rows
+from pipeline.mine.config import MineConfig, check_resume, job_identity
+from pipeline.mine.progress import Progress, Status
+from pipeline.mine.work import (
+    OCCURRENCE_COLUMNS,
+    AnalysisUnit,
+    AnalysisWorker,
+    PositionResult,
+    UnitOutcome,
+    occurrence_rows,
+)
 from schemas.dataset import SCHEMA_VERSION
+from search.errors import DiffimaxError
 from search.settings import DiffiMaxSettings
 
 # Shards being ingested or analysed at once, per analysis worker (bounds driver memory).
 SHARDS_IN_FLIGHT_PER_WORKER = 3
-# Seconds between two progress lines.
-PROGRESS_INTERVAL = 2.0
+# Seconds the driver waits for any work to finish before it looks again.
+POLL_SECONDS = 0.05
 
 
-@dataclass(frozen=True)
-class MineConfig:
-    inputs: tuple[str, ...]
-    """PGN files (.pgn, .pgn.zst, .pgn.gz, .pgn.bz2), directories, globs or http(s) URLs."""
-    out: str
-    """Output directory of the Parquet dataset."""
-    settings: DiffiMaxSettings = field(default_factory=DiffiMaxSettings)
-    engine: str = "native"
-    """native, stockfish, or a UCI engine's path."""
-    engine_options: EngineOptions = field(default_factory=EngineOptions)
-    game_filter: GameFilter = field(default_factory=GameFilter)
-    max_games: int | None = None
-    """Stop after this many games read (in input order)."""
-    workers: int | None = None
-    """Analysis actors; default: the cluster's CPUs."""
-    address: str | None = None
-    """An existing Ray cluster; default: start a local one."""
-    resume: bool = False
-    setter_choices: bool = False
-    """Also analyse each position with the side to move as setter: which of its moves would set a
-    trap (doubles the engine work; needs depth >= 2)."""
-    shard_bytes: int = 16 << 20
-    shard_games: int = 500
+class MiningStopped(DiffimaxError, RuntimeError):
+    """The job stopped before the end (an interrupt, an engine that cannot start); committed
+    shards are kept. `exit_code` is what the command line exits with."""
 
-    def __post_init__(self) -> None:
-        if not self.inputs:
-            raise ValueError("no input given: name PGN files, directories, globs or URLs")
-        if self.max_games is not None and self.max_games < 1:
-            raise ValueError(f"invalid --max-games {self.max_games}: must be at least 1")
-        if self.workers is not None and self.workers < 1:
-            raise ValueError(f"invalid --workers {self.workers}: must be at least 1")
-        if self.setter_choices and self.settings.depth < 2:
-            raise ValueError(f"--setter-choices needs --depth 2 or more, not {self.settings.depth}")
-        if self.shard_games < 1 or self.shard_bytes < 1:
-            raise ValueError("shard sizes must be positive")
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised by the driver loop (like KeyboardInterrupt for SIGINT)."""
 
 
 @dataclass
@@ -110,9 +109,9 @@ class ShardIngest:
 
     shard_id: str
     source: str
-    games: list[Any]  # GameRow
-    positions: list[Any]  # PositionRow
-    errors: list[Any]  # ErrorRow
+    games: list[GameRow]
+    positions: list[PositionRow]
+    errors: list[ErrorRow]
     moves: dict[str, tuple[str | None, tuple[str, ...]]]  # game id -> (start FEN, UCI moves)
     games_read: int
     games_filtered: int
@@ -122,12 +121,10 @@ class ShardIngest:
 
 def ingest_shard(shard: Shard, game_filter: GameFilter, limit: int | None) -> ShardIngest:
     """Parse one shard (plain function; the Ray task wraps it). `limit` caps the games read."""
-    from pipeline.ingest.games import Failed, Filtered, Selected
-
     start = time.perf_counter()
-    games: list[Any] = []
-    positions: list[Any] = []
-    errors: list[Any] = []
+    games: list[GameRow] = []
+    positions: list[PositionRow] = []
+    errors: list[ErrorRow] = []
     moves: dict[str, tuple[str | None, tuple[str, ...]]] = {}
     read = filtered = 0
     for outcome in read_games(shard, game_filter):
@@ -138,34 +135,14 @@ def ingest_shard(shard: Shard, game_filter: GameFilter, limit: int | None) -> Sh
             games.append(outcome.game)
             positions.extend(outcome.positions)
             moves[outcome.game["game_id"]] = (outcome.start_fen, tuple(outcome.moves))
-        elif isinstance(outcome, Filtered):
-            filtered += 1
         elif isinstance(outcome, Failed):
-            errors.append({**outcome.error, "stage": "parse"})
+            errors.append(outcome.error)
+        else:
+            filtered += 1
     return ShardIngest(
         shard.shard_id, shard.source, games, positions, errors, moves, read, filtered,
         shard.end - shard.start, time.perf_counter() - start,
     )  # fmt: skip
-
-
-class AnalysisWorker:
-    """A Ray actor: one engine and its transposition table / hash for the whole job."""
-
-    def __init__(self, engine: str, options: EngineOptions, settings: DiffiMaxSettings, setter_choices: bool) -> None:
-        self.backend = open_backend(engine, options)
-        self.settings = settings
-        self.setter_choices = setter_choices
-
-    def analyse(self, unit: AnalysisUnit) -> tuple[str, list[PositionResult], float]:
-        start = time.perf_counter()
-        results = analyse_unit(self.backend, unit, self.settings, setter_choices=self.setter_choices)
-        return unit.game_id, results, time.perf_counter() - start
-
-    def describe(self) -> dict[str, Any]:
-        return self.backend.describe()
-
-    def pid(self) -> int:
-        return os.getpid()
 
 
 @dataclass
@@ -174,29 +151,30 @@ class PendingShard:
     waiting: set[int]  # position keys without a result yet
 
 
-class Progress:
-    def __init__(self, total_bytes: int | None, echo: Callable[[str], None]) -> None:
-        self.start = time.monotonic()
-        self.last = 0.0
-        self.total_bytes = total_bytes
-        self.echo = echo
+class MiningWorker(AnalysisWorker):
+    """The Ray actor: an `AnalysisWorker` that tells the job's `PositionCounter` (found by name, so
+    that the actor's constructor arguments stay plain values Ray can replay on a restart) about
+    every position it finishes."""
 
-    def update(self, counts: Counts, bytes_done: int, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self.last < PROGRESS_INTERVAL:
-            return
-        self.last = now
-        elapsed = max(now - self.start, 1e-9)
-        rate = (counts.positions_analysed + counts.positions_reused) / elapsed
-        eta = ""
-        if self.total_bytes and bytes_done:  # by the bytes of committed shards
-            remaining = elapsed * (self.total_bytes - bytes_done) / bytes_done
-            eta = f", ETA {remaining:,.0f} s"
-        self.echo(
-            f"games {counts.games_read:,} read, {counts.games_written:,} mined | positions "
-            f"{counts.positions:,} ({counts.positions_analysed:,} analysed, {counts.positions_reused:,} "
-            f"reused) | {rate:,.1f} positions/s | traps {counts.traps:,}{eta}"
-        )
+    def __init__(
+        self, engine: str, options: EngineOptions, settings: DiffiMaxSettings, setter_choices: bool, counter: str
+    ) -> None:
+        handle = ray.get_actor(counter)
+        super().__init__(engine, options, settings, setter_choices, progress=handle.add.remote)
+
+
+class PositionCounter:
+    """A Ray actor the workers tell about every analysed position, so progress moves as positions
+    finish rather than as shards commit."""
+
+    def __init__(self) -> None:
+        self.done = 0
+
+    def add(self, count: int) -> None:
+        self.done += count
+
+    def total(self) -> int:
+        return self.done
 
 
 def _versions() -> dict[str, str]:
@@ -209,161 +187,341 @@ def _versions() -> dict[str, str]:
     return versions
 
 
-def run(config: MineConfig, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run a mining job; returns the manifest (also written to OUT/manifest.json)."""
-    say = echo or (lambda line: print(line, file=sys.stderr, flush=True))
-    store = DatasetStore(config.out, resume=config.resume)
-    committed = store.committed()
+def run(
+    config: MineConfig, echo: Callable[[str], None] | None = None, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Run a mining job; returns the manifest (also written to OUT/manifest.json). `progress`
+    shows the job as it runs (default: lines through `echo`, or nothing when `echo` is given and
+    swallows them)."""
+    # Everything that can be wrong with the request is found before anything is created.
+    sources = expand_inputs(config.inputs)
+    check_output(config.out, resume=config.resume)
+    engine_name = check_backend(config.engine)
+    identity = job_identity(config, sources, engine_name)
+    if config.resume:
+        before = DatasetWriter(config.out).job() or {}
+        check_resume(config.out, before.get("identity"), identity)
+        store = DatasetWriter.reopen(config.out)
+    else:
+        store = DatasetWriter.create(config.out, {"identity": identity, "created": time.time()})
+    shown = progress or Progress(echo=echo)
     started = time.time()
     owns_ray = not ray.is_initialized()
-    if owns_ray:
-        ray.init(address=config.address, include_dashboard=False, logging_level=logging.WARNING,
-                 log_to_driver=False)  # fmt: skip
     try:
-        return _run(config, store, committed, started, say)
-    finally:
         if owns_ray:
+            _start_ray(config.address)
+        stop = threading.Event()
+        with _sigterm_stops(stop):  # after ray.init, whose C++ core installs a SIGTERM handler of its own
+            job = MiningJob(config, store, identity, shown, started, stop)
+            try:
+                return job.run()
+            finally:
+                if not owns_ray:  # a cluster that outlives the job keeps no actor of it
+                    job.stop_workers()
+    except (KeyboardInterrupt, _Terminated) as interrupt:
+        shown.close()
+        if owns_ray:
+            with _stderr_aside():
+                ray.shutdown()
+        code = 130 if isinstance(interrupt, KeyboardInterrupt) else 143
+        raise MiningStopped(_stopped_message(store, "interrupted"), exit_code=code) from None
+    except MiningStopped as stopped:
+        shown.close()
+        raise MiningStopped(_stopped_message(store, str(stopped)), stopped.exit_code) from None
+    except BaseException:
+        shown.close()
+        if not config.resume:
+            store.discard()
+        raise
+    finally:
+        if owns_ray and ray.is_initialized():
             ray.shutdown()
 
 
-def _run(
-    config: MineConfig, store: DatasetStore, committed: set[str], started: float, say: Callable[[str], None]
-) -> dict[str, Any]:
-    cluster_cpus: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
-    workers = config.workers or max(1, int(cluster_cpus.get("CPU", 1)))
-    actor_class: Any = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=-1)(AnalysisWorker)
-    actors = [
-        actor_class.remote(config.engine, config.engine_options, config.settings, config.setter_choices)
-        for _ in range(workers)
-    ]
-    engine_info = ray.get(actors[0].describe.remote())
-    ingest_task = ray.remote(num_cpus=0, max_retries=3)(ingest_shard)
+def _start_ray(address: str | None) -> None:
+    """Connect to `address`, or start a local cluster, with Ray's own chatter kept out of the
+    user's terminal (its logs stay in /tmp/ray)."""
+    # Ray announces that a new local cluster uses token authentication (its default, which we
+    # keep); the user did not ask about it.
+    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
+    # Ray's processes share the driver's process group, so a Ctrl-C in the terminal would reach
+    # them all and they would die under the driver while it winds the job down. They inherit an
+    # ignored SIGINT instead; the driver alone answers it, and stops them cleanly.
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
+    try:
+        ray.init(address=address, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False,
+                 configure_logging=False)  # fmt: skip
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
-    counts = Counts()
-    results: dict[int, PositionResult] = {}  # position key -> its analysis, job-wide
-    for info in store.shard_info().values():  # a resumed run reuses what committed shards found
-        counts.add(info.get("counts", {}))
-    if committed:
-        results.update(_results_from(store))
-        counts.shards_skipped = len(committed)
 
-    total_bytes = _total_bytes(config.inputs)
-    progress = Progress(total_bytes, say)
-    bytes_done = 0
-    limit_left = config.max_games - counts.games_read if config.max_games else None
-    shards = iter_shards(config.inputs, shard_bytes=config.shard_bytes, shard_games=config.shard_games)
-    in_flight: deque[tuple[Shard, Any]] = deque()
-    pending: deque[PendingShard] = deque()
-    requested: set[int] = set(results)  # keys analysed or being analysed
-    unit_refs: dict[Any, int] = {}  # unit future -> actor index
-    actor_load = [0] * workers
-    engine_seconds = 0.0
-    analysis_seconds = 0.0
-    exhausted = False
-    window = SHARDS_IN_FLIGHT_PER_WORKER * workers
+@contextlib.contextmanager
+def _stderr_aside() -> Iterator[None]:
+    """Send this process's stderr (file descriptor 2, where Ray's C++ core writes) to a log file
+    while an interrupted cluster shuts down: its workers are dying, and it says so at length."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.NamedTemporaryFile("wb", prefix="diffimax-ray-shutdown-", suffix=".log", delete=False) as log:
+        os.dup2(log.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
 
-    def submit(unit: AnalysisUnit) -> None:
-        index = min(range(workers), key=lambda i: actor_load[i])
-        actor_load[index] += 1
-        unit_refs[actors[index].analyse.remote(unit)] = index
 
-    while True:
-        # Keep the ingest window full (in input order, so the routing below is deterministic).
-        # Under --max-games one shard at a time: how many games a shard holds is known only once
-        # it is parsed.
+def _stopped_message(store: DatasetWriter, why: str) -> str:
+    committed = len(store.committed())
+    if not committed and store.created:
+        store.discard()
+        return f"{why}; nothing was committed, {str(store.root)!r} removed"
+    return (
+        f"{why}; {committed} shard{'s' if committed != 1 else ''} committed in {str(store.root)!r}: "
+        "run the same command with --resume to continue"
+    )
+
+
+@contextlib.contextmanager
+def _sigterm_stops(stop: threading.Event) -> Iterator[None]:
+    """SIGTERM sets `stop`, which the driver loop turns into `_Terminated` between two steps
+    (raising inside the handler could land inside Ray's C++ calls). Only the main thread can set
+    a handler."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class MiningJob:
+    """One run of the driver loop: fill, route, collect, commit."""
+
+    def __init__(
+        self,
+        config: MineConfig,
+        store: DatasetWriter,
+        identity: dict[str, Any],
+        progress: Progress,
+        started: float,
+        stop: threading.Event | None = None,
+    ) -> None:
+        self.config = config
+        self.stop = stop or threading.Event()
+        self.store = store
+        self.identity = identity
+        self.progress = progress
+        self.started = started
+        self.counts = Counts()
+        self.results: dict[int, PositionResult] = {}  # position key -> its analysis, job-wide
+        self.committed = store.committed()
+        for info in store.shard_info().values():  # a resumed run reuses what committed shards found
+            self.counts.add(info.get("counts", {}))
+        if self.committed:
+            self.results.update(_results_from(store))
+            self.counts.shards_skipped = len(self.committed)
+        self.requested: set[int] = set(self.results)  # keys analysed or being analysed
+        self.in_flight: deque[tuple[Shard, Any]] = deque()
+        self.pending: deque[PendingShard] = deque()
+        self.unit_refs: dict[Any, int] = {}  # unit future -> actor index
+        self.limit_left = config.max_games - self.counts.games_read if config.max_games else None
+        self.shards = iter_shards(config.inputs, shard_bytes=config.shard_bytes, shard_games=config.shard_games)
+        self.exhausted = False
+        self.engine_seconds = 0.0
+        self.analysis_seconds = 0.0
+        self.bytes_routed = 0
+        self.analyses_requested = 0  # new positions sent to the workers in this run
+        self.total_bytes = _total_bytes(config.inputs)
+        self.start_workers()
+
+    # -- workers ---------------------------------------------------------------------------------
+
+    def start_workers(self) -> None:
+        config = self.config
+        cluster_cpus: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
+        self.workers = config.workers or max(1, int(cluster_cpus.get("CPU", 1)))
+        # The counter lives on the driver's node: it goes only when the whole job goes.
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        counter_name = f"diffimax-positions-{uuid.uuid4().hex}"
+        counter_class: Any = ray.remote(num_cpus=0)(PositionCounter)
+        self.counter = counter_class.options(name=counter_name, scheduling_strategy=here).remote()
+        actor_class: Any = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=-1)(MiningWorker)
+        self.actors = [
+            actor_class.remote(
+                config.engine, config.engine_options, config.settings, config.setter_choices, counter_name
+            )
+            for _ in range(self.workers)
+        ]
+        self.actor_load = [0] * self.workers
+        self.engine_info: dict[str, Any] = ray.get(self.actors[0].describe.remote())
+        self.ingest_task = ray.remote(num_cpus=0, max_retries=3)(ingest_shard)
+        self.window = SHARDS_IN_FLIGHT_PER_WORKER * self.workers
+
+    def stop_workers(self) -> None:
+        """End the actors now (their engines with them), so nothing keeps running after the job."""
+        for actor in [*getattr(self, "actors", []), getattr(self, "counter", None)]:
+            if actor is not None:
+                with contextlib.suppress(Exception):
+                    ray.kill(actor, no_restart=True)
+
+    def submit(self, unit: AnalysisUnit) -> None:
+        index = min(range(self.workers), key=lambda i: self.actor_load[i])
+        self.actor_load[index] += 1
+        self.unit_refs[self.actors[index].analyse.remote(unit)] = index
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        while not self.finished():
+            if self.stop.is_set():
+                raise _Terminated
+            self.fill()
+            self.route()
+            self.collect()
+            self.commit()
+            self.show()
+            if not self.unit_refs and self.in_flight:
+                ray.wait([self.in_flight[0][1]], timeout=0.5)
+        self.show(final=True)
+        return self.write_manifest()
+
+    def finished(self) -> bool:
+        finished_reading = self.exhausted or (self.limit_left is not None and self.limit_left <= 0)
+        return finished_reading and not self.in_flight and not self.pending and not self.unit_refs
+
+    def fill(self) -> None:
+        """Keep the ingest window full, in input order (so the routing below is deterministic).
+        Under --max-games one shard at a time: how many games a shard holds is known only once it
+        is parsed."""
+        limit_left = self.limit_left
         while (
-            not exhausted
-            and len(in_flight) + len(pending) < window
-            and (limit_left is None or (limit_left > 0 and not in_flight))
+            not self.exhausted
+            and len(self.in_flight) + len(self.pending) < self.window
+            and (limit_left is None or (limit_left > 0 and not self.in_flight))
         ):
-            shard = next(shards, None)
+            shard = next(self.shards, None)
             if shard is None:
-                exhausted = True
+                self.exhausted = True
                 break
-            if shard.shard_id in committed:
+            if shard.shard_id in self.committed:
                 continue
-            in_flight.append((shard, ingest_task.remote(shard, config.game_filter, limit_left)))
-        # Route the oldest ingested shard once its parse is back.
-        while in_flight:
-            ready, _ = ray.wait([in_flight[0][1]], timeout=0)
+            self.in_flight.append((shard, self.ingest_task.remote(shard, self.config.game_filter, limit_left)))
+
+    def route(self) -> None:
+        """Route the oldest ingested shards, in order, once their parse is back."""
+        while self.in_flight:
+            ready, _ = ray.wait([self.in_flight[0][1]], timeout=0)
             if not ready:
-                break
-            shard, ref = in_flight.popleft()
+                return
+            _, ref = self.in_flight.popleft()
             ingest: ShardIngest = ray.get(ref)
-            if limit_left is not None:
-                limit_left -= ingest.games_read
+            counts = self.counts
+            if self.limit_left is not None:
+                self.limit_left -= ingest.games_read
             counts.games_read += ingest.games_read
             counts.games_filtered += ingest.games_filtered
             counts.games_error += len(ingest.errors)
+            self.bytes_routed += ingest.bytes_read
             waiting: set[int] = set()
             units: dict[str, list[int]] = {}
             for position in ingest.positions:
                 key = position["position_key"]
-                if key not in results:
+                if key not in self.results:
                     waiting.add(key)
-                if key not in requested:
-                    requested.add(key)
+                if key not in self.requested:
+                    self.requested.add(key)
                     units.setdefault(position["game_id"], []).append(position["ply"])
             for game_id, plies in units.items():
                 start_fen, moves = ingest.moves[game_id]
-                submit(AnalysisUnit(game_id, start_fen, moves, tuple(plies)))
-            pending.append(PendingShard(ingest, waiting))
-        # Collect finished units.
-        if unit_refs:
-            done, _ = ray.wait(list(unit_refs), num_returns=len(unit_refs), timeout=0.05)
-            for ref in done:
-                actor_load[unit_refs.pop(ref)] -= 1
-                _, unit_results, seconds = ray.get(ref)
-                analysis_seconds += seconds
-                for result in unit_results:
-                    results[result.position_key] = result
-                    engine_seconds += result.seconds
-                for shard_state in pending:
-                    shard_state.waiting.difference_update(r.position_key for r in unit_results)
-        # Commit finished shards in order.
-        while pending and not pending[0].waiting:
-            shard_state = pending.popleft()
-            shard_counts = _commit(store, shard_state.ingest, results)
-            bytes_done += shard_state.ingest.bytes_read
+                self.submit(AnalysisUnit(game_id, start_fen, moves, tuple(plies)))
+                self.analyses_requested += len(plies)
+            self.pending.append(PendingShard(ingest, waiting))
+
+    def collect(self) -> None:
+        """Take in the units that finished."""
+        if not self.unit_refs:
+            return
+        done, _ = ray.wait(list(self.unit_refs), num_returns=len(self.unit_refs), timeout=POLL_SECONDS)
+        for ref in done:
+            self.actor_load[self.unit_refs.pop(ref)] -= 1
+            outcome: UnitOutcome = ray.get(ref)
+            if outcome.fatal is not None:
+                raise MiningStopped(f"stopped: {outcome.fatal}")
+            self.analysis_seconds += outcome.seconds
+            for result in outcome.results:
+                self.results[result.position_key] = result
+                self.engine_seconds += result.seconds
+            for shard_state in self.pending:
+                shard_state.waiting.difference_update(r.position_key for r in outcome.results)
+
+    def commit(self) -> None:
+        """Publish the finished shards, in order."""
+        while self.pending and not self.pending[0].waiting:
+            shard_state = self.pending.popleft()
+            shard_counts = _commit(self.store, shard_state.ingest, self.results)
             for name in ("games_written", "positions", "positions_analysed", "positions_reused", "positions_error",
                          "traps"):  # fmt: skip
-                setattr(counts, name, getattr(counts, name) + shard_counts[name])
-            counts.shards_committed += 1
-        progress.update(counts, bytes_done)
-        finished_reading = exhausted or (limit_left is not None and limit_left <= 0)
-        if finished_reading and not in_flight and not pending and not unit_refs:
-            break
-        if not unit_refs and in_flight:
-            ray.wait([in_flight[0][1]], timeout=0.5)
+                setattr(self.counts, name, getattr(self.counts, name) + shard_counts[name])
+            self.counts.shards_committed += 1
 
-    progress.update(counts, bytes_done, force=True)
-    manifest = {
-        "schema_version": SCHEMA_VERSION,
-        "inputs": list(config.inputs),
-        "settings": config.settings.describe(),
-        "filter": asdict(config.game_filter),
-        "max_games": config.max_games,
-        "engine": engine_info,
-        "engine_options": asdict(config.engine_options),
-        "workers": workers,
-        "versions": _versions(),
-        "started": started,
-        "finished": time.time(),
-        "wall_seconds": time.time() - started,
-        "analysis_seconds": analysis_seconds,
-        "engine_seconds": engine_seconds,
-        "resumed": config.resume,
-        **asdict(counts),
-    }
-    store.write_manifest(manifest)
-    return manifest
+    def show(self, final: bool = False) -> None:
+        if not final and not self.progress.due():
+            return
+        counts = self.counts
+        try:
+            done = ray.get(self.counter.total.remote(), timeout=5)
+        except (ray.exceptions.RayError, TimeoutError):  # progress is worth less than the job
+            done = counts.positions_analysed
+        self.progress.update(
+            Status(
+                games_read=counts.games_read,
+                analyses_requested=self.analyses_requested,
+                analyses_done=self.analyses_requested if final else min(done, self.analyses_requested),
+                positions_committed=counts.positions,
+                traps=counts.traps,
+                shards_committed=counts.shards_committed,
+                bytes_routed=self.bytes_routed,
+                total_bytes=self.total_bytes,
+                reading_done=self.exhausted or (self.limit_left is not None and self.limit_left <= 0),
+                finished=final,
+            )
+        )
+
+    def write_manifest(self) -> dict[str, Any]:
+        config = self.config
+        manifest = {
+            "schema_version": SCHEMA_VERSION,
+            "identity": self.identity,
+            "inputs": list(config.inputs),
+            "settings": config.settings.describe(),
+            "filter": asdict(config.game_filter),
+            "max_games": config.max_games,
+            "engine": self.engine_info,
+            "engine_options": asdict(config.engine_options),
+            "workers": self.workers,
+            "versions": _versions(),
+            "started": self.started,
+            "finished": time.time(),
+            "wall_seconds": time.time() - self.started,
+            "analysis_seconds": self.analysis_seconds,
+            "engine_seconds": self.engine_seconds,
+            "resumed": config.resume,
+            **asdict(self.counts),
+        }
+        self.store.write_manifest(manifest)
+        return manifest
 
 
-def _commit(store: DatasetStore, ingest: ShardIngest, results: dict[int, PositionResult]) -> dict[str, int]:
+def _commit(store: DatasetWriter, ingest: ShardIngest, results: dict[int, PositionResult]) -> dict[str, int]:
     """Assemble a shard's rows from the job-wide results and publish them."""
     responses: list[dict[str, Any]] = []
     traps: list[dict[str, Any]] = []
-    errors = list(ingest.errors)
+    errors: list[dict[str, Any]] = [{**error, "stage": "parse"} for error in ingest.errors]
     analysed = reused = failed = 0
     for position in ingest.positions:
         result = results[position["position_key"]]
@@ -371,7 +529,7 @@ def _commit(store: DatasetStore, ingest: ShardIngest, results: dict[int, Positio
         if result.error is not None:
             failed += 1
             errors.append({
-                "source": ingest.source, "shard_id": ingest.shard_id, "game_index": position.get("game_index"),
+                "source": ingest.source, "shard_id": ingest.shard_id, "game_index": None,
                 "byte_offset": None, "game_id": position["game_id"], "ply": position["ply"], "stage": "analyse",
                 "reason": result.error,
             })  # fmt: skip
@@ -392,13 +550,13 @@ def _commit(store: DatasetStore, ingest: ShardIngest, results: dict[int, Positio
         "positions_error": failed,
         "traps": len(traps),
     }
-    tables = {"games": ingest.games, "positions": ingest.positions, "responses": responses, "traps": traps,
-              "errors": errors}  # fmt: skip
+    tables: dict[str, list[Any]] = {"games": list(ingest.games), "positions": list(ingest.positions),
+                                    "responses": responses, "traps": traps, "errors": errors}  # fmt: skip
     store.commit(ingest.shard_id, tables, {"shard_id": ingest.shard_id, "source": ingest.source, "counts": counts})
     return counts
 
 
-def _results_from(store: DatasetStore) -> dict[int, PositionResult]:
+def _results_from(store: DatasetWriter) -> dict[int, PositionResult]:
     """Rebuild the job-wide results from committed shards (for --resume): every analysed (not
     reused) occurrence with its trap records, and the positions whose analysis failed."""
     responses = store.read_table("responses").to_pylist()
@@ -418,7 +576,8 @@ def _results_from(store: DatasetStore) -> dict[int, PositionResult]:
             for trap in traps_by_occurrence.get(occurrence, [])
         ]
         results[result.position_key] = result
-    failures = store.read_table("errors").filter(pa.compute.equal(store.read_table("errors")["stage"], "analyse"))
+    errors = store.read_table("errors")
+    failures = errors.filter(pa.compute.equal(errors["stage"], "analyse"))
     positions = {(p["game_id"], p["ply"]): p["position_key"] for p in store.read_table("positions").to_pylist()}
     for error in failures.to_pylist():
         key = positions.get((error["game_id"], error["ply"]))
@@ -437,3 +596,6 @@ def _total_bytes(inputs: tuple[str, ...]) -> int | None:
             return None
         total += os.path.getsize(item)
     return total or None
+
+
+__all__ = ["MineConfig", "MiningStopped", "run"]

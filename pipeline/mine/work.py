@@ -8,17 +8,22 @@ state, which makes every result independent of which worker ran it and what it r
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import chess
 
+from pipeline.engines.backends import EngineOptions, open_backend
+from pipeline.engines.process import EngineStartError
 from schemas.dataset import to_signed64
 from search.analysis import ResponseAnalysis
 from search.backend import Backend
 from search.chessgame import zobrist
 from search.diffimax import DiffiMaxResult
+from search.errors import DiffimaxError
 from search.settings import DiffiMaxSettings
 
 
@@ -59,10 +64,16 @@ def settings_columns(settings: DiffiMaxSettings, backend_name: str) -> dict[str,
 
 
 def analyse_unit(
-    backend: Backend, unit: AnalysisUnit, settings: DiffiMaxSettings, *, setter_choices: bool = False
+    backend: Backend,
+    unit: AnalysisUnit,
+    settings: DiffiMaxSettings,
+    *,
+    setter_choices: bool = False,
+    on_position: Callable[[], None] | None = None,
 ) -> list[PositionResult]:
     """Replay the game and analyse each requested position with the player who just moved as
-    setter. A position whose analysis fails is returned with its error; the rest go on."""
+    setter. A position whose analysis fails is returned with its error; the rest go on.
+    `on_position` is called after each analysed position (live progress)."""
     reset = getattr(backend, "new_unit", None)
     if reset is not None:
         reset()
@@ -73,6 +84,8 @@ def analyse_unit(
     for ply in range(last + 1):
         if ply in wanted:
             results.append(analyse_position(backend, board, settings, setter_choices=setter_choices))
+            if on_position is not None:
+                on_position()
         if ply < last:
             board.push(chess.Move.from_uci(unit.moves[ply]))
     for result, ply in zip(results, sorted(wanted), strict=True):
@@ -90,7 +103,9 @@ def analyse_position(
     start = time.perf_counter()
     try:
         found = backend.analyse(board, setter, settings)
-    except (RuntimeError, ValueError) as error:  # an engine that failed twice, an impossible position
+    except EngineStartError:
+        raise  # no position can be analysed any more: the job stops (see AnalysisWorker)
+    except DiffimaxError as error:  # an engine that failed twice, an impossible position
         result.error = f"{type(error).__name__}: {error}"
         return result
     finally:
@@ -103,7 +118,9 @@ def analyse_position(
     if setter_choices:
         try:
             result.response |= choice_columns(backend, board, settings)
-        except (RuntimeError, ValueError) as error:
+        except EngineStartError:
+            raise
+        except DiffimaxError as error:
             result.error = f"setter choices: {type(error).__name__}: {error}"
     result.traps = [trap_columns(record, setter, key) | common for record in found.traps]
     return result
@@ -246,3 +263,57 @@ def occurrence_rows(
             }
         )
     return row, traps
+
+
+@dataclass
+class UnitOutcome:
+    """What a worker returns for one unit: the results, or the reason no position can be analysed
+    any more (an engine that cannot start), which stops the job."""
+
+    game_id: str
+    results: list[PositionResult]
+    seconds: float
+    fatal: str | None = None
+
+
+class AnalysisWorker:
+    """One engine and its transposition table / hash for the whole job (a Ray actor in
+    `pipeline.mine.driver`; a plain object in tests). A backend that cannot start is not an
+    exception here, which Ray would answer by restarting the actor forever, but a fatal outcome."""
+
+    def __init__(
+        self,
+        engine: str,
+        options: EngineOptions,
+        settings: DiffiMaxSettings,
+        setter_choices: bool,
+        progress: Callable[[int], Any] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.setter_choices = setter_choices
+        self.progress = progress
+        self.backend: Backend | None = None
+        self.startup_error: str | None = None
+        try:
+            self.backend = open_backend(engine, options)
+        except EngineStartError as error:
+            self.startup_error = str(error)
+
+    def analyse(self, unit: AnalysisUnit) -> UnitOutcome:
+        start = time.perf_counter()
+        if self.backend is None:
+            return UnitOutcome(unit.game_id, [], 0.0, fatal=self.startup_error)
+        on_position = None if self.progress is None else lambda: self.progress(1)  # type: ignore[misc]
+        try:
+            results = analyse_unit(
+                self.backend, unit, self.settings, setter_choices=self.setter_choices, on_position=on_position
+            )
+        except EngineStartError as error:
+            return UnitOutcome(unit.game_id, [], time.perf_counter() - start, fatal=str(error))
+        return UnitOutcome(unit.game_id, results, time.perf_counter() - start)
+
+    def describe(self) -> dict[str, Any]:
+        return {} if self.backend is None else self.backend.describe()
+
+    def pid(self) -> int:
+        return os.getpid()

@@ -130,8 +130,10 @@ def explain_text(
     stats = result.stats
     lines += [
         "",
-        f"Searched {stats.nodes} nodes, {stats.leaves} leaves, depth {settings.depth}, "
-        f"{len(result.analyses)} opponent nodes analysed.",
+        f"Search work: {stats.nodes} node visits and {stats.leaves} leaf evaluations (a position is counted "
+        f"each time a search reaches it, so several searches of one node count it several times), "
+        f"depth {settings.depth}, {len(result.analyses)} opponent node{'s' if len(result.analyses) != 1 else ''} "
+        "analysed.",
     ]
     return "\n".join(lines)
 

@@ -49,6 +49,7 @@ import chess.pgn
 import chess.svg
 
 from pipeline.dataset.duck import connect
+from search.errors import DiffimaxError
 
 PuzzleKind = Literal["punish", "set"]
 KindChoice = Literal["punish", "set", "both"]
@@ -95,11 +96,11 @@ LICHESS_COLUMNS = (
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
 
-class PuzzleError(ValueError):
+class PuzzleError(DiffimaxError, ValueError):
     """A puzzle setting that cannot be used (kind, format, margin, limit, nodes)."""
 
 
-class EngineUnavailableError(RuntimeError):
+class EngineUnavailableError(DiffimaxError, RuntimeError):
     """The verification engine cannot be found or started."""
 
 

@@ -31,6 +31,7 @@ import duckdb
 
 from pipeline.dataset.duck import connect
 from pipeline.dataset.queries import QueryResult, run_saved, saved_queries
+from search.errors import DiffimaxError
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -68,7 +69,7 @@ _SVG_ID = re.compile(r'(\bid="|href="#|url\(#)')
 _VOID: Final = frozenset({"meta", "img", "br", "hr", "col"})
 
 
-class ReportError(ValueError):
+class ReportError(DiffimaxError, ValueError):
     """A dataset whose manifest cannot be read."""
 
 

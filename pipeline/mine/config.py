@@ -1,0 +1,151 @@
+"""What a mining job is: its settings (`MineConfig`) and its identity (`job_identity`).
+
+The identity is everything a committed row depends on: the inputs, the filters, the DiffiMax
+settings, the engine and its limits, the shard sizes (shard ids are numbered within their
+source, so other sizes cut other shards) and the schema version. The driver writes it to
+`OUT/job.json` before anything else and `--resume` refuses to continue under another one; the
+number of workers and the cluster are not part of it (rows never depend on them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.engines.backends import EngineOptions, effective_engine_options
+from pipeline.ingest.games import GameFilter
+from schemas.dataset import SCHEMA_VERSION
+from search.errors import DiffimaxError
+from search.settings import DiffiMaxSettings, SettingsError
+
+# Bytes in the MiB of `--shard-mb`.
+MIB = 1 << 20
+
+
+class ResumeError(DiffimaxError, ValueError):
+    """`--resume` with other settings than the run it would continue."""
+
+
+@dataclass(frozen=True)
+class MineConfig:
+    inputs: tuple[str, ...]
+    """PGN files (.pgn, .pgn.zst, .pgn.gz, .pgn.bz2), directories, globs or http(s) URLs."""
+    out: str
+    """Output directory of the Parquet dataset."""
+    settings: DiffiMaxSettings = field(default_factory=DiffiMaxSettings)
+    engine: str = "native"
+    """native, stockfish, or a UCI engine's path."""
+    engine_options: EngineOptions = field(default_factory=EngineOptions)
+    game_filter: GameFilter = field(default_factory=GameFilter)
+    max_games: int | None = None
+    """Stop after this many games read (in input order)."""
+    workers: int | None = None
+    """Analysis actors; default: the cluster's CPUs."""
+    address: str | None = None
+    """An existing Ray cluster; default: start a local one."""
+    resume: bool = False
+    setter_choices: bool = False
+    """Also analyse each position with the side to move as setter: which of its moves would set a
+    trap (doubles the engine work; needs depth >= 2)."""
+    shard_bytes: int = 16 * MIB
+    """Bytes per shard of an uncompressed local file."""
+    shard_games: int = 500
+    """Games per shard of a compressed file or a URL."""
+
+    def __post_init__(self) -> None:
+        if not self.inputs:
+            raise SettingsError("no input given: name PGN files, directories, globs or URLs")
+        for name, value in (("--max-games", self.max_games), ("--workers", self.workers)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise SettingsError(f"invalid {name} {value!r}: must be a whole number >= 1")
+        if self.setter_choices and self.settings.depth < 2:
+            raise SettingsError(f"--setter-choices needs --depth 2 or more, not {self.settings.depth}")
+        if isinstance(self.shard_games, bool) or not isinstance(self.shard_games, int) or self.shard_games < 1:
+            raise SettingsError(f"invalid --shard-games {self.shard_games!r}: must be a whole number >= 1")
+        if isinstance(self.shard_bytes, bool) or not isinstance(self.shard_bytes, int) or self.shard_bytes < 1:
+            raise SettingsError(f"invalid shard size {self.shard_bytes!r} bytes: --shard-mb must be above 0")
+
+
+def shard_bytes_of(shard_mb: float) -> int:
+    """`--shard-mb` in bytes; a size that is not a positive number of bytes is refused."""
+    if not (shard_mb == shard_mb and 0 < shard_mb < float(1 << 40)):  # NaN, <= 0 and absurd sizes
+        raise SettingsError(f"invalid --shard-mb {shard_mb!r}: must be a number of MiB above 0")
+    return max(1, round(shard_mb * MIB))
+
+
+# The identity's fields, each with the flag a user changes it by (for ResumeError's one line).
+FLAGS: dict[str, str] = {
+    "schema_version": "the dataset schema version",
+    "inputs": "the inputs",
+    "max_games": "--max-games",
+    "depth": "--depth",
+    "scope": "--scope",
+    "reasonable_dip": "--reasonable-dip",
+    "trap_dip": "--trap-dip",
+    "exclude_checks": "--exclude-checks",
+    "exclude_captures": "--exclude-captures",
+    "safety_margin": "--safety-margin",
+    "engine": "--engine",
+    "engine_name": "the engine's version",
+    "threads": "--threads",
+    "hash_mb": "--hash",
+    "nodes": "--nodes",
+    "engine_depth": "--engine-depth",
+    "movetime": "--movetime",
+    "min_elo": "--min-elo",
+    "max_elo": "--max-elo",
+    "time_controls": "--time-control",
+    "rated_only": "--rated-only",
+    "standard_only": "the variant filter",
+    "ply_from": "--plies",
+    "ply_to": "--plies",
+    "sample_rate": "--sample",
+    "seed": "--seed",
+    "setter_choices": "--setter-choices",
+    "shard_bytes": "--shard-mb",
+    "shard_games": "--shard-games",
+}
+
+
+def job_identity(config: MineConfig, sources: list[str], engine_name: str) -> dict[str, Any]:
+    """Everything the rows depend on; `sources` are the expanded inputs, `engine_name` the engine's
+    own name and version ("native", "Stockfish 15.1")."""
+    f = config.game_filter
+    engine = effective_engine_options(config.engine, config.engine_options)
+    identity: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "inputs": list(sources),
+        "max_games": config.max_games,
+        **config.settings.describe(),
+        "engine": engine.pop("path"),
+        "engine_name": engine_name,
+        **engine,
+        "min_elo": f.min_elo,
+        "max_elo": f.max_elo,
+        "time_controls": None if f.time_controls is None else sorted(f.time_controls),
+        "rated_only": f.rated_only,
+        "standard_only": f.standard_only,
+        "ply_from": f.ply_from,
+        "ply_to": f.ply_to,
+        "sample_rate": f.sample_rate,
+        "seed": f.seed,
+        "setter_choices": config.setter_choices,
+        "shard_bytes": config.shard_bytes,
+        "shard_games": config.shard_games,
+    }
+    assert set(identity) <= set(FLAGS), f"identity fields without a flag: {set(identity) - set(FLAGS)}"
+    return identity
+
+
+def check_resume(out: str, started_with: dict[str, Any] | None, now: dict[str, Any]) -> None:
+    """Refuse to resume a job under another identity, with one line naming what differs."""
+    if started_with is None:
+        raise ResumeError(f"cannot --resume {out!r}: it has no job identity (job.json); start a new --out")
+    for name in FLAGS:
+        if name in started_with or name in now:
+            was, given = started_with.get(name), now.get(name)
+            if was != given:
+                raise ResumeError(
+                    f"cannot --resume {out!r}: {FLAGS[name]} differs ({name} was {was!r}, now {given!r}); "
+                    "resume with the settings the run started with, or start a new --out"
+                )
