@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import pytest
 
+from search.diffimax import reference_diffimax
 from search.prototype import (
     PrototypeSettings,
     children_at,
@@ -22,7 +23,7 @@ from search.prototype import (
     revised_settings,
 )
 from search.settings import SettingsError
-from search.tree import Tree, parse_tree
+from search.tree import Tree, TreeGame, parse_tree
 from tests.conftest import ROOT
 
 # Rule settings for hand-built trees: the prototype's own constants; the shape fields are unused.
@@ -310,6 +311,20 @@ def test_comparison_counts_add_up_against_brute_force(root):
     # The dip breakdown partitions the prototype's traps.
     dips = totals.prototype_dip_below_t + totals.prototype_dip_in_range + totals.prototype_dip_above_r
     assert dips == totals.prototype_nodes
+
+
+def test_revised_trap_nodes_match_the_exhaustive_reference():
+    # The comparison runs the optimised DiffiMaxSearch; on these trees it must flag exactly the
+    # nodes the exhaustive reference_diffimax flags.
+    settings = PrototypeSettings(depth=3, min_branching=4, max_branching=9, step=1.5, seed=5)
+    for scope in ("all", 2):
+        [revised] = revised_settings(settings, (scope,))
+        rows = compare(settings, (revised,), 4).trees
+        for row in rows:
+            found = reference_diffimax(TreeGame(random_tree(settings, row.index)), revised)
+            flagged = {a.path for a in found.analyses if a.trap_node}
+            assert row.revised[0].trap_nodes == len(flagged) and row.revised[0].candidates == len(found.traps)
+            assert row.revised[0].both == len(flagged & {tuple(map(str, t.path)) for t in row.prototype.traps})
 
 
 def test_a_finite_safety_margin_analyses_fewer_nodes():
