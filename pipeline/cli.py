@@ -388,6 +388,76 @@ def puzzles(
     typer.echo(report.summary())
 
 
+@app.command()
+def prototype(
+    trees: Annotated[int, typer.Option("--trees", help="How many seeded random trees to compare on.")] = 100,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the trees (tree i depends on seed and i only).")] = 0,
+    depth: Annotated[int, typer.Option("--depth", help="Plies from the root to every leaf.")] = 4,
+    branching: Annotated[
+        str, typer.Option("--branching", help="Children per internal node, MIN-MAX (uniform) or one number.")
+    ] = "6-14",
+    values: Annotated[str, typer.Option("--values", help="Leaf values: walk (random walk) or uniform.")] = "walk",
+    step: Annotated[float, typer.Option("--step", help="Walk: sd of one ply's change, in pawns.")] = 1.0,
+    value_limit: Annotated[float, typer.Option("--value-limit", help="Values clipped to +-this many pawns.")] = 10.0,
+    root: Annotated[str, typer.Option("--root", help="Who moves at the root: max (setter) or min.")] = "max",
+    draw_thresh: Annotated[float, typer.Option("--draw-thresh", help="Prototype drawThresh in pawns.")] = 1.25,
+    win_thresh: Annotated[float, typer.Option("--win-thresh", help="Prototype winThresh in pawns.")] = 2.0,
+    min_children: Annotated[
+        int, typer.Option("--min-children", help="Prototype: opponent nodes need at least this many children.")
+    ] = 10,
+    draw_rule: Annotated[
+        str, typer.Option("--draw-rule", help="band: |v1| <= drawThresh; ceiling: v1 <= drawThresh.")
+    ] = "band",
+    scopes: Annotated[
+        str, typer.Option("--scopes", help="Revised DiffiMax scopes to compare with, comma list of 2-5, all.")
+    ] = "all,2",
+    reasonable_dip: ReasonableDip = 2.0,
+    trap_dip: TrapDip = 1.0,
+    safety_margin: SafetyMargin = "inf",
+    traps: Annotated[bool, typer.Option("--traps", help="With --json: list each tree's prototype traps.")] = False,
+    as_json: JsonOut = False,
+) -> None:
+    """Seed 000's first DiffiMax prototype on seeded random trees, compared with the revised DiffiMax."""
+    from search.prototype import PrototypeSettings, compare, comparison_json, comparison_text, revised_settings
+
+    low, dash, high = branching.partition("-")
+    try:
+        min_branching = int(low)
+        max_branching = int(high) if dash else min_branching
+    except ValueError:
+        raise UsageError(f"invalid --branching {branching!r}: expected MIN-MAX, e.g. 6-14") from None
+    try:
+        margin = float(safety_margin)
+    except ValueError:
+        raise UsageError(f"invalid safety margin {safety_margin!r}: expected pawns or inf") from None
+    settings = PrototypeSettings(
+        draw_thresh=draw_thresh,
+        win_thresh=win_thresh,
+        min_children=min_children,
+        draw_rule=draw_rule,  # type: ignore[arg-type]  # validated by PrototypeSettings
+        depth=depth,
+        min_branching=min_branching,
+        max_branching=max_branching,
+        values=values,  # type: ignore[arg-type]
+        step=step,
+        value_limit=value_limit,
+        root=root,  # type: ignore[arg-type]
+        seed=seed,
+    )
+    revised = revised_settings(
+        settings,
+        [parse_scope(token) for token in scopes.split(",")],
+        reasonable_dip=reasonable_dip,
+        trap_dip=trap_dip,
+        safety_margin=margin,
+    )
+    comparison = compare(settings, revised, trees)
+    if as_json:
+        emit(comparison_json(comparison, traps=traps), "", True)
+    else:
+        typer.echo(comparison_text(comparison))
+
+
 def engine_label(described: dict[str, Any], engine: str) -> str:
     """The engine as people name it, with its limits: "Stockfish 15.1 (100,000 nodes per line)"."""
     if engine == "native":
