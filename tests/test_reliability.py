@@ -1,0 +1,320 @@
+"""Reliability of `diffimax mine` as a user (and an attacker) meets it, on real processes.
+
+Each test names the item of the reliability issue it guards; each failed on the code before the
+fix: a resume under other settings, Ctrl-C and SIGTERM, an engine that cannot start, a failed
+run's leftovers, and the smaller items. Real Ray, real Stockfish, real signals; after every fault,
+nothing the test started may be left running (checked in /proc, by session).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import GAMES, ROOT, run_cli
+from tests.mining_helpers import assert_counts_add_up, rows
+from tests.processes import assert_session_ends
+
+pytestmark = pytest.mark.slow
+
+SAMPLE = str(GAMES / "lichess_100.pgn")
+STOCKFISH = Path("/usr/games/stockfish")
+# A small job: 20 games, one position each, several shards of ~20 KB.
+SMALL = ["--engine", "native", "--depth", "1", "--plies", "10-10", "--max-games", "20", "--workers", "1"]
+# A job long enough to interrupt: every game, four positions each, shards of 15 KB.
+LONG = ["--engine", "native", "--depth", "1", "--plies", "10-13", "--shard-mb", str(15_000 / (1 << 20)),
+        "--workers", "2"]  # fmt: skip
+DIFFIMAX = [sys.executable, "-m", "pipeline.cli"]
+
+
+def committed(out: Path) -> int:
+    return len(list((out / "shards").glob("*/_shard.json"))) if (out / "shards").is_dir() else 0
+
+
+def start_mine(out: Path, *args: str) -> subprocess.Popen[str]:
+    """`diffimax mine` in a session of its own, as a terminal would run it."""
+    command = [*DIFFIMAX, "mine", SAMPLE, "--out", str(out), *args]
+    return subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+
+
+def wait_for(condition, seconds: float = 180) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting for the job"
+        time.sleep(0.1)
+
+
+def one_error_line(stderr: str) -> str:
+    """The one line a failed command prints (beside the job's own progress lines)."""
+    lines = [line for line in stderr.splitlines() if line.strip() and not line.startswith("analysed ")]
+    assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}:\n{stderr[-3000:]}"
+    assert lines[0].startswith("diffimax: error: "), lines[0]
+    return lines[0]
+
+
+def manifest(out: Path) -> dict:  # type: ignore[type-arg]
+    return json.loads((out / "manifest.json").read_text())
+
+
+# -- 1. --resume with other settings ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("finished") / "run"
+    run_cli("mine", SAMPLE, "--out", str(out), *SMALL, "--shard-mb", "0.02", check=True)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("changed", "flag"),
+    [
+        (["--shard-mb", "0.01"], "--shard-mb"),  # other shard ids: the rows would be duplicated
+        (["--shard-mb", "0.02", "--depth", "3", "--trap-dip", "0.5"], "--depth"),
+        (["--shard-mb", "0.02", "--plies", "10-12"], "--plies"),
+        (["--shard-mb", "0.02", "--scope", "2"], "--scope"),
+        (["--shard-mb", "0.02", "--max-games", "30"], "--max-games"),
+    ],
+)
+def test_resume_under_other_settings_is_refused_and_changes_nothing(finished_run: Path, changed, flag) -> None:
+    before_rows, before_manifest = rows(finished_run), manifest(finished_run)
+    args = [arg for arg in SMALL if arg not in ("--max-games", "20")] if "--max-games" in changed else SMALL
+    resumed = run_cli("mine", SAMPLE, "--out", str(finished_run), *args, *changed, "--resume")
+    assert resumed.returncode == 1
+    line = one_error_line(resumed.stderr)
+    assert f"cannot --resume {str(finished_run)!r}: {flag} differs" in line
+    assert rows(finished_run) == before_rows
+    assert manifest(finished_run) == before_manifest
+
+
+def test_resume_with_the_same_settings_adds_nothing(finished_run: Path) -> None:
+    before = rows(finished_run)
+    resumed = run_cli("mine", SAMPLE, "--out", str(finished_run), *SMALL, "--shard-mb", "0.02", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert rows(finished_run) == before
+
+
+def test_an_interrupted_run_carries_its_identity_and_resumes_only_under_it(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    process = start_mine(out, *LONG)
+    try:
+        wait_for(lambda: committed(out) >= 1 or process.poll() is not None)
+        assert process.poll() is None, "the job ended before it could be killed"
+        os.killpg(process.pid, signal.SIGKILL)  # no chance to write anything more
+    finally:
+        process.communicate(timeout=60)
+    assert_session_ends(process.pid)
+    assert not (out / "manifest.json").exists()
+    identity = json.loads((out / "job.json").read_text())["identity"]
+    assert identity["inputs"] == [SAMPLE]
+    assert (identity["depth"], identity["ply_from"], identity["ply_to"], identity["engine"]) == (1, 10, 13, "native")
+    assert identity["shard_bytes"] == 15_000 and identity["schema_version"] >= 1
+    refused = run_cli("mine", SAMPLE, "--out", str(out), *LONG, "--trap-dip", "0.5", "--resume")
+    assert refused.returncode == 1 and "--trap-dip differs" in one_error_line(refused.stderr)
+    resumed = run_cli("mine", SAMPLE, "--out", str(out), *LONG, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert_counts_add_up(manifest(out), out)
+    assert manifest(out)["games_read"] == 100
+
+
+def test_resume_without_a_run_to_resume_is_refused(tmp_path: Path) -> None:
+    result = run_cli("mine", SAMPLE, "--out", str(tmp_path / "none"), *SMALL, "--resume")
+    assert result.returncode == 1
+    assert "nothing to resume" in one_error_line(result.stderr)
+    assert not (tmp_path / "none").exists()
+
+
+# -- 2. Ctrl-C and SIGTERM --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("signum", "to_group", "code"),
+    [
+        (signal.SIGINT, True, 130),  # Ctrl-C: the terminal signals the whole foreground group
+        (signal.SIGTERM, False, 143),  # kill PID
+        (signal.SIGTERM, True, 143),  # a supervisor stopping the group
+    ],
+    ids=["ctrl-c", "sigterm", "sigterm-group"],
+)
+def test_an_interrupt_ends_with_its_status_one_line_and_nothing_left(tmp_path: Path, signum, to_group, code) -> None:
+    out = tmp_path / "run"
+    process = start_mine(out, *LONG)
+    wait_for(lambda: committed(out) >= 1 or process.poll() is not None)
+    assert process.poll() is None, "the job ended before it could be interrupted"
+    (os.killpg if to_group else os.kill)(process.pid, signum)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == code
+    assert stdout == ""
+    line = one_error_line(stderr)  # no Ray chatter, no traceback
+    assert "interrupted" in line and "committed" in line and "--resume" in line
+    assert_session_ends(process.pid)
+    resumed = run_cli("mine", SAMPLE, "--out", str(out), *LONG, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert_counts_add_up(manifest(out), out)
+    assert manifest(out)["games_read"] == 100
+
+
+# -- 3. and 4. an engine that cannot start; nothing left behind --------------------------------------
+
+NOT_AN_ENGINE = "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()\n"
+# Answers the driver's check like a UCI engine, but cannot start inside a Ray worker (a binary
+# missing on the cluster's nodes, say).
+ONLY_ON_THE_DRIVER = textwrap.dedent(
+    """
+    import os, sys
+    parent = open(f"/proc/{os.getppid()}/cmdline", "rb").read()
+    if b"ray::" in parent:
+        sys.exit("no engine here")
+    for line in sys.stdin:
+        word = line.split()[0] if line.split() else ""
+        if word == "uci":
+            print("id name Driver-only engine", flush=True)
+            print("uciok", flush=True)
+        elif word == "isready":
+            print("readyok", flush=True)
+        elif word == "quit":
+            break
+    """
+)
+
+
+def fake_engine(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / name
+    path.write_text(f"#!{sys.executable}\n{body}")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["missing", "false", "echo", "directory"])
+def test_an_engine_that_cannot_start_is_one_line_before_anything_is_created(tmp_path: Path, kind: str) -> None:
+    engine = {
+        "missing": "/nonexistent/sf",
+        "false": "/bin/false",
+        "echo": str(fake_engine(tmp_path, "echo-engine", NOT_AN_ENGINE)),
+        "directory": str(tmp_path),
+    }[kind]
+    out = tmp_path / "run"
+    started = time.monotonic()
+    result = run_cli("mine", SAMPLE, "--out", str(out), "--engine", engine, "--max-games", "2")
+    assert result.returncode == 1
+    line = one_error_line(result.stderr)
+    assert f"engine {engine}" in line or f"engine not found: {engine}" in line, line
+    assert time.monotonic() - started < 60
+    assert not out.exists()
+
+
+def test_an_engine_that_cannot_start_on_the_workers_stops_the_job_in_one_line(tmp_path: Path) -> None:
+    engine = fake_engine(tmp_path, "driver-only", ONLY_ON_THE_DRIVER)
+    out = tmp_path / "run"
+    started = time.monotonic()
+    process = start_mine(out, "--engine", str(engine), "--max-games", "3", "--plies", "10-10", "--workers", "2")
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 1
+    line = one_error_line(stderr)
+    assert "stopped: engine" in line and "did not start" in line, line
+    assert time.monotonic() - started < 120  # not retried forever
+    assert_session_ends(process.pid)
+    assert not out.exists()  # nothing was committed, so nothing is left to refuse the next command
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--shard-mb", "-1"], "invalid --shard-mb -1.0"),
+        (["--shard-mb", "0"], "invalid --shard-mb 0.0"),
+        (["--shard-games", "0"], "invalid --shard-games 0"),
+        (["--workers", "0"], "invalid --workers 0"),
+        (["--trap-dip", "3"], "trap dip 3.0 exceeds reasonable dip 2.0"),
+        (["--plies", "9-3"], "invalid --plies '9-3'"),
+    ],
+)
+def test_bad_settings_create_nothing_and_the_corrected_command_runs(tmp_path: Path, args, message) -> None:
+    out = tmp_path / "run"
+    result = run_cli("mine", SAMPLE, "--out", str(out), *SMALL, *args)
+    assert result.returncode == 1
+    assert message in one_error_line(result.stderr)
+    assert not out.exists()
+    if args[0] == "--shard-mb":
+        corrected = run_cli("mine", SAMPLE, "--out", str(out), *SMALL, "--shard-mb", "0.05")
+        assert corrected.returncode == 0, corrected.stderr
+
+
+def test_a_missing_input_creates_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = run_cli("mine", str(tmp_path / "missing.pgn"), "--out", str(out), *SMALL)
+    assert result.returncode == 1
+    assert "no such file" in one_error_line(result.stderr)
+    assert not out.exists()
+
+
+# -- 6. smaller items ---------------------------------------------------------------------------------
+
+
+def test_tree_says_what_its_counts_count() -> None:
+    result = run_cli("tree", "(-0.2, 1.1, 1.7, 3.2, 4.0)", "--root", "min", check=True)
+    assert "node visits" in result.stdout and "leaf evaluations" in result.stdout
+    assert "each time a search reaches it" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("literal", "message"),
+    [
+        ("(a, 1)", "'a' at column 2 is not a number or a tuple of numbers"),
+        ("((1,2),3+x)", "'3+x' at column 8 is not a number or a tuple of numbers"),
+        ("(1, print(2))", "'print(2)' at column 5 is not a number or a tuple of numbers"),
+        ("((1,2)", "'(' was never closed"),
+    ],
+)
+def test_tree_literal_errors_name_the_token_not_python_internals(literal: str, message: str) -> None:
+    result = run_cli("tree", literal)
+    assert result.returncode == 1
+    line = one_error_line(result.stderr)
+    assert message in line and "<ast." not in line and "object at 0x" not in line
+
+
+def test_progress_counts_positions_as_they_finish_and_says_done_at_the_end(tmp_path: Path) -> None:
+    """Lines, not a bar, when stderr is not a terminal: sparse, then a final `done` line; an ETA is
+    never absurd (the issue saw 113,360 s mid-run and 344 s after the end)."""
+    out = tmp_path / "run"
+    started = time.monotonic()
+    result = run_cli("mine", SAMPLE, "--out", str(out), *LONG)
+    wall = time.monotonic() - started
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("analysed ")]
+    assert lines and lines[-1].split(" | ")[2] == "done"
+    assert len(lines) <= 2 + wall / 30  # one line per 30 s, and the last
+    total = manifest(out)["positions_analysed"]
+    assert lines[-1].startswith(f"analysed {total:,}/{total:,} positions")
+    for line in lines[:-1]:
+        eta = line.split(" | ")[2]
+        if eta != "ETA ?":
+            minutes, seconds = eta.removeprefix("ETA ").split(":")[-2:]
+            assert int(minutes) * 60 + int(seconds) < 10 * wall
+
+
+# -- 7. the headline example ----------------------------------------------------------------------------
+
+BLACKBURNE = "r1bqkbnr/pppp1ppp/8/4p3/2BnP3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4"
+
+
+@pytest.mark.stockfish
+@pytest.mark.skipif(not STOCKFISH.exists(), reason="Debian's stockfish package is not installed")
+def test_explain_uses_stockfish_by_default_and_does_not_call_nxe5_best() -> None:
+    result = run_cli("explain", BLACKBURNE, "--json", check=True)
+    data = json.loads(result.stdout)
+    assert data["engine"]["engine"].startswith("Stockfish")
+    assert data["root_analysis"]["best"] != "f3e5"  # 4.Nxe5?? Qg5! is the famous losing move
+    text = run_cli("explain", BLACKBURNE, "--depth", "1", check=True).stdout
+    assert "Engine: Stockfish" in text
+    native = run_cli("explain", BLACKBURNE, "--engine", "native", "--depth", "1", check=True).stdout
+    assert "Engine: native" in native
