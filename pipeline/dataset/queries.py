@@ -14,6 +14,7 @@ import duckdb
 
 from pipeline.dataset.duck import connect
 from pipeline.dataset.sql import NamedQuery, named_queries
+from pipeline.outputs.sanitize import spreadsheet_safe
 
 
 class QueryError(ValueError):
@@ -80,6 +81,4 @@ def render(result: QueryResult, fmt: str) -> str:
 
 def _csv_cell(value: Any) -> Any:
     """Neutralise spreadsheet formulas in text from strangers (player names, events)."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
+    return spreadsheet_safe(value) if isinstance(value, str) else value
