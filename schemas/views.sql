@@ -1,5 +1,6 @@
 -- DuckDB views over a diffimax dataset (schema version 1).
--- `{dataset}` is replaced by the dataset directory as a quoted SQL string literal.
+-- `{games_files}` and the like are replaced by the list of the table's Parquet files in the dataset
+-- (listed in Python, so that no character of the dataset's path is read as a glob).
 -- Values are centipawns from the setter's view in the tables; *_pawns columns are for people.
 
 -- Wilson score interval (95%) for k successes in n trials.
@@ -17,21 +18,21 @@ create or replace macro wilson_high(k, n) as
     end;
 
 create or replace view games as
-select * from read_parquet({dataset} || '/shards/*/games.parquet', union_by_name = true);
+select * from read_parquet({games_files}, union_by_name = true);
 
 create or replace view positions as
-select * from read_parquet({dataset} || '/shards/*/positions.parquet', union_by_name = true);
+select * from read_parquet({positions_files}, union_by_name = true);
 
 create or replace view responses as
 select *, value / 100.0 as value_pawns, played_dip / 100.0 as played_dip_pawns
-from read_parquet({dataset} || '/shards/*/responses.parquet', union_by_name = true);
+from read_parquet({responses_files}, union_by_name = true);
 
 create or replace view traps as
 select *, dip / 100.0 as dip_pawns, best_value / 100.0 as best_value_pawns, value / 100.0 as value_pawns
-from read_parquet({dataset} || '/shards/*/traps.parquet', union_by_name = true);
+from read_parquet({traps_files}, union_by_name = true);
 
 create or replace view errors as
-select * from read_parquet({dataset} || '/shards/*/errors.parquet', union_by_name = true);
+select * from read_parquet({errors_files}, union_by_name = true);
 
 -- One row per analysed position, with what the human actually played there:
 -- best reply, fell (a trap candidate), other reasonable reply, unreasonable reply, excluded.
