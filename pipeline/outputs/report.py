@@ -28,7 +28,7 @@ import chess.svg
 import duckdb
 
 from pipeline.dataset.duck import connect
-from pipeline.dataset.queries import QueryResult, run_saved, saved_queries
+from pipeline.dataset.queries import QueryResult, RequirementError, run_saved, saved_queries
 from pipeline.dataset.sql import query
 from pipeline.outputs.html import Content, Html, document, join, tag, text
 
@@ -555,14 +555,15 @@ def players_section(result: QueryResult) -> Html:
     return tag("section", tag("h2", "Top players"), tag("p", reading), table(result), id="players")
 
 
-def tables_section(results: dict[str, QueryResult], descriptions: dict[str, str]) -> Html:
+def tables_section(results: dict[str, QueryResult], descriptions: dict[str, str], unmet: dict[str, str]) -> Html:
     parts = []
-    for name, result in results.items():
+    for name, description in descriptions.items():
         if name in OWN_SECTION:
             continue
         parts.append(tag("h3", tag("code", name)))
-        parts.append(tag("p", descriptions.get(name, "")))
-        parts.append(table(result))
+        parts.append(tag("p", description))
+        result = results.get(name)
+        parts.append(table(result) if result is not None else tag("p", unmet.get(name, "Not run."), class_="note"))
     return tag("section", tag("h2", "Saved queries"), join(parts), id="tables")
 
 
@@ -661,7 +662,13 @@ def write_report(data: str | Path, out: str | Path) -> Path:
     try:
         manifest = read_manifest(dataset)
         queries = saved_queries()
-        results = {name: run_saved(dataset, name) for name in queries}
+        results: dict[str, QueryResult] = {}
+        unmet: dict[str, str] = {}  # saved queries this dataset cannot answer, and why
+        for name in queries:
+            try:
+                results[name] = run_saved(dataset, name)
+            except RequirementError as error:
+                unmet[name] = str(error)
         descriptions = {name: saved.description for name, saved in queries.items()}
         empty = QueryResult([], [])
         sections = [
@@ -669,7 +676,7 @@ def write_report(data: str | Path, out: str | Path) -> Path:
             plots_section(results),
             traps_section(connection, results.get("top-trap-positions", empty)),
             players_section(results.get("top-players", empty)),
-            tables_section(results, descriptions),
+            tables_section(results, descriptions, unmet),
             errors_section(connection),
             manifest_section(manifest),
         ]
