@@ -1,5 +1,7 @@
 -- DuckDB views over a diffimax dataset (schema version 1).
--- `{dataset}` is replaced by the dataset directory as a quoted SQL string literal.
+-- `{games}` and the like are replaced by a scan of the table's Parquet files in the dataset (listed
+-- in Python, so that no character of the dataset's path is read as a glob), or by an empty table
+-- of the right schema when no shard is committed yet.
 -- Values are centipawns from the setter's view in the tables; *_pawns columns are for people.
 
 -- Wilson score interval (95%) for k successes in n trials.
@@ -17,21 +19,21 @@ create or replace macro wilson_high(k, n) as
     end;
 
 create or replace view games as
-select * from read_parquet({dataset} || '/shards/*/games.parquet', union_by_name = true);
+select * from {games};
 
 create or replace view positions as
-select * from read_parquet({dataset} || '/shards/*/positions.parquet', union_by_name = true);
+select * from {positions};
 
 create or replace view responses as
 select *, value / 100.0 as value_pawns, played_dip / 100.0 as played_dip_pawns
-from read_parquet({dataset} || '/shards/*/responses.parquet', union_by_name = true);
+from {responses};
 
 create or replace view traps as
 select *, dip / 100.0 as dip_pawns, best_value / 100.0 as best_value_pawns, value / 100.0 as value_pawns
-from read_parquet({dataset} || '/shards/*/traps.parquet', union_by_name = true);
+from {traps};
 
 create or replace view errors as
-select * from read_parquet({dataset} || '/shards/*/errors.parquet', union_by_name = true);
+select * from {errors};
 
 -- One row per analysed position, with what the human actually played there:
 -- best reply, fell (a trap candidate), other reasonable reply, unreasonable reply, excluded.

@@ -1,39 +1,109 @@
-"""`diffimax query` and the saved queries over a dataset mined from real games; the human judge."""
+"""`diffimax query` and the saved queries over a dataset mined from real games; the human judge;
+and the command's hygiene: empty SQL, dataset paths that look like globs, and strangers' headers
+that hold terminal escape sequences or a megabyte of text."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import logging
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
 
+import chess.pgn
 import pytest
 import ray
 
-from pipeline.dataset.queries import QueryError, render, run_query, run_saved, saved_queries
+from pipeline.dataset.queries import (
+    QueryError,
+    RequirementError,
+    render,
+    requirements,
+    run_query,
+    run_saved,
+    saved_queries,
+)
 from pipeline.ingest.games import GameFilter
+from pipeline.outputs.sanitize import CELL_MAX
+from search.settings import DiffiMaxSettings
 from tests.conftest import GAMES, run_cli
 from tests.mining_helpers import mine
 
 pytestmark = pytest.mark.slow
 
+# Header values that drive a terminal: clear the screen (CSI), set the window title (OSC, ended by
+# BEL), the 8-bit CSI of C1 and a right-to-left override that reorders what follows.
+CLEAR = "\x1b[2JCleared"
+TITLE = "\x1b]0;pwned\x07Mallory"
+C1_BIDI = "\u202eevil\x9b31m"
+RAW = ("\x1b", "\x07", "\x9b", "\u202e")
+# A header of one megabyte (what `select * from games` used to print whole).
+HUGE = 1 << 20
+
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
+def ray_session() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def dataset(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """100 games of player_a (ratings, time controls and clocks on every game), plies 0-16."""
     out = tmp_path_factory.mktemp("query") / "run"
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-    try:
-        mine([str(GAMES / "lichess_player_a_37221.pgn.zst")], out, workers=2, max_games=100,
-             game_filter=GameFilter(ply_from=0, ply_to=16))  # fmt: skip
-    finally:
-        ray.shutdown()
+    mine([str(GAMES / "lichess_player_a_37221.pgn.zst")], out, workers=2, max_games=100,
+         game_filter=GameFilter(ply_from=0, ply_to=16))  # fmt: skip
     return out
+
+
+def _tag(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@pytest.fixture(scope="module")
+def hostile(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first game of lichess_100.pgn twice, under headers holding escape sequences and under a
+    one-megabyte Event; mined at plies 4-8, depth 2, with --setter-choices."""
+    root = tmp_path_factory.mktemp("hostile-query")
+    with (GAMES / "lichess_100.pgn").open(encoding="utf-8") as handle:
+        game = chess.pgn.read_game(handle)
+    assert game is not None
+    moves = game.accept(chess.pgn.StringExporter(headers=False, comments=False, variations=False))
+    headers = [
+        {"Event": CLEAR, "White": TITLE, "Black": C1_BIDI, "GameId": "escapes1"},
+        {"Event": "E" * HUGE, "White": "w", "Black": "b", "GameId": "huge0001"},
+    ]
+    pgn = "".join(
+        "".join(f"[{name} {_tag(value)}]\n" for name, value in tags.items()) + "\n" + moves + "\n\n" for tags in headers
+    )
+    source = root / "hostile.pgn"
+    source.write_text(pgn, encoding="utf-8", newline="")
+    out = root / "run"
+    manifest = mine([str(source)], out, workers=1, setter_choices=True, settings=DiffiMaxSettings(depth=2),
+                    game_filter=GameFilter(ply_from=4, ply_to=8))  # fmt: skip
+    assert manifest["games_written"] == 2, manifest
+    return out
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], message: str) -> None:
+    assert result.returncode == 1, (result.returncode, result.stdout[-500:], result.stderr[-2000:])
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("diffimax: error: ") and message in lines[0], lines[-5:]
 
 
 def test_every_saved_query_runs_and_returns_rows(dataset):
     queries = saved_queries()
     assert len(queries) >= 8
+    assert set(requirements()) <= set(queries)
     for name in queries:
+        if name == "trap-setting-choice":  # this dataset was mined without --setter-choices
+            with pytest.raises(RequirementError, match="--setter-choices"):
+                run_saved(dataset, name)
+            continue
         result = run_saved(dataset, name)
         assert result.rows, f"saved query {name} returned no rows"
         if "fall_rate" in result.columns:
@@ -101,3 +171,95 @@ def test_explain_human_judge_uses_the_corpus(dataset):
         v for v in human.values() if v["evidence"].startswith("played in") and "played in 0 " not in v["evidence"]
     ]
     assert played
+
+
+# ---------------------------------------------------------------------------------------------
+# Hygiene: each of these failed before the change that added it (see the commit message).
+
+
+def test_empty_sql_is_one_clear_line(dataset):
+    for sql, message in (("", "empty SQL"), ("  \n\t ", "empty SQL"), (" /* only a comment */ ;", "no SQL statement")):
+        assert_one_line_error(run_cli("query", "--data", str(dataset), sql), message)
+    with pytest.raises(QueryError, match=r"^empty SQL: give a statement"):
+        run_query(dataset, " ")
+
+
+def test_a_dataset_path_with_glob_characters_is_read_as_it_is(hostile, tmp_path):
+    (games,) = run_query(hostile, "select count(*) from games").rows[0]
+    assert games == 2
+    brackets = tmp_path / "a[1]"
+    shutil.copytree(hostile, brackets)
+    out = run_cli("query", "--data", str(brackets), "select count(*) as games from games", "--format", "json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout) == [{"games": 2}]
+    every = tmp_path / "x*?[]{}"
+    shutil.copytree(hostile, every)
+    assert run_query(every, "select count(*) from games").rows == [(2,)]
+
+
+def test_a_neighbouring_dataset_is_never_read(hostile, tmp_path):
+    """`--data 'run*'` names the directory called `run*`, not also `run` and `run1` beside it."""
+    for name in ("run*", "run", "run1"):
+        shutil.copytree(hostile, tmp_path / name)
+    out = run_cli("query", "--data", str(tmp_path / "run*"), "select count(*) as games from games", "--format", "json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout) == [{"games": 2}]
+    shutil.rmtree(tmp_path / "run*")
+    assert_one_line_error(run_cli("query", "--data", str(tmp_path / "run?"), "select 1"), "no diffimax dataset")
+
+
+def test_escape_sequences_in_headers_never_reach_the_terminal(hostile):
+    sql = "select event, white, black from games where game_id = 'escapes1'"
+    for fmt in ("table", "csv", "json"):
+        out = run_cli("query", "--data", str(hostile), sql, "--format", fmt)
+        assert out.returncode == 0, out.stderr[-2000:]
+        for char in RAW:
+            assert char not in out.stdout, (fmt, char, out.stdout)
+        if fmt == "json":  # json.dumps writes \u001b: read back, the values are the headers
+            assert json.loads(out.stdout) == [{"event": CLEAR, "white": TITLE, "black": C1_BIDI}]
+    table = run_cli("query", "--data", str(hostile), sql, check=True).stdout
+    for shown in ("\\x1b[2JCleared", "\\x1b]0;pwned\\x07Mallory", "\\u202eevil\\x9b31m"):
+        assert shown in table, table
+    rows = list(csv.reader(io.StringIO(run_cli("query", "--data", str(hostile), sql, "--format", "csv").stdout)))
+    assert rows == [
+        ["event", "white", "black"],
+        ["\\x1b[2JCleared", "\\x1b]0;pwned\\x07Mallory", "\\u202eevil\\x9b31m"],
+    ]
+    # A failing cast quotes the value in DuckDB's message: shown the same way on stderr.
+    failed = run_cli("query", "--data", str(hostile), "select white::int from games where game_id = 'escapes1'")
+    assert_one_line_error(failed, "query failed")
+    assert not [char for char in RAW if char in failed.stderr]
+
+
+def test_a_megabyte_header_is_cut_in_table_format(hostile):
+    (length,) = run_query(hostile, "select length(event) from games where game_id = 'huge0001'").rows[0]
+    assert length == HUGE
+    out = run_cli("query", "--data", str(hostile), "select * from games order by game_id")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert len(out.stdout) < 30_000, len(out.stdout)
+    assert "E" * CELL_MAX + f"…(+{HUGE - CELL_MAX} chars)" in out.stdout
+    assert out.stdout.rstrip().endswith("(2 rows)")
+    # CSV and JSON are for programs: they keep the whole value.
+    whole = run_cli("query", "--data", str(hostile), "select event from games where game_id = 'huge0001'",
+                    "--format", "csv", check=True)  # fmt: skip
+    assert whole.stdout.splitlines() == ["event", "E" * HUGE]
+
+
+def test_trap_setting_choice_says_what_it_needs(dataset, hostile):
+    out = run_cli("query", "--data", str(dataset), "--saved", "trap-setting-choice")
+    assert_one_line_error(out, "saved query 'trap-setting-choice' needs a dataset mined with --setter-choices")
+    assert out.stdout == ""
+    # Mined with --setter-choices, it runs (whether or not a trap-setting move was within reach).
+    out = run_cli("query", "--data", str(hostile), "--saved", "trap-setting-choice", "--format", "json", check=True)
+    (row,) = json.loads(out.stdout)
+    assert row["positions"] >= 0 and "choice_rate" in row
+
+
+def test_render_shows_controls_and_keeps_csv_cells_whole():
+    from pipeline.dataset.queries import QueryResult
+
+    result = QueryResult(["name"], [(CLEAR,), ("Carriage\rReturn\tTab",), ("-1",)])
+    rows = list(csv.reader(io.StringIO(render(result, "csv"), newline="")))
+    assert rows == [["name"], ["\\x1b[2JCleared"], ["Carriage\rReturn\tTab"], ["'-1"]]
+    table = render(result, "table")
+    assert "\\x1b[2JCleared" in table and "Carriage\\x0dReturn\\x09Tab" in table and "\x1b" not in table

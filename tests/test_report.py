@@ -25,7 +25,7 @@ import pytest
 import ray
 
 from pipeline.dataset.duck import DatasetError
-from pipeline.dataset.queries import QueryResult, render, run_query, run_saved
+from pipeline.dataset.queries import CSV_KEEPS, QueryResult, render, run_query, run_saved
 from pipeline.ingest.games import GameFilter
 from pipeline.outputs.report import (
     BOARDS_SHOWN,
@@ -42,6 +42,7 @@ from pipeline.outputs.report import (
     text,
     write_report,
 )
+from pipeline.outputs.sanitize import terminal_visible
 from tests.conftest import GAMES
 from tests.mining_helpers import mine
 
@@ -335,7 +336,8 @@ def test_hostile_headers_render_as_text(hostile: Report) -> None:
 def _csv_round_trip(result: QueryResult) -> None:
     rows = list(csv.reader(io.StringIO(render(result, "csv"), newline="")))
     assert rows[0] == result.columns
-    assert [row[0] for row in rows[1:]] == [row[0] for row in result.rows]
+    # Tab, LF and CR stay inside their quoted cell; other controls (BEL) are shown as `\x07`.
+    assert [row[0] for row in rows[1:]] == [terminal_visible(row[0], keep=CSV_KEEPS) for row in result.rows]
     assert all(len(row) == len(result.columns) for row in rows)
     assert not [cell for row in rows for cell in row if cell[:1] in ("=", "+", "-", "@")]
 

@@ -36,6 +36,8 @@ import chess
 import chess.engine
 import chess.pgn
 
+from search.errors import DiffimaxError
+
 # The bundled file, relative to the `pipeline` package.
 BUNDLED_RESOURCE: Final = "samples/known_traps.pgn"
 # Centipawn value given to a forced mate (minus the distance), so that a mate ranks beyond any
@@ -49,7 +51,7 @@ VICTIM_COLORS: Final[dict[str, chess.Color]] = {"white": chess.WHITE, "black": c
 SETTER_SOUND_VALUES: Final[dict[str, bool]] = {"true": True, "false": False}
 
 
-class KnownTrapError(ValueError):
+class KnownTrapError(DiffimaxError, ValueError):
     """A known-traps PGN game is not a valid trap record (the message names the game)."""
 
 

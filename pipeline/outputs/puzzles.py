@@ -21,7 +21,9 @@ not expect, ends the solution at the solver move before it. Repeated puzzles (sa
 solver, same solution) are verified once and written once, with the games they came from.
 
 Everything taken from the PGN headers (names, event, date, opening, site) is untrusted: it is
-stripped of control characters, and escaped or quoted for the format it is written into.
+stripped of control characters, and escaped or quoted for the format it is written into, by
+`pipeline.outputs.sanitize` and the HTML builder `pipeline.outputs.html`. The SQL that reads the
+candidates is in `schemas/puzzles.sql`.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from __future__ import annotations
 import base64
 import csv
 import hashlib
-import html
 import io
 import math
 import os
@@ -37,7 +38,6 @@ import re
 import shutil
 import time
 import unicodedata
-import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +49,9 @@ import chess.pgn
 import chess.svg
 
 from pipeline.dataset.duck import connect
+from pipeline.dataset.sql import query
+from pipeline.outputs.html import Html, document, join, tag
+from pipeline.outputs.sanitize import clean_text, pgn_value, safe_url, spreadsheet_safe
 from search.errors import DiffimaxError
 
 PuzzleKind = Literal["punish", "set"]
@@ -76,7 +79,6 @@ MATE_IN_ONE_SECOND_MAX = 0.6  # puzzler: a mate in one is unique if the best non
 SET_SCREEN_CP = 100  # set: the miner's second best at the setting move must be this much worse (cp)
 CRUSHING_CP = 600  # Lichess theme thresholds on the final evaluation, solver's view (cook.py)
 ADVANTAGE_CP = 200
-PGN_VALUE_MAX = 255  # characters kept of a PGN tag value (the PGN standard's limit)
 BOARD_PX = 360  # size of a board image in the HTML book
 STOCKFISH_FALLBACK = Path("/usr/games/stockfish")  # Debian's stockfish package installs here
 
@@ -92,8 +94,6 @@ LICHESS_COLUMNS = (
     "GameUrl",
     "OpeningTags",
 )
-# A spreadsheet reads a cell starting with one of these as a formula (CSV injection).
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
 
 class PuzzleError(DiffimaxError, ValueError):
@@ -457,46 +457,6 @@ class EngineVerifier:
 # ---------------------------------------------------------------------------------------------
 # Candidates from the dataset
 
-# Punish: root trap records the human fell into, with the root position and the game.
-PUNISH_SQL = """
-with final as (
-    select t.game_id, t.ply, p.fen, t.move, t.dip, t.refutation,
-           g.site, g.event, g.date, g.white, g.black, g.white_elo, g.black_elo, g.opening, g.eco
-    from traps t
-    join positions p on p.game_id = t.game_id and p.ply = t.ply
-    join games g on g.game_id = t.game_id
-    where len(t.path) = 0 and t.fell and t.dip >= $min_dip_cp and p.move_uci = t.move
-)
-select * from final order by game_id, ply
-"""
-
-# Set: one trap per root (the one the human played, else the deepest dip), the two plies before
-# it, and the miner's own view of the setting move (it was the setter's turn at ply - 1).
-SET_SQL = """
-with picked as (
-    select t.*, row_number() over (
-        partition by t.game_id, t.ply order by t.fell desc nulls last, t.dip desc, t.move
-    ) as pick
-    from traps t
-    where len(t.path) = 0 and t.dip >= $min_dip_cp
-),
-final as (
-    select c.game_id, c.ply, c.move, c.dip, c.refutation,
-           before.fen as fen, before.move_uci as prior_move, setting.move_uci as setting_move,
-           screen.played_class as setting_class,
-           list_min([r.dip for r in screen.responses if r.move <> screen.best_move and r.excluded is null])
-               as second_dip,
-           g.site, g.event, g.date, g.white, g.black, g.white_elo, g.black_elo, g.opening, g.eco
-    from picked c
-    join games g on g.game_id = c.game_id
-    left join positions before on before.game_id = c.game_id and before.ply = c.ply - 2
-    left join positions setting on setting.game_id = c.game_id and setting.ply = c.ply - 1
-    left join responses screen on screen.game_id = c.game_id and screen.ply = c.ply - 1
-    where c.pick = 1
-)
-select * from final order by game_id, ply
-"""
-
 
 def _rows(connection: Any, sql: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
     cursor = connection.execute(sql, params)
@@ -529,11 +489,11 @@ def load_candidates(
     early: dict[str, dict[str, int]] = {kind: {} for kind in kinds}
     params = {"min_dip_cp": min_dip_cp}
     if "punish" in kinds:
-        for row in _rows(connection, PUNISH_SQL, params):
+        for row in _rows(connection, query("puzzles", "punish-candidates"), params):
             moves = (row["move"], *row["refutation"])
             candidates.append(Candidate("punish", _game(row), row["ply"], row["fen"], moves, 1, row["dip"]))
     if "set" in kinds:
-        for row in _rows(connection, SET_SQL, params):
+        for row in _rows(connection, query("puzzles", "set-candidates"), params):
             reason: DropReason | None = None
             if row["fen"] is None or row["setting_move"] is None:
                 reason = "history_missing"
@@ -548,50 +508,9 @@ def load_candidates(
 
 
 # ---------------------------------------------------------------------------------------------
-# Untrusted text
+# Untrusted text (made safe by pipeline.outputs.sanitize)
 
-
-def clean_text(text: str | None, limit: int = PGN_VALUE_MAX) -> str:
-    """One line of printable text: control and format characters, line and paragraph separators
-    become spaces (format characters such as bidi overrides are dropped), runs of spaces collapse."""
-    if not text:
-        return ""
-    out = []
-    for char in text:
-        category = unicodedata.category(char)
-        if category in ("Cc", "Zl", "Zp"):
-            out.append(" ")
-        elif category in ("Cf", "Cs", "Co", "Cn"):
-            continue
-        else:
-            out.append(char)
-    return " ".join("".join(out).split())[:limit]
-
-
-def spreadsheet_safe(cell: str) -> str:
-    """A CSV cell a spreadsheet will not run: a leading = + - @ tab or CR gets an apostrophe."""
-    return "'" + cell if cell.startswith(FORMULA_PREFIXES) else cell
-
-
-def pgn_value(text: str | None, default: str = "?") -> str:
-    """A PGN tag value: one line, at most PGN_VALUE_MAX characters, backslash and quote escaped."""
-    value = clean_text(text) or default
-    return value.replace("\\", "\\\\").replace('"', '\\"')
-
-
-_URL_CHARS = re.compile(r"[A-Za-z0-9._~:/?#\[\]@!$&()*+,;=%-]+")
 _LICHESS_GAME = re.compile(r"https://lichess\.org/[A-Za-z0-9]{8}")
-
-
-def safe_url(site: str | None) -> str:
-    """`site` if it is a plain http(s) URL (RFC 3986 characters only, no quotes), else ''."""
-    url = (site or "").strip()
-    if not url or len(url) > 2000 or not _URL_CHARS.fullmatch(url):
-        return ""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return ""
-    return url
 
 
 def game_url(site: str | None, fen: str, ply: int) -> str:
@@ -927,37 +846,33 @@ def render_html(puzzles: Sequence[Puzzle], *, title: str = "diffimax puzzles") -
     """A self-contained puzzle book: a board image (chess.svg, data URI) per step, stepped with
     radio buttons and CSS (works without JavaScript); a tiny inline script only opens the step named
     in the URL fragment (#<puzzle id>/<step>). A Content-Security-Policy allows no network access."""
-    esc = html.escape
     script_hash = base64.b64encode(hashlib.sha256(_SCRIPT.encode()).digest()).decode("ascii")
     csp = (
         "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
         f"script-src 'sha256-{script_hash}'; base-uri 'none'; form-action 'none'"
     )
     max_steps = max((len(p.moves) + 1 for p in puzzles), default=1)
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en">',
-        "<head>",
-        '<meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{esc(csp)}">',
-        '<meta name="referrer" content="no-referrer">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{esc(clean_text(title))}</title>",
-        f"<style>{_STYLE}{_step_css(max_steps)}</style>",
-        "</head>",
-        "<body>",
-        f"<h1>{esc(clean_text(title))}</h1>",
-        f"<p>{len(puzzles)} puzzle{'' if len(puzzles) == 1 else 's'}. Pick a step to move through the line; "
-        "<em>Solution</em> lists it.</p>",
-    ]
-    for number, p in enumerate(puzzles, start=1):
-        parts.append(_puzzle_html(number, p))
-    parts += [f"<script>{_SCRIPT}</script>", "</body>", "</html>", ""]
-    return "\n".join(parts)
+    heading = clean_text(title)
+    intro = tag(
+        "p",
+        f"{len(puzzles)} puzzle{'' if len(puzzles) == 1 else 's'}. Pick a step to move through the line; ",
+        tag("em", "Solution"),
+        " lists it.",
+    )
+    body = join(
+        [tag("h1", heading), intro, *(_puzzle_html(n, p) for n, p in enumerate(puzzles, start=1))],
+        Html("\n"),
+    )
+    return document(
+        heading,
+        [Html("\n"), body, Html("\n"), tag("script", Html(_SCRIPT)), Html("\n")],
+        csp=csp,
+        style=Html(_STYLE + _step_css(max_steps)),
+        meta=[tag("meta", name="referrer", content="no-referrer")],
+    )
 
 
-def _puzzle_html(number: int, p: Puzzle) -> str:
-    esc = html.escape
+def _puzzle_html(number: int, p: Puzzle) -> Html:
     opponent, solver = _names(p)
     orientation = chess.WHITE if solver == "White" else chess.BLACK
     board = chess.Board(p.fen)
@@ -971,44 +886,41 @@ def _puzzle_html(number: int, p: Puzzle) -> str:
         images.append(_board_image(board, move, orientation))
     task = "punish the trap" if p.kind == "punish" else "set a trap"
     g = p.game
-    players = f"{clean_text(g.white) or '?'} vs {clean_text(g.black) or '?'}"
-    meta = [esc(players)]
-    if g.event:
-        meta.append(esc(clean_text(g.event)))
-    if g.date:
-        meta.append(esc(clean_text(g.date)))
-    if g.opening:
-        meta.append(esc(clean_text(g.opening)))
+    meta: list[Html | str] = [f"{clean_text(g.white) or '?'} vs {clean_text(g.black) or '?'}"]
+    meta += [clean_text(value) for value in (g.event, g.date, g.opening) if value]
     if p.game_url:
-        meta.append(f'<a href="{esc(p.game_url, quote=True)}" rel="noopener noreferrer nofollow">game</a>')
+        meta.append(tag("a", "game", href=p.game_url, rel="noopener noreferrer nofollow"))
     meta.append(f"found in {len(p.game_ids)} game{'s' if len(p.game_ids) != 1 else ''}")
-    meta.append(esc(" ".join(p.themes)))
+    meta.append(" ".join(p.themes))
     pid = p.puzzle_id
     inputs, labels, boards = [], [], []
     for k, image in enumerate(images):
-        checked = " checked" if k == 1 else ""
-        inputs.append(f'<input type="radio" name="{pid}" id="{pid}-{k}" class="s{k}"{checked}>')
+        inputs.append(tag("input", type="radio", name=pid, id=f"{pid}-{k}", class_=f"s{k}", checked=k == 1))
         label = "Start" if k == 0 else ("Puzzle" if k == 1 else str(k - 1))
-        labels.append(f'<label for="{pid}-{k}" class="l{k}">{label}</label>')
+        labels.append(tag("label", label, for_=f"{pid}-{k}", class_=f"l{k}"))
+        caption: list[Html | str]
         if k == 0:
-            caption = f"{opponent} to move."
+            caption = [f"{opponent} to move."]
         elif k == 1:
-            caption = f"{opponent} played {esc(sans[0])}. <strong>{solver} to move: {task}.</strong>"
+            caption = [f"{opponent} played {sans[0]}. ", tag("strong", f"{solver} to move: {task}.")]
         else:
-            caption = f"{esc(sans[k - 1])} — {esc(_role(p, k - 1))}"
+            caption = [f"{sans[k - 1]} — {_role(p, k - 1)}"]
         alt = f"Board after step {k}" if k else "Board at the start"
         boards.append(
-            f'<figure class="board b{k}"><img src="{image}" alt="{alt}" width="{BOARD_PX}" height="{BOARD_PX}">'
-            f"<figcaption>{caption}</figcaption></figure>"
+            tag(
+                "figure",
+                tag("img", src=image, alt=alt, width=BOARD_PX, height=BOARD_PX),
+                tag("figcaption", caption),
+                class_=f"board b{k}",
+            )
         )
-    solution = "".join(f"<li>{esc(san)} — {esc(_role(p, i))}</li>" for i, san in enumerate(sans))
-    return "\n".join([
-        f'<section class="puzzle" id="{pid}">',
-        f"<h2>{number}. {solver} to move: {task} <small>({esc(pid)})</small></h2>",
-        f'<p class="meta">{" · ".join(meta)}</p>',
+    solution = [tag("li", f"{san} — {_role(p, i)}") for i, san in enumerate(sans)]
+    parts = [
+        tag("h2", f"{number}. {solver} to move: {task} ", tag("small", f"({pid})")),
+        tag("p", join(meta, " · "), class_="meta"),
         *inputs,
-        f'<div class="steps">{"".join(labels)}</div>',
-        f'<div class="boards">{"".join(boards)}</div>',
-        f"<details><summary>Solution</summary><ol>{solution}</ol></details>",
-        "</section>",
-    ])  # fmt: skip
+        tag("div", labels, class_="steps"),
+        tag("div", boards, class_="boards"),
+        tag("details", tag("summary", "Solution"), tag("ol", solution)),
+    ]
+    return tag("section", Html("\n"), join(parts, Html("\n")), Html("\n"), class_="puzzle", id=pid)

@@ -6,16 +6,14 @@ data URIs), every saved query as a table, the top trap positions drawn as boards
 Content-Security-Policy forbids scripts and any request but `data:` images.
 
 Everything the data holds came from strangers' PGN headers (player names, events, game ids) and
-reaches the page only through `text` (control characters replaced, then HTML-escaped, quotes
-too). Markup is built by `tag`, which escapes every plain `str` it is given; only `Html` values
-(made by `tag`, the module's constants and `chess.svg`) pass through as they are. The page is
-also well-formed XML, which the tests check.
+reaches the page only through the builder of `pipeline.outputs.html` (`tag` escapes every plain
+`str`, after `pipeline.outputs.sanitize` has replaced what is not XML text). The page is also
+well-formed XML, which the tests check. Its SQL beyond the saved queries is in `schemas/report.sql`.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 import os
@@ -23,14 +21,16 @@ import re
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final
 
 import chess
 import chess.svg
 import duckdb
 
 from pipeline.dataset.duck import connect
-from pipeline.dataset.queries import QueryResult, run_saved, saved_queries
+from pipeline.dataset.queries import QueryResult, RequirementError, run_saved, saved_queries
+from pipeline.dataset.sql import query
+from pipeline.outputs.html import Content, Html, document, join, tag, text
 from search.errors import DiffimaxError
 
 if TYPE_CHECKING:
@@ -60,64 +60,12 @@ RATE_COLUMNS: Final = frozenset({"wilson_low", "wilson_high", "fall_rate", "play
 BEST_ARROW: Final = "green"
 TRAP_ARROW: Final = "red"
 
-# Characters that are neither valid XML nor sensible HTML text: C0/C1 controls other than tab,
-# newline and carriage return, lone surrogates, U+FFFE and U+FFFF.
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 # Element ids and references inside a chess.svg board (made unique per board).
 _SVG_ID = re.compile(r'(\bid="|href="#|url\(#)')
-# Elements written without content or end tag (as `<name ... />`, valid HTML and XML).
-_VOID: Final = frozenset({"meta", "img", "br", "hr", "col"})
 
 
 class ReportError(DiffimaxError, ValueError):
     """A dataset whose manifest cannot be read."""
-
-
-class Html(str):
-    """Markup emitted as it is. Made only by `tag`, `text`, `join` and trusted generators
-    (`chess.svg`, this module's constants); any other `str` is escaped on the way in."""
-
-    __slots__ = ()
-
-
-# What `tag` accepts as content: markup, text to escape, numbers, nothing, or a sequence of markup.
-Content: TypeAlias = Html | str | int | float | Iterable[Html] | None
-
-
-def text(value: object) -> Html:
-    """`value` as page text: unprintable characters become U+FFFD, then `& < > " '` are escaped."""
-    return Html(html.escape(_UNPRINTABLE.sub("\ufffd", str(value)), quote=True))
-
-
-def join(parts: Iterable[Html]) -> Html:
-    return Html("".join(parts))
-
-
-def _content(child: Content) -> Html:
-    if isinstance(child, Html):
-        return child
-    if child is None:
-        return Html("")
-    if isinstance(child, str | int | float):
-        return text(child)
-    return join(_content(part) for part in child)
-
-
-def tag(element: str, /, *children: Content, **attributes: str | int | bool | None) -> Html:
-    """`<element attributes>children</element>`; `class_` names the class attribute, `_` in a name
-    becomes `-`; None and False attributes are left out, True ones are written `name="name"`."""
-    attrs = []
-    for key, value in attributes.items():
-        if value is None or value is False:
-            continue
-        attribute = key.rstrip("_").replace("_", "-")
-        attrs.append(f' {attribute}="{text(attribute if value is True else value)}"')
-    opening = f"<{element}{''.join(attrs)}"
-    if element in _VOID:
-        if children:
-            raise ValueError(f"void element {element!r} takes no content")
-        return Html(opening + " />")
-    return Html(f"{opening}>{join(_content(child) for child in children)}</{element}>")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,55 +92,6 @@ def read_manifest(dataset: Path) -> dict[str, Any] | None:
     if not isinstance(manifest, dict):
         raise ReportError(f"unreadable manifest {str(path)!r}: expected a JSON object")
     return manifest
-
-
-# Root trap candidates of the drawn positions: how often each was a candidate there, how often
-# it was played, its smallest dip (centipawns) and best rank.
-CANDIDATES_SQL: Final = """
-with final as (
-    select root_key as position_key, move, count(*) as occurrences, count(*) filter (where fell) as played,
-           min(dip) as dip, min(rank) as rank
-    from traps where path = [] and list_contains($keys, root_key)
-    group by root_key, move
-)
-select * from final order by position_key, played desc, occurrences desc, rank, move
-"""
-# What humans played at the drawn positions.
-PLAYED_SQL: Final = """
-with final as (
-    select position_key, move_san, outcome, count(*) as times
-    from outcomes where list_contains($keys, position_key)
-    group by position_key, move_san, outcome
-)
-select * from final order by position_key, times desc, move_san
-"""
-# The move that led to each drawn position, most often (known when the ply before is analysed too).
-LAST_MOVE_SQL: Final = """
-with final as (
-    select o.position_key, p.move_uci, count(*) as times
-    from outcomes o join positions p on p.game_id = o.game_id and p.ply = o.ply - 1
-    where list_contains($keys, o.position_key)
-    group by o.position_key, p.move_uci
-)
-select * from final order by position_key, times desc, move_uci
-"""
-# A few games that reached each drawn position, those where the human fell first.
-GAMES_SQL: Final = """
-with final as (
-    select o.position_key, o.game_id, o.ply, o.white, o.black, o.white_elo, o.black_elo, g.event, g.date,
-           o.move_san, o.outcome
-    from outcomes o join games g using (game_id)
-    where list_contains($keys, o.position_key)
-    qualify row_number() over (partition by o.position_key order by o.fell desc, o.game_id, o.ply) <= $limit
-)
-select * from final order by position_key, outcome = 'fell' desc, game_id, ply
-"""
-# Errors by stage, and the first few of them.
-ERROR_COUNTS_SQL: Final = "select stage, count(*) as errors from errors group by stage order by stage"
-ERRORS_SQL: Final = """
-select stage, source, game_index, game_id, ply, reason from errors
-order by stage, source, game_index, ply limit $limit
-"""
 
 
 def _grouped(
@@ -632,10 +531,10 @@ def traps_section(connection: duckdb.DuckDBPyConnection, result: QueryResult) ->
         )
     keys = [row["position_key"] for row in rows]
     extra = {
-        "candidates": _grouped(connection, CANDIDATES_SQL, {"keys": keys}),
-        "played": _grouped(connection, PLAYED_SQL, {"keys": keys}),
-        "last": _grouped(connection, LAST_MOVE_SQL, {"keys": keys}),
-        "games": _grouped(connection, GAMES_SQL, {"keys": keys, "limit": GAMES_PER_BOARD}),
+        "candidates": _grouped(connection, query("report", "trap-candidates"), {"keys": keys}),
+        "played": _grouped(connection, query("report", "humans-played"), {"keys": keys}),
+        "last": _grouped(connection, query("report", "last-move"), {"keys": keys}),
+        "games": _grouped(connection, query("report", "example-games"), {"keys": keys, "limit": GAMES_PER_BOARD}),
     }
     cards = [position_card(i, row, extra) for i, row in enumerate(rows, start=1)]
     return tag(
@@ -657,22 +556,23 @@ def players_section(result: QueryResult) -> Html:
     return tag("section", tag("h2", "Top players"), tag("p", reading), table(result), id="players")
 
 
-def tables_section(results: dict[str, QueryResult], descriptions: dict[str, str]) -> Html:
+def tables_section(results: dict[str, QueryResult], descriptions: dict[str, str], unmet: dict[str, str]) -> Html:
     parts = []
-    for name, result in results.items():
+    for name, description in descriptions.items():
         if name in OWN_SECTION:
             continue
         parts.append(tag("h3", tag("code", name)))
-        parts.append(tag("p", descriptions.get(name, "")))
-        parts.append(table(result))
+        parts.append(tag("p", description))
+        result = results.get(name)
+        parts.append(table(result) if result is not None else tag("p", unmet.get(name, "Not run."), class_="note"))
     return tag("section", tag("h2", "Saved queries"), join(parts), id="tables")
 
 
 def errors_section(connection: duckdb.DuckDBPyConnection) -> Html:
-    counts = connection.execute(ERROR_COUNTS_SQL).fetchall()
+    counts = connection.execute(query("report", "error-counts")).fetchall()
     if not counts:
         return tag("section", tag("h2", "Errors"), tag("p", "No errors.", class_="note"), id="errors")
-    cursor = connection.execute(ERRORS_SQL, {"limit": ERRORS_SHOWN})
+    cursor = connection.execute(query("report", "first-errors"), {"limit": ERRORS_SHOWN})
     shown = QueryResult([column[0] for column in cursor.description], cursor.fetchall())
     total = sum(count for _, count in counts)
     summary = ", ".join(f"{count:,} at {stage}" for stage, count in counts)
@@ -747,18 +647,9 @@ figure.board svg { display: block; width: 300px; height: 300px; }
 
 
 def render_page(title: str, sections: list[Html], subtitle: str) -> str:
-    head = tag(
-        "head",
-        tag("meta", charset="utf-8"),
-        tag("meta", http_equiv="Content-Security-Policy", content=CONTENT_SECURITY_POLICY),
-        tag("meta", name="viewport", content="width=device-width, initial-scale=1"),
-        tag("title", title),
-        tag("style", CSS),
-    )
     nav = tag("nav", [tag("a", label, href=f"#{anchor}") for anchor, label in SECTIONS])
     top = tag("header", tag("h1", title), tag("p", subtitle), class_="top")
-    body = tag("body", top, nav, tag("main", sections))
-    return "<!DOCTYPE html>\n" + tag("html", head, body, lang="en") + "\n"
+    return document(title, [top, nav, tag("main", sections)], csp=CONTENT_SECURITY_POLICY, style=CSS)
 
 
 def write_report(data: str | Path, out: str | Path) -> Path:
@@ -772,15 +663,21 @@ def write_report(data: str | Path, out: str | Path) -> Path:
     try:
         manifest = read_manifest(dataset)
         queries = saved_queries()
-        results = {name: run_saved(dataset, name) for name in queries}
-        descriptions = {name: query.description for name, query in queries.items()}
+        results: dict[str, QueryResult] = {}
+        unmet: dict[str, str] = {}  # saved queries this dataset cannot answer, and why
+        for name in queries:
+            try:
+                results[name] = run_saved(dataset, name)
+            except RequirementError as error:
+                unmet[name] = str(error)
+        descriptions = {name: saved.description for name, saved in queries.items()}
         empty = QueryResult([], [])
         sections = [
             summary_section(dataset.resolve(), manifest, results.get("lift", empty)),
             plots_section(results),
             traps_section(connection, results.get("top-trap-positions", empty)),
             players_section(results.get("top-players", empty)),
-            tables_section(results, descriptions),
+            tables_section(results, descriptions, unmet),
             errors_section(connection),
             manifest_section(manifest),
         ]

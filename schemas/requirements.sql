@@ -1,0 +1,7 @@
+-- What a saved query of queries.sql needs from a dataset, checked before `diffimax query` runs it.
+-- Each block: `-- name: NAME` (the saved query's name), one description line (what is missing when
+-- the statement says false, shown to the user), then one statement returning one boolean.
+
+-- name: trap-setting-choice
+-- needs a dataset mined with --setter-choices: no position of this one has choice_moves
+select exists (select 1 from responses where choice_moves is not null) as met;
