@@ -266,7 +266,7 @@ def test_fen_errors_name_the_problem():
 
 def test_cli_explain_json_native():
     fen = POSITIONS[0]
-    data = json.loads(run_cli("explain", fen, "--depth", "2", "--json", check=True).stdout)
+    data = json.loads(run_cli("explain", fen, "--engine", "native", "--depth", "2", "--json", check=True).stdout)
     for key in ("value", "best_move", "nodes", "leaves", "cutoffs", "root_analysis", "traps", "engine"):
         assert key in data
     root = data["root_analysis"]
@@ -279,6 +279,8 @@ def test_cli_explain_json_native():
 
 def test_cli_explain_setter_to_move_makes_a_setter_root():
     fen = "kbK5/pp6/1P6/8/8/8/8/R7 w - - 0 1"
-    data = json.loads(run_cli("explain", fen, "--setter", "white", "--depth", "3", "--json", check=True).stdout)
+    data = json.loads(
+        run_cli("explain", fen, "--engine", "native", "--setter", "white", "--depth", "3", "--json", check=True).stdout
+    )
     assert data["best_move"] == "a1a6" and data["root_analysis"] is None
     assert data["value"] == pytest.approx((MATE - 3) / 100)

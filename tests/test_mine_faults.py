@@ -122,7 +122,7 @@ def test_removed_node(tmp_path, reference):
 def test_resume_after_the_driver_is_killed(tmp_path, reference):
     out = tmp_path / "run"
     command = [
-        sys.executable, "-m", "pipeline.cli", "mine", SAMPLE, "--out", str(out), "--depth", "1", "--plies",
+        sys.executable, "-m", "pipeline.cli", "mine", SAMPLE, "--out", str(out), "--engine", "native", "--depth", "1", "--plies",
         "10-11", "--workers", "2", "--shard-mb", str(JOB["shard_bytes"] / (1 << 20)),
     ]  # fmt: skip
     process = subprocess.Popen(command, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL,

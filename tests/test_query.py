@@ -162,7 +162,9 @@ def test_explain_human_judge_uses_the_corpus(dataset):
     (games,) = run_query(dataset, f"select count(*) from positions where fen = '{fen}'").rows[0]
     if games < 5:
         pytest.skip("1.e4 is rare in this slice")
-    out = run_cli("explain", fen, "--depth", "1", "--human-freq", str(dataset), "--json", check=True)
+    out = run_cli(
+        "explain", fen, "--engine", "native", "--depth", "1", "--human-freq", str(dataset), "--json", check=True
+    )
     judges = json.loads(out.stdout)["judges"]
     assert set(judges) == {"dip", "shallow", "human"}
     human = {v["move"]: v for v in judges["human"]["verdicts"]}

@@ -63,7 +63,7 @@ def test_ray_job_submit_end_to_end(cluster, tmp_path):
     ray = str(BIN / "ray")
     entrypoint = [
         "python", "-m", "jobs.mine", str(GAMES / "lichess_100.pgn"), "--out", str(out),
-        "--depth", "1", "--plies", "12-12", "--max-games", "40", "--workers", "2",
+        "--engine", "native", "--depth", "1", "--plies", "12-12", "--max-games", "40", "--workers", "2",
     ]  # fmt: skip
     unauthenticated = {k: v for k, v in env.items() if k != "RAY_AUTH_MODE"}
     refused = subprocess.run(
