@@ -6,6 +6,7 @@ stderr and exit code 1, never a traceback.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import traceback
@@ -15,12 +16,21 @@ import chess
 import typer
 
 from pipeline.engines.backends import EngineOptions, default_engine, open_backend
-from pipeline.judges import judge_root, judges_json, judges_text
-from pipeline.outputs.explain import explain_text, result_json, san_after, san_namer, san_path
+from pipeline.human.context import MoverContext
+from pipeline.outputs.explain import (
+    explain_text,
+    judgement_json,
+    judges_text,
+    result_json,
+    san_after,
+    san_namer,
+    san_path,
+)
 from search.alphabeta import Searcher, minimax_decision
 from search.chessgame import board_from_fen
 from search.diffimax import DiffiMaxSearch
 from search.errors import DiffimaxError
+from search.judges import JUDGES, Judge, JudgeSettings, parse_judges
 from search.settings import NATIVE_DEFAULT_DEPTH, UCI_DEFAULT_DEPTH, DiffiMaxSettings, parse_scope
 from search.tree import TreeGame, parse_tree, tree_height
 from search.ttable import TranspositionTable
@@ -63,6 +73,58 @@ EngineDepthOpt = Annotated[int | None, typer.Option("--engine-depth", help="UCI 
 MovetimeOpt = Annotated[float | None, typer.Option("--movetime", help="UCI time limit per search (s).")]
 ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="UCI Threads per engine.")]
 HashOpt = Annotated[int | None, typer.Option("--hash", help="UCI Hash in MiB per engine.")]
+
+
+# The trap judges, the same flags on explain and mine.
+JudgesOpt = Annotated[
+    str | None,
+    typer.Option("--judges", help="Comma list of dip, trappy, human, model, practical, or all (default: see --help)."),
+]
+HumanModelOpt = Annotated[
+    str,
+    typer.Option("--human-model", help="Human-move model file, 'default' (the bundled one) or 'none'."),
+]
+HumanCorpusOpt = Annotated[
+    str | None,
+    typer.Option("--human-corpus", help="A mined dataset or corpus file: what humans played where (human judge)."),
+]
+ShallowDepthOpt = Annotated[
+    int | None,
+    typer.Option("--shallow-depth", help="The shallow pass (trappy judge): plies (native) or engine depth (UCI)."),
+]
+TrappyKOpt = Annotated[int, typer.Option("--trappy-k", help="Trappy judge: among the shallow search's k best.")]
+ModelPOpt = Annotated[float, typer.Option("--model-p", help="Model judge: smallest probability of a candidate.")]
+PracticalPOpt = Annotated[
+    float, typer.Option("--practical-p", help="Practical judge: smallest human probability of a candidate.")
+]
+PracticalDropOpt = Annotated[
+    float, typer.Option("--practical-drop", help="Practical judge: smallest loss of win chances (-1..1 scale).")
+]
+CorpusShareOpt = Annotated[float, typer.Option("--corpus-share", help="Human judge: smallest share of games.")]
+CorpusGamesOpt = Annotated[
+    int, typer.Option("--corpus-min-games", help="Human judge: fewest corpus games for a verdict.")
+]
+
+
+def build_judges(
+    judges: str | None,
+    default: frozenset[Judge],
+    trappy_k: int,
+    model_p: float,
+    practical_p: float,
+    practical_drop: float,
+    corpus_share: float,
+    corpus_min_games: int,
+) -> JudgeSettings:
+    return JudgeSettings(
+        judges=default if judges is None else parse_judges(judges),
+        trappy_k=trappy_k,
+        model_p=model_p,
+        practical_p=practical_p,
+        practical_drop=practical_drop,
+        corpus_share=corpus_share,
+        corpus_min_games=corpus_min_games,
+    )
 
 
 class UsageError(DiffimaxError, ValueError):
@@ -183,20 +245,27 @@ def explain(
     movetime: MovetimeOpt = None,
     threads: ThreadsOpt = None,
     hash_mb: HashOpt = None,
-    shallow_depth: Annotated[
-        int,
-        typer.Option("--shallow-depth", help="The shallow judge's search: plies (native) or engine depth (UCI)."),
-    ] = 1,
-    human_freq: Annotated[
-        str | None, typer.Option("--human-freq", help="A mined dataset: how often humans played each reply here.")
+    shallow_depth: ShallowDepthOpt = None,
+    judges: JudgesOpt = None,
+    human_model: HumanModelOpt = "default",
+    human_corpus: HumanCorpusOpt = None,
+    rating: Annotated[int | None, typer.Option("--rating", help="The responder's rating (human evidence).")] = None,
+    clock: Annotated[
+        float | None, typer.Option("--clock", help="The responder's clock in seconds (human evidence).")
     ] = None,
-    rating: Annotated[
-        int | None, typer.Option("--rating", help="With --human-freq: only movers within 100 of this rating.")
-    ] = None,
+    trappy_k: TrappyKOpt = JudgeSettings.trappy_k,
+    model_p: ModelPOpt = JudgeSettings.model_p,
+    practical_p: PracticalPOpt = JudgeSettings.practical_p,
+    practical_drop: PracticalDropOpt = JudgeSettings.practical_drop,
+    corpus_share: CorpusShareOpt = JudgeSettings.corpus_share,
+    corpus_min_games: CorpusGamesOpt = JudgeSettings.corpus_min_games,
     as_json: JsonOut = False,
 ) -> None:
     """Explain DiffiMax at one position: ranked responses, trap candidates, dips, a bar chart,
-    and the plausibility judges (dip, shallow, human) side by side."""
+    and every trap judge (dip, trappy, human, model, practical) side by side with its evidence."""
+    from pipeline.human.corpus import Corpus
+    from pipeline.judging import judge_position, load_model
+
     board = board_from_fen(fen)
     if setter is None:
         setter_color = not board.turn
@@ -207,19 +276,31 @@ def explain(
     engine = engine or default_engine()
     plies = depth if depth is not None else (NATIVE_DEFAULT_DEPTH if engine == "native" else UCI_DEFAULT_DEPTH)
     settings = build_settings(plies, scope, reasonable_dip, trap_dip, exclude_checks, exclude_captures, safety_margin)
-    options = EngineOptions(threads=threads, hash_mb=hash_mb, nodes=nodes, depth=engine_depth, movetime=movetime)
+    judge_settings = build_judges(
+        judges, frozenset(JUDGES), trappy_k, model_p, practical_p, practical_drop, corpus_share, corpus_min_games
+    )
+    options = EngineOptions(threads=threads, hash_mb=hash_mb, nodes=nodes, depth=engine_depth, movetime=movetime,
+                            shallow_depth=shallow_depth)  # fmt: skip
+    model = load_model(human_model)
+    corpus = Corpus.load(human_corpus) if human_corpus else None
     backend = open_backend(engine, options, exact_root=True)
+    judgement = None
     try:
-        result = backend.analyse(board, setter_color, settings)
+        if board.turn != setter_color and board.legal_moves.count():
+            seed_settings = dataclasses.replace(judge_settings, judges=judge_settings.judges | {"dip"})
+            judgement = judge_position(
+                backend, board, setter_color, settings, seed_settings, model=model, corpus=corpus,
+                context=MoverContext(rating=rating, clock_seconds=clock),
+            )  # fmt: skip
+            result = judgement.seed
+            assert result is not None
+        else:  # a setter root or a finished game: the seed's search alone
+            result = backend.analyse(board, setter_color, settings)
         described = backend.describe()
     finally:
         backend.close()
-    judges = None
-    if result.root_analysis is not None:
-        judges = judge_root(
-            board, setter_color, settings, result.root_analysis, engine=engine, options=options,
-            shallow_depth=shallow_depth, human_freq=human_freq, rating=rating,
-        )  # fmt: skip
+        if model is not None and hasattr(model, "close"):
+            model.close()
     color = {chess.WHITE: "White", chess.BLACK: "Black"}
     data = result_json(
         result,
@@ -227,7 +308,7 @@ def explain(
         side_to_move=color[board.turn].lower(),
         setter=color[setter_color].lower(),
         engine=described,
-        judges=judges_json(judges) if judges else None,
+        judges=judgement_json(judgement, judge_settings) if judgement else None,
     )
     if as_json:
         emit(data, "", True)
@@ -241,8 +322,8 @@ def explain(
     text = explain_text(
         result, header=header, name=san_namer(board), path_name=san_path(board), move_name=san_after(board)
     )
-    if judges:
-        text += "\n\n" + judges_text(judges, san_namer(board))
+    if judgement:
+        text += "\n\n" + judges_text(judgement, judge_settings, san_namer(board))
     typer.echo(text)
 
 

@@ -8,16 +8,35 @@ process) implements the same protocol.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import chess
 
-from search.alphabeta import Budget
+from search.alphabeta import Budget, Searcher
 from search.chessgame import ChessGame
 from search.diffimax import DiffiMaxResult, DiffiMaxSearch
 from search.settings import DiffiMaxSettings
 from search.ttable import DEFAULT_CAPACITY, TranspositionTable
+from search.values import INFINITY, Value
+
+# How hard a reply is searched: a shallow pass over every reply (the trappy judge's evidence and a
+# first look), the full-depth search the verdicts rest on, and deeper still where a class sits
+# near its threshold.
+Level = Literal["shallow", "deep", "deeper"]
+# Native engine: plies of the shallow pass (one ply and quiescence: what a hurried look sees).
+NATIVE_SHALLOW_PLIES = 1
+
+
+@dataclass(frozen=True)
+class ReplyValues:
+    """Replies at a position, each valued by one search at one level (setter's view, exact)."""
+
+    values: dict[str, Value]
+    lines: dict[str, tuple[str, ...]]  # the principal variation after each reply
+    best: str | None  # the best reply, when the call asked for it (moves=None)
+    nodes: int = 0  # search nodes spent
 
 
 class Backend(Protocol):
@@ -28,6 +47,17 @@ class Backend(Protocol):
 
     def describe(self) -> dict[str, Any]:
         """Name, version and limits, for reports and the dataset manifest."""
+
+    def reply_values(
+        self,
+        board: chess.Board,
+        setter: chess.Color,
+        settings: DiffiMaxSettings,
+        moves: Sequence[str] | None,
+        level: Level,
+    ) -> ReplyValues:
+        """The replies of the side to move at `board`, valued at `level`. With `moves` None: every
+        reply at the shallow level; the best reply alone at the deep and deeper levels."""
 
     def new_unit(self) -> None:
         """Forget state carried over from earlier positions (table, hash) before an independent
@@ -48,6 +78,7 @@ class NativeBackend:
     table_capacity: int = DEFAULT_CAPACITY
     node_budget: int | None = None
     exact_root: bool = False  # exact values for every root response (explain), not just bounds
+    shallow_plies: int = NATIVE_SHALLOW_PLIES  # the shallow pass of `reply_values`
     name: str = "native"
     tt: TranspositionTable = field(init=False)
 
@@ -61,12 +92,42 @@ class NativeBackend:
         result.extra["qnodes"] = game.qnodes
         return result
 
+    def reply_values(
+        self,
+        board: chess.Board,
+        setter: chess.Color,
+        settings: DiffiMaxSettings,
+        moves: Sequence[str] | None,
+        level: Level,
+    ) -> ReplyValues:
+        """Full-window alpha-beta below each reply: `shallow_plies` for the shallow pass, the
+        DiffiMax depth for the deep level, one ply more for the deeper one."""
+        plies = {"shallow": self.shallow_plies, "deep": settings.depth, "deeper": settings.depth + 1}[level]
+        game = ChessGame(board, setter)
+        searcher: Searcher[chess.Move] = Searcher(game, tt=self.tt)
+        legal = {move.uci(): move for move in game.legal_moves()}
+        if moves is None and level != "shallow":  # the best reply: one search of the node itself
+            value = searcher.alphabeta(plies, -INFINITY, INFINITY)
+            line = searcher.principal_variation(plies)
+            best = line[0] if line else min(legal)
+            return ReplyValues({best: value}, {best: line[1:]}, best, searcher.stats.nodes + game.qnodes)
+        values, lines = {}, {}
+        for name in sorted(legal) if moves is None else moves:
+            game.push(legal[name])
+            values[name] = searcher.alphabeta(max(0, plies - 1), -INFINITY, INFINITY)
+            lines[name] = searcher.principal_variation(max(0, plies - 1))
+            game.pop()
+        sign = 1 if board.turn != setter else -1  # the side to move minimises the setter's value
+        shallow_best = min(values, key=lambda name: (sign * values[name], name)) if moves is None else None
+        return ReplyValues(values, lines, shallow_best, searcher.stats.nodes + game.qnodes)
+
     def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "version": "diffimax-native",
             "table_capacity": self.table_capacity,
             "node_budget": self.node_budget,
+            "shallow_plies": self.shallow_plies,
         }
 
     def new_unit(self) -> None:

@@ -41,7 +41,7 @@ def worker_pids() -> list[int]:
                 title = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            if b"AnalysisWorker" in title:
+            if b"MiningWorker" in title:
                 pids.append(int(entry.name))
     return pids
 

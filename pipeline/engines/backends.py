@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from search.backend import Backend, NativeBackend
+from search.backend import NATIVE_SHALLOW_PLIES, Backend, NativeBackend
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,8 @@ class EngineOptions:
     """Depth limit per engine search, in plies."""
     movetime: float | None = None
     """Time limit per engine search, in seconds."""
+    shallow_depth: int | None = None
+    """The shallow pass over every reply: plies (native) or engine depth (UCI)."""
 
 
 def default_engine() -> str:
@@ -40,7 +42,8 @@ def open_backend(engine: str, options: EngineOptions | None = None, *, exact_roo
     """`native` for the embedded engine, else a UCI engine: `stockfish` (PATH or /usr/games) or a path."""
     options = options or EngineOptions()
     if engine == "native":
-        return NativeBackend(node_budget=options.nodes, exact_root=exact_root)
+        shallow = NATIVE_SHALLOW_PLIES if options.shallow_depth is None else options.shallow_depth
+        return NativeBackend(node_budget=options.nodes, exact_root=exact_root, shallow_plies=shallow)
     from pipeline.engines.uci import open_uci_backend  # a UCI engine needs a process; import on demand
 
     kwargs: dict[str, object] = {
@@ -51,6 +54,7 @@ def open_backend(engine: str, options: EngineOptions | None = None, *, exact_roo
             ("nodes", options.nodes),
             ("depth", options.depth),
             ("movetime", options.movetime),
+            ("shallow_depth", options.shallow_depth),
         )
         if value is not None
     }
@@ -62,8 +66,9 @@ def effective_engine_options(engine: str, options: EngineOptions) -> dict[str, A
     """The engine and limits a backend would really run with (defaults filled in): the part of a
     mining job's identity that names its engine. `path` is "native" or the resolved executable."""
     if engine == "native":
+        shallow = NATIVE_SHALLOW_PLIES if options.shallow_depth is None else options.shallow_depth
         return {"path": "native", "threads": None, "hash_mb": None, "nodes": options.nodes, "engine_depth": None,
-                "movetime": None}  # fmt: skip
+                "movetime": None, "shallow_depth": shallow}  # fmt: skip
     from pipeline.engines import uci
     from pipeline.engines.process import resolve_engine
 
@@ -75,6 +80,7 @@ def effective_engine_options(engine: str, options: EngineOptions) -> dict[str, A
         "nodes": uci.DEFAULT_NODES if no_limit else options.nodes,
         "engine_depth": options.depth,
         "movetime": options.movetime,
+        "shallow_depth": uci.DEFAULT_SHALLOW_DEPTH if options.shallow_depth is None else options.shallow_depth,
     }
 
 

@@ -44,7 +44,7 @@ from pipeline.engines.process import (
 )
 from search.alphabeta import SearchStats
 from search.analysis import ResponseValue
-from search.backend import Backend
+from search.backend import Backend, Level, ReplyValues
 from search.chessgame import ChessGame, FenError, board_from_fen
 from search.diffimax import DiffiMaxResult
 from search.settings import DiffiMaxSettings, SettingsError
@@ -63,6 +63,11 @@ DEFAULT_NODES = 100_000
 DEFAULT_THREADS = 1
 # Megabytes of hash; Stockfish's default, ample for a few million nodes per node query.
 DEFAULT_HASH_MB = 16
+# The shallow pass over every reply: Stockfish at this depth (the trappy judge's "shallow
+# search" and a first look at every reply; chosen with the judge harness, docs/judges.md).
+DEFAULT_SHALLOW_DEPTH = 4
+# A search "deeper" (for a class near its threshold) gets this many times the nodes.
+DEEPER_FACTOR = 4
 # Lines asked for per adaptive call after the first: one, so no line is searched in vain (a call
 # for k lines costs k lines whether or not the answer needed them all).
 ADAPTIVE_BATCH = 1
@@ -92,6 +97,15 @@ class EngineLimits:
                 raise SettingsError(f"invalid engine {name} {amount!r}: must be a whole number >= 1")
         if self.movetime is not None and not (math.isfinite(self.movetime) and self.movetime > 0):
             raise SettingsError(f"invalid engine movetime {self.movetime!r}: must be > 0 seconds")
+
+    def deeper(self) -> EngineLimits:
+        """The limit of a search one step deeper: DEEPER_FACTOR times the nodes and time, two more
+        plies of depth."""
+        return EngineLimits(
+            nodes=None if self.nodes is None else self.nodes * DEEPER_FACTOR,
+            depth=None if self.depth is None else self.depth + 2,
+            movetime=None if self.movetime is None else self.movetime * DEEPER_FACTOR,
+        )
 
     def for_lines(self, lines: int) -> chess.engine.Limit:
         """The limit of one engine call that asks for `lines` lines."""
@@ -170,6 +184,7 @@ class UciBackend:
         timeout: float = DEFAULT_TIMEOUT,
         strategy: Strategy = "adaptive",
         exact_root: bool = False,
+        shallow: EngineLimits | None = None,
     ) -> None:
         for label, amount in (("threads", threads), ("hash", hash_mb)):
             if isinstance(amount, bool) or not isinstance(amount, int) or amount < 1:
@@ -180,6 +195,7 @@ class UciBackend:
             raise SettingsError(f"invalid strategy {strategy!r}: expected adaptive or naive")
         self.path = path
         self.limits = limits or EngineLimits()
+        self.shallow_limits = shallow or EngineLimits(nodes=None, depth=DEFAULT_SHALLOW_DEPTH)
         self.timeout = timeout
         self.strategy: Strategy = strategy
         # Explain shows the whole response distribution at the root: every root response gets
@@ -220,6 +236,7 @@ class UciBackend:
             "path": self.path,
             "options": dict(self.options),
             "limits": self.limits.describe(),
+            "shallow": self.shallow_limits.describe(),
             "timeout": self.timeout,
             "strategy": self.strategy,
             "deterministic": self.options.get("Threads", 1) == 1 and self.limits.deterministic,
@@ -243,6 +260,26 @@ class UciBackend:
         result.extra = oracle.counters(time.perf_counter() - started) | {"restarts": self.engine.restarts}
         return result
 
+    def reply_values(
+        self,
+        board: chess.Board,
+        setter: chess.Color,
+        settings: DiffiMaxSettings,
+        moves: Sequence[str] | None,
+        level: Level,
+    ) -> ReplyValues:
+        """Replies valued by the engine: one MultiPV search over every reply at the shallow limit;
+        the best reply (one search) or each named reply (`searchmoves`, one search each, each from
+        an empty hash so its value depends on the position and the move alone) at the per-line
+        limit, or at `EngineLimits.deeper` of it."""
+        _check_position(board)
+        limits = {"shallow": self.shallow_limits, "deep": self.limits, "deeper": self.limits.deeper()}[level]
+
+        def run(process: EngineProcess) -> ReplyValues:
+            return UciOracle(self, process, board, setter, settings).reply_values(moves, limits, level)
+
+        return self.engine.attempt(run, f"on FEN {board.fen()!r}")
+
 
 def open_uci_backend(
     spec: str,
@@ -254,16 +291,19 @@ def open_uci_backend(
     movetime: float | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     exact_root: bool = False,
+    shallow_depth: int = DEFAULT_SHALLOW_DEPTH,
 ) -> UciBackend:
     """A started `UciBackend` for `--engine SPEC`. Without any limit the mining default applies
-    (`DEFAULT_NODES` per line); limits are per line (`EngineLimits`)."""
+    (`DEFAULT_NODES` per line); limits are per line (`EngineLimits`); the shallow pass searches
+    to `shallow_depth`."""
     if nodes is None and depth is None and movetime is None:
         limits = EngineLimits()
     else:
         limits = EngineLimits(nodes=nodes, depth=depth, movetime=movetime)
     return UciBackend(
-        resolve_engine(spec), threads=threads, hash_mb=hash_mb, limits=limits, timeout=timeout, exact_root=exact_root
-    )
+        resolve_engine(spec), threads=threads, hash_mb=hash_mb, limits=limits, timeout=timeout, exact_root=exact_root,
+        shallow=EngineLimits(nodes=None, depth=shallow_depth),
+    )  # fmt: skip
 
 
 class UciOracle:
@@ -349,6 +389,23 @@ class UciOracle:
             )
         return measured
 
+    def reply_values(self, moves: Sequence[str] | None, limits: EngineLimits, level: Level) -> ReplyValues:
+        board = self.game.board
+        nodes_before = self.nodes
+        if moves is None:
+            count = board.legal_moves.count() if level == "shallow" else 1
+            lines = self._call(count, None, object(), limits)
+            best = lines[0].move.uci()
+        else:
+            lines = [self._call(1, [chess.Move.from_uci(move)], object(), limits)[0] for move in moves]
+            best = None
+        return ReplyValues(
+            {line.move.uci(): line.value for line in lines},
+            {line.move.uci(): line.pv for line in lines},
+            best,
+            self.nodes - nodes_before,
+        )
+
     # -- node queries ----------------------------------------------------------------------------
 
     def _lines(self, margin: int | None) -> tuple[dict[chess.Move, EngineLine], Value | None]:
@@ -377,11 +434,14 @@ class UciOracle:
                     return found, last.value
             batch = len(moves) if everything else ADAPTIVE_BATCH
 
-    def _call(self, count: int, root_moves: Sequence[chess.Move] | None, game: object) -> list[EngineLine]:
-        """One engine call for `count` lines (among `root_moves` when given)."""
+    def _call(
+        self, count: int, root_moves: Sequence[chess.Move] | None, game: object, limits: EngineLimits | None = None
+    ) -> list[EngineLine]:
+        """One engine call for `count` lines (among `root_moves` when given), at `limits` per line
+        (default: the backend's)."""
         board, ply = self.game.board, self.game.ply
         backend = self.backend
-        limit = backend.limits.for_lines(count)
+        limit = (limits or backend.limits).for_lines(count)
         timeout = backend.timeout + (limit.time or 0.0)
         started = time.perf_counter()
         result = self.process.search(board, count, limit, root_moves, game, timeout)

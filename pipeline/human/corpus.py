@@ -1,26 +1,106 @@
-"""How often humans played each reply in a position, from a mined dataset (the *human* judge)."""
+"""What humans played where: move counts by position and mover rating, from a corpus of games.
+
+The *human* judge asks the corpus how often movers rated near the responder played each reply
+in this position. A corpus is read once into three sorted arrays (position key, mover rating,
+move), so a lookup is a binary search: cheap enough for every analysed position of a job.
+
+A corpus comes from a mined dataset (`diffimax mine --out`: its `positions` table), or from a
+corpus file that `diffimax human corpus PGN... --out FILE` writes from games alone (no analysis):
+Parquet with the columns `position_key`, `mover_rating`, `move_uci`.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.dataset.duck import connect
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.dataset.store import DatasetReader
 from schemas.dataset import to_signed64
+from search.errors import DiffimaxError
 
-# Width of the rating band around the responder's rating, in rating points.
-DEFAULT_BAND = 200
+# The columns a corpus is read from.
+CORPUS_SCHEMA = pa.schema(
+    [
+        pa.field("position_key", pa.int64(), nullable=False),
+        pa.field("mover_rating", pa.int32()),
+        pa.field("move_uci", pa.string(), nullable=False),
+    ]
+)
+# Stands for an unknown rating in the arrays (outside every band).
+NO_RATING = -(1 << 30)
 
 
-def human_move_counts(
-    dataset: str | Path, position_key: int, rating: int | None = None, band: int = DEFAULT_BAND
-) -> dict[str, int]:
-    """Replies played at `position_key` (unsigned or signed Zobrist) by movers rated within
-    `band / 2` of `rating` (all movers when rating is None)."""
-    connection = connect(dataset)
-    sql = "select move_uci, count(*) from positions where position_key = ?"
-    params: list[object] = [to_signed64(position_key) if position_key >= 1 << 63 else position_key]
-    if rating is not None:
-        sql += " and mover_rating between ? and ?"
-        params += [rating - band // 2, rating + band // 2]
-    rows = connection.execute(sql + " group by move_uci", params).fetchall()
-    return {move: int(count) for move, count in rows}
+class CorpusError(DiffimaxError, ValueError):
+    """A corpus that cannot be read."""
+
+
+@dataclass(frozen=True)
+class CorpusCounts:
+    games: int
+    """Games that reached the position with a mover in the band (all moves together)."""
+    moves: dict[str, int]
+    """Times each move (UCI) was played there by those movers."""
+
+
+class Corpus:
+    """Move counts by (position, mover rating), in memory."""
+
+    def __init__(self, table: pa.Table, source: str) -> None:
+        self.source = source
+        table = table.select(["position_key", "mover_rating", "move_uci"]).sort_by(
+            [("position_key", "ascending"), ("mover_rating", "ascending")]
+        )
+        self.keys: npt.NDArray[np.int64] = table["position_key"].to_numpy()
+        ratings = table["mover_rating"].fill_null(NO_RATING)
+        self.ratings: npt.NDArray[np.int64] = ratings.to_numpy().astype(np.int64)
+        encoded = table["move_uci"].dictionary_encode().combine_chunks()
+        self.moves: npt.NDArray[np.int32] = encoded.indices.to_numpy().astype(np.int32)
+        self.names: list[str] = encoded.dictionary.to_pylist()
+
+    @classmethod
+    def load(cls, path: str | Path) -> Corpus:
+        """A mined dataset directory or a corpus Parquet file."""
+        source = Path(path)
+        try:
+            if source.is_dir():
+                reader = DatasetReader(source)
+                if not reader.committed():
+                    raise CorpusError(f"corpus {str(source)!r} is no mined dataset with committed shards")
+                table = reader.read_table("positions")
+            elif source.is_file():
+                table = pq.read_table(source, columns=CORPUS_SCHEMA.names)
+            else:
+                raise CorpusError(f"corpus not found: {str(source)!r}")
+        except (OSError, pa.ArrowInvalid, KeyError) as error:
+            raise CorpusError(f"cannot read corpus {str(source)!r}: {error}") from None
+        return cls(table, str(source))
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def counts(self, position_key: int, rating: int | None = None, band: int = 200) -> CorpusCounts:
+        """Moves played at `position_key` (unsigned or signed Zobrist) by movers rated within
+        `band / 2` of `rating` (every mover, rated or not, when `rating` is None)."""
+        key = to_signed64(position_key)
+        low = int(np.searchsorted(self.keys, key, side="left"))
+        high = int(np.searchsorted(self.keys, key, side="right"))
+        if rating is not None:
+            ratings = self.ratings[low:high]
+            start = int(np.searchsorted(ratings, rating - band // 2, side="left"))
+            end = int(np.searchsorted(ratings, rating + band // 2, side="right"))
+            low, high = low + start, low + end
+        moves = Counter(int(code) for code in self.moves[low:high])
+        return CorpusCounts(int(high - low), {self.names[code]: count for code, count in moves.items()})
+
+
+def write_corpus(rows: pa.Table, path: str | Path) -> Path:
+    """Save corpus rows (`CORPUS_SCHEMA`) as one Parquet file."""
+    target = Path(path)
+    pq.write_table(rows.select(CORPUS_SCHEMA.names).cast(CORPUS_SCHEMA), target, compression="zstd")
+    return target

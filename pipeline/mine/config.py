@@ -92,6 +92,7 @@ FLAGS: dict[str, str] = {
     "nodes": "--nodes",
     "engine_depth": "--engine-depth",
     "movetime": "--movetime",
+    "shallow_depth": "--shallow-depth",
     "min_elo": "--min-elo",
     "max_elo": "--max-elo",
     "time_controls": "--time-control",

@@ -7,8 +7,10 @@ from typing import Any
 
 import chess
 
+from pipeline.judging import Judgement, evidence_rows
 from search.analysis import Response, ResponseAnalysis, analysis_json, trap_json
 from search.diffimax import DiffiMaxResult
+from search.judges import JUDGES, JudgeSettings
 from search.values import cp_to_pawns, format_pawns
 
 # Length of the best response's bar in the explain chart, in characters.
@@ -166,3 +168,79 @@ def san_path(board: chess.Board) -> Callable[[tuple[str, ...]], str]:
         return replay.variation_san([chess.Move.from_uci(move) for move in path])
 
     return name
+
+
+# -- the trap judges side by side ----------------------------------------------------------------
+
+
+def _pawns(value: int | None) -> str:
+    return "" if value is None else format_pawns(value)
+
+
+def judgement_json(judgement: Judgement, judges: JudgeSettings) -> dict[str, Any]:
+    evidence = judgement.evidence
+    return {
+        "settings": judges.describe(),
+        "best": evidence.best,
+        "best_value": cp_to_pawns(evidence.best_value),
+        "corpus_games": evidence.corpus_games,
+        "trap_candidates": {name: sorted(moves) for name, moves in judgement.verdicts.candidates.items()},
+        "replies": [
+            {
+                **row,
+                **{key: None if row[key] is None else cp_to_pawns(row[key]) for key in PAWN_FIELDS},
+            }
+            for row in evidence_rows(judgement, judges)
+        ],
+        "nodes": judgement.nodes,
+    }
+
+
+# Fields of an evidence row that are centipawns (shown in pawns).
+PAWN_FIELDS = ("deep_value", "deeper_value", "dip", "shallow_value")
+
+
+def judges_text(judgement: Judgement, judges: JudgeSettings, name: Callable[[str], str]) -> str:
+    """One row per reply (best first), its evidence, and each judge's verdict: TRAP, `-` (not a
+    candidate), or `?` where the judge has no evidence here."""
+    evidence = judgement.evidence
+    computed = judgement.verdicts.candidates
+    shown = [j for j in JUDGES if j in judges.judges]
+    rows = evidence_rows(judgement, judges)
+    width = max(len(name(row["move"])) for row in rows)
+    header = (
+        f"{'reply':<{width}}  {'value':>7} {'dip':>6} {'win drop':>8} {'shallow':>7} {'human p':>7} {'corpus':>6}  "
+    )
+    lines = ["Trap judges", "-----------", header + "  ".join(f"{j:<9}" for j in shown)]
+    for row in rows:
+        p = row["model_p"]
+        corpus = "" if row["corpus_count"] is None else str(row["corpus_count"])
+        cells = []
+        for j in shown:
+            if j not in computed:
+                cells.append("?")
+            else:
+                cells.append("TRAP" if row["verdicts"].get(j) else ("best" if row["best"] else "-"))
+        lines.append(
+            f"{name(row['move']):<{width}}  {_pawns(row['deep_value']):>7} {_pawns(row['dip']):>6} "
+            f"{'' if row['win_drop'] is None else format(row['win_drop'], '.2f'):>8} "
+            f"{'' if row['shallow_rank'] is None else row['shallow_rank']:>7} "
+            f"{'' if p is None else format(p, '.0%'):>7} {corpus:>6}  " + "  ".join(f"{c:<9}" for c in cells)
+        )
+    lines.append("")
+    for j in shown:
+        if j not in computed:
+            why = {
+                "human": "no corpus (--human-corpus)"
+                if evidence.corpus_games is None
+                else f"only {evidence.corpus_games} corpus games here (needs {judges.corpus_min_games})",
+                "model": "no human-move model (--human-model)",
+                "practical": "no human evidence (--human-model or --human-corpus)",
+                "dip": "not computed",
+                "trappy": "not computed",
+            }[j]
+            lines.append(f"{j} judge: no verdict ({why})")
+        else:
+            moves = sorted(computed[j], key=name)
+            lines.append(f"{j} judge trap candidates: {', '.join(name(m) for m in moves) if moves else 'none'}")
+    return "\n".join(lines)

@@ -1,0 +1,207 @@
+"""Judging one position: the evidence every enabled trap judge needs, gathered as cheaply as the
+verdicts allow, and the verdicts (`search.judges`).
+
+The engine work is spent only where a verdict depends on it:
+
+1. a *shallow pass* over every reply (one MultiPV search at a low limit): the trappy judge's
+   evidence, and every reply's rank;
+2. the human evidence, free of engine work: the human-move model's probability of each reply, and
+   the corpus's counts in the responder's rating band;
+3. the *deep* value of the best reply (v1), and of each reply some judge finds plausible — never of
+   the replies no judge would name (the seed's dip judge, when enabled, brings its own analysis:
+   every reply within R exact);
+4. *deeper* values for the practical judge's replies whose class sits within the stability
+   margin of its threshold: such a reply is a candidate only if it stays one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import chess
+
+from pipeline.human.context import MoverContext
+from pipeline.human.corpus import Corpus
+from search.analysis import ResponseAnalysis
+from search.backend import Backend, ReplyValues
+from search.chessgame import zobrist
+from search.diffimax import DiffiMaxResult
+from search.judges import (
+    Judge,
+    JudgeSettings,
+    NodeEvidence,
+    ReplyEvidence,
+    Verdicts,
+    judge,
+    needs_deep,
+    needs_deeper,
+    shallow_ranks,
+)
+from search.settings import DiffiMaxSettings
+
+
+class MoveModel(Protocol):
+    """A human-move model: the probability of each legal move (UCI) of the side to move."""
+
+    def move_probabilities(self, board: chess.Board, context: MoverContext) -> dict[str, float]: ...
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One judged position: the evidence, each judge's candidates, the deep lines behind them."""
+
+    evidence: NodeEvidence
+    verdicts: Verdicts
+    lines: dict[str, tuple[str, ...]]
+    """The principal variation after each deeply searched reply (a candidate's refutation)."""
+    seed: DiffiMaxResult | None = None
+    """The seed's DiffiMax (the dip judge's analysis and its traps deeper in the tree), when enabled."""
+    nodes: dict[str, int] = field(default_factory=dict)
+    """Engine nodes spent per level (shallow, deep, deeper, seed)."""
+
+    @property
+    def root_analysis(self) -> ResponseAnalysis | None:
+        return None if self.seed is None else self.seed.root_analysis
+
+    def candidates(self, judge_name: Judge) -> frozenset[str] | None:
+        return self.verdicts.candidates.get(judge_name)
+
+
+def load_model(path: str | None) -> MoveModel | None:
+    """The human-move model of `--human-model`: a model file, `default` for the bundled one, or
+    `none`/None for no model."""
+    if path is None or path.lower() == "none":
+        return None
+    from pipeline.human.model import DEFAULT_MODEL, HumanMoveModel  # loads numpy/LightGBM on demand
+
+    return HumanMoveModel.load(DEFAULT_MODEL if path.lower() == "default" else path)
+
+
+def excluded_as(board: chess.Board, move: chess.Move, settings: DiffiMaxSettings) -> str | None:
+    """Why the DiffiMax settings keep a reply out of the alternatives (as `classify_responses`)."""
+    if settings.exclude_checks and board.gives_check(move):
+        return "check"
+    if settings.exclude_captures and board.is_capture(move):
+        return "capture"
+    return None
+
+
+def judge_position(
+    backend: Backend,
+    board: chess.Board,
+    setter: chess.Color,
+    settings: DiffiMaxSettings,
+    judges: JudgeSettings,
+    *,
+    model: MoveModel | None = None,
+    context: MoverContext | None = None,
+    corpus: Corpus | None = None,
+) -> Judgement:
+    """Judge the replies of the side to move at `board` (with its move stack) for `setter`."""
+    if board.turn == setter:
+        raise ValueError("judge_position needs the responder to move (the setter just moved)")
+    legal = {move.uci(): move for move in board.legal_moves}
+    if not legal:
+        raise ValueError(f"no legal reply in FEN {board.fen()!r}")
+    wanted = judges.judges
+    nodes: dict[str, int] = {}
+    replies = {
+        name: ReplyEvidence(move=name, excluded=excluded_as(board, move, settings)) for name, move in legal.items()
+    }
+
+    if "trappy" in wanted:
+        shallow = backend.reply_values(board, setter, settings, None, "shallow")
+        nodes["shallow"] = shallow.nodes
+        ranks = shallow_ranks(shallow.values)
+        replies = {
+            name: dataclasses.replace(r, shallow_value=shallow.values.get(name), shallow_rank=ranks.get(name))
+            for name, r in replies.items()
+        }
+    if model is not None and wanted & {"model", "practical"}:
+        probabilities = model.move_probabilities(board, context or MoverContext())
+        replies = {name: dataclasses.replace(r, model_p=probabilities.get(name, 0.0)) for name, r in replies.items()}
+    corpus_games: int | None = None
+    if corpus is not None and wanted & {"human", "practical"}:
+        rating = context.rating if context is not None else None
+        counted = corpus.counts(zobrist(board), rating, judges.rating_band)
+        corpus_games = counted.games
+        replies = {name: dataclasses.replace(r, corpus_count=counted.moves.get(name, 0)) for name, r in replies.items()}
+
+    lines: dict[str, tuple[str, ...]] = {}
+    seed: DiffiMaxResult | None = None
+    dip_candidates: frozenset[str] | None = None
+    if "dip" in wanted:
+        seed = backend.analyse(board, setter, settings)
+        nodes["seed"] = seed.stats.nodes
+        analysis = seed.root_analysis
+        assert analysis is not None, "a root with a legal reply is an analysed opponent node"
+        best, v1 = analysis.best, analysis.best_value
+        dip_candidates = frozenset(r.move for r in analysis.candidates)
+        exact = {r.move: r.value for r in analysis.responses if r.exact}
+        replies = {name: dataclasses.replace(r, deep_value=exact.get(name)) for name, r in replies.items()}
+        lines |= {t.move: t.refutation for t in seed.traps if not t.path}
+    else:
+        found = backend.reply_values(board, setter, settings, None, "deep")
+        nodes["deep"] = found.nodes
+        assert found.best is not None
+        best, v1 = found.best, found.values[found.best]
+        replies[best] = dataclasses.replace(replies[best], deep_value=v1)
+        lines |= found.lines
+
+    def evidence() -> NodeEvidence:
+        return NodeEvidence(tuple(replies.values()), best, v1, corpus_games, dip_candidates)
+
+    missing = sorted(name for name in needs_deep(evidence(), judges) if replies[name].deep_value is None)
+    if missing:
+        deep = backend.reply_values(board, setter, settings, missing, "deep")
+        nodes["deep"] = nodes.get("deep", 0) + deep.nodes
+        replies = _with(replies, deep, "deep_value")
+        lines |= deep.lines
+    unsettled = sorted(needs_deeper(evidence(), judges))
+    if unsettled:
+        deeper = backend.reply_values(board, setter, settings, unsettled, "deeper")
+        nodes["deeper"] = deeper.nodes
+        replies = _with(replies, deeper, "deeper_value")
+        lines |= deeper.lines
+    final = evidence()
+    return Judgement(final, judge(final, judges, settings), lines, seed, nodes)
+
+
+def _with(replies: dict[str, ReplyEvidence], found: ReplyValues, attribute: str) -> dict[str, ReplyEvidence]:
+    changed: dict[str, Any]
+    result = dict(replies)
+    for name, value in found.values.items():
+        changed = {attribute: value}
+        result[name] = dataclasses.replace(replies[name], **changed)
+    return result
+
+
+def evidence_rows(judgement: Judgement, judges: JudgeSettings) -> list[dict[str, Any]]:
+    """Per reply: its evidence and each enabled judge's verdict, ordered by deep value (unmeasured
+    replies last), for tables and JSON."""
+    evidence = judgement.evidence
+    computed: Mapping[Judge, frozenset[str]] = judgement.verdicts.candidates
+    rows = []
+    for reply in evidence.replies:
+        drop = evidence.drop(reply)
+        rows.append(
+            {
+                "move": reply.move,
+                "best": reply.move == evidence.best,
+                "excluded": reply.excluded,
+                "deep_value": reply.deep_value,
+                "deeper_value": reply.deeper_value,
+                "dip": evidence.dip(reply),
+                "win_drop": None if drop is None else round(drop, 4),
+                "shallow_value": reply.shallow_value,
+                "shallow_rank": reply.shallow_rank,
+                "model_p": reply.model_p,
+                "corpus_count": reply.corpus_count,
+                "verdicts": {name: reply.move in moves for name, moves in computed.items()},
+            }
+        )
+    rows.sort(key=lambda row: (row["deep_value"] is None, row["deep_value"] or 0, row["move"]))
+    return rows

@@ -1,0 +1,285 @@
+"""The trap judges: which replies at an opponent node are trap candidates, and on what evidence.
+
+Every judge asks the same two questions of a reply — would a human play it? is it bad enough to
+matter? — and differs in the evidence for the first. How bad a reply is always comes from the deep
+analysis: its dip `v(r) - v1` in centipawns, or the responder's loss of win chances on Lichess's
+curve (`win_drop`), which counts a pawn lost in a level position for more than a pawn lost when
+already lost.
+
+- ``dip`` (the seed, unchanged): an in-scope alternative with T <= dip <= R
+  (`search.analysis.classify_responses` decides it).
+- ``trappy`` (Trappy minimax's rule): a shallow search ranks the reply among its `trappy_k` best,
+  and at full depth it dips at least T.
+- ``human`` (corpus frequency): at least `corpus_share` of the corpus games in the responder's
+  rating band played the reply here, and it dips at least T. Below `corpus_min_games` games the
+  judge has no evidence and gives no verdict.
+- ``model`` (the human-move model): the model gives the reply probability at least `model_p`,
+  and it dips at least T.
+- ``practical`` (the combined verdict of docs/judges.md): the human evidence of the position —
+  the corpus where it has at least `corpus_min_games` games, else the model — puts the reply at
+  probability at least `practical_p`, and it costs the responder at least `practical_drop` win
+  chances, measured by a class that held when the reply was searched deeper.
+
+No judge ever names the best reply, an excluded reply, or a reply of a node with fewer than two
+meaningful replies. Pure functions; the evidence is gathered by the pipeline.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from search.settings import DiffiMaxSettings, SettingsError
+from search.values import MATE_BOUND, Value, is_mate_score
+
+Judge = Literal["dip", "trappy", "human", "model", "practical"]
+JUDGES: Final[tuple[Judge, ...]] = ("dip", "trappy", "human", "model", "practical")
+
+# Lichess's win-chance curve: 2 / (1 + exp(-k * cp)) - 1, in [-1, 1] (lila `WinPercent`).
+WIN_CHANCE_K: Final = 0.00368208
+
+
+def parse_judges(text: str | Iterable[str]) -> frozenset[Judge]:
+    """`"practical,dip"` (or a list of names) as a set of judges; `all` names every judge."""
+    tokens = [t.strip().lower() for t in (text.split(",") if isinstance(text, str) else text) if t.strip()]
+    if tokens == ["all"]:
+        return frozenset(JUDGES)
+    unknown = [t for t in tokens if t not in JUDGES]
+    if unknown or not tokens:
+        raise SettingsError(f"invalid judges {','.join(tokens) or '(none)'!r}: expected some of {', '.join(JUDGES)}")
+    return frozenset(tokens)  # type: ignore[arg-type]
+
+
+def win_chances(value: Value) -> float:
+    """The setter's win chances in [-1, 1] for a value in centipawns (a mate counts as +-1)."""
+    if is_mate_score(value):
+        return 1.0 if value > 0 else -1.0
+    return 2.0 / (1.0 + math.exp(-WIN_CHANCE_K * max(-MATE_BOUND, min(MATE_BOUND, value)))) - 1.0
+
+
+def win_drop(best: Value, value: Value) -> float:
+    """What the responder gives up by playing a reply worth `value` instead of the best (`best`):
+    the setter's gain in win chances, in [0, 2] (0 for the best reply)."""
+    return max(0.0, win_chances(value) - win_chances(best))
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """Which judges decide, and their thresholds (defaults chosen with the harness on tuning games,
+    docs/judges.md)."""
+
+    judges: frozenset[Judge] = frozenset({"trappy", "human", "model", "practical"})
+    """The judges to compute; `dip` also needs the seed's full response analysis (the costliest)."""
+    trappy_k: int = 1
+    """Trappy: the reply must be among this many best replies of the shallow search."""
+    model_p: float = 0.10
+    """Model judge: the smallest probability the human-move model must give the reply."""
+    corpus_share: float = 0.05
+    """Human judge: the smallest share of corpus games in the band that played the reply."""
+    corpus_min_games: int = 5
+    """Human judge: the fewest corpus games at the position before it gives a verdict."""
+    rating_band: int = 200
+    """Human judge: width of the band of mover ratings around the responder's rating."""
+    practical_p: float = 0.10
+    """Practical: the smallest probability (corpus share, else model) of a human playing the reply."""
+    practical_drop: float = 0.20
+    """Practical: the smallest loss of win chances (Lichess's curve, on [-1, 1]; 0.2 is a Lichess
+    'mistake') the reply costs the responder."""
+    stability_margin: float = 0.05
+    """Practical: a reply whose loss lies this close to `practical_drop` is searched deeper, and is a
+    candidate only if it stays one."""
+
+    def __post_init__(self) -> None:
+        if not self.judges:
+            raise SettingsError("no judge chosen: give at least one of " + ", ".join(JUDGES))
+        if isinstance(self.trappy_k, bool) or not isinstance(self.trappy_k, int) or self.trappy_k < 1:
+            raise SettingsError(f"invalid trappy k {self.trappy_k!r}: must be a whole number >= 1")
+        for name in ("model_p", "corpus_share", "practical_p"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0.0 < value <= 1.0):
+                raise SettingsError(f"invalid {name.replace('_', ' ')} {value!r}: must be a probability in (0, 1]")
+        if isinstance(self.corpus_min_games, bool) or self.corpus_min_games < 1:
+            raise SettingsError(f"invalid corpus min games {self.corpus_min_games!r}: must be >= 1")
+        if self.rating_band < 0:
+            raise SettingsError(f"invalid rating band {self.rating_band!r}: must be >= 0")
+        if not (0.0 < self.practical_drop <= 2.0) or not (0.0 <= self.stability_margin < self.practical_drop):
+            raise SettingsError(
+                f"invalid practical drop {self.practical_drop!r} / margin {self.stability_margin!r}: "
+                "need 0 <= margin < drop <= 2"
+            )
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "judges": sorted(self.judges),
+            "trappy_k": self.trappy_k,
+            "model_p": self.model_p,
+            "corpus_share": self.corpus_share,
+            "corpus_min_games": self.corpus_min_games,
+            "rating_band": self.rating_band,
+            "practical_p": self.practical_p,
+            "practical_drop": self.practical_drop,
+            "stability_margin": self.stability_margin,
+        }
+
+
+@dataclass(frozen=True)
+class ReplyEvidence:
+    """What is known of one reply at the judged node. Values are the setter's, in centipawns."""
+
+    move: str
+    excluded: str | None = None
+    """"check" or "capture" when the DiffiMax settings exclude it from the alternatives."""
+    deep_value: Value | None = None
+    """Its value at full depth, exact (None: not searched deeply, because no judge needed it)."""
+    deeper_value: Value | None = None
+    """Its value searched deeper still, where its class was near a threshold (stable classes)."""
+    shallow_value: Value | None = None
+    shallow_rank: int | None = None
+    """1 = the shallow search's best reply (for the responder); ties share the better rank."""
+    model_p: float | None = None
+    """The human-move model's probability that the responder plays it."""
+    corpus_count: int | None = None
+    """How often corpus games in the rating band played it here."""
+
+
+@dataclass(frozen=True)
+class NodeEvidence:
+    """Everything the judges see at one node."""
+
+    replies: tuple[ReplyEvidence, ...]
+    best: str
+    """The best reply at full depth (its deep value is v1)."""
+    best_value: Value
+    corpus_games: int | None = None
+    """Corpus games at this position in the band (None: no corpus)."""
+    dip_candidates: frozenset[str] | None = None
+    """The seed's judge, decided by `classify_responses` (None: not computed)."""
+
+    def meaningful(self) -> int:
+        return sum(1 for r in self.replies if r.excluded is None)
+
+    def dip(self, reply: ReplyEvidence) -> Value | None:
+        return None if reply.deep_value is None else reply.deep_value - self.best_value
+
+    def drop(self, reply: ReplyEvidence, *, deeper: bool = False) -> float | None:
+        value = reply.deeper_value if deeper and reply.deeper_value is not None else reply.deep_value
+        return None if value is None else win_drop(self.best_value, value)
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """Each judge's trap candidates at a node (a judge that gave no verdict is absent)."""
+
+    candidates: Mapping[Judge, frozenset[str]] = field(default_factory=dict)
+
+    def trap_node(self, judge: Judge) -> bool | None:
+        found = self.candidates.get(judge)
+        return None if found is None else bool(found)
+
+
+def plausible_share(evidence: NodeEvidence, reply: ReplyEvidence, settings: JudgeSettings) -> float | None:
+    """The practical judge's probability that a human plays `reply`: the corpus share where the
+    corpus has enough games here, else the model's probability (None: no human evidence)."""
+    games = evidence.corpus_games
+    if games is not None and games >= settings.corpus_min_games and reply.corpus_count is not None:
+        return reply.corpus_count / games
+    return reply.model_p
+
+
+def needs_deep(evidence: NodeEvidence, settings: JudgeSettings) -> set[str]:
+    """The replies whose deep value some enabled judge's verdict depends on: those a judge finds
+    plausible (the dip judge gets its values from its own analysis)."""
+    wanted: set[str] = set()
+    for reply in evidence.replies:
+        if reply.excluded is not None or reply.move == evidence.best:
+            continue
+        if "trappy" in settings.judges and reply.shallow_rank is not None and reply.shallow_rank <= settings.trappy_k:
+            wanted.add(reply.move)
+        if "model" in settings.judges and reply.model_p is not None and reply.model_p >= settings.model_p:
+            wanted.add(reply.move)
+        if "human" in settings.judges and _corpus_plausible(evidence, reply, settings):
+            wanted.add(reply.move)
+        if "practical" in settings.judges:
+            share = plausible_share(evidence, reply, settings)
+            if share is not None and share >= settings.practical_p:
+                wanted.add(reply.move)
+    return wanted
+
+
+def needs_deeper(evidence: NodeEvidence, settings: JudgeSettings) -> set[str]:
+    """The practical judge's replies whose loss lies within the stability margin of its threshold."""
+    if "practical" not in settings.judges:
+        return set()
+    wanted = set()
+    for reply in evidence.replies:
+        drop = evidence.drop(reply)
+        share = plausible_share(evidence, reply, settings)
+        if drop is None or share is None or share < settings.practical_p or reply.move == evidence.best:
+            continue
+        if abs(drop - settings.practical_drop) <= settings.stability_margin:
+            wanted.add(reply.move)
+    return wanted
+
+
+def _corpus_plausible(evidence: NodeEvidence, reply: ReplyEvidence, settings: JudgeSettings) -> bool:
+    games = evidence.corpus_games
+    if games is None or games < settings.corpus_min_games or reply.corpus_count is None:
+        return False
+    return reply.corpus_count / games >= settings.corpus_share
+
+
+def judge(evidence: NodeEvidence, settings: JudgeSettings, diffimax: DiffiMaxSettings) -> Verdicts:
+    """Every enabled judge's trap candidates at the node."""
+    candidates: dict[Judge, frozenset[str]] = {}
+    open_replies = [r for r in evidence.replies if r.excluded is None and r.move != evidence.best]
+    possible = evidence.meaningful() >= 2
+    trap_cp = diffimax.trap_cp
+
+    def bad(reply: ReplyEvidence) -> bool:
+        dip = evidence.dip(reply)
+        return dip is not None and dip >= trap_cp
+
+    def chosen(test: Iterable[ReplyEvidence]) -> frozenset[str]:
+        return frozenset(r.move for r in test) if possible else frozenset()
+
+    if "dip" in settings.judges and evidence.dip_candidates is not None:
+        candidates["dip"] = evidence.dip_candidates if possible else frozenset()
+    if "trappy" in settings.judges:
+        k = settings.trappy_k
+        candidates["trappy"] = chosen(
+            r for r in open_replies if r.shallow_rank is not None and r.shallow_rank <= k and bad(r)
+        )
+    games = evidence.corpus_games
+    if "human" in settings.judges and games is not None and games >= settings.corpus_min_games:
+        candidates["human"] = chosen(r for r in open_replies if _corpus_plausible(evidence, r, settings) and bad(r))
+    if "model" in settings.judges and any(r.model_p is not None for r in evidence.replies):
+        candidates["model"] = chosen(
+            r for r in open_replies if r.model_p is not None and r.model_p >= settings.model_p and bad(r)
+        )
+    if "practical" in settings.judges and any(
+        plausible_share(evidence, r, settings) is not None for r in evidence.replies
+    ):
+
+        def practical(reply: ReplyEvidence) -> bool:
+            share = plausible_share(evidence, reply, settings)
+            if share is None or share < settings.practical_p:
+                return False
+            drop, deeper = evidence.drop(reply), evidence.drop(reply, deeper=True)
+            threshold = settings.practical_drop
+            return drop is not None and drop >= threshold and (deeper is None or deeper >= threshold)
+
+        candidates["practical"] = chosen(r for r in open_replies if practical(r))
+    return Verdicts(candidates)
+
+
+def shallow_ranks(values: Mapping[str, Value], responder_is_min: bool = True) -> dict[str, int]:
+    """Competition ranks (1, 2, 2, 4, ...) of replies by a search's values, best for the responder
+    first; the responder minimises the setter's value."""
+    sign = 1 if responder_is_min else -1
+    ordered = sorted(values.values(), key=lambda v: sign * v)
+    first: dict[Value, int] = {}
+    for index, value in enumerate(ordered, start=1):
+        first.setdefault(value, index)
+    return {move: first[value] for move, value in values.items()}
