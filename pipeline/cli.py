@@ -364,11 +364,22 @@ def mine(
     ] = False,
     shard_games: Annotated[int, typer.Option("--shard-games", help="Games per shard of a compressed stream.")] = 500,
     shard_mb: Annotated[float, typer.Option("--shard-mb", help="MiB per shard of an uncompressed file.")] = 16.0,
+    shallow_depth: ShallowDepthOpt = None,
+    judges: JudgesOpt = None,
+    human_model: HumanModelOpt = "default",
+    human_corpus: HumanCorpusOpt = None,
+    trappy_k: TrappyKOpt = JudgeSettings.trappy_k,
+    model_p: ModelPOpt = JudgeSettings.model_p,
+    practical_p: PracticalPOpt = JudgeSettings.practical_p,
+    practical_drop: PracticalDropOpt = JudgeSettings.practical_drop,
+    corpus_share: CorpusShareOpt = JudgeSettings.corpus_share,
+    corpus_min_games: CorpusGamesOpt = JudgeSettings.corpus_min_games,
 ) -> None:
     """Mine PGN databases for traps: DiffiMax at every selected position on Ray, Parquet out."""
     from pipeline.ingest.games import GameFilter
     from pipeline.mine.config import shard_bytes_of
     from pipeline.mine.driver import MineConfig, run
+    from pipeline.mine.work import HumanEvidence
 
     plies_from, plies_to = parse_plies(plies)
     engine = engine or default_engine()
@@ -392,9 +403,25 @@ def mine(
         inputs=tuple(inputs),
         out=out,
         settings=settings,
+        judges=build_judges(
+            judges,
+            JudgeSettings.judges,
+            trappy_k,
+            model_p,
+            practical_p,
+            practical_drop,
+            corpus_share,
+            corpus_min_games,
+        ),
+        human=HumanEvidence(model=None if human_model.lower() == "none" else human_model, corpus=human_corpus),
         engine=engine,
         engine_options=EngineOptions(
-            threads=threads, hash_mb=hash_mb, nodes=nodes, depth=engine_depth, movetime=movetime
+            threads=threads,
+            hash_mb=hash_mb,
+            nodes=nodes,
+            depth=engine_depth,
+            movetime=movetime,
+            shallow_depth=shallow_depth,
         ),
         game_filter=game_filter,
         max_games=max_games,
@@ -467,6 +494,76 @@ def puzzles(
         engine=engine, nodes=nodes, margin=margin,
     )  # fmt: skip
     typer.echo(report.summary())
+
+
+@app.command()
+def evaluate(
+    inputs: Annotated[list[str], typer.Argument(metavar="PGN...", help="Games to draw positions from.")],
+    split: Annotated[
+        str, typer.Option("--split", help="Which games of the shared files: held_out, tune or train (others: train).")
+    ] = "held_out",
+    positions: Annotated[int, typer.Option("--positions", help="Positions to sample (at most 2 per game).")] = 300,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the position sample.")] = 7,
+    known_traps: Annotated[
+        str, typer.Option("--known-traps", help="A known-traps PGN, 'default' (the bundled set) or 'none'.")
+    ] = "default",
+    engine: EngineOpt = None,
+    nodes: NodesOpt = None,
+    engine_depth: EngineDepthOpt = None,
+    threads: ThreadsOpt = None,
+    hash_mb: HashOpt = None,
+    depth: Depth = None,
+    shallow_depths: Annotated[
+        str, typer.Option("--shallow-depths", help="Depths of the shallow pass to measure the trappy judge at.")
+    ] = "1,2,4,8",
+    human_model: HumanModelOpt = "default",
+    human_corpus: HumanCorpusOpt = None,
+    workers: Annotated[int, typer.Option("--workers", help="Parallel workers (Ray).")] = 2,
+    save: Annotated[str | None, typer.Option("--save", help="Write the gathered evidence to this file.")] = None,
+    load: Annotated[str | None, typer.Option("--load", help="Measure saved evidence instead of gathering it.")] = None,
+    as_json: JsonOut = False,
+) -> None:
+    """The judge harness: trap-node share, candidates, fall rate and lift over chance, and recall on
+    known traps, for every trap judge on held-out games (docs/judges.md)."""
+    from pipeline.evaluate import harness
+    from pipeline.evaluate.known_traps import load_known_traps
+
+    engine = engine or default_engine()
+    settings = DiffiMaxSettings(depth=depth if depth is not None else (NATIVE_DEFAULT_DEPTH if engine == "native"
+                                                                       else UCI_DEFAULT_DEPTH))  # fmt: skip
+    base = JudgeSettings()
+    depths = [int(token) for token in shallow_depths.split(",") if token.strip()]
+    if load:
+        records, about = harness.load_records(load)
+    else:
+        if split not in ("held_out", "tune", "train"):
+            raise UsageError(f"invalid --split {split!r}: expected held_out, tune or train")
+        options = EngineOptions(threads=threads, hash_mb=hash_mb, nodes=nodes, depth=engine_depth)
+        samples = harness.game_samples(inputs, split, positions, seed=seed)  # type: ignore[arg-type]
+        if known_traps != "none":
+            samples += harness.trap_samples(None if known_traps == "default" else load_known_traps(known_traps))
+        done = [0]
+
+        def tell(count: int) -> None:
+            done[0] += count
+            typer.echo(f"evaluate: {done[0]}/{len(samples)} positions gathered", err=True)
+
+        records = harness.gather_parallel(
+            samples, engine, options, settings, base, model=None if human_model == "none" else human_model,
+            corpus=human_corpus, workers=workers, shallow_depths=depths, on_batch=tell,
+        )  # fmt: skip
+        about = {"inputs": list(inputs), "split": split, "positions": positions, "seed": seed, "engine": engine,
+                 "nodes": nodes, "depth": settings.depth, "human_model": human_model,
+                 "human_corpus": human_corpus}  # fmt: skip
+        if save:
+            harness.save_records(records, save, about)
+    games = [r for r in records if r.source != "known_traps"]
+    traps = [r for r in records if r.source == "known_traps"]
+    rows = harness.evaluate_records(games, traps, settings, base, depths)
+    if as_json:
+        emit({"about": about, "variants": rows}, "", True)
+    else:
+        typer.echo(harness.table(rows))
 
 
 @app.command()

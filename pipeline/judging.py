@@ -17,7 +17,7 @@ The engine work is spent only where a verdict depends on it:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -70,14 +70,24 @@ class Judgement:
         return self.verdicts.candidates.get(judge_name)
 
 
-def load_model(path: str | None) -> MoveModel | None:
+def model_path(spec: str) -> str:
+    """The file behind `--human-model SPEC` (`default`: the bundled model)."""
+    if spec.lower() == "default":
+        from pipeline.human.model import DEFAULT_MODEL
+
+        return str(DEFAULT_MODEL)
+    return spec
+
+
+def load_model(spec: str | None) -> MoveModel | None:
     """The human-move model of `--human-model`: a model file, `default` for the bundled one, or
     `none`/None for no model."""
-    if path is None or path.lower() == "none":
+    if spec is None or spec.lower() == "none":
         return None
-    from pipeline.human.model import DEFAULT_MODEL, HumanMoveModel  # loads numpy/LightGBM on demand
+    from pipeline.human.model import HumanMoveModel  # loads LightGBM on demand
 
-    return HumanMoveModel.load(DEFAULT_MODEL if path.lower() == "default" else path)
+    model: MoveModel = HumanMoveModel.load(model_path(spec))
+    return model
 
 
 def excluded_as(board: chess.Board, move: chess.Move, settings: DiffiMaxSettings) -> str | None:
@@ -99,8 +109,11 @@ def judge_position(
     model: MoveModel | None = None,
     context: MoverContext | None = None,
     corpus: Corpus | None = None,
+    also: Collection[str] = (),
 ) -> Judgement:
-    """Judge the replies of the side to move at `board` (with its move stack) for `setter`."""
+    """Judge the replies of the side to move at `board` (with its move stack) for `setter`.
+    `also` names replies to value at full depth whatever the judges need (the move a human played,
+    for the analytics); they change no verdict."""
     if board.turn == setter:
         raise ValueError("judge_position needs the responder to move (the setter just moved)")
     legal = {move.uci(): move for move in board.legal_moves}
@@ -154,7 +167,8 @@ def judge_position(
     def evidence() -> NodeEvidence:
         return NodeEvidence(tuple(replies.values()), best, v1, corpus_games, dip_candidates)
 
-    missing = sorted(name for name in needs_deep(evidence(), judges) if replies[name].deep_value is None)
+    wanted_deep = needs_deep(evidence(), judges) | {name for name in also if name in replies}
+    missing = sorted(name for name in wanted_deep if replies[name].deep_value is None)
     if missing:
         deep = backend.reply_values(board, setter, settings, missing, "deep")
         nodes["deep"] = nodes.get("deep", 0) + deep.nodes

@@ -1,7 +1,9 @@
 """Arrow schemas of the Parquet dataset `diffimax mine` writes.
 
 Bump SCHEMA_VERSION on any incompatible change; every file carries it in its schema metadata and
-`manifest.json` records it. Values are centipawns from the setter's point of view (the player
+`manifest.json` records it; a reader refuses files of another version (`schema_version_of`).
+Version 2 records the trap judges: per reply their evidence and verdicts, per position a trap
+flag, a candidate count and a fell flag per judge. Values are centipawns from the setter's point of view (the player
 who just moved at the analysed root); pawns only appear in views.
 """
 
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SETTINGS_FIELDS = [
     pa.field("reasonable_dip", pa.float64(), nullable=False),
@@ -63,21 +65,34 @@ POSITIONS = pa.schema(
     ]
 )
 
+# The trap judges (search.judges.JUDGES): each has a verdict column `by_<judge>` per reply and a trap-node /
+# candidate-count / fell column per position; null where the judge was not computed or had no
+# evidence there (the human judge below its minimum of corpus games, the model judge without a model).
+JUDGE_NAMES = ("dip", "trappy", "human", "model", "practical")
+
 RESPONSE_ITEM = pa.struct(
     [
         pa.field("move", pa.string()),
-        pa.field("value", pa.int32()),  # exact, or a bound when exact is false
+        # Full-depth value; null where no judge needed it. A bound (exact false) only from the dip
+        # judge's analysis, beyond its thresholds.
+        pa.field("value", pa.int32()),
         pa.field("exact", pa.bool_()),
-        pa.field("dip", pa.int32()),
-        pa.field("rank", pa.int16()),
-        pa.field("excluded", pa.string()),
-        pa.field("in_scope", pa.bool_()),
-        pa.field("reasonable", pa.bool_()),
-        pa.field("trap", pa.bool_()),
+        pa.field("dip", pa.int32()),  # value - v1
+        pa.field("win_drop", pa.float32()),  # the responder's loss of win chances (Lichess curve, 0..2)
+        pa.field("deeper_value", pa.int32()),  # searched deeper, where its class sat near a threshold
+        pa.field("shallow_value", pa.int32()),  # the shallow pass over every reply
+        pa.field("shallow_rank", pa.int16()),  # 1 = the shallow pass's best reply
+        pa.field("model_p", pa.float32()),  # the human-move model's probability
+        pa.field("corpus_count", pa.int32()),  # corpus games in the rating band that played it
+        pa.field("excluded", pa.string()),  # "check" / "capture" (Exclude Checks / Captures)
+        pa.field("rank", pa.int16()),  # dip judge: rank over all replies, 1 = best
+        pa.field("in_scope", pa.bool_()),  # dip judge
+        pa.field("reasonable", pa.bool_()),  # dip judge: dip <= R
+        *[pa.field(f"by_{judge}", pa.bool_()) for judge in JUDGE_NAMES],  # each judge's verdict: a trap candidate
     ]
 )
 
-# What the human's actual move was at an analysed root.
+# What the human's actual move was at an analysed root, by the dip judge (its classes).
 PLAYED_CLASSES = ("best", "trap", "reasonable", "unreasonable", "excluded", "out_of_scope")
 
 RESPONSES = pa.schema(
@@ -90,20 +105,34 @@ RESPONSES = pa.schema(
         pa.field("value", pa.int32(), nullable=False),  # minimax value of the root = v1
         pa.field("best_move", pa.string(), nullable=False),
         pa.field("move_played", pa.string(), nullable=False),
-        pa.field("played_class", pa.string(), nullable=False),  # one of PLAYED_CLASSES
         pa.field("played_value", pa.int32()),
         pa.field("played_dip", pa.int32()),
         pa.field("played_exact", pa.bool_()),
+        pa.field("played_win_drop", pa.float32()),
+        pa.field("played_model_p", pa.float32()),
+        pa.field("played_excluded", pa.string()),  # "check" / "capture" when the settings exclude it
         pa.field("legal", pa.int16(), nullable=False),
         pa.field("meaningful", pa.int16(), nullable=False),
-        pa.field("reasonable_count", pa.int16(), nullable=False),
-        pa.field("trap_count", pa.int16(), nullable=False),
-        pa.field("trap_ratio", pa.float64(), nullable=False),
-        pa.field("trap_node", pa.bool_(), nullable=False),
+        pa.field("corpus_games", pa.int32()),  # corpus games at the position in the band (null: no corpus)
+        pa.field("judges", pa.list_(pa.string()), nullable=False),  # the judges computed
+        pa.field("primary_judge", pa.string(), nullable=False),  # whose verdict `outcomes` shows
+        *[
+            field
+            for judge in JUDGE_NAMES
+            for field in (
+                pa.field(f"trap_node_{judge}", pa.bool_()),
+                pa.field(f"trap_count_{judge}", pa.int16()),
+                pa.field(f"fell_{judge}", pa.bool_()),  # the human played one of its candidates
+            )
+        ],
+        # The dip judge's own measures (null when it was not computed).
+        pa.field("played_class", pa.string()),  # one of PLAYED_CLASSES
+        pa.field("reasonable_count", pa.int16()),
+        pa.field("trap_ratio", pa.float64()),
+        pa.field("tree_traps", pa.int32()),  # its trap records in the whole tree
+        pa.field("analysed_nodes", pa.int32()),
         pa.field("responses", pa.list_(RESPONSE_ITEM), nullable=False),
-        pa.field("tree_traps", pa.int32(), nullable=False),  # trap records in the whole tree
-        pa.field("analysed_nodes", pa.int32(), nullable=False),
-        pa.field("nodes", pa.int64(), nullable=False),
+        pa.field("nodes", pa.int64(), nullable=False),  # engine / search nodes spent on the position
         pa.field("reused", pa.bool_(), nullable=False),  # copied from an earlier occurrence
         # With --setter-choices: the side to move seen as a setter. Its moves within the safety
         # margin of its best, those of them that lead to a trap node, and whether it played one.
@@ -129,10 +158,16 @@ TRAPS = pa.schema(
         pa.field("move", pa.string(), nullable=False),
         pa.field("value", pa.int32(), nullable=False),
         pa.field("dip", pa.int32(), nullable=False),
-        pa.field("rank", pa.int16(), nullable=False),
+        pa.field("win_drop", pa.float32(), nullable=False),
+        pa.field("rank", pa.int16()),  # dip judge: among the alternatives, 1 = strongest
         pa.field("refutation", pa.list_(pa.string()), nullable=False),
+        pa.field("model_p", pa.float32()),  # root only: the evidence behind the verdicts
+        pa.field("shallow_rank", pa.int16()),
+        pa.field("corpus_count", pa.int32()),
+        # Which judges name it (null: not computed there). Below the root only the dip judge looks.
+        *[pa.field(f"by_{judge}", pa.bool_()) for judge in JUDGE_NAMES],
         pa.field("move_played", pa.string()),  # root node only
-        pa.field("fell", pa.bool_()),  # root node only: the human played this trap move
+        pa.field("fell", pa.bool_()),  # root node only: the human played this move
         pa.field("reused", pa.bool_(), nullable=False),
         *SETTINGS_FIELDS,
     ]
@@ -162,9 +197,18 @@ TABLES: dict[str, pa.Schema] = {
 
 def versioned(name: str) -> pa.Schema:
     """The schema of table `name` with its name and version in the metadata."""
-    return TABLES[name].with_metadata({b"diffimax.table": name.encode(), b"diffimax.schema_version": b"1"})
+    return TABLES[name].with_metadata(
+        {b"diffimax.table": name.encode(), b"diffimax.schema_version": str(SCHEMA_VERSION).encode()}
+    )
 
 
 def to_signed64(key: int) -> int:
     """A 64-bit Zobrist key as the signed int64 Parquet stores."""
     return key - (1 << 64) if key >= 1 << 63 else key
+
+
+def schema_version_of(schema: pa.Schema) -> int | None:
+    """The schema version a Parquet file was written with (None: no diffimax metadata)."""
+    metadata = schema.metadata or {}
+    raw = metadata.get(b"diffimax.schema_version")
+    return int(raw) if raw is not None and raw.isdigit() else None

@@ -50,9 +50,9 @@ final as (
 select * from final order by clock;
 
 -- name: fall-rate-by-dip
--- How often each root trap candidate was played, by its dip (0.25-pawn buckets).
+-- How often each root trap candidate of the primary judge was played, by its dip (0.25-pawn buckets).
 with candidates as (
-    select floor(dip / 25.0) * 0.25 as dip_from, fell from traps where path = []
+    select floor(least(dip, 1000) / 25.0) * 0.25 as dip_from, fell from root_candidates where by_primary
 ),
 final as (
     select dip_from, dip_from + 0.25 as dip_to, count(*) as candidates, sum(fell::int) as played,
@@ -92,7 +92,7 @@ final as (
 select * from final;
 
 -- name: top-trap-positions
--- Positions that were trap nodes most often across games, with how often humans fell.
+-- Positions where humans fell most (by falls, then the Wilson lower bound of the fall rate, then games).
 with nodes as (
     select position_key, min(fen) as fen, count(*) as games, sum(fell::int) as fell,
            min(trap_count) as trap_candidates, min(best_move) as best_move
@@ -102,7 +102,7 @@ final as (
     select *, wilson_low(fell, games) as wilson_low, fell / games as fall_rate, wilson_high(fell, games) as wilson_high
     from nodes
 )
-select * from final order by games desc, fell desc, position_key limit 25;
+select * from final where fell > 0 order by fell desc, wilson_low desc, games desc, position_key limit 25;
 
 -- name: top-players
 -- Players who set and who fell for the most traps (as setter: the responder fell; as responder: they fell).
@@ -142,3 +142,48 @@ final as (
     from choices
 )
 select * from final;
+
+-- name: judge-comparison
+-- Each judge side by side on the same positions: trap-node share, candidates, fall rate and lift over chance (Wilson 95%).
+with judged as (
+    -- positions where every judge the dataset computed gave a verdict
+    select game_id, ply from judge_outcomes group by game_id, ply
+    having count(*) = (select max(n) from (select count(*) as n from judge_outcomes group by game_id, ply))
+),
+nodes as (
+    select j.* from judge_outcomes j join judged using (game_id, ply)
+),
+final as (
+    select judge, count(*) as positions, count(*) filter (where trap_node) as trap_nodes,
+           count(*) filter (where trap_node) / count(*) as trap_node_share,
+           median(trap_count) filter (where trap_node) as median_candidates,
+           avg(trap_count) filter (where trap_node) as mean_candidates,
+           sum(fell::int) as fell,
+           wilson_low(sum(fell::int), count(*) filter (where trap_node)) as fall_rate_low,
+           sum(fell::int) / nullif(count(*) filter (where trap_node), 0) as fall_rate,
+           wilson_high(sum(fell::int), count(*) filter (where trap_node)) as fall_rate_high,
+           avg(chance) filter (where trap_node) as chance_rate,
+           sum(fell::int) / nullif(sum(chance) filter (where trap_node), 0) as lift,
+           wilson_low(sum(fell::int), count(*) filter (where trap_node))
+               / nullif(avg(chance) filter (where trap_node), 0) as lift_low,
+           wilson_high(sum(fell::int), count(*) filter (where trap_node))
+               / nullif(avg(chance) filter (where trap_node), 0) as lift_high,
+           median(played_dip) filter (where fell) / 100.0 as median_dip_fallen_pawns
+    from nodes group by judge
+)
+select * from final order by lift desc nulls last, judge;
+
+-- name: practical-traps
+-- The practical judge's trap positions, where humans fell most: candidates with their evidence, falls, Wilson bounds.
+with candidates as (
+    select root_key as position_key, move, min(node_fen) as fen, min(best_move) as best_move,
+           count(*) as games, sum(fell::int) as fell, avg(model_p) as model_p, min(win_drop) as win_drop,
+           min(dip) / 100.0 as dip_pawns, min(refutation) as refutation
+    from traps where path = [] and by_practical
+    group by root_key, move
+),
+final as (
+    select *, wilson_low(fell, games) as wilson_low, fell / games as fall_rate, wilson_high(fell, games) as wilson_high
+    from candidates
+)
+select * from final order by fell desc, wilson_low desc, games desc, position_key, move limit 50;

@@ -5,3 +5,7 @@
 -- name: trap-setting-choice
 -- needs a dataset mined with --setter-choices: no position of this one has choice_moves
 select exists (select 1 from responses where choice_moves is not null) as met;
+
+-- name: practical-traps
+-- needs a dataset with the practical judge (mine with a human-move model or a corpus, and practical in --judges)
+select exists (select 1 from responses where trap_node_practical is not null) as met;

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Final
 
 import duckdb
+import pyarrow.parquet as pq
 
 from pipeline.dataset.sql import sql_text
-from schemas.dataset import TABLES, versioned
+from schemas.dataset import SCHEMA_VERSION, TABLES, schema_version_of, versioned
 from search.errors import DiffimaxError
 
 # What DuckDB's globbing reads as a pattern, each written as a bracket class matching only itself
@@ -46,6 +47,17 @@ def table_files(root: Path, table: str) -> list[Path]:
     return sorted((root / "shards").glob(f"*/{table}.parquet"))
 
 
+def check_schema_version(path: Path) -> None:
+    """Refuse a file written under another schema version, in one line that says what to do."""
+    version = schema_version_of(pq.read_schema(path))
+    if version != SCHEMA_VERSION:
+        dataset = path.parent.parent.parent
+        raise DatasetError(
+            f"dataset {str(dataset)!r} has schema version {version}; this diffimax reads version {SCHEMA_VERSION} "
+            "(the trap judges): mine it again into a new --out"
+        )
+
+
 def is_dataset(root: Path) -> bool:
     """A directory `diffimax mine` made: shards, or a job that started (and maybe read no game)."""
     return (root / "shards").is_dir() and (
@@ -65,6 +77,9 @@ def connect(dataset: str | Path) -> duckdb.DuckDBPyConnection:
             raise DatasetError(
                 f"incomplete dataset in {str(root)!r}: {len(files)} of {shards} shards have {table}.parquet"
             )
+    for files in files_of.values():
+        if files:
+            check_schema_version(files[0])
     connection = duckdb.connect()
     views = sql_text("views")
     for table, files in files_of.items():

@@ -14,8 +14,10 @@ from typing import Any
 
 from pipeline.engines.backends import EngineOptions, effective_engine_options
 from pipeline.ingest.games import GameFilter
+from pipeline.mine.work import HumanEvidence, Judging, primary_judge
 from schemas.dataset import SCHEMA_VERSION
 from search.errors import DiffimaxError
+from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings, SettingsError
 
 # Bytes in the MiB of `--shard-mb`.
@@ -33,6 +35,10 @@ class MineConfig:
     out: str
     """Output directory of the Parquet dataset."""
     settings: DiffiMaxSettings = field(default_factory=DiffiMaxSettings)
+    judges: JudgeSettings = field(default_factory=JudgeSettings)
+    """The trap judges computed at mining time, and their thresholds."""
+    human: HumanEvidence = field(default_factory=HumanEvidence)
+    """The human-move model and the corpus the human judges read."""
     engine: str = "native"
     """native, stockfish, or a UCI engine's path."""
     engine_options: EngineOptions = field(default_factory=EngineOptions)
@@ -64,6 +70,13 @@ class MineConfig:
             raise SettingsError(f"invalid --shard-games {self.shard_games!r}: must be a whole number >= 1")
         if isinstance(self.shard_bytes, bool) or not isinstance(self.shard_bytes, int) or self.shard_bytes < 1:
             raise SettingsError(f"invalid shard size {self.shard_bytes!r} bytes: --shard-mb must be above 0")
+        if self.setter_choices and "dip" not in self.judges.judges:
+            raise SettingsError("--setter-choices asks the dip judge which moves set a trap: add dip to --judges")
+
+    def judging(self) -> Judging:
+        """How the workers judge each position."""
+        human = self.human.model is not None or self.human.corpus is not None
+        return Judging(self.settings, self.judges, primary_judge(self.judges, human), self.setter_choices)
 
 
 def shard_bytes_of(shard_mb: float) -> int:
@@ -103,14 +116,28 @@ FLAGS: dict[str, str] = {
     "sample_rate": "--sample",
     "seed": "--seed",
     "setter_choices": "--setter-choices",
+    "judges": "--judges",
+    "trappy_k": "--trappy-k",
+    "model_p": "--model-p",
+    "corpus_share": "--corpus-share",
+    "corpus_min_games": "--corpus-min-games",
+    "rating_band": "the corpus rating band",
+    "practical_p": "--practical-p",
+    "practical_drop": "--practical-drop",
+    "stability_margin": "the stability margin",
+    "human_model": "--human-model",
+    "human_corpus": "--human-corpus",
     "shard_bytes": "--shard-mb",
     "shard_games": "--shard-games",
 }
 
 
-def job_identity(config: MineConfig, sources: list[str], engine_name: str) -> dict[str, Any]:
+def job_identity(
+    config: MineConfig, sources: list[str], engine_name: str, human: dict[str, str | None] | None = None
+) -> dict[str, Any]:
     """Everything the rows depend on; `sources` are the expanded inputs, `engine_name` the engine's
-    own name and version ("native", "Stockfish 15.1")."""
+    own name and version ("native", "Stockfish 15.1"), `human` the digests of the model and corpus
+    files (`human_model`, `human_corpus`)."""
     f = config.game_filter
     engine = effective_engine_options(config.engine, config.engine_options)
     identity: dict[str, Any] = {
@@ -133,6 +160,9 @@ def job_identity(config: MineConfig, sources: list[str], engine_name: str) -> di
         "setter_choices": config.setter_choices,
         "shard_bytes": config.shard_bytes,
         "shard_games": config.shard_games,
+        **config.judges.describe(),
+        "human_model": (human or {}).get("human_model"),
+        "human_corpus": (human or {}).get("human_corpus"),
     }
     assert set(identity) <= set(FLAGS), f"identity fields without a flag: {set(identity) - set(FLAGS)}"
     return identity

@@ -25,6 +25,7 @@ error says how to `--resume`.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import platform
@@ -38,6 +39,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -48,21 +50,25 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from pipeline.dataset.store import DatasetWriter, check_output
 from pipeline.engines.backends import EngineOptions, check_backend
+from pipeline.human.context import MoverContext
+from pipeline.human.corpus import Corpus
 from pipeline.ingest.games import ErrorRow, Failed, GameFilter, GameRow, PositionRow, Selected, read_games
 from pipeline.ingest.sources import Shard, compression_of, expand_inputs, is_url, iter_shards
+from pipeline.judging import load_model, model_path
 from pipeline.mine.config import MineConfig, check_resume, job_identity
 from pipeline.mine.progress import Progress, Status
 from pipeline.mine.work import (
     OCCURRENCE_COLUMNS,
     AnalysisUnit,
     AnalysisWorker,
+    HumanEvidence,
+    Judging,
     PositionResult,
     UnitOutcome,
     occurrence_rows,
 )
 from schemas.dataset import SCHEMA_VERSION
 from search.errors import DiffimaxError
-from search.settings import DiffiMaxSettings
 
 # Shards being ingested or analysed at once, per analysis worker (bounds driver memory).
 SHARDS_IN_FLIGHT_PER_WORKER = 3
@@ -157,10 +163,10 @@ class MiningWorker(AnalysisWorker):
     every position it finishes."""
 
     def __init__(
-        self, engine: str, options: EngineOptions, settings: DiffiMaxSettings, setter_choices: bool, counter: str
+        self, engine: str, options: EngineOptions, judging: Judging, human: HumanEvidence, counter: str
     ) -> None:
         handle = ray.get_actor(counter)
-        super().__init__(engine, options, settings, setter_choices, progress=handle.add.remote)
+        super().__init__(engine, options, judging, human, progress=handle.add.remote)
 
 
 class PositionCounter:
@@ -197,7 +203,7 @@ def run(
     sources = expand_inputs(config.inputs)
     check_output(config.out, resume=config.resume)
     engine_name = check_backend(config.engine)
-    identity = job_identity(config, sources, engine_name)
+    identity = job_identity(config, sources, engine_name, check_human_evidence(config.human))
     if config.resume:
         before = DatasetWriter(config.out).job() or {}
         check_resume(config.out, before.get("identity"), identity)
@@ -236,6 +242,33 @@ def run(
     finally:
         if owns_ray and ray.is_initialized():
             ray.shutdown()
+
+
+def check_human_evidence(human: HumanEvidence) -> dict[str, str | None]:
+    """Load the model and the corpus once on the driver, so that a bad file is one line before
+    anything starts; their digests go into the job's identity."""
+    model = load_model(human.model)
+    if model is not None and hasattr(model, "close"):
+        model.close()
+    if human.corpus is not None:
+        Corpus.load(human.corpus)
+    return {
+        "human_model": None if human.model is None else file_digest(model_path(human.model)),
+        "human_corpus": None if human.corpus is None else file_digest(human.corpus),
+    }
+
+
+def file_digest(path: str) -> str:
+    """SHA-256 of a file, or of a dataset directory's committed shard files (names and bytes)."""
+    digest = hashlib.sha256()
+    target = Path(path)
+    files = sorted(target.glob("shards/*/positions.parquet")) if target.is_dir() else [target]
+    for file in files:
+        digest.update(str(file.relative_to(target) if target.is_dir() else file.name).encode())
+        with file.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
 
 
 def _start_ray(address: str | None) -> None:
@@ -352,9 +385,7 @@ class MiningJob:
         self.counter = counter_class.options(name=counter_name, scheduling_strategy=here).remote()
         actor_class: Any = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=-1)(MiningWorker)
         self.actors = [
-            actor_class.remote(
-                config.engine, config.engine_options, config.settings, config.setter_choices, counter_name
-            )
+            actor_class.remote(config.engine, config.engine_options, config.judging(), config.human, counter_name)
             for _ in range(self.workers)
         ]
         self.actor_load = [0] * self.workers
@@ -428,18 +459,23 @@ class MiningJob:
             counts.games_error += len(ingest.errors)
             self.bytes_routed += ingest.bytes_read
             waiting: set[int] = set()
-            units: dict[str, list[int]] = {}
+            units: dict[str, list[PositionRow]] = {}
             for position in ingest.positions:
                 key = position["position_key"]
                 if key not in self.results:
                     waiting.add(key)
                 if key not in self.requested:
                     self.requested.add(key)
-                    units.setdefault(position["game_id"], []).append(position["ply"])
-            for game_id, plies in units.items():
+                    units.setdefault(position["game_id"], []).append(position)
+            timing = {game["game_id"]: (game["base_seconds"], game["increment_seconds"]) for game in ingest.games}
+            for game_id, rows in units.items():
                 start_fen, moves = ingest.moves[game_id]
-                self.submit(AnalysisUnit(game_id, start_fen, moves, tuple(plies)))
-                self.analyses_requested += len(plies)
+                base, increment = timing[game_id]
+                contexts = tuple(
+                    MoverContext(row["mover_rating"], row["clock_seconds"], base, increment) for row in rows
+                )
+                self.submit(AnalysisUnit(game_id, start_fen, moves, tuple(row["ply"] for row in rows), contexts))
+                self.analyses_requested += len(rows)
             self.pending.append(PendingShard(ingest, waiting))
 
     def collect(self) -> None:
@@ -499,6 +535,9 @@ class MiningJob:
             "identity": self.identity,
             "inputs": list(config.inputs),
             "settings": config.settings.describe(),
+            "judges": config.judges.describe(),
+            "primary_judge": config.judging().primary,
+            "human": {"model": config.human.model, "corpus": config.human.corpus},
             "filter": asdict(config.game_filter),
             "max_games": config.max_games,
             "engine": self.engine_info,

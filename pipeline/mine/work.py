@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,13 +18,15 @@ import chess
 
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.engines.process import EngineStartError
+from pipeline.human.context import MoverContext
+from pipeline.human.corpus import Corpus
+from pipeline.judging import Judgement, MoveModel, judge_position, load_model
 from schemas.dataset import to_signed64
-from search.analysis import ResponseAnalysis
 from search.backend import Backend
 from search.chessgame import zobrist
-from search.diffimax import DiffiMaxResult
 from search.errors import DiffimaxError
-from search.settings import DiffiMaxSettings
+from search.judges import JUDGES, Judge, JudgeSettings, win_drop
+from search.settings import DiffiMaxSettings, SettingsError
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,38 @@ class AnalysisUnit:
     start_fen: str | None  # None: the standard start position
     moves: tuple[str, ...]  # UCI moves of the game, at least up to the last analysed ply
     plies: tuple[int, ...]  # positions to analyse (half-moves played before each), ascending
+    contexts: tuple[MoverContext, ...] = ()  # the responder at each of `plies` (empty: unknown)
+
+
+@dataclass(frozen=True)
+class HumanEvidence:
+    """Where a job's human evidence comes from (paths, so that workers load their own copies)."""
+
+    model: str | None = None
+    """A human-move model file, `default` for the bundled one, or None."""
+    corpus: str | None = None
+    """A mined dataset or corpus file of what humans played where, or None."""
+
+
+@dataclass(frozen=True)
+class Judging:
+    """How a job judges its positions: the DiffiMax settings, the judges, the primary judge."""
+
+    settings: DiffiMaxSettings = field(default_factory=DiffiMaxSettings)
+    judges: JudgeSettings = field(default_factory=JudgeSettings)
+    primary: Judge = "practical"
+    """Whose verdict the `outcomes` view shows as `trap_node` / `fell`."""
+    setter_choices: bool = False
+
+
+def primary_judge(judges: JudgeSettings, human_evidence: bool) -> Judge:
+    """The judge `outcomes` shows: practical where there is human evidence (a model or a corpus),
+    else the first enabled of model, human, trappy, dip."""
+    order: tuple[Judge, ...] = ("practical", "model", "human") if human_evidence else ()
+    for name in (*order, "trappy", "dip"):
+        if name in judges.judges:
+            return name
+    return sorted(judges.judges)[0]
 
 
 @dataclass
@@ -66,24 +100,31 @@ def settings_columns(settings: DiffiMaxSettings, backend_name: str) -> dict[str,
 def analyse_unit(
     backend: Backend,
     unit: AnalysisUnit,
-    settings: DiffiMaxSettings,
+    judging: Judging,
     *,
-    setter_choices: bool = False,
+    model: MoveModel | None = None,
+    corpus: Corpus | None = None,
     on_position: Callable[[], None] | None = None,
 ) -> list[PositionResult]:
-    """Replay the game and analyse each requested position with the player who just moved as
+    """Replay the game and judge each requested position with the player who just moved as
     setter. A position whose analysis fails is returned with its error; the rest go on.
     `on_position` is called after each analysed position (live progress)."""
     reset = getattr(backend, "new_unit", None)
     if reset is not None:
         reset()
     board = chess.Board(unit.start_fen) if unit.start_fen else chess.Board()
+    contexts = dict(zip(unit.plies, unit.contexts, strict=True)) if unit.contexts else {}
     wanted = set(unit.plies)
     results: list[PositionResult] = []
     last = max(unit.plies, default=-1)
     for ply in range(last + 1):
         if ply in wanted:
-            results.append(analyse_position(backend, board, settings, setter_choices=setter_choices))
+            played = unit.moves[ply] if ply < len(unit.moves) else None
+            results.append(
+                analyse_position(
+                    backend, board, judging, played=played, model=model, corpus=corpus, context=contexts.get(ply)
+                )
+            )
             if on_position is not None:
                 on_position()
         if ply < last:
@@ -95,14 +136,27 @@ def analyse_unit(
 
 
 def analyse_position(
-    backend: Backend, board: chess.Board, settings: DiffiMaxSettings, *, setter_choices: bool = False
+    backend: Backend,
+    board: chess.Board,
+    judging: Judging,
+    *,
+    played: str | None = None,
+    model: MoveModel | None = None,
+    corpus: Corpus | None = None,
+    context: MoverContext | None = None,
 ) -> PositionResult:
     key = to_signed64(zobrist(board))
     result = PositionResult(ply=board.ply(), position_key=key, fen=board.fen())
     setter = not board.turn
+    settings = judging.settings
     start = time.perf_counter()
     try:
-        found = backend.analyse(board, setter, settings)
+        if not any(board.generate_legal_moves()):
+            raise PositionError("no legal reply: the game is over here")
+        judgement = judge_position(
+            backend, board, setter, settings, judging.judges, model=model, corpus=corpus, context=context,
+            also=() if played is None else (played,),
+        )  # fmt: skip
     except EngineStartError:
         raise  # no position can be analysed any more: the job stops (see AnalysisWorker)
     except DiffimaxError as error:  # an engine that failed twice, an impossible position
@@ -110,20 +164,21 @@ def analyse_position(
         return result
     finally:
         result.seconds = time.perf_counter() - start
-    if found.root_analysis is None:
-        result.error = "no response analysis at the root (no legal reply or depth 0)"
-        return result
     common = settings_columns(settings, backend.name)
-    result.response = response_columns(found, found.root_analysis, setter) | common | CHOICES_UNKNOWN
-    if setter_choices:
+    result.response = response_columns(judgement, judging, setter) | common | CHOICES_UNKNOWN
+    if judging.setter_choices:
         try:
             result.response |= choice_columns(backend, board, settings)
         except EngineStartError:
             raise
         except DiffimaxError as error:
             result.error = f"setter choices: {type(error).__name__}: {error}"
-    result.traps = [trap_columns(record, setter, key) | common for record in found.traps]
+    result.traps = [row | common for row in trap_rows(judgement, board, setter, key)]
     return result
+
+
+class PositionError(DiffimaxError, ValueError):
+    """A position that cannot be judged (the game is over there)."""
 
 
 # The choice columns of a position whose choices were not analysed.
@@ -132,10 +187,10 @@ CHOICES_UNKNOWN: dict[str, Any] = {"choice_moves": None, "choice_trap_moves": No
 
 def choice_columns(backend: Backend, board: chess.Board, settings: DiffiMaxSettings) -> dict[str, Any]:
     """The side to move as a setter: which of its moves are within the safety margin of its best
-    (the visited children of a setter root), and which of those lead to a trap node. Needs
-    depth >= 2, so that the nodes after those moves are analysed."""
+    (the visited children of a setter root), and which of those lead to a trap node (by the dip
+    judge, in the same tree). Needs depth >= 2, so that the nodes after those moves are analysed."""
     if settings.depth < 2:
-        raise ValueError(f"setter choices need depth >= 2, not {settings.depth}")
+        raise SettingsError(f"setter choices need depth >= 2, not {settings.depth}")
     found = backend.analyse(board, board.turn, settings)
     children = {a.path[0]: a for a in found.analyses if len(a.path) == 1}
     return {
@@ -144,67 +199,140 @@ def choice_columns(backend: Backend, board: chess.Board, settings: DiffiMaxSetti
     }
 
 
-def response_columns(found: DiffiMaxResult, analysis: ResponseAnalysis, setter: chess.Color) -> dict[str, Any]:
-    return {
+def response_columns(judgement: Judgement, judging: Judging, setter: chess.Color) -> dict[str, Any]:
+    """The RESPONSES columns of a judged position that every occurrence shares."""
+    evidence = judgement.evidence
+    verdicts = judgement.verdicts.candidates
+    seed = judgement.seed
+    analysis = judgement.root_analysis
+    by_move = {} if analysis is None else {r.move: r for r in analysis.responses}
+    items = []
+    for reply in evidence.replies:
+        seeded = by_move.get(reply.move)
+        exact_value = reply.deep_value
+        value = exact_value if exact_value is not None else (None if seeded is None else seeded.value)
+        drop = None if value is None else win_drop(evidence.best_value, value)
+        items.append(
+            {
+                "move": reply.move,
+                "value": value,
+                "exact": None if value is None else exact_value is not None,
+                "dip": None if value is None else value - evidence.best_value,
+                "win_drop": drop,
+                "deeper_value": reply.deeper_value,
+                "shallow_value": reply.shallow_value,
+                "shallow_rank": reply.shallow_rank,
+                "model_p": reply.model_p,
+                "corpus_count": reply.corpus_count,
+                "excluded": reply.excluded,
+                "rank": None if seeded is None else seeded.rank,
+                "in_scope": None if seeded is None else seeded.in_scope,
+                "reasonable": None if seeded is None else seeded.reasonable,
+                **verdict_columns(verdicts, reply.move),
+            }
+        )
+    items.sort(key=lambda item: (item["value"] is None, item["value"] or 0, item["move"]))
+    columns: dict[str, Any] = {
         "setter": color_name(setter),
         "responder": color_name(not setter),
-        "value": analysis.best_value,
-        "best_move": analysis.best,
-        "legal": len(analysis.responses),
-        "meaningful": analysis.meaningful,
-        "reasonable_count": analysis.reasonable_count,
-        "trap_count": analysis.trap_count,
-        "trap_ratio": analysis.trap_ratio,
-        "trap_node": analysis.trap_node,
-        "responses": [
-            {
-                "move": r.move,
-                "value": r.value,
-                "exact": r.exact,
-                "dip": r.dip,
-                "rank": r.rank,
-                "excluded": r.excluded,
-                "in_scope": r.in_scope,
-                "reasonable": r.reasonable,
-                "trap": r.trap,
+        "value": evidence.best_value,
+        "best_move": evidence.best,
+        "legal": len(evidence.replies),
+        "meaningful": evidence.meaningful(),
+        "corpus_games": evidence.corpus_games,
+        "judges": sorted(judging.judges.judges),
+        "primary_judge": judging.primary,
+        "reasonable_count": None if analysis is None else analysis.reasonable_count,
+        "trap_ratio": None if analysis is None else analysis.trap_ratio,
+        "tree_traps": None if seed is None else len(seed.traps),
+        "analysed_nodes": None if seed is None else len(seed.analyses),
+        "responses": items,
+        "nodes": sum(judgement.nodes.values()),
+    }
+    for name in JUDGES:
+        found = verdicts.get(name)
+        columns[f"trap_node_{name}"] = None if found is None else bool(found)
+        columns[f"trap_count_{name}"] = None if found is None else len(found)
+    return columns
+
+
+def trap_rows(judgement: Judgement, board: chess.Board, setter: chess.Color, root_key: int) -> list[dict[str, Any]]:
+    """The TRAPS rows of a judged position: every root reply some judge names (with each judge's
+    verdict), and the dip judge's trap records deeper in its tree."""
+    evidence = judgement.evidence
+    verdicts = judgement.verdicts.candidates
+    seed = judgement.seed
+    analysis = judgement.root_analysis
+    ranks = {} if analysis is None else {r.move: r.alternative_rank for r in analysis.responses}
+    named = set().union(*verdicts.values()) if verdicts else set()
+    base = {"root_key": root_key, "setter": color_name(setter), "responder": color_name(not setter)}
+    rows = []
+    for reply in evidence.replies:
+        if reply.move not in named or reply.deep_value is None:
+            continue
+        rows.append(
+            base
+            | {
+                "path": [],
+                "node_fen": board.fen(),
+                "node_ply": 0,
+                "best_move": evidence.best,
+                "best_value": evidence.best_value,
+                "move": reply.move,
+                "value": reply.deep_value,
+                "dip": reply.deep_value - evidence.best_value,
+                "win_drop": win_drop(evidence.best_value, reply.deep_value),
+                "rank": ranks.get(reply.move),
+                "refutation": list(judgement.lines.get(reply.move, ())),
+                "model_p": reply.model_p,
+                "shallow_rank": reply.shallow_rank,
+                "corpus_count": reply.corpus_count,
+                **verdict_columns(verdicts, reply.move),
             }
-            for r in analysis.responses
-        ],
-        "tree_traps": len(found.traps),
-        "analysed_nodes": len(found.analyses),
-        "nodes": found.stats.nodes + int(found.extra.get("qnodes", 0)),
-    }
+        )
+    for record in [] if seed is None else seed.traps:
+        if not record.path:
+            continue  # the root's dip candidates are the rows above
+        rows.append(
+            base
+            | {
+                "path": list(record.path),
+                "node_fen": record.node,
+                "node_ply": len(record.path),
+                "best_move": record.best_move,
+                "best_value": record.best_value,
+                "move": record.move,
+                "value": record.value,
+                "dip": record.dip,
+                "win_drop": win_drop(record.best_value, record.value),
+                "rank": record.rank,
+                "refutation": list(record.refutation),
+                "model_p": None,
+                "shallow_rank": None,
+                "corpus_count": None,
+                **{f"by_{name}": (True if name == "dip" else None) for name in JUDGES},
+                "responder": record.responder,
+            }
+        )
+    return rows
 
 
-def trap_columns(record: Any, setter: chess.Color, root_key: int) -> dict[str, Any]:
-    return {
-        "root_key": root_key,
-        "path": list(record.path),
-        "node_fen": record.node,
-        "node_ply": len(record.path),
-        "setter": color_name(setter),
-        "responder": record.responder,
-        "best_move": record.best_move,
-        "best_value": record.best_value,
-        "move": record.move,
-        "value": record.value,
-        "dip": record.dip,
-        "rank": record.rank,
-        "refutation": list(record.refutation),
-    }
+def verdict_columns(verdicts: Mapping[Judge, frozenset[str]], move: str) -> dict[str, bool | None]:
+    """`by_<judge>`: whether each judge names `move` (None where the judge gave no verdict)."""
+    return {f"by_{name}": (move in verdicts[name]) if name in verdicts else None for name in JUDGES}
 
 
-def played_class(response: dict[str, Any], move_played: str) -> tuple[str, dict[str, Any] | None]:
-    """What the human's move was at this root: best, trap (fell), reasonable, unreasonable,
-    excluded or out_of_scope; and its response entry."""
+def played_class(response: dict[str, Any], move_played: str) -> tuple[str | None, dict[str, Any] | None]:
+    """What the human's move was at this root by the dip judge's classes (best, trap, reasonable,
+    unreasonable, excluded, out_of_scope; None without the dip judge), and its response entry."""
     entry = next((r for r in response["responses"] if r["move"] == move_played), None)
-    if entry is None:
-        return "unreasonable", None  # cannot happen for a legal move; kept total for safety
+    if "dip" not in response["judges"] or entry is None:
+        return None, entry
     if move_played == response["best_move"]:
         return "best", entry
     if entry["excluded"]:
         return "excluded", entry
-    if entry["trap"]:
+    if entry["by_dip"]:
         return "trap", entry
     if not entry["reasonable"]:
         return "unreasonable", entry
@@ -224,6 +352,10 @@ OCCURRENCE_COLUMNS = frozenset(
         "played_value",
         "played_dip",
         "played_exact",
+        "played_win_drop",
+        "played_model_p",
+        "played_excluded",
+        *(f"fell_{name}" for name in JUDGES),
         "fell",
         "reused",
     }
@@ -243,9 +375,13 @@ def occurrence_rows(
         "position_key": result.position_key,
         "move_played": move_played,
         "played_class": kind,
-        "played_value": entry["value"] if entry else None,
-        "played_dip": entry["dip"] if entry else None,
-        "played_exact": entry["exact"] if entry else None,
+        "played_value": None if entry is None else entry["value"],
+        "played_dip": None if entry is None else entry["dip"],
+        "played_exact": None if entry is None else entry["exact"],
+        "played_win_drop": None if entry is None else entry["win_drop"],
+        "played_model_p": None if entry is None else entry["model_p"],
+        "played_excluded": None if entry is None else entry["excluded"],
+        **{f"fell_{name}": None if entry is None else entry[f"by_{name}"] for name in JUDGES},
         "reused": reused,
         **result.response,
     }
@@ -277,23 +413,26 @@ class UnitOutcome:
 
 
 class AnalysisWorker:
-    """One engine and its transposition table / hash for the whole job (a Ray actor in
-    `pipeline.mine.driver`; a plain object in tests). A backend that cannot start is not an
-    exception here, which Ray would answer by restarting the actor forever, but a fatal outcome."""
+    """One engine and its transposition table / hash for the whole job, with the job's human-move
+    model and corpus (a Ray actor in `pipeline.mine.driver`; a plain object in tests). A backend
+    that cannot start is not an exception here, which Ray would answer by restarting the actor
+    forever, but a fatal outcome."""
 
     def __init__(
         self,
         engine: str,
         options: EngineOptions,
-        settings: DiffiMaxSettings,
-        setter_choices: bool,
+        judging: Judging,
+        human: HumanEvidence | None = None,
         progress: Callable[[int], Any] | None = None,
     ) -> None:
-        self.settings = settings
-        self.setter_choices = setter_choices
+        self.judging = judging
         self.progress = progress
         self.backend: Backend | None = None
         self.startup_error: str | None = None
+        human = human or HumanEvidence()
+        self.model = load_model(human.model)
+        self.corpus = Corpus.load(human.corpus) if human.corpus else None
         try:
             self.backend = open_backend(engine, options)
         except EngineStartError as error:
@@ -306,7 +445,7 @@ class AnalysisWorker:
         on_position = None if self.progress is None else lambda: self.progress(1)  # type: ignore[misc]
         try:
             results = analyse_unit(
-                self.backend, unit, self.settings, setter_choices=self.setter_choices, on_position=on_position
+                self.backend, unit, self.judging, model=self.model, corpus=self.corpus, on_position=on_position
             )
         except EngineStartError as error:
             return UnitOutcome(unit.game_id, [], time.perf_counter() - start, fatal=str(error))

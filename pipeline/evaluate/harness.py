@@ -1,0 +1,467 @@
+"""The judge harness: how well each trap judge's verdicts agree with what humans actually play.
+
+On positions of games kept out of all tuning (`pipeline.evaluate.splits`), and on the known
+opening traps of chess literature (`pipeline.evaluate.known_traps`), the harness gathers every
+judge's evidence once per position (`gather`), then measures any number of judge variants on it
+without more engine work (`measure`):
+
+- the share of positions that are trap nodes, and the candidates per trap node;
+- how often the human's actual move was a candidate (the fall rate, with a Wilson interval),
+  against chance — a uniformly random meaningful reply, k/m at a node with k candidates among m
+  meaningful replies — as lift;
+- the dip of what was played;
+- recall on the known traps: how often the victim's move is a candidate.
+
+Evidence is gathered with loose thresholds (every reply a variant could name gets a deep value)
+and with the shallow pass at several depths, so that the variants differ only in their rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import statistics
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import chess
+
+from pipeline.engines.backends import EngineOptions, open_backend
+from pipeline.evaluate.known_traps import KnownTrap, load_known_traps
+from pipeline.evaluate.splits import Split, split_of
+from pipeline.human.context import MoverContext
+from pipeline.human.corpus import Corpus
+from pipeline.ingest.games import GameFilter, Selected, read_games, sample_value
+from pipeline.ingest.sources import iter_shards
+from pipeline.judging import MoveModel, judge_position
+from search.errors import DiffimaxError
+from search.judges import (
+    JUDGES,
+    JudgeSettings,
+    NodeEvidence,
+    ReplyEvidence,
+    judge,
+    shallow_ranks,
+)
+from search.settings import DiffiMaxSettings
+
+# Positions are drawn from these plies of a game (the opening's first moves repeat in every game).
+MIN_PLY: Final = 6
+MAX_PLY: Final = 80
+# At most this many positions of one game, so that the sample spreads over many games.
+PER_GAME: Final = 2
+# Seed of the position sample.
+SAMPLE_SEED: Final = 7
+# The loose thresholds evidence is gathered with (every variant's candidates get a deep value).
+LOOSE_P: Final = 0.05
+# Shallow-pass depths measured for the trappy judge: plies (native) or engine depth (UCI).
+SHALLOW_DEPTHS: Final = (1, 2, 4, 8)
+# Format of a saved evidence file.
+EVIDENCE_FORMAT: Final = "diffimax-judge-evidence-1"
+
+
+class HarnessError(DiffimaxError, ValueError):
+    """An evaluation that cannot run as asked."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A position a human faced, and what they played."""
+
+    source: str
+    game_id: str
+    ply: int
+    board: chess.Board = field(compare=False)
+    played: str
+    context: MoverContext = field(default_factory=MoverContext)
+    name: str = ""  # a known trap's name
+
+
+@dataclass
+class Record:
+    """The evidence gathered at one sample: what every judge variant is measured on."""
+
+    source: str
+    game_id: str
+    ply: int
+    fen: str
+    played: str
+    name: str
+    evidence: NodeEvidence
+    shallow_by_depth: dict[int, dict[str, int]]  # shallow ranks at each measured depth
+    nodes: dict[str, int]
+
+
+# -- samples -------------------------------------------------------------------------------------
+
+
+def game_samples(
+    inputs: Sequence[str], split: Split, count: int, *, seed: int = SAMPLE_SEED, per_game: int = PER_GAME
+) -> list[Sample]:
+    """`count` positions of the games in `split` (about), at most `per_game` per game, chosen by a
+    seeded hash of the game id: the same sample in every run."""
+    games: list[Selected] = []
+    for shard in iter_shards(inputs, shard_games=2000):
+        for outcome in read_games(shard, GameFilter(ply_from=MIN_PLY, ply_to=MAX_PLY)):
+            if isinstance(outcome, Selected) and split_of(shard.source, outcome.game["game_id"]) == split:
+                games.append(outcome)
+    if not games:
+        raise HarnessError(f"no {split} games in {', '.join(inputs)}")
+    games.sort(key=lambda game: sample_value(seed, game.game["game_id"]))
+    samples: list[Sample] = []
+    for game in games:
+        rows = [row for row in game.positions if row["ply"] >= MIN_PLY]
+        rows.sort(key=lambda row: sample_value(seed + row["ply"], game.game["game_id"]))
+        for row, board in game.boards():
+            if row in rows[:per_game] and board.legal_moves.count() >= 2:
+                context = MoverContext(
+                    row["mover_rating"], row["clock_seconds"], game.game["base_seconds"],
+                    game.game["increment_seconds"],
+                )  # fmt: skip
+                samples.append(
+                    Sample(
+                        game.game["source"], game.game["game_id"], row["ply"], board.copy(), row["move_uci"], context
+                    )
+                )
+        if len(samples) >= count:
+            break
+    return samples[:count]
+
+
+def trap_samples(traps: Iterable[KnownTrap] | None = None) -> list[Sample]:
+    """The known traps as samples: the trap position, the victim's move as the move played."""
+    return [
+        Sample(
+            "known_traps",
+            trap.name,
+            trap.trap_ply,
+            trap.board.copy(),
+            trap.victim_move.uci(),
+            MoverContext(),
+            trap.name,
+        )
+        for trap in (load_known_traps() if traps is None else traps)
+    ]
+
+
+# -- gathering ------------------------------------------------------------------------------------
+
+
+def loose(judges: JudgeSettings) -> JudgeSettings:
+    """Every judge, at thresholds no measured variant goes below."""
+    return dataclasses.replace(
+        judges, judges=frozenset(JUDGES), model_p=LOOSE_P, practical_p=LOOSE_P, corpus_share=LOOSE_P,
+        trappy_k=max(2, judges.trappy_k),
+    )  # fmt: skip
+
+
+def gather_one(
+    sample: Sample,
+    engine: str,
+    options: EngineOptions,
+    settings: DiffiMaxSettings,
+    judges: JudgeSettings,
+    *,
+    model: MoveModel | None,
+    corpus: Corpus | None,
+    shallow_depths: Sequence[int] = SHALLOW_DEPTHS,
+    backends: dict[int | None, Any] | None = None,
+) -> Record:
+    """The evidence at one sample (backends are opened on demand and kept in `backends`)."""
+    pool = {} if backends is None else backends
+
+    def backend(depth: int | None) -> Any:
+        if depth not in pool:
+            pool[depth] = open_backend(engine, dataclasses.replace(options, shallow_depth=depth))
+        return pool[depth]
+
+    board, setter = sample.board, not sample.board.turn
+    by_depth: dict[int, dict[str, int]] = {}
+    for depth in shallow_depths:
+        found = backend(depth).reply_values(board, setter, settings, None, "shallow")
+        by_depth[depth] = shallow_ranks(found.values)
+    # The trappy candidates of every depth and the move played get deep values too.
+    extra = {sample.played} | {
+        move for ranks in by_depth.values() for move, rank in ranks.items() if rank <= loose(judges).trappy_k
+    }
+    judgement = judge_position(
+        backend(None), board, setter, settings, loose(judges), model=model, corpus=corpus, context=sample.context,
+        also=sorted(extra),
+    )  # fmt: skip
+    return Record(
+        sample.source, sample.game_id, sample.ply, board.fen(), sample.played, sample.name, judgement.evidence,
+        by_depth, judgement.nodes,
+    )  # fmt: skip
+
+
+def gather(
+    samples: Sequence[Sample],
+    engine: str,
+    options: EngineOptions,
+    settings: DiffiMaxSettings,
+    judges: JudgeSettings,
+    *,
+    model: MoveModel | None = None,
+    corpus: Corpus | None = None,
+    shallow_depths: Sequence[int] = SHALLOW_DEPTHS,
+    on_record: Callable[[Record], None] | None = None,
+) -> list[Record]:
+    """The evidence at every sample, in order, on this process (see `gather_parallel` for Ray)."""
+    backends: dict[int | None, Any] = {}
+    records = []
+    try:
+        for sample in samples:
+            record = gather_one(
+                sample, engine, options, settings, judges, model=model, corpus=corpus,
+                shallow_depths=shallow_depths, backends=backends,
+            )  # fmt: skip
+            records.append(record)
+            if on_record is not None:
+                on_record(record)
+    finally:
+        for opened in backends.values():
+            opened.close()
+    return records
+
+
+# -- measuring ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One judge rule to measure: a judge of `search.judges` with its settings, or the trappy
+    judge on the shallow pass of one depth."""
+
+    name: str
+    judge: str
+    judges: JudgeSettings
+    shallow_depth: int | None = None
+
+
+def variants(base: JudgeSettings, shallow_depths: Sequence[int] = SHALLOW_DEPTHS) -> list[Variant]:
+    """The default of each judge, and the sweeps docs/judges.md reports."""
+    found = [Variant(name, name, base) for name in JUDGES if name != "trappy"]
+    for depth in shallow_depths:
+        for k in (1, 2):
+            found.append(Variant(f"trappy d{depth} k{k}", "trappy", dataclasses.replace(base, trappy_k=k), depth))
+    for p in (0.05, 0.10, 0.15, 0.20, 0.30):
+        found.append(Variant(f"model p{p:.2f}", "model", dataclasses.replace(base, model_p=p)))
+        for drop in (0.10, 0.20, 0.30, 0.40):
+            settings = dataclasses.replace(base, practical_p=p, practical_drop=drop, stability_margin=0.0)
+            found.append(Variant(f"practical p{p:.2f} w{drop:.2f}", "practical", settings))
+    return found
+
+
+def candidates(record: Record, variant: Variant, settings: DiffiMaxSettings) -> frozenset[str] | None:
+    """The variant's candidates at the record (None: the judge has no verdict there)."""
+    evidence = record.evidence
+    if variant.shallow_depth is not None:
+        ranks = record.shallow_by_depth.get(variant.shallow_depth)
+        if ranks is None:
+            return None
+        replies = tuple(dataclasses.replace(r, shallow_rank=ranks.get(r.move)) for r in evidence.replies)
+        evidence = dataclasses.replace(evidence, replies=replies)
+    chosen = dataclasses.replace(variant.judges, judges=frozenset({variant.judge}))  # type: ignore[arg-type]
+    verdicts = judge(evidence, chosen, settings).candidates
+    return verdicts.get(variant.judge)  # type: ignore[call-overload,no-any-return]
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of k successes in n trials (0, 0 when n is 0)."""
+    if n == 0:
+        return 0.0, 0.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
+
+
+def measure(records: Sequence[Record], variant: Variant, settings: DiffiMaxSettings) -> dict[str, Any]:
+    """The harness figures of one variant on ordinary positions (`records` from games)."""
+    judged = [(r, candidates(r, variant, settings)) for r in records]
+    judged = [(r, c) for r, c in judged if c is not None]
+    nodes = [(r, c) for r, c in judged if c]
+    fell = [(r, c) for r, c in nodes if r.played in c]
+    chance = sum(len(c) / max(1, r.evidence.meaningful()) for r, c in nodes)
+    low, high = wilson(len(fell), len(nodes))
+    mean_chance = chance / len(nodes) if nodes else 0.0
+    played_dips = [d for r, _ in judged if (d := _played_dip(r)) is not None]
+    fallen_dips = [d for r, _ in fell if (d := _played_dip(r)) is not None]
+    return {
+        "variant": variant.name,
+        "judge": variant.judge,
+        "positions": len(judged),
+        "coverage": len(judged) / len(records) if records else 0.0,
+        "trap_nodes": len(nodes),
+        "trap_node_share": len(nodes) / len(judged) if judged else 0.0,
+        "median_candidates": statistics.median(len(c) for _, c in nodes) if nodes else 0,
+        "mean_candidates": sum(len(c) for _, c in nodes) / len(nodes) if nodes else 0.0,
+        "fell": len(fell),
+        "fall_rate": len(fell) / len(nodes) if nodes else 0.0,
+        "fall_rate_low": low,
+        "fall_rate_high": high,
+        "chance_rate": mean_chance,
+        "lift": len(fell) / chance if chance else 0.0,
+        "lift_low": low / mean_chance if mean_chance else 0.0,
+        "lift_high": high / mean_chance if mean_chance else 0.0,
+        "median_played_dip": statistics.median(played_dips) / 100 if played_dips else None,
+        "median_fallen_dip": statistics.median(fallen_dips) / 100 if fallen_dips else None,
+    }
+
+
+def recall(traps: Sequence[Record], variant: Variant, settings: DiffiMaxSettings) -> dict[str, Any]:
+    """How many known traps the variant flags the victim's move in."""
+    hits = [r.name for r in traps if r.played in (candidates(r, variant, settings) or frozenset())]
+    low, high = wilson(len(hits), len(traps))
+    return {"recalled": len(hits), "traps": len(traps), "recall": len(hits) / len(traps) if traps else 0.0,
+            "recall_low": low, "recall_high": high, "recalled_names": hits}  # fmt: skip
+
+
+def _played_dip(record: Record) -> int | None:
+    reply = next((r for r in record.evidence.replies if r.move == record.played), None)
+    return None if reply is None else record.evidence.dip(reply)
+
+
+# -- saving -----------------------------------------------------------------------------------------
+
+
+def save_records(records: Sequence[Record], path: str | Path, about: dict[str, Any]) -> Path:
+    target = Path(path)
+    data = {"format": EVIDENCE_FORMAT, "about": about, "records": [dataclasses.asdict(r) for r in records]}
+    target.write_text(json.dumps(data, sort_keys=True, default=sorted))  # frozensets as sorted lists
+    return target
+
+
+def load_records(path: str | Path) -> tuple[list[Record], dict[str, Any]]:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise HarnessError(f"cannot read evidence file {str(path)!r}: {error}") from None
+    if not isinstance(data, dict) or data.get("format") != EVIDENCE_FORMAT:
+        raise HarnessError(f"{str(path)!r} is not a {EVIDENCE_FORMAT} evidence file")
+    return [_record(item) for item in data["records"]], data.get("about", {})
+
+
+def _record(item: dict[str, Any]) -> Record:
+    evidence = item["evidence"]
+    replies = tuple(ReplyEvidence(**reply) for reply in evidence["replies"])
+    dip = evidence.get("dip_candidates")
+    node = NodeEvidence(replies, evidence["best"], evidence["best_value"], evidence.get("corpus_games"),
+                        None if dip is None else frozenset(dip))  # fmt: skip
+    by_depth = {int(depth): ranks for depth, ranks in item["shallow_by_depth"].items()}
+    return Record(item["source"], item["game_id"], item["ply"], item["fen"], item["played"], item["name"], node,
+                  by_depth, item["nodes"])  # fmt: skip
+
+
+def batched(items: Sequence[Any], parts: int) -> Iterator[list[Any]]:
+    """`items` in `parts` interleaved batches (so each holds early and late positions alike)."""
+    for index in range(parts):
+        batch = list(items[index::parts])
+        if batch:
+            yield batch
+
+
+def _gather_specs(
+    samples: list[Sample],
+    engine: str,
+    options: EngineOptions,
+    settings: DiffiMaxSettings,
+    judges: JudgeSettings,
+    model_spec: str | None,
+    corpus_spec: str | None,
+    shallow_depths: Sequence[int],
+) -> list[Record]:
+    """`gather` with the model and corpus loaded here (a Ray task gets paths, not objects)."""
+    from pipeline.judging import load_model
+
+    model = load_model(model_spec)
+    try:
+        corpus = Corpus.load(corpus_spec) if corpus_spec else None
+        return gather(samples, engine, options, settings, judges, model=model, corpus=corpus,
+                      shallow_depths=shallow_depths)  # fmt: skip
+    finally:
+        if model is not None and hasattr(model, "close"):
+            model.close()
+
+
+def gather_parallel(
+    samples: Sequence[Sample],
+    engine: str,
+    options: EngineOptions,
+    settings: DiffiMaxSettings,
+    judges: JudgeSettings,
+    *,
+    model: str | None,
+    corpus: str | None,
+    workers: int,
+    shallow_depths: Sequence[int] = SHALLOW_DEPTHS,
+    on_batch: Callable[[int], None] | None = None,
+) -> list[Record]:
+    """`gather` on a local Ray cluster, one task per batch; records come back in sample order."""
+    import ray
+
+    if workers <= 1:
+        return _gather_specs(list(samples), engine, options, settings, judges, model, corpus, shallow_depths)
+    owns = not ray.is_initialized()
+    if owns:
+        ray.init(num_cpus=workers, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    try:
+        task = ray.remote(num_cpus=1, max_retries=2)(_gather_specs)
+        parts = min(len(samples), workers * 4)  # small batches: progress, and an even finish
+        order = [list(range(len(samples)))[index::parts] for index in range(parts)]
+        refs = {
+            task.remote(
+                [samples[i] for i in indices], engine, options, settings, judges, model, corpus, list(shallow_depths)
+            ): indices
+            for indices in order
+            if indices
+        }
+        records: list[Record | None] = [None] * len(samples)
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for ref in done:
+                for index, record in zip(refs[ref], ray.get(ref), strict=True):
+                    records[index] = record
+                if on_batch is not None:
+                    on_batch(len(refs[ref]))
+        return [record for record in records if record is not None]
+    finally:
+        if owns:
+            ray.shutdown()
+
+
+def table(rows: Sequence[dict[str, Any]]) -> str:
+    """The harness figures as a Markdown table (docs/judges.md prints them so)."""
+    head = ("| judge | positions | trap nodes | candidates (median / mean) | fell | fall rate [95 %] | chance | "
+            "lift [95 %] | dip played (median, pawns) | known traps recalled |")  # fmt: skip
+    lines = [head, "|" + "---|" * 10]
+    for row in rows:
+        recall_text = "" if "recall" not in row else f"{row['recalled']}/{row['traps']} ({row['recall']:.0%})"
+        dip = "" if row["median_played_dip"] is None else f"{row['median_played_dip']:.2f}"
+        lines.append(
+            f"| {row['variant']} | {row['positions']} | {row['trap_node_share']:.0%} | "
+            f"{row['median_candidates']:g} / {row['mean_candidates']:.1f} | {row['fell']} | "
+            f"{row['fall_rate']:.1%} [{row['fall_rate_low']:.1%}, {row['fall_rate_high']:.1%}] | "
+            f"{row['chance_rate']:.1%} | {row['lift']:.2f} [{row['lift_low']:.2f}, {row['lift_high']:.2f}] | "
+            f"{dip} | {recall_text} |"
+        )
+    return "\n".join(lines)
+
+
+def evaluate_records(
+    games: Sequence[Record], traps: Sequence[Record], settings: DiffiMaxSettings, base: JudgeSettings,
+    shallow_depths: Sequence[int] = SHALLOW_DEPTHS,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """Every variant's figures on the games and its recall on the traps."""
+    rows = []
+    for variant in variants(base, shallow_depths):
+        row = measure(games, variant, settings)
+        if traps:
+            row |= recall(traps, variant, settings)
+        rows.append(row)
+    return rows
