@@ -113,7 +113,8 @@ def judge_position(
 ) -> Judgement:
     """Judge the replies of the side to move at `board` (with its move stack) for `setter`.
     `also` names replies to value at full depth whatever the judges need (the move a human played,
-    for the analytics); they change no verdict."""
+    for the analytics); they change no verdict. With the dip judge alone, nothing is searched but
+    the seed's own analysis (a dataset of it is exactly what the seed's DiffiMax records)."""
     if board.turn == setter:
         raise ValueError("judge_position needs the responder to move (the setter just moved)")
     legal = {move.uci(): move for move in board.legal_moves}
@@ -148,7 +149,7 @@ def judge_position(
     dip_candidates: frozenset[str] | None = None
     if "dip" in wanted:
         seed = backend.analyse(board, setter, settings)
-        nodes["seed"] = seed.stats.nodes
+        nodes["seed"] = seed.stats.nodes + int(seed.extra.get("qnodes", 0))
         analysis = seed.root_analysis
         assert analysis is not None, "a root with a legal reply is an analysed opponent node"
         best, v1 = analysis.best, analysis.best_value
@@ -167,7 +168,8 @@ def judge_position(
     def evidence() -> NodeEvidence:
         return NodeEvidence(tuple(replies.values()), best, v1, corpus_games, dip_candidates)
 
-    wanted_deep = needs_deep(evidence(), judges) | {name for name in also if name in replies}
+    extra = {name for name in also if name in replies} if wanted - {"dip"} else set()
+    wanted_deep = needs_deep(evidence(), judges) | extra
     missing = sorted(name for name in wanted_deep if replies[name].deep_value is None)
     if missing:
         deep = backend.reply_values(board, setter, settings, missing, "deep")
