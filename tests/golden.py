@@ -68,7 +68,7 @@ TRAP_COLUMNS = {
         "scope",
         "depth",
         "backend",
-    )  # fmt: skip
+    )
 }
 
 

@@ -27,7 +27,7 @@ RUNS = {
         "10-13",
         "--max-games",
         "10",
-    ],  # fmt: skip
+    ],
     "evalclk": [
         str(GAMES / "lichess_eval_clk_10024.pgn.zst"),
         "--engine",
@@ -40,7 +40,7 @@ RUNS = {
         "30",
         "--shard-games",
         "10",
-    ],  # fmt: skip
+    ],
     "famous": [str(ROOT / "pipeline" / "samples" / "famous.pgn"), "--engine", "native", "--depth", "2"],
 }
 
@@ -51,7 +51,7 @@ RUNS = {
         "native100",
         pytest.param(
             "sf100", marks=[pytest.mark.stockfish, pytest.mark.skipif(not STOCKFISH.exists(), reason="no Stockfish")]
-        ),  # fmt: skip
+        ),
         "evalclk",
         "famous",
     ],
