@@ -7,10 +7,10 @@
 with final as (
     select t.game_id, t.ply, p.fen, t.move, t.dip, t.refutation,
            g.site, g.event, g.date, g.white, g.black, g.white_elo, g.black_elo, g.opening, g.eco
-    from traps t
+    from root_candidates t
     join positions p on p.game_id = t.game_id and p.ply = t.ply
     join games g on g.game_id = t.game_id
-    where len(t.path) = 0 and t.fell and t.dip >= $min_dip_cp and p.move_uci = t.move
+    where t.by_primary and t.fell and t.dip >= $min_dip_cp and p.move_uci = t.move
 )
 select * from final order by game_id, ply;
 
@@ -20,13 +20,13 @@ with picked as (
     select t.*, row_number() over (
         partition by t.game_id, t.ply order by t.fell desc nulls last, t.dip desc, t.move
     ) as pick
-    from traps t
-    where len(t.path) = 0 and t.dip >= $min_dip_cp
+    from root_candidates t
+    where t.by_primary and t.dip >= $min_dip_cp
 ),
 final as (
-    select c.game_id, c.ply, c.move, c.dip, c.refutation,
+    select c.game_id, c.ply, c.move, c.dip, c.refutation, c.fell,
            before.fen as fen, before.move_uci as prior_move, setting.move_uci as setting_move,
-           screen.played_class as setting_class,
+           screen.move_played = screen.best_move as setting_best,
            list_min([r.dip for r in screen.responses if r.move <> screen.best_move and r.excluded is null])
                as second_dip,
            g.site, g.event, g.date, g.white, g.black, g.white_elo, g.black_elo, g.opening, g.eco

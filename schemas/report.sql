@@ -7,7 +7,7 @@
 with final as (
     select root_key as position_key, move, count(*) as occurrences, count(*) filter (where fell) as played,
            min(dip) as dip, min(rank) as rank
-    from traps where path = [] and list_contains($keys, root_key)
+    from root_candidates where by_primary and list_contains($keys, root_key)
     group by root_key, move
 )
 select * from final order by position_key, played desc, occurrences desc, rank, move;

@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import math
 import statistics
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ import chess
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.evaluate.known_traps import KnownTrap, load_known_traps
 from pipeline.evaluate.splits import Split, split_of
+from pipeline.evaluate.stats import wilson
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
 from pipeline.ingest.games import GameFilter, Selected, read_games, sample_value
@@ -268,16 +268,6 @@ def candidates(record: Record, variant: Variant, settings: DiffiMaxSettings) -> 
     chosen = dataclasses.replace(variant.judges, judges=frozenset({variant.judge}))  # type: ignore[arg-type]
     verdicts = judge(evidence, chosen, settings).candidates
     return verdicts.get(variant.judge)  # type: ignore[call-overload,no-any-return]
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of k successes in n trials (0, 0 when n is 0)."""
-    if n == 0:
-        return 0.0, 0.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
 
 
 def measure(records: Sequence[Record], variant: Variant, settings: DiffiMaxSettings) -> dict[str, Any]:

@@ -50,6 +50,7 @@ import chess.svg
 
 from pipeline.dataset.duck import connect
 from pipeline.dataset.sql import query
+from pipeline.evaluate.stats import wilson
 from pipeline.outputs.html import Html, document, join, tag
 from pipeline.outputs.sanitize import clean_text, pgn_value, safe_url, spreadsheet_safe
 from search.errors import DiffimaxError
@@ -140,6 +141,8 @@ class Candidate:
     """Leading moves that are given, not searched: 1 (punish: the trap) or 3 (set)."""
     dip: int
     """The trap's dip in centipawns, setter's view (mined)."""
+    fell: bool = True
+    """The human in the source game played the trap move (a punish puzzle always)."""
 
     def key(self) -> tuple[str, tuple[str, ...]]:
         """What makes two candidates the same puzzle: the solver's first position and the rest."""
@@ -480,6 +483,15 @@ def _game(row: dict[str, Any]) -> GameInfo:
     )
 
 
+def evidence_order(members: Sequence[Candidate], identity: str) -> tuple[int, float, int, int, str]:
+    """Puzzles first where humans fell most: falls, then the Wilson lower bound of the fall rate
+    over the games that met the position, then those games, then the deepest dip, then the id."""
+    games = {c.game.game_id for c in members}
+    falls = {c.game.game_id for c in members if c.fell}
+    low, _ = wilson(len(falls), len(games))
+    return (-len(falls), -low, -len(games), -max(c.dip for c in members), identity)
+
+
 def load_candidates(
     data: str | Path, kinds: Sequence[PuzzleKind], min_dip_cp: int
 ) -> tuple[list[Candidate], dict[str, dict[str, int]]]:
@@ -497,13 +509,16 @@ def load_candidates(
             reason: DropReason | None = None
             if row["fen"] is None or row["setting_move"] is None:
                 reason = "history_missing"
-            elif row["setting_class"] != "best" or row["second_dip"] is None or row["second_dip"] < SET_SCREEN_CP:
+            elif not row["setting_best"] or (row["second_dip"] is not None and row["second_dip"] < SET_SCREEN_CP):
+                # the setter's move must have been its best, clearly (where the other replies were valued)
                 reason = "screened"
             if reason is not None:
                 early["set"][reason] = early["set"].get(reason, 0) + 1
                 continue
             moves = (row["prior_move"], row["setting_move"], row["move"], *row["refutation"])
-            candidates.append(Candidate("set", _game(row), row["ply"] - 2, row["fen"], moves, 3, row["dip"]))
+            candidates.append(
+                Candidate("set", _game(row), row["ply"] - 2, row["fen"], moves, 3, row["dip"], bool(row["fell"]))
+            )
     return candidates, early
 
 
@@ -589,8 +604,8 @@ def generate_puzzles(
     """Verified puzzles from the dataset `data`, written to `out` as puzzles.csv / .pgn / .html.
 
     `min_dip` is in pawns (setter's view); `limit` caps the puzzles written (candidates are
-    verified in order: most games first, then deepest dip, then id, and verification stops at the
-    limit); `margin` is in win chances on [-1, 1]; `nodes` per engine search.
+    verified in order of the evidence that humans fall (`evidence_order`), and verification stops
+    at the limit); `margin` is in win chances on [-1, 1]; `nodes` per engine search.
     """
     started = time.monotonic()
     if kind not in ("punish", "set", "both"):
@@ -622,10 +637,7 @@ def generate_puzzles(
         groups.setdefault((candidate.kind, candidate.key()), []).append(candidate)
     for (puzzle_kind, _), members in groups.items():
         _count(report.duplicates_merged, puzzle_kind, len(members) - 1)
-    ordered = sorted(
-        groups.items(),
-        key=lambda item: (-len({c.game.game_id for c in item[1]}), -item[1][0].dip, puzzle_id(item[0][1])),
-    )
+    ordered = sorted(groups.items(), key=lambda item: evidence_order(item[1], puzzle_id(item[0][1])))
     if ordered:
         with EngineVerifier(engine, nodes=nodes) as verifier:
             report.engine = verifier.name

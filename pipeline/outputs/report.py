@@ -53,9 +53,20 @@ ERRORS_SHOWN: Final = 20
 # Width of the rating bands of fall-rate-by-rating, in rating points.
 RATING_BAND: Final = 200
 # Saved queries with a section of their own; every other saved query is a table under "Saved queries".
-OWN_SECTION: Final = frozenset({"top-trap-positions", "top-players"})
+OWN_SECTION: Final = frozenset({"top-trap-positions", "top-players", "judge-comparison"})
 # Columns shown as percentages.
-RATE_COLUMNS: Final = frozenset({"wilson_low", "wilson_high", "fall_rate", "play_rate", "chance_rate"})
+RATE_COLUMNS: Final = frozenset(
+    {
+        "wilson_low",
+        "wilson_high",
+        "fall_rate",
+        "play_rate",
+        "chance_rate",
+        "fall_rate_low",
+        "fall_rate_high",
+        "trap_node_share",
+    }
+)
 # Arrow colours of chess.svg (its defaults: translucent green and red).
 BEST_ARROW: Final = "green"
 TRAP_ARROW: Final = "red"
@@ -548,6 +559,16 @@ def traps_section(connection: duckdb.DuckDBPyConnection, result: QueryResult) ->
     )
 
 
+def judges_section(result: QueryResult, primary: str | None) -> Html:
+    reading = (
+        "Every trap judge the dataset recorded, on the same positions: how many positions it calls trap "
+        "nodes, how many candidates it names there, how often the human played one (the fall rate), and "
+        "how much more often than a uniformly random meaningful reply would have (lift), with 95 % Wilson "
+        f"intervals. The rest of the report shows the {primary or 'primary'} judge's verdicts."
+    )
+    return tag("section", tag("h2", "The trap judges side by side"), tag("p", reading), table(result), id="judges")
+
+
 def players_section(result: QueryResult) -> Html:
     reading = (
         "Players who set the most traps their opponents fell for (opponents_fell) and who fell the most "
@@ -674,6 +695,7 @@ def write_report(data: str | Path, out: str | Path) -> Path:
         empty = QueryResult([], [])
         sections = [
             summary_section(dataset.resolve(), manifest, results.get("lift", empty)),
+            judges_section(results.get("judge-comparison", empty), (manifest or {}).get("primary_judge")),
             plots_section(results),
             traps_section(connection, results.get("top-trap-positions", empty)),
             players_section(results.get("top-players", empty)),
