@@ -28,9 +28,13 @@ from pipeline.engines.backends import EngineOptions
 from pipeline.ingest.games import GameFilter, Selected, read_games
 from pipeline.ingest.sources import iter_shards
 from pipeline.mine.driver import MineConfig, run
-from pipeline.mine.work import AnalysisUnit, analyse_unit
+from pipeline.mine.work import AnalysisUnit, Judging, analyse_unit
 from search.backend import NativeBackend
+from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings
+
+# The seed's analysis alone (what these figures were first measured with).
+SEED_ONLY = JudgeSettings(judges=frozenset({"dip"}))
 
 GAMES = Path(__file__).resolve().parents[2] / "shared" / "data" / "games" / "lichess_player_b_1089.pgn"
 
@@ -38,7 +42,7 @@ GAMES = Path(__file__).resolve().parents[2] / "shared" / "data" / "games" / "lic
 def job(workdir: Path, name: str, games: int, plies: tuple[int, int], settings: DiffiMaxSettings, workers: int,
         engine: str = "native", options: EngineOptions | None = None) -> dict[str, Any]:  # fmt: skip
     config = MineConfig(
-        inputs=(str(GAMES),), out=str(workdir / name), settings=settings, engine=engine,
+        inputs=(str(GAMES),), out=str(workdir / name), settings=settings, judges=SEED_ONLY, engine=engine,
         engine_options=options or EngineOptions(), game_filter=GameFilter(ply_from=plies[0], ply_to=plies[1]),
         max_games=games, workers=workers, shard_bytes=64 << 10,
     )  # fmt: skip
@@ -73,12 +77,13 @@ def warm_vs_cold(games: int, plies: tuple[int, int], settings: DiffiMaxSettings)
         backend = NativeBackend()
         nodes = 0
         start = time.perf_counter()
+        judging = Judging(settings, SEED_ONLY, "dip")
         for unit in units:
             if mode == "warm":
-                results = analyse_unit(backend, unit, settings)
+                results = analyse_unit(backend, unit, judging)
             else:
                 results = [r for ply in unit.plies for r in analyse_unit(backend, AnalysisUnit(
-                    unit.game_id, unit.start_fen, unit.moves, (ply,)), settings)]  # fmt: skip
+                    unit.game_id, unit.start_fen, unit.moves, (ply,)), judging)]  # fmt: skip
             nodes += sum(r.response.get("nodes", 0) for r in results)
         totals[mode] = (nodes, time.perf_counter() - start)
     (warm_nodes, warm_time), (cold_nodes, cold_time) = totals["warm"], totals["cold"]

@@ -10,7 +10,11 @@ from pipeline.dataset.store import DatasetReader
 from pipeline.ingest.games import GameFilter
 from pipeline.mine.driver import MineConfig, run
 from schemas.dataset import TABLES
+from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings
+
+# The judges the mining tests record: the seed's and the trappy judge (no human-move model needed).
+MINING_JUDGES = JudgeSettings(judges=frozenset({"dip", "trappy"}))
 
 # Sort keys that make two datasets comparable row for row.
 ORDER = {
@@ -24,6 +28,7 @@ ORDER = {
 
 def mine(inputs: list[str], out: Path, **overrides: Any) -> dict[str, Any]:
     settings = overrides.pop("settings", DiffiMaxSettings(depth=1))
+    overrides.setdefault("judges", MINING_JUDGES)
     game_filter = overrides.pop("game_filter", GameFilter(ply_from=10, ply_to=11))
     config = MineConfig(inputs=tuple(inputs), out=str(out), settings=settings, game_filter=game_filter, **overrides)
     return run(config, echo=lambda line: None)

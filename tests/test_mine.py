@@ -10,11 +10,11 @@ import ray
 from pipeline.dataset.duck import connect
 from pipeline.dataset.store import OutputError
 from pipeline.ingest.games import GameFilter
-from pipeline.mine.work import AnalysisUnit, analyse_unit, played_class
+from pipeline.mine.work import AnalysisUnit, Judging, analyse_unit, played_class
 from search.backend import NativeBackend
 from search.settings import DiffiMaxSettings
 from tests.conftest import GAMES
-from tests.mining_helpers import assert_counts_add_up, assert_same_rows, mine, rows
+from tests.mining_helpers import MINING_JUDGES, assert_counts_add_up, assert_same_rows, mine, rows
 
 SAMPLE = str(GAMES / "lichess_100.pgn")
 
@@ -29,7 +29,8 @@ def ray_session():
 def test_analyse_unit_sets_the_player_who_just_moved_as_setter():
     # 1.e4 e5 2.Nf3 Nc6 3.Bc4 Nd4: analyse after 3...Nd4 (ply 6): Black set it, White responds.
     moves = ("e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "c6d4", "f3e5")
-    results = analyse_unit(NativeBackend(), AnalysisUnit("g", None, moves, (6,)), DiffiMaxSettings(depth=1))
+    judging = Judging(DiffiMaxSettings(depth=1), MINING_JUDGES, "dip")
+    results = analyse_unit(NativeBackend(), AnalysisUnit("g", None, moves, (6,)), judging)
     (result,) = results
     assert result.error is None and result.ply == 6 and result.game_id == "g"
     assert result.response["setter"] == "black" and result.response["responder"] == "white"
