@@ -257,10 +257,6 @@ class Searcher(Generic[Move]):
         if score > HISTORY_CAP:
             self._history = {m: s // 2 for m, s in self._history.items()}
 
-    def reset_heuristics(self) -> None:
-        self._killers.clear()
-        self._history.clear()
-
     def _count_node(self) -> None:
         stats = self.stats
         stats.nodes += 1

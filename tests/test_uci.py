@@ -30,8 +30,8 @@ from pipeline.engines.uci import (
     resolve_engine,
 )
 from pipeline.mine.work import AnalysisUnit, Judging, analyse_unit
-from search.judges import JudgeSettings
 from search.chessgame import FenError, board_from_fen
+from search.judges import JudgeSettings
 from search.settings import UCI_DEFAULT_DEPTH, DiffiMaxSettings, SettingsError
 from search.values import MATE
 from tests.conftest import ROOT, run_cli
@@ -532,7 +532,9 @@ def test_closing_ends_the_engine_and_the_backend():
 def test_mining_units_run_on_the_uci_backend():
     unit = AnalysisUnit("nd4", None, ND4_MOVES, (5, 6))
     with open_uci_backend("stockfish", nodes=2_000) as backend:
-        judging = Judging(DiffiMaxSettings(depth=UCI_DEFAULT_DEPTH), JudgeSettings(judges=frozenset({"dip", "trappy"})), "dip")
+        judging = Judging(
+            DiffiMaxSettings(depth=UCI_DEFAULT_DEPTH), JudgeSettings(judges=frozenset({"dip", "trappy"})), "dip"
+        )
         results = analyse_unit(backend, unit, judging)
     assert [r.error for r in results] == [None, None]
     assert [r.ply for r in results] == [5, 6]

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.bench_uci import compare, sample_positions
 from pipeline.engines.uci import EngineLimits, UciBackend
+from pipeline.evaluate.agreement import compare, sample_positions
 from search.settings import DiffiMaxSettings
 
 STOCKFISH = Path("/usr/games/stockfish")
