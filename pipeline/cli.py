@@ -14,6 +14,7 @@ import chess
 import typer
 
 from pipeline.engines.backends import EngineOptions, open_backend
+from pipeline.human.commands import human_app
 from pipeline.judges import judge_root, judges_json, judges_text
 from pipeline.outputs.explain import explain_text, result_json, san_after, san_namer, san_path
 from search.alphabeta import Searcher, minimax_decision
@@ -32,6 +33,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+app.add_typer(human_app, name="human")
 
 # The DiffiMax settings, the same flags on every command that searches.
 Depth = Annotated[int | None, typer.Option("--depth", help="Search Depth in plies below the root.")]
