@@ -55,7 +55,9 @@ from pipeline.human.train import (
     extract,
     fit_lightgbm,
     fit_linear,
+    load_examples,
     played_ranks,
+    save_examples,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,25 +80,6 @@ def subset(examples: Examples, groups: tuple[FeatureGroup, ...]) -> Examples:
     wanted = feature_names(groups)
     columns = [every.index(name) for name in wanted]
     return replace(examples, values=np.ascontiguousarray(examples.values[:, columns]))
-
-
-def save_examples(examples: Examples, path: Path) -> None:
-    np.savez(
-        path, values=examples.values, sizes=examples.sizes, labels=examples.labels, ratings=examples.ratings,
-        orders=examples.orders,
-    )  # fmt: skip
-    path.with_suffix(".json").write_text(
-        json.dumps({"game_ids": examples.game_ids, "sources": examples.sources, "movers": examples.movers})
-    )
-
-
-def load_examples(path: Path) -> Examples:
-    arrays = np.load(path)
-    meta = json.loads(path.with_suffix(".json").read_text())
-    return Examples(
-        arrays["values"], arrays["sizes"], arrays["labels"], arrays["ratings"], arrays["orders"], meta["game_ids"],
-        meta["sources"], meta["movers"],
-    )  # fmt: skip
 
 
 def cached_examples(cache: Path, train_rate: float, tune_rate: float, depth: int, workers: int) -> tuple[Examples, ...]:
@@ -151,27 +134,40 @@ def select(examples: Examples, mask: np.ndarray[Any, np.dtype[np.bool_]]) -> tup
     return chosen, rows
 
 
+def load_dumped(directory: Path) -> tuple[Examples, Examples]:
+    """The examples a training run saved (`diffimax human train --dump-examples DIR`)."""
+    return load_examples(directory / "train.npz"), load_examples(directory / "tune.npz")
+
+
 def run_variants(args: argparse.Namespace) -> None:
-    train, tune = cached_examples(Path(args.cache), args.train_rate, args.tune_rate, args.depth, args.workers)
+    if args.examples:
+        train, tune = load_dumped(Path(args.examples))
+    else:
+        train, tune = cached_examples(Path(args.cache), args.train_rate, args.tune_rate, args.depth, args.workers)
     say(f"{train.positions} training positions ({len(train.values)} moves), {tune.positions} tune positions")
+    if args.positions and args.positions < train.positions:
+        # A seeded share of the positions, the same for every variant.
+        keep = np.random.default_rng(0).random(train.positions) < args.positions / train.positions
+        train, _ = select(train, keep)
+        say(f"  variants fitted on a seeded {train.positions} of them")
+    linear = args.linear_positions
     variants: list[tuple[str, str, tuple[FeatureGroup, ...], int | None]] = [
         ("lightgbm: base", "lightgbm", ("base",), None),
         ("lightgbm: base + book", "lightgbm", ("base", "book"), None),
         ("lightgbm: base + engine", "lightgbm", ("base", "engine"), None),
         ("lightgbm: base + engine + book", "lightgbm", ("base", "engine", "book"), None),
-        ("linear: base + engine + book", "linear", ("base", "engine", "book"), args.linear_positions),
-        ("lightgbm: base + engine + book, same sample as linear", "lightgbm", ("base", "engine", "book"),
-         args.linear_positions),
+        (f"linear: base + engine + book ({linear} positions)", "linear", ("base", "engine", "book"), linear),
+        (f"lightgbm: base + engine + book ({linear} positions)", "lightgbm", ("base", "engine", "book"), linear),
     ]  # fmt: skip
     if args.only:
         variants = [v for v in variants if any(word in v[0] for word in args.only.split(","))]
     views = tune_views(tune)
     results: list[dict[str, Any]] = []
     for name, kind, groups, limit in variants:
-        config = TrainConfig(kind=kind, groups=groups, threads=args.threads, seed=0)  # type: ignore[arg-type]
+        config = TrainConfig(kind=kind, groups=groups, seed=0)  # type: ignore[arg-type]
         fit_train = subset(train, groups)
         if limit is not None and limit < fit_train.positions:
-            fit_train, _ = select(fit_train, np.arange(fit_train.positions) < limit)
+            fit_train, _ = select(fit_train, np.arange(fit_train.positions) % (fit_train.positions // limit) == 0)
         fit_tune = subset(tune, groups)
         started = time.monotonic()
         if kind == "lightgbm":
@@ -328,7 +324,8 @@ def main() -> None:
     parser.add_argument("--train-rate", type=float, default=0.03, help="--variants: share of training positions")
     parser.add_argument("--tune-rate", type=float, default=0.1, help="--variants: share of tune positions")
     parser.add_argument("--depth", type=int, default=1, help="--variants: depth of the engine features")
-    parser.add_argument("--threads", type=int, default=2, help="--variants: LightGBM threads")
+    parser.add_argument("--examples", default=None, help="--variants: examples saved by train --dump-examples")
+    parser.add_argument("--positions", type=int, default=40_000, help="--variants: training positions per fit")
     parser.add_argument("--linear-positions", type=int, default=20_000, help="--variants: linear model sample")
     parser.add_argument("--only", default="", help="--variants: run the variants whose name has one of these words")
     args = parser.parse_args()

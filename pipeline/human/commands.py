@@ -51,19 +51,22 @@ def train_command(
     ),
     engine: Annotated[str, typer.Option("--engine", help="Engine for the engine features.")] = "stockfish",
     engine_depth: Annotated[int, typer.Option("--engine-depth", help="Depth of the engine features.")] = 1,
-    sample_rate: Annotated[float, typer.Option("--sample-rate", help="Share of training positions used.")] = 0.1,
+    sample_rate: Annotated[float, typer.Option("--sample-rate", help="Share of training positions used.")] = 0.05,
     tune_sample_rate: Annotated[
         float, typer.Option("--tune-sample-rate", help="Share of tune positions used for early stopping.")
     ] = 0.1,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the samples and of LightGBM.")] = 0,
     book_min_games: Annotated[int, typer.Option("--book-min-games", help="Times a book position was reached.")] = 3,
     num_leaves: Annotated[int, typer.Option("--num-leaves", help="LightGBM leaves per tree.")] = 63,
-    learning_rate: Annotated[float, typer.Option("--learning-rate", help="LightGBM shrinkage.")] = 0.1,
-    max_rounds: Annotated[int, typer.Option("--max-rounds", help="Most trees.")] = 400,
+    learning_rate: Annotated[float, typer.Option("--learning-rate", help="LightGBM shrinkage.")] = 0.15,
+    max_rounds: Annotated[int, typer.Option("--max-rounds", help="Most trees.")] = 300,
     min_data_in_leaf: Annotated[int, typer.Option("--min-data-in-leaf", help="Fewest moves in a leaf.")] = 200,
-    threads: Annotated[int, typer.Option("--threads", help="LightGBM threads.")] = 2,
+    threads: Annotated[int, typer.Option("--threads", help="LightGBM threads.")] = 1,
     workers: Annotated[int, typer.Option("--workers", help="Feature-extraction processes (Ray when > 1).")] = 1,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    dump_examples: Annotated[
+        str | None, typer.Option("--dump-examples", help="Save the extracted examples in this directory.")
+    ] = None,
 ) -> None:
     """Train a human-move model on the training split of the games."""
     try:
@@ -75,7 +78,7 @@ def train_command(
             num_leaves=num_leaves, learning_rate=learning_rate, max_rounds=max_rounds,
             min_data_in_leaf=min_data_in_leaf, threads=threads, workers=workers,
         )  # fmt: skip
-        summary = train(data, out, config, echo=_say)
+        summary = train(data, out, config, echo=_say, dump=dump_examples)
     except DOMAIN_ERRORS as error:
         raise _fail(error) from None
     if json_out:

@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import time
@@ -83,7 +84,7 @@ class TrainConfig:
     """Feature groups (`pipeline.human.features`)."""
     engine: EngineSettings = field(default_factory=EngineSettings)
     """The engine behind the ``engine`` features (ignored without them)."""
-    sample_rate: float = 0.1
+    sample_rate: float = 0.05
     """Share of training positions used, sampled by a hash of (seed, game id, ply)."""
     tune_sample_rate: float = 0.1
     """Share of tune positions used for early stopping and the recorded metrics."""
@@ -93,9 +94,9 @@ class TrainConfig:
     """How often the training games must reach a position for it to enter the book."""
     num_leaves: int = 63
     """LightGBM leaves per tree."""
-    learning_rate: float = 0.1
+    learning_rate: float = 0.15
     """LightGBM shrinkage."""
-    max_rounds: int = 400
+    max_rounds: int = 300
     """Most trees."""
     early_stopping: int = 20
     """Stop after this many trees without a better tune log-loss."""
@@ -103,12 +104,15 @@ class TrainConfig:
     """Fewest rows (moves) in a leaf."""
     feature_fraction: float = 0.9
     """Share of features each tree may use."""
+    bagging_fraction: float = 0.5
+    """Share of rows (moves) each tree is grown on (seeded): halves the cost of a tree."""
     lambda_l2: float = 1.0
     """L2 penalty on leaf values (LightGBM) or on weights (linear, per position)."""
     max_bin: int = 63
     """Histogram bins per feature."""
-    threads: int = 2
-    """LightGBM threads (a different count can change the last bits of the fit)."""
+    threads: int = 1
+    """LightGBM threads (a different count can change the last bits of the fit; more than one
+    only pays on an idle machine: its threads meet at a barrier hundreds of times per tree)."""
     workers: int = 1
     """Feature-extraction processes: 1 in this process, more on Ray."""
 
@@ -124,8 +128,10 @@ class TrainConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise TrainError(f"{name} must be a whole number >= 1, not {value!r}")
-        if not (0.0 < self.learning_rate <= 1.0):
-            raise TrainError(f"learning_rate must be in (0, 1], not {self.learning_rate!r}")
+        for name in ("learning_rate", "feature_fraction", "bagging_fraction"):
+            value = getattr(self, name)
+            if not (0.0 < value <= 1.0):
+                raise TrainError(f"{name} must be in (0, 1], not {value!r}")
 
 
 # -- examples -----------------------------------------------------------------------------
@@ -320,6 +326,27 @@ def extract(
     return merge(results, width)
 
 
+def save_examples(examples: Examples, path: Path) -> None:
+    """Examples as .npz (arrays) beside a .json (game ids, sources, movers)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(
+        path, values=examples.values, sizes=examples.sizes, labels=examples.labels, ratings=examples.ratings,
+        orders=examples.orders,
+    )  # fmt: skip
+    path.with_suffix(".json").write_text(
+        json.dumps({"game_ids": examples.game_ids, "sources": examples.sources, "movers": examples.movers})
+    )
+
+
+def load_examples(path: Path) -> Examples:
+    arrays = np.load(path)
+    meta = json.loads(path.with_suffix(".json").read_text())
+    return Examples(
+        arrays["values"], arrays["sizes"], arrays["labels"], arrays["ratings"], arrays["orders"], meta["game_ids"],
+        meta["sources"], meta["movers"],
+    )  # fmt: skip
+
+
 def build_book(inputs: Sequence[str], min_games: int, counts: ReadCounts | None = None) -> tuple[Book, int]:
     """The book of the training games (tune and held-out games never enter it), and how many
     training games it was built from."""
@@ -401,6 +428,8 @@ def fit_lightgbm(train: Examples, tune: Examples, config: TrainConfig, echo: Ech
         "min_data_in_leaf": config.min_data_in_leaf,
         "min_sum_hessian_in_leaf": 1e-3,
         "feature_fraction": config.feature_fraction,
+        "bagging_fraction": config.bagging_fraction,
+        "bagging_freq": 1 if config.bagging_fraction < 1.0 else 0,
         "lambda_l2": config.lambda_l2,
         "max_bin": config.max_bin,
         "num_threads": config.threads,
@@ -480,8 +509,16 @@ def training_command(data: Sequence[str], config: TrainConfig, out_name: str) ->
     return " ".join(parts)
 
 
-def train(data: Sequence[str], out: str, config: TrainConfig | None = None, echo: Echo | None = None) -> dict[str, Any]:
-    """Train a model on the `train` games of `data`, write it to `out`; returns its description."""
+def train(
+    data: Sequence[str],
+    out: str,
+    config: TrainConfig | None = None,
+    echo: Echo | None = None,
+    dump: str | None = None,
+) -> dict[str, Any]:
+    """Train a model on the `train` games of `data`, write it to `out`; returns its description.
+    `dump` names a directory to save the extracted examples in (train.npz, tune.npz and their
+    .json), for comparing other models on the same data (`benchmarks.bench_human --variants`)."""
     config = config or TrainConfig()
     say = echo or (lambda line: None)
     started = time.monotonic()
@@ -515,6 +552,9 @@ def train(data: Sequence[str], out: str, config: TrainConfig | None = None, echo
             f"in {', '.join(map(str, data))} (held-out games are never trained on)"
         )
     extracted = time.monotonic()
+    if dump is not None:
+        save_examples(examples, Path(dump) / "train.npz")
+        save_examples(tune, Path(dump) / "tune.npz")
     say(f"  {examples.positions} training positions ({len(examples.values)} moves), {tune.positions} tune")
 
     document: dict[str, Any] = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "kind": config.kind}
