@@ -40,6 +40,7 @@ from pipeline.human.evaluate import (
     band_of,
     band_order,
     calibration_rows,
+    confidence_rows,
     evaluate,
     report_json,
     report_text,
@@ -150,24 +151,21 @@ def run_variants(args: argparse.Namespace) -> None:
         keep = np.random.default_rng(0).random(train.positions) < args.positions / train.positions
         train, _ = select(train, keep)
         say(f"  variants fitted on a seeded {train.positions} of them")
-    linear = args.linear_positions
-    variants: list[tuple[str, str, tuple[FeatureGroup, ...], int | None]] = [
-        ("lightgbm: base", "lightgbm", ("base",), None),
-        ("lightgbm: base + book", "lightgbm", ("base", "book"), None),
-        ("lightgbm: base + engine", "lightgbm", ("base", "engine"), None),
-        ("lightgbm: base + engine + book", "lightgbm", ("base", "engine", "book"), None),
-        (f"linear: base + engine + book ({linear} positions)", "linear", ("base", "engine", "book"), linear),
-        (f"lightgbm: base + engine + book ({linear} positions)", "lightgbm", ("base", "engine", "book"), linear),
-    ]  # fmt: skip
+    # Every variant is fitted on the same positions and measured on the same tune positions.
+    variants: list[tuple[str, str, tuple[FeatureGroup, ...]]] = [
+        ("lightgbm: base", "lightgbm", ("base",)),
+        ("lightgbm: base + book", "lightgbm", ("base", "book")),
+        ("lightgbm: base + engine", "lightgbm", ("base", "engine")),
+        ("lightgbm: base + engine + book", "lightgbm", ("base", "engine", "book")),
+        ("linear: base + engine + book", "linear", ("base", "engine", "book")),
+    ]
     if args.only:
         variants = [v for v in variants if any(word in v[0] for word in args.only.split(","))]
     views = tune_views(tune)
     results: list[dict[str, Any]] = []
-    for name, kind, groups, limit in variants:
+    for name, kind, groups in variants:
         config = TrainConfig(kind=kind, groups=groups, seed=0)  # type: ignore[arg-type]
         fit_train = subset(train, groups)
-        if limit is not None and limit < fit_train.positions:
-            fit_train, _ = select(fit_train, np.arange(fit_train.positions) % (fit_train.positions // limit) == 0)
         fit_tune = subset(tune, groups)
         started = time.monotonic()
         if kind == "lightgbm":
@@ -224,24 +222,25 @@ def print_variants(results: list[dict[str, Any]], views: list[str]) -> None:
 # -- the must-show evaluation -------------------------------------------------------------
 
 
-def plot_calibration(rows: list[dict[str, float]], path: Path, title: str) -> None:
+def plot_calibration(rows: list[dict[str, float]], top1: list[dict[str, float]], path: Path, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    used = [row for row in rows if row["moves"] > 0]
     figure, axis = plt.subplots(figsize=(5.5, 5.0), dpi=110)
     axis.plot([0, 1], [0, 1], color="0.6", linestyle="--", linewidth=1, label="perfect calibration")
-    axis.plot(
-        [row["predicted"] for row in used], [row["observed"] for row in used], marker="o", color="tab:blue",
-        label="model",
-    )  # fmt: skip
-    for row in used:
-        axis.annotate(f"{int(row['moves'])}", (row["predicted"], row["observed"]), textcoords="offset points",
-                      xytext=(4, -10), fontsize=7, color="0.35")  # fmt: skip
-    axis.set_xlabel("predicted probability of a move (decile mean)")
-    axis.set_ylabel("observed frequency the move was played")
+    for data, count, color, label in (
+        (rows, "moves", "tab:blue", "every legal move: played?"),
+        (top1, "positions", "tab:orange", "most likely move: played?"),
+    ):
+        used = [row for row in data if row[count] > 0]
+        axis.plot([r["predicted"] for r in used], [r["observed"] for r in used], marker="o", color=color, label=label)
+        for row in used:
+            axis.annotate(f"{int(row[count])}", (row["predicted"], row["observed"]), textcoords="offset points",
+                          xytext=(4, -10), fontsize=6, color=color)  # fmt: skip
+    axis.set_xlabel("predicted probability (mean within a decile)")
+    axis.set_ylabel("observed frequency")
     axis.set_xlim(0, 1)
     axis.set_ylim(0, 1)
     axis.set_title(title, fontsize=9)
@@ -294,7 +293,7 @@ def run_main(args: argparse.Namespace) -> None:
     print()
     print(report_text(result))
     plot_calibration(
-        calibration_rows(result), PLOT,
+        calibration_rows(result), confidence_rows(result.outcomes), PLOT,
         f"Calibration on {len(result.outcomes)} held-out positions (every legal move)",
     )  # fmt: skip
     print(f"\nCalibration plot: {PLOT.relative_to(ROOT)}")
@@ -326,7 +325,6 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=1, help="--variants: depth of the engine features")
     parser.add_argument("--examples", default=None, help="--variants: examples saved by train --dump-examples")
     parser.add_argument("--positions", type=int, default=40_000, help="--variants: training positions per fit")
-    parser.add_argument("--linear-positions", type=int, default=20_000, help="--variants: linear model sample")
     parser.add_argument("--only", default="", help="--variants: run the variants whose name has one of these words")
     args = parser.parse_args()
     if args.variants:

@@ -388,6 +388,22 @@ def calibration_rows(result: PartResult) -> list[dict[str, float]]:
     return rows
 
 
+def confidence_rows(outcomes: Sequence[Outcome]) -> list[dict[str, float]]:
+    """Per decile of the model's highest probability at a position: its mean, and how often the
+    most likely move was the one played (top-1 calibration)."""
+    cells = [[0, 0.0, 0] for _ in range(CALIBRATION_BINS)]
+    for outcome in outcomes:
+        cell = cells[min(CALIBRATION_BINS - 1, int(outcome.model_top * CALIBRATION_BINS))]
+        cell[0] += 1
+        cell[1] += outcome.model_top
+        cell[2] += outcome.ranks["model"] == 0
+    return [
+        {"bin": index, "low": index / CALIBRATION_BINS, "high": (index + 1) / CALIBRATION_BINS, "positions": n,
+         "predicted": total / n if n else math.nan, "observed": hits / n if n else math.nan}
+        for index, (n, total, hits) in enumerate(cells)
+    ]  # fmt: skip
+
+
 def predictors_of(result: PartResult) -> list[str]:
     """Predictors present in any outcome, in table order."""
     names = {name for outcome in result.outcomes for name in outcome.ranks}
@@ -432,6 +448,14 @@ def report_text(result: PartResult, title: str = "") -> str:
     if baseline and any(name.startswith("sf_") for name in predictors):
         lines += ["", f"The same on the {len(baseline)} positions where the engine baselines ran:", ""]
         lines.append(format_table(by_band(baseline, predictors), predictors))
+    covered = [o for o in result.outcomes if "corpus" in o.ranks]
+    if covered:
+        share = len(covered) / len(result.outcomes)
+        lines += ["", f"Where the corpus has the position ({len(covered)} positions, {100 * share:.1f} %):", ""]
+        lines.append(format_table(by_band(covered, ["model", "uniform", "corpus"]), ["model", "uniform", "corpus"]))
+        rest = [o for o in result.outcomes if "corpus" not in o.ranks]
+        lines += ["", f"Where it has not ({len(rest)} positions):", ""]
+        lines.append(format_table(by_band(rest, ["model", "uniform"]), ["model", "uniform"]))
     groups = player_groups(result)
     rows = [{"group": name, **{p: summarise(items, p) for p in ("model", "uniform")}} for name, items in groups.items()]
     lines += ["", "By player:", "", format_table(rows, ["model", "uniform"], key="group")]
@@ -442,6 +466,14 @@ def report_text(result: PartResult, title: str = "") -> str:
             f"| {row['low']:.1f}-{row['high']:.1f} | {int(row['moves'])} | {row['predicted']:.3f} | "
             f"{row['observed']:.3f} |"
         )
+    lines += ["", "Top-1 calibration (per position: the model's highest probability against top-1 accuracy):", ""]
+    lines += ["| top probability | positions | mean | top-1 accuracy |", "|---|---|---|---|"]
+    for row in confidence_rows(result.outcomes):
+        if row["positions"]:
+            lines.append(
+                f"| {row['low']:.1f}-{row['high']:.1f} | {int(row['positions'])} | {row['predicted']:.3f} | "
+                f"{row['observed']:.3f} |"
+            )
     if result.model_positions:
         per = 1000 * result.model_seconds / result.model_positions
         lines += ["", f"Model: {per:.2f} ms per position ({result.model_positions} positions)."]
@@ -451,11 +483,15 @@ def report_text(result: PartResult, title: str = "") -> str:
 def report_json(result: PartResult) -> dict[str, Any]:
     predictors = predictors_of(result)
     groups = player_groups(result)
+    covered = [o for o in result.outcomes if "corpus" in o.ranks]
     return {
         "positions": len(result.outcomes),
         "by_band": by_band(result.outcomes, predictors),
+        "by_band_baseline_positions": by_band([o for o in result.outcomes if o.in_baseline], predictors),
+        "by_band_corpus_positions": by_band(covered, ["model", "uniform", "corpus"]) if covered else [],
         "by_player": {name: {p: summarise(items, p) for p in ("model", "uniform")} for name, items in groups.items()},
         "calibration": calibration_rows(result),
+        "top1_calibration": confidence_rows(result.outcomes),
         "ms_per_position": 1000 * result.model_seconds / result.model_positions if result.model_positions else None,
     }
 
