@@ -7,6 +7,7 @@ taken), never to match fitted values.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -271,18 +272,24 @@ def test_bad_model_files_are_refused_in_one_line(small_model, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.stockfish
+@needs_stockfish
 def test_training_twice_with_one_seed_gives_identical_bytes(data_dir, tmp_path):
+    # All three feature groups (the engine's answers must not depend on what it was asked
+    # before), and a run on two Ray workers: the parts are merged in game order.
     data = slice_pgn(tmp_path, 25)
-    config = TrainConfig(groups=("base", "book"), sample_rate=0.5, tune_sample_rate=1.0, max_rounds=20,
-                         book_min_games=2, min_data_in_leaf=50, threads=2)  # fmt: skip
-    first, second = tmp_path / "a" / "model.json", tmp_path / "b" / "model.json"
-    first.parent.mkdir()
-    second.parent.mkdir()
+    config = TrainConfig(groups=("base", "engine", "book"), sample_rate=0.5, tune_sample_rate=1.0, max_rounds=20,
+                         book_min_games=2, min_data_in_leaf=50)  # fmt: skip
+    first, second, parallel = (tmp_path / name / "model.json" for name in ("a", "b", "c"))
+    for path in (first, second, parallel):
+        path.parent.mkdir()
     train([str(data)], str(first), config)
     train([str(data)], str(second), config)
     assert first.read_bytes() == second.read_bytes()
-    other_seed = tmp_path / "c.json"
-    train([str(data)], str(other_seed), TrainConfig(**{**config.__dict__, "seed": 1}))
+    train([str(data)], str(parallel), dataclasses.replace(config, workers=2))
+    assert parallel.read_bytes() == first.read_bytes()
+    other_seed = tmp_path / "seed1.json"
+    train([str(data)], str(other_seed), dataclasses.replace(config, seed=1))
     assert other_seed.read_bytes() != first.read_bytes()
 
 
@@ -341,7 +348,7 @@ def test_a_mined_dataset_gives_the_same_positions_as_its_pgn(data_dir, tmp_path)
     from pipeline.ingest.games import GameFilter
     from tests.mining_helpers import mine
 
-    data = slice_pgn(tmp_path, 6)
+    data = slice_pgn(tmp_path, 30)  # enough games that the carved tune share holds some
     out = tmp_path / "dataset"
     mine([str(data)], out, workers=1, game_filter=GameFilter(ply_from=0, ply_to=40))
     from_pgn = {(r.game_id, p.ply): (board.fen(), p.move) for r in read_inputs([str(data)]) for p, board in r.boards()

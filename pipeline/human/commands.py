@@ -1,4 +1,8 @@
-"""`diffimax human train` and `diffimax human eval`: thin typer commands over `train` and `evaluate`."""
+"""`diffimax human train` and `diffimax human eval`: thin typer commands over `train` and `evaluate`.
+
+A bad input or setting raises a domain error (a ValueError or RuntimeError with a one-line
+message), which `pipeline.cli.main` prints as one line on stderr with exit code 1.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +14,11 @@ from typing import Annotated, Any, cast
 import typer
 
 from pipeline.evaluate.splits import Split
-from pipeline.human.book import BookError
-from pipeline.human.data import DataError
-from pipeline.human.engine import EngineError, EngineSettings
+from pipeline.human.engine import EngineSettings
 from pipeline.human.evaluate import EvalConfig, EvalError, evaluate, report_json, report_text
-from pipeline.human.features import FeatureError, parse_groups
-from pipeline.human.model import ModelError, ModelKind
-from pipeline.human.train import TrainConfig, TrainError, train
+from pipeline.human.features import parse_groups
+from pipeline.human.model import ModelKind
+from pipeline.human.train import TrainConfig, train
 
 human_app = typer.Typer(
     help="A model of the moves humans play: train it on games, measure it on held-out games.",
@@ -25,14 +27,6 @@ human_app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-
-# What a bad input or setting raises: one line on stderr, exit code 1.
-DOMAIN_ERRORS = (DataError, ModelError, TrainError, EvalError, FeatureError, EngineError, BookError)
-
-
-def _fail(error: BaseException) -> typer.Exit:
-    typer.echo(f"error: {' '.join(str(error).split())}", err=True)
-    return typer.Exit(code=1)
 
 
 def _say(line: str) -> None:
@@ -69,18 +63,15 @@ def train_command(
     ] = None,
 ) -> None:
     """Train a human-move model on the training split of the games."""
-    try:
-        config = TrainConfig(
-            kind=cast(ModelKind, kind),  # checked by TrainConfig
-            groups=parse_groups([part.strip() for part in groups.split(",") if part.strip()]),
-            engine=EngineSettings(engine, engine_depth),
-            sample_rate=sample_rate, tune_sample_rate=tune_sample_rate, seed=seed, book_min_games=book_min_games,
-            num_leaves=num_leaves, learning_rate=learning_rate, max_rounds=max_rounds,
-            min_data_in_leaf=min_data_in_leaf, threads=threads, workers=workers,
-        )  # fmt: skip
-        summary = train(data, out, config, echo=_say, dump=dump_examples)
-    except DOMAIN_ERRORS as error:
-        raise _fail(error) from None
+    config = TrainConfig(
+        kind=cast(ModelKind, kind),  # checked by TrainConfig
+        groups=parse_groups([part.strip() for part in groups.split(",") if part.strip()]),
+        engine=EngineSettings(engine, engine_depth),
+        sample_rate=sample_rate, tune_sample_rate=tune_sample_rate, seed=seed, book_min_games=book_min_games,
+        num_leaves=num_leaves, learning_rate=learning_rate, max_rounds=max_rounds,
+        min_data_in_leaf=min_data_in_leaf, threads=threads, workers=workers,
+    )  # fmt: skip
+    summary = train(data, out, config, echo=_say, dump=dump_examples)
     if json_out:
         typer.echo(json.dumps(summary, indent=2, sort_keys=True))
         return
@@ -118,20 +109,17 @@ def eval_command(
     json_out: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
 ) -> None:
     """Measure a model's move matching (top-1, top-3, log-loss, calibration) on games of one split."""
-    try:
-        if split not in ("held_out", "tune", "train", "all"):
-            raise EvalError(f"unknown split {split!r}: expected held_out, tune, train or all")
-        config = EvalConfig(
-            split=None if split == "all" else cast(Split, split),  # checked above
-            sample_rate=sample_rate, seed=seed, corpus=tuple(corpus or ()), engine=engine,
-            engine_nodes=engine_nodes, engine_depths=tuple(engine_depth or ()), baseline_rate=baseline_rate,
-            workers=workers, max_positions=max_positions,
-        )  # fmt: skip
-        result = evaluate(model, games, config, echo=_say)
-    except DOMAIN_ERRORS as error:
-        raise _fail(error) from None
+    if split not in ("held_out", "tune", "train", "all"):
+        raise EvalError(f"unknown split {split!r}: expected held_out, tune, train or all")
+    config = EvalConfig(
+        split=None if split == "all" else cast(Split, split),  # checked above
+        sample_rate=sample_rate, seed=seed, corpus=tuple(corpus or ()), engine=engine,
+        engine_nodes=engine_nodes, engine_depths=tuple(engine_depth or ()), baseline_rate=baseline_rate,
+        workers=workers, max_positions=max_positions,
+    )  # fmt: skip
+    result = evaluate(model, games, config, echo=_say)
     if not result.outcomes:
-        raise _fail(EvalError(f"no position of split {split!r} in {', '.join(games)}"))
+        raise EvalError(f"no position of split {split!r} in {', '.join(games)}")
     if json_out:
         typer.echo(json.dumps(_no_nan(report_json(result)), indent=2, sort_keys=True))
         return
