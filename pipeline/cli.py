@@ -16,6 +16,7 @@ import chess
 import typer
 
 from pipeline.engines.backends import EngineOptions, default_engine, open_backend
+from pipeline.human.commands import human_app
 from pipeline.human.context import MoverContext
 from pipeline.outputs.explain import (
     explain_text,
@@ -44,6 +45,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+app.add_typer(human_app, name="human")
 
 # The DiffiMax settings, the same flags on every command that searches.
 Depth = Annotated[int | None, typer.Option("--depth", help="Search Depth in plies below the root.")]

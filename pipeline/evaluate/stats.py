@@ -8,7 +8,7 @@ import math
 Z95 = 1.96
 
 
-def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+def wilson(k: float, n: int, z: float = Z95) -> tuple[float, float]:
     """Wilson score interval of k successes in n trials, clamped to contain k / n (0, 0 when n
     is 0). The same formula as the `wilson_low` / `wilson_high` macros of schemas/views.sql."""
     if n == 0:

@@ -1,0 +1,337 @@
+"""The human-move model: move matching on held-out games beside baselines, calibration, costs.
+
+  python -m benchmarks.bench_human [--sample-rate R] [--baseline-rate B] [--nodes N] [--depths 1,5]
+                                   [--model MODEL] [--retrain] [--workers W]
+  python -m benchmarks.bench_human --variants [--cache DIR] [--train-rate R] [--tune-rate T]
+
+Default mode (the figures of docs/human.md): evaluates MODEL (the bundled default) on the held-out
+games of the shared data (`pipeline.evaluate.splits`: player_b and lichess_100 whole, a seeded 10 %
+of player_a and eval_clk) through `pipeline.human.evaluate`, beside the baselines (uniform, corpus
+frequency of the shared training games, Stockfish at a node limit and at fixed depths, the engine
+ones on a sub-sample), prints the tables, writes docs/human_calibration.png, and reports the load
+time, the time per position and (with --retrain) the training time, checking that retraining with
+the recorded command gives the same bytes.
+
+--variants (the model choice): features of a sample of the training and tune games are extracted
+once (all groups, cached in DIR), then each candidate model is fitted on the training sample and
+measured on the tune sample only (held-out games are never looked at when choosing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.human.book import DEFAULT_MIN_GAMES, Book
+from pipeline.human.engine import EngineSettings
+from pipeline.human.evaluate import (
+    EvalConfig,
+    band_of,
+    band_order,
+    calibration_rows,
+    confidence_rows,
+    evaluate,
+    report_json,
+    report_text,
+    wilson,
+)
+from pipeline.human.features import FEATURE_GROUPS, FeatureGroup, feature_names
+from pipeline.human.model import DEFAULT_MODEL, HumanMoveModel, softmax_groups
+from pipeline.human.train import (
+    Examples,
+    ExtractSpec,
+    TrainConfig,
+    build_book,
+    extract,
+    fit_lightgbm,
+    fit_linear,
+    load_examples,
+    played_ranks,
+    save_examples,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+GAMES = ROOT.parent / "shared" / "data" / "games"
+TRAIN_FILES = ("lichess_player_a_37221.pgn.zst", "lichess_eval_clk_10024.pgn.zst")
+ALL_FILES = (*TRAIN_FILES, "lichess_player_b_1089.pgn", "lichess_100.pgn")
+PLOT = ROOT / "docs" / "human_calibration.png"
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+# -- variants -----------------------------------------------------------------------------
+
+
+def subset(examples: Examples, groups: tuple[FeatureGroup, ...]) -> Examples:
+    """The same positions with the columns of `groups` only (groups are contiguous, in order)."""
+    every = feature_names(FEATURE_GROUPS)
+    wanted = feature_names(groups)
+    columns = [every.index(name) for name in wanted]
+    return replace(examples, values=np.ascontiguousarray(examples.values[:, columns]))
+
+
+def cached_examples(cache: Path, train_rate: float, tune_rate: float, depth: int, workers: int) -> tuple[Examples, ...]:
+    cache.mkdir(parents=True, exist_ok=True)
+    tag = f"r{train_rate:g}-t{tune_rate:g}-d{depth}"
+    train_path, tune_path = cache / f"train-{tag}.npz", cache / f"tune-{tag}.npz"
+    if train_path.exists() and tune_path.exists():
+        return load_examples(train_path), load_examples(tune_path)
+    data = [str(GAMES / name) for name in TRAIN_FILES]
+    book_path = cache / "book.json"
+    if book_path.exists():
+        book = Book.from_json(json.loads(book_path.read_text()))
+    else:
+        started = time.monotonic()
+        book, _ = build_book(data, DEFAULT_MIN_GAMES)
+        book_path.write_text(json.dumps(book.to_json()))
+        say(f"book: {len(book)} positions, {time.monotonic() - started:.0f} s")
+    spec = ExtractSpec(("train",), FEATURE_GROUPS, EngineSettings(depth=depth), train_rate, 0)
+    started = time.monotonic()
+    train = extract(data, spec, book, workers)
+    say(f"train features: {train.positions} positions, {time.monotonic() - started:.0f} s")
+    tune = extract(data, replace(spec, splits=("tune",), sample_rate=tune_rate, leave_one_out=False), book, workers)
+    save_examples(train, train_path)
+    save_examples(tune, tune_path)
+    return train, tune
+
+
+def tune_views(tune: Examples) -> dict[str, np.ndarray[Any, np.dtype[np.bool_]]]:
+    """Masks of tune positions: all, by source, player_a's opponents, by rating band."""
+    sources = np.asarray(tune.sources)
+    movers = np.asarray([m or "" for m in tune.movers])
+    views: dict[str, np.ndarray[Any, np.dtype[np.bool_]]] = {"all": np.ones(tune.positions, bool)}
+    for source in sorted(set(tune.sources)):
+        mask = sources == source
+        views[source] = mask
+        names, counts = np.unique(movers[mask], return_counts=True)
+        owner = names[np.argmax(counts)]
+        views[f"{source}: opponents"] = mask & (movers != owner)
+    bands = np.asarray([band_of(None if math.isnan(r) else int(r)) for r in tune.ratings])
+    for band in sorted(set(bands.tolist()), key=band_order):
+        views[f"band {band}"] = bands == band
+    return views
+
+
+def select(examples: Examples, mask: np.ndarray[Any, np.dtype[np.bool_]]) -> tuple[Examples, np.ndarray[Any, Any]]:
+    """Positions under `mask` and the row mask that goes with them."""
+    rows = np.repeat(mask, examples.sizes)
+    chosen = Examples(
+        examples.values[rows], examples.sizes[mask], examples.labels[mask], examples.ratings[mask],
+        examples.orders[mask], [], [], [],
+    )  # fmt: skip
+    return chosen, rows
+
+
+def load_dumped(directory: Path) -> tuple[Examples, Examples]:
+    """The examples a training run saved (`diffimax human train --dump-examples DIR`)."""
+    return load_examples(directory / "train.npz"), load_examples(directory / "tune.npz")
+
+
+def run_variants(args: argparse.Namespace) -> None:
+    if args.examples:
+        train, tune = load_dumped(Path(args.examples))
+    else:
+        train, tune = cached_examples(Path(args.cache), args.train_rate, args.tune_rate, args.depth, args.workers)
+    say(f"{train.positions} training positions ({len(train.values)} moves), {tune.positions} tune positions")
+    if args.positions and args.positions < train.positions:
+        # A seeded share of the positions, the same for every variant.
+        keep = np.random.default_rng(0).random(train.positions) < args.positions / train.positions
+        train, _ = select(train, keep)
+        say(f"  variants fitted on a seeded {train.positions} of them")
+    # Every variant is fitted on the same positions and measured on the same tune positions.
+    variants: list[tuple[str, str, tuple[FeatureGroup, ...]]] = [
+        ("lightgbm: base", "lightgbm", ("base",)),
+        ("lightgbm: base + book", "lightgbm", ("base", "book")),
+        ("lightgbm: base + engine", "lightgbm", ("base", "engine")),
+        ("lightgbm: base + engine + book", "lightgbm", ("base", "engine", "book")),
+        ("linear: base + engine + book", "linear", ("base", "engine", "book")),
+    ]
+    if args.only:
+        variants = [v for v in variants if any(word in v[0] for word in args.only.split(","))]
+    views = tune_views(tune)
+    results: list[dict[str, Any]] = []
+    for name, kind, groups in variants:
+        config = TrainConfig(kind=kind, groups=groups, seed=0)  # type: ignore[arg-type]
+        fit_train = subset(train, groups)
+        fit_tune = subset(tune, groups)
+        started = time.monotonic()
+        if kind == "lightgbm":
+            booster, best, _ = fit_lightgbm(fit_train, fit_tune, config, say)
+            scores = np.asarray(booster.predict(fit_tune.values, num_iteration=best, raw_score=True), dtype=np.float64)
+            size = len(booster.model_to_string(num_iteration=best))
+        else:
+            scorer = fit_linear(fit_train, config, say)
+            scores = scorer.scores(fit_tune.values)
+            size = 0
+        seconds = time.monotonic() - started
+        probabilities = softmax_groups(scores, fit_tune.sizes)
+        ranks = played_ranks(probabilities, fit_tune)
+        played = probabilities[fit_tune.offsets + fit_tune.labels]
+        row: dict[str, Any] = {
+            "variant": name,
+            "fit_seconds": round(seconds, 1),
+            "train_positions": fit_train.positions,
+        }
+        row["model_text_mb"] = round(size / 1e6, 2)
+        for view, mask in views.items():
+            n = int(mask.sum())
+            top1 = int((ranks[mask] == 0).sum())
+            row[view] = {
+                "n": n, "top1": top1 / n if n else math.nan, "top3": float((ranks[mask] < 3).mean()) if n else math.nan,
+                "log_loss": float(-np.log(np.maximum(played[mask], 1e-9)).mean()) if n else math.nan,
+                "top1_interval": wilson(top1, n),
+            }  # fmt: skip
+        results.append(row)
+        say(f"{name}: tune top-1 {100 * row['all']['top1']:.1f} %, log-loss {row['all']['log_loss']:.3f}")
+    print_variants(results, list(views))
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=1))
+
+
+def print_variants(results: list[dict[str, Any]], views: list[str]) -> None:
+    print("| variant | train positions | fit s | tune top-1 | top-3 | log-loss |")
+    print("|---|---|---|---|---|---|")
+    for row in results:
+        a = row["all"]
+        print(
+            f"| {row['variant']} | {row['train_positions']} | {row['fit_seconds']} | {100 * a['top1']:.1f} | "
+            f"{100 * a['top3']:.1f} | {a['log_loss']:.3f} |"
+        )
+    print()
+    print("| tune view | n | " + " | ".join(row["variant"] for row in results) + " |")
+    print("|---|---|" + "---|" * len(results))
+    for view in views:
+        n = results[0][view]["n"]
+        cells = [f"{100 * row[view]['top1']:.1f}" for row in results]
+        print(f"| {view} | {n} | " + " | ".join(cells) + " |")
+
+
+# -- the must-show evaluation -------------------------------------------------------------
+
+
+def plot_calibration(rows: list[dict[str, float]], top1: list[dict[str, float]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(5.5, 5.0), dpi=110)
+    axis.plot([0, 1], [0, 1], color="0.6", linestyle="--", linewidth=1, label="perfect calibration")
+    for data, count, color, label in (
+        (rows, "moves", "tab:blue", "every legal move: played?"),
+        (top1, "positions", "tab:orange", "most likely move: played?"),
+    ):
+        used = [row for row in data if row[count] > 0]
+        axis.plot([r["predicted"] for r in used], [r["observed"] for r in used], marker="o", color=color, label=label)
+        for row in used:
+            axis.annotate(f"{int(row[count])}", (row["predicted"], row["observed"]), textcoords="offset points",
+                          xytext=(4, -10), fontsize=6, color=color)  # fmt: skip
+    axis.set_xlabel("predicted probability (mean within a decile)")
+    axis.set_ylabel("observed frequency")
+    axis.set_xlim(0, 1)
+    axis.set_ylim(0, 1)
+    axis.set_title(title, fontsize=9)
+    axis.legend(loc="upper left", fontsize=8)
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
+def retrain(model_path: Path) -> dict[str, Any]:
+    """Run the recorded training command into a temporary directory, time it, compare bytes."""
+    recorded = HumanMoveModel.load(model_path)
+    command = str(recorded.describe()["training"]["command"])
+    recorded.close()
+    words = shlex.split(command)
+    assert words[:3] == ["diffimax", "human", "train"], command
+    with tempfile.TemporaryDirectory() as directory:
+        out = Path(directory) / model_path.name
+        words[words.index("--out") + 1] = str(out)
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-m", "pipeline.cli", *words[1:]], cwd=ROOT, check=True)
+        seconds = time.monotonic() - started
+        same = out.read_bytes() == model_path.read_bytes()
+    return {"command": command, "seconds": round(seconds, 1), "identical_bytes": same}
+
+
+def run_main(args: argparse.Namespace) -> None:
+    model_path = Path(args.model)
+    started = time.monotonic()
+    model = HumanMoveModel.load(model_path)
+    load_seconds = time.monotonic() - started
+    description = model.describe()
+    model.close()
+    inputs = [str(GAMES / name) for name in ALL_FILES]
+    depths = tuple(int(d) for d in args.depths.split(",") if d)
+    config = EvalConfig(
+        split="held_out", sample_rate=args.sample_rate, seed=args.seed,
+        corpus=tuple(str(GAMES / name) for name in TRAIN_FILES), engine_nodes=args.nodes or None,
+        engine_depths=depths, baseline_rate=args.baseline_rate, workers=args.workers,
+    )  # fmt: skip
+    started = time.monotonic()
+    result = evaluate(str(model_path), inputs, config, echo=say)
+    eval_seconds = time.monotonic() - started
+    print(f"Model {model_path.name}: {description['kind']}, groups {', '.join(description['groups'])}, "
+          f"{model_path.stat().st_size / 1e6:.2f} MB, loaded in {load_seconds:.2f} s")  # fmt: skip
+    print(f"Held-out positions: {len(result.outcomes)} (sample rate {args.sample_rate:g}, seed {args.seed}); "
+          f"engine baselines on {sum(o.in_baseline for o in result.outcomes)} of them "
+          f"(nodes {args.nodes}, MultiPV 3; depths {args.depths}, MultiPV all); {eval_seconds:.0f} s")  # fmt: skip
+    print()
+    print(report_text(result))
+    plot_calibration(
+        calibration_rows(result), confidence_rows(result.outcomes), PLOT,
+        f"Calibration on {len(result.outcomes)} held-out positions (every legal move)",
+    )  # fmt: skip
+    print(f"\nCalibration plot: {PLOT.relative_to(ROOT)}")
+    figures: dict[str, Any] = {"load_seconds": load_seconds, "eval": report_json(result)}
+    if args.retrain:
+        say("retraining with the recorded command")
+        figures["retrain"] = retrain(model_path)
+        print(f"\nTraining: {figures['retrain']['seconds']:.0f} s wall for `{figures['retrain']['command']}`; "
+              f"identical bytes: {figures['retrain']['identical_bytes']}")  # fmt: skip
+    if args.out:
+        Path(args.out).write_text(json.dumps(figures, indent=1, default=str))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default=str(DEFAULT_MODEL))
+    parser.add_argument("--sample-rate", type=float, default=0.1, help="share of held-out positions measured")
+    parser.add_argument("--baseline-rate", type=float, default=0.1, help="share of those given engine baselines")
+    parser.add_argument("--nodes", type=int, default=100_000, help="node limit of the Stockfish baseline")
+    parser.add_argument("--depths", default="1,5", help="depths of the Stockfish baselines")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--retrain", action="store_true", help="time the recorded training command, compare bytes")
+    parser.add_argument("--out", default=None, help="write the figures as JSON here")
+    parser.add_argument("--variants", action="store_true", help="compare candidate models on the tune split")
+    parser.add_argument("--cache", default="/tmp/diffimax-human-cache", help="--variants: feature cache")
+    parser.add_argument("--train-rate", type=float, default=0.03, help="--variants: share of training positions")
+    parser.add_argument("--tune-rate", type=float, default=0.1, help="--variants: share of tune positions")
+    parser.add_argument("--depth", type=int, default=1, help="--variants: depth of the engine features")
+    parser.add_argument("--examples", default=None, help="--variants: examples saved by train --dump-examples")
+    parser.add_argument("--positions", type=int, default=40_000, help="--variants: training positions per fit")
+    parser.add_argument("--only", default="", help="--variants: run the variants whose name has one of these words")
+    args = parser.parse_args()
+    if args.variants:
+        run_variants(args)
+    else:
+        run_main(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""`diffimax human train` and `diffimax human eval`: thin typer commands over `train` and `evaluate`.
+
+A bad input or setting raises a domain error (a ValueError or RuntimeError with a one-line
+message), which `pipeline.cli.main` prints as one line on stderr with exit code 1.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Annotated, Any, cast
+
+import typer
+
+from pipeline.evaluate.splits import Split
+from pipeline.human.engine import EngineSettings
+from pipeline.human.evaluate import EvalConfig, EvalError, evaluate, report_json, report_text
+from pipeline.human.features import parse_groups
+from pipeline.human.model import ModelKind
+from pipeline.human.train import TrainConfig, train
+
+human_app = typer.Typer(
+    help="A model of the moves humans play: train it on games, measure it on held-out games.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+@human_app.command("train")
+def train_command(
+    data: Annotated[
+        list[str], typer.Option("--data", help="PGN files, directories, globs, or a mined dataset directory.")
+    ],
+    out: Annotated[str, typer.Option("--out", help="Model file to write (JSON).")],
+    kind: Annotated[str, typer.Option("--kind", help="lightgbm (trees) or linear (conditional logit).")] = "lightgbm",
+    groups: Annotated[str, typer.Option("--groups", help="Feature groups: base, engine, book (comma-separated).")] = (
+        "base,engine,book"
+    ),
+    engine: Annotated[str, typer.Option("--engine", help="Engine for the engine features.")] = "stockfish",
+    engine_depth: Annotated[int, typer.Option("--engine-depth", help="Depth of the engine features.")] = 1,
+    sample_rate: Annotated[float, typer.Option("--sample-rate", help="Share of training positions used.")] = 0.05,
+    tune_sample_rate: Annotated[
+        float, typer.Option("--tune-sample-rate", help="Share of tune positions used for early stopping.")
+    ] = 0.1,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the samples and of LightGBM.")] = 0,
+    book_min_games: Annotated[int, typer.Option("--book-min-games", help="Times a book position was reached.")] = 3,
+    num_leaves: Annotated[int, typer.Option("--num-leaves", help="LightGBM leaves per tree.")] = 63,
+    learning_rate: Annotated[float, typer.Option("--learning-rate", help="LightGBM shrinkage.")] = 0.15,
+    max_rounds: Annotated[int, typer.Option("--max-rounds", help="Most trees.")] = 300,
+    min_data_in_leaf: Annotated[int, typer.Option("--min-data-in-leaf", help="Fewest moves in a leaf.")] = 200,
+    threads: Annotated[int, typer.Option("--threads", help="LightGBM threads.")] = 1,
+    workers: Annotated[int, typer.Option("--workers", help="Feature-extraction processes (Ray when > 1).")] = 1,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    dump_examples: Annotated[
+        str | None, typer.Option("--dump-examples", help="Save the extracted examples in this directory.")
+    ] = None,
+) -> None:
+    """Train a human-move model on the training split of the games."""
+    config = TrainConfig(
+        kind=cast(ModelKind, kind),  # checked by TrainConfig
+        groups=parse_groups([part.strip() for part in groups.split(",") if part.strip()]),
+        engine=EngineSettings(engine, engine_depth),
+        sample_rate=sample_rate, tune_sample_rate=tune_sample_rate, seed=seed, book_min_games=book_min_games,
+        num_leaves=num_leaves, learning_rate=learning_rate, max_rounds=max_rounds,
+        min_data_in_leaf=min_data_in_leaf, threads=threads, workers=workers,
+    )  # fmt: skip
+    summary = train(data, out, config, echo=_say, dump=dump_examples)
+    if json_out:
+        typer.echo(json.dumps(summary, indent=2, sort_keys=True))
+        return
+    tune = summary["tune"]
+    typer.echo(
+        f"wrote {out} ({summary['bytes'] / 1e6:.2f} MB): {summary['train_positions']} training positions; "
+        f"tune ({summary['tune_positions']} positions) top-1 {100 * tune['top1']:.1f} %, "
+        f"top-3 {100 * tune['top3']:.1f} %, log-loss {tune['log_loss']:.3f}; "
+        f"{summary['seconds_total']:.0f} s ({summary['seconds_features']:.0f} s reading and features)"
+    )
+
+
+@human_app.command("eval")
+def eval_command(
+    model: Annotated[str, typer.Option("--model", help="Model file (diffimax human train --out).")],
+    games: Annotated[list[str], typer.Argument(help="PGN files, directories, globs, or a mined dataset.")],
+    split: Annotated[str, typer.Option("--split", help="held_out, tune, train, or all.")] = "held_out",
+    sample_rate: Annotated[float, typer.Option("--sample-rate", help="Share of positions measured.")] = 1.0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the position sample.")] = 0,
+    corpus: Annotated[
+        list[str] | None, typer.Option("--corpus", help="Inputs whose training games make the corpus baseline.")
+    ] = None,
+    engine: Annotated[str, typer.Option("--engine", help="Engine of the engine baselines.")] = "stockfish",
+    engine_nodes: Annotated[
+        int | None, typer.Option("--engine-nodes", help="Node limit of a Stockfish baseline (MultiPV 3).")
+    ] = None,
+    engine_depth: Annotated[
+        list[int] | None, typer.Option("--engine-depth", help="Depth of a Stockfish baseline (repeatable).")
+    ] = None,
+    baseline_rate: Annotated[
+        float, typer.Option("--baseline-rate", help="Share of measured positions given the engine baselines.")
+    ] = 1.0,
+    max_positions: Annotated[int | None, typer.Option("--max-positions", help="Stop after this many.")] = None,
+    workers: Annotated[int, typer.Option("--workers", help="Processes (Ray when > 1).")] = 1,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+) -> None:
+    """Measure a model's move matching (top-1, top-3, log-loss, calibration) on games of one split."""
+    if split not in ("held_out", "tune", "train", "all"):
+        raise EvalError(f"unknown split {split!r}: expected held_out, tune, train or all")
+    config = EvalConfig(
+        split=None if split == "all" else cast(Split, split),  # checked above
+        sample_rate=sample_rate, seed=seed, corpus=tuple(corpus or ()), engine=engine,
+        engine_nodes=engine_nodes, engine_depths=tuple(engine_depth or ()), baseline_rate=baseline_rate,
+        workers=workers, max_positions=max_positions,
+    )  # fmt: skip
+    result = evaluate(model, games, config, echo=_say)
+    if not result.outcomes:
+        raise EvalError(f"no position of split {split!r} in {', '.join(games)}")
+    if json_out:
+        typer.echo(json.dumps(_no_nan(report_json(result)), indent=2, sort_keys=True))
+        return
+    typer.echo(report_text(result))
+
+
+def _no_nan(value: Any) -> Any:
+    """JSON has no NaN: an undefined figure (no position in a band) becomes null."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _no_nan(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_no_nan(item) for item in value]
+    return value

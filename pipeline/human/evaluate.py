@@ -1,0 +1,494 @@
+"""Measuring a human-move model against the moves people played, beside simple baselines.
+
+    diffimax human eval --model MODEL GAMES...
+
+Positions are taken from the games of one split (`held_out` by default: the figures to publish),
+sampled by a hash of (seed, game id, ply); forced positions (one legal move) are left out. At each
+position every predictor ranks the legal moves and is scored on the move played:
+
+- ``model``: the model, through its public API (`HumanMoveModel.move_probabilities`);
+- ``uniform``: every legal move alike (top-1 = 1/n exactly, no tie-breaking by chance);
+- ``corpus``: the move most often played at this exact position in the corpus games (a `Book` of
+  training games, any count), where the corpus has the position;
+- ``sf_nodes``, ``sf_depth_*``: Stockfish's best moves at a node limit (MultiPV 3, so top-3 is
+  defined) or at fixed depths (MultiPV over all moves), on a sub-sample of the positions.
+
+Ties are broken by UCI string (the corpus) or the engine's order, never by chance. Log-loss is
+reported for predictors that give a distribution over every legal move (model, uniform).
+Calibration: every legal move of every position is a prediction (its probability) and an outcome
+(played or not); per decile of predicted probability, the mean prediction against the observed
+frequency.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import chess
+import numpy as np
+
+from pipeline.evaluate.splits import Split
+from pipeline.evaluate.stats import wilson
+from pipeline.human.book import Book, BookBuilder
+from pipeline.human.data import GameRecord, read_inputs
+from pipeline.human.engine import EngineSettings, ShallowEngine
+from pipeline.human.model import HumanMoveModel
+from pipeline.human.train import context_of, position_value
+from search.errors import DiffimaxError
+
+Echo = Callable[[str], None]
+
+# Rating bands (lower bounds; the last is open), for the tables.
+BAND_EDGES: Final = (0, 1200, 1400, 1600, 1800, 2000, 2200, 2500, 2800)
+# Calibration bins of predicted probability.
+CALIBRATION_BINS: Final = 10
+# Predictors that give a full distribution (have a log-loss).
+DISTRIBUTIONS: Final = frozenset({"model", "uniform"})
+# Seed offset of the engine-baseline sub-sample (independent of the position sample).
+BASELINE_SEED_OFFSET: Final = 1_000_003
+# A played move outside a predictor's ranked list gets this rank (beyond any top-k).
+UNRANKED: Final = 999
+
+
+class EvalError(DiffimaxError, ValueError):
+    """Evaluation settings or data that cannot give a figure."""
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Which positions are measured, and against which baselines."""
+
+    split: Split | None = "held_out"
+    """Games of this split only; None: every game."""
+    sample_rate: float = 1.0
+    """Share of the split's positions measured."""
+    seed: int = 0
+    """Seed of the position sample."""
+    corpus: tuple[str, ...] = ()
+    """Inputs whose training-split games make the corpus baseline (none: no corpus baseline)."""
+    engine: str = "stockfish"
+    """The engine of the engine baselines."""
+    engine_nodes: int | None = None
+    """Node limit of the `sf_nodes` baseline (None: not run)."""
+    engine_depths: tuple[int, ...] = ()
+    """Depths of the `sf_depth_*` baselines."""
+    baseline_rate: float = 1.0
+    """Share of the measured positions on which the engine baselines run too."""
+    workers: int = 1
+    """Processes (Ray when more than one)."""
+    max_positions: int | None = None
+    """Stop after this many positions per part (a quick look)."""
+    engine_override: str | None = None
+    """Engine for the model's own engine features (None: the one recorded in the model)."""
+
+    def __post_init__(self) -> None:
+        for name in ("sample_rate", "baseline_rate"):
+            value = getattr(self, name)
+            if not (0.0 < value <= 1.0):
+                raise EvalError(f"{name} must be in (0, 1], not {value!r}")
+        if self.workers < 1:
+            raise EvalError(f"workers must be at least 1, not {self.workers}")
+
+
+@dataclass
+class Outcome:
+    """One measured position: who moved, and the rank each predictor gave the played move."""
+
+    source: str
+    game_id: str
+    ply: int
+    rating: int | None
+    mover: str | None
+    legal: int
+    ranks: dict[str, int]
+    """Predictor -> rank of the played move (0 = its first choice); absent where it gave none."""
+    played_probability: dict[str, float]
+    """Distribution predictors -> probability of the played move."""
+    model_top: float = 0.0
+    """The model's highest probability at the position (its confidence)."""
+    in_baseline: bool = False
+    """Whether the engine baselines ran here."""
+
+
+@dataclass
+class PartResult:
+    outcomes: list[Outcome] = field(default_factory=list)
+    calibration: list[list[float]] = field(default_factory=lambda: [[0.0, 0.0, 0.0] for _ in range(CALIBRATION_BINS)])
+    """Per bin: [moves, sum of predicted probability, moves played]."""
+    training_names: dict[str, set[str]] = field(default_factory=dict)
+    """Source -> the player names of its training games (to tell unseen opponents)."""
+    model_seconds: float = 0.0
+    model_positions: int = 0
+
+
+def rank_by_scores(scores: dict[str, float], played: str, tie_order: Sequence[str] | None = None) -> int:
+    """Rank of `played` when moves are sorted by score (descending), ties by `tie_order` (else UCI)."""
+    if played not in scores:
+        return UNRANKED
+    position = {move: index for index, move in enumerate(tie_order or sorted(scores))}
+    mine = scores[played]
+    return sum(
+        1 for move, score in scores.items()
+        if score > mine or (score == mine and position.get(move, 0) < position.get(played, 0))
+    )  # fmt: skip
+
+
+def corpus_book(inputs: Sequence[str]) -> Book:
+    """All (position, move) counts of the training-split games of `inputs` (min count 1)."""
+    builder = BookBuilder()
+    for record in read_inputs(inputs):
+        if record.split == "train":
+            for position in record.positions:
+                builder.add(position.key, position.move)
+    return builder.build(1)
+
+
+def evaluate_part(
+    model_path: str, inputs: Sequence[str], part: int, parts: int, config: EvalConfig, corpus: Book | None
+) -> PartResult:
+    """The outcomes of part `part` of `parts` of the inputs (a plain function: Ray runs it remotely)."""
+    result = PartResult()
+    model = HumanMoveModel.load(model_path, engine=config.engine_override)
+    engines: dict[str, ShallowEngine] = {}
+    if config.engine_nodes is not None:
+        engines["sf_nodes"] = ShallowEngine(EngineSettings(config.engine), lines=3, nodes=config.engine_nodes)
+    for depth in config.engine_depths:
+        engines[f"sf_depth_{depth}"] = ShallowEngine(EngineSettings(config.engine, depth=depth, hash_mb=16))
+    try:
+        for record in read_inputs(inputs, part=part, parts=parts):
+            split = record.split
+            if split == "train":
+                names = result.training_names.setdefault(record.source, set())
+                names.update(name for name in (record.white, record.black) if name)
+            if config.split is not None and split != config.split:
+                continue
+            _measure_game(record, model, engines, config, corpus, result)
+            if config.max_positions is not None and len(result.outcomes) >= config.max_positions:
+                break
+    finally:
+        model.close()
+        for engine in engines.values():
+            engine.close()
+    return result
+
+
+def _measure_game(
+    record: GameRecord,
+    model: HumanMoveModel,
+    engines: dict[str, ShallowEngine],
+    config: EvalConfig,
+    corpus: Book | None,
+    result: PartResult,
+) -> None:
+    for position, board in record.boards():
+        if position_value(config.seed, record.game_id, position.ply) >= config.sample_rate:
+            continue
+        legal = [move.uci() for move in board.generate_legal_moves()]
+        if len(legal) < 2:
+            continue
+        played = position.move
+        started = time.perf_counter()
+        probabilities = model.move_probabilities(board, context_of(record, position.rating, position.clock_seconds))
+        result.model_seconds += time.perf_counter() - started
+        result.model_positions += 1
+        ranks = {"model": rank_by_scores(probabilities, played, legal)}
+        played_probability = {"model": probabilities[played], "uniform": 1.0 / len(legal)}
+        for move, p in probabilities.items():
+            bin_index = min(CALIBRATION_BINS - 1, int(p * CALIBRATION_BINS))
+            cell = result.calibration[bin_index]
+            cell[0] += 1
+            cell[1] += p
+            cell[2] += move == played
+        if corpus is not None:
+            counts = corpus.lookup(position.key)
+            if counts is not None:
+                scores = {move: float(counts.moves.get(move, 0)) for move in legal}
+                ranks["corpus"] = rank_by_scores(scores, played)
+        in_baseline = bool(engines) and (
+            position_value(config.seed + BASELINE_SEED_OFFSET, record.game_id, position.ply) < config.baseline_rate
+        )
+        if in_baseline:
+            for name, engine in engines.items():
+                lines = engine.scores(board)
+                order = list(lines)  # the engine's own order, best first
+                ranks[name] = order.index(played) if played in lines else UNRANKED
+        result.outcomes.append(
+            Outcome(
+                record.source, record.game_id, position.ply, position.rating, record.mover_name(position.ply),
+                len(legal), ranks, played_probability, max(probabilities.values()), in_baseline,
+            )
+        )  # fmt: skip
+        if config.max_positions is not None and len(result.outcomes) >= config.max_positions:
+            return
+
+
+def evaluate(model_path: str, inputs: Sequence[str], config: EvalConfig, echo: Echo | None = None) -> PartResult:
+    """Every part's outcomes merged (in part order), on Ray when `config.workers > 1`."""
+    say = echo or (lambda line: None)
+    HumanMoveModel.load(model_path, engine=config.engine_override).close()  # refuse a bad file early
+    corpus = None
+    if config.corpus:
+        say("counting the corpus of training games")
+        corpus = corpus_book(config.corpus)
+        say(f"  {len(corpus)} positions")
+    if config.workers <= 1:
+        parts = [evaluate_part(model_path, inputs, 0, 1, config, corpus)]
+    else:
+        import logging
+        import os
+        from pathlib import Path
+
+        import ray
+
+        owns_ray = not ray.is_initialized()
+        if owns_ray:
+            root = str(Path(__file__).resolve().parent.parent.parent)
+            path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+            ray.init(
+                num_cpus=config.workers, include_dashboard=False, logging_level=logging.WARNING,
+                log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": path}},
+            )  # fmt: skip
+        try:
+            task: Any = ray.remote(num_cpus=1, max_retries=2)(evaluate_part)
+            corpus_ref = ray.put(corpus)
+            refs = [
+                task.remote(model_path, list(inputs), part, config.workers, config, corpus_ref)
+                for part in range(config.workers)
+            ]
+            parts = ray.get(refs)
+        finally:
+            if owns_ray:
+                ray.shutdown()
+    merged = PartResult()
+    for part_result in parts:
+        merged.outcomes.extend(part_result.outcomes)
+        for cell, other in zip(merged.calibration, part_result.calibration, strict=True):
+            for index in range(3):
+                cell[index] += other[index]
+        for source, names in part_result.training_names.items():
+            merged.training_names.setdefault(source, set()).update(names)
+        merged.model_seconds += part_result.model_seconds
+        merged.model_positions += part_result.model_positions
+    merged.outcomes.sort(key=lambda o: (o.source, o.game_id, o.ply))
+    return merged
+
+
+# -- tables -------------------------------------------------------------------------------
+
+
+def band_of(rating: int | None) -> str:
+    if rating is None:
+        return "unrated"
+    lower = max(edge for edge in BAND_EDGES if rating >= edge)
+    index = BAND_EDGES.index(lower)
+    if index + 1 < len(BAND_EDGES):
+        return f"{lower}-{BAND_EDGES[index + 1] - 1}" if lower else f"<{BAND_EDGES[1]}"
+    return f"{lower}+"
+
+
+def band_order(band: str) -> int:
+    if band == "unrated":
+        return 10**6
+    digits = "".join(ch for ch in band.split("-")[0] if ch.isdigit())
+    return int(digits) if not band.startswith("<") else -1
+
+
+def summarise(outcomes: Sequence[Outcome], predictor: str) -> dict[str, Any]:
+    """n, top-1 and top-3 (with Wilson intervals) and log-loss of one predictor over outcomes;
+    `uniform` in expectation (1/n and min(3, n)/n per position)."""
+    if predictor == "uniform":
+        n = len(outcomes)
+        top1 = sum(1.0 / o.legal for o in outcomes)
+        top3 = sum(min(3, o.legal) / o.legal for o in outcomes)
+        log_loss = sum(math.log(o.legal) for o in outcomes) / n if n else math.nan
+    else:
+        ranked = [o.ranks[predictor] for o in outcomes if predictor in o.ranks]
+        n = len(ranked)
+        top1 = sum(1 for r in ranked if r == 0)
+        top3 = sum(1 for r in ranked if r < 3)
+        log_loss = math.nan
+        if predictor in DISTRIBUTIONS and n:
+            log_loss = -sum(math.log(max(o.played_probability[predictor], 1e-9)) for o in outcomes) / n
+    low1, high1 = wilson(top1, n)
+    low3, high3 = wilson(top3, n)
+    return {
+        "n": n,
+        "top1": top1 / n if n else math.nan, "top1_low": low1, "top1_high": high1,
+        "top3": top3 / n if n else math.nan, "top3_low": low3, "top3_high": high3,
+        "log_loss": log_loss,
+    }  # fmt: skip
+
+
+def by_band(outcomes: Sequence[Outcome], predictors: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per rating band (and one for all), each predictor's summary."""
+    bands: dict[str, list[Outcome]] = {}
+    for outcome in outcomes:
+        bands.setdefault(band_of(outcome.rating), []).append(outcome)
+    rows = []
+    for band in [*sorted(bands, key=band_order), "all"]:
+        chosen = outcomes if band == "all" else bands[band]
+        rows.append({"band": band, **{name: summarise(chosen, name) for name in predictors}})
+    return rows
+
+
+def main_players(outcomes: Sequence[Outcome]) -> dict[str, str]:
+    """Source -> the player who moves most often in its measured positions (the file's owner)."""
+    movers: dict[str, Counter[str]] = {}
+    for outcome in outcomes:
+        if outcome.mover:
+            movers.setdefault(outcome.source, Counter())[outcome.mover] += 1
+    return {source: counter.most_common(1)[0][0] for source, counter in movers.items()}
+
+
+def player_groups(result: PartResult) -> dict[str, list[Outcome]]:
+    """The "by player" views: per source; each source's owner and the owner's opponents; the
+    opponents who play no training game of that source."""
+    outcomes = result.outcomes
+    owners = main_players(outcomes)
+    groups: dict[str, list[Outcome]] = {"all": list(outcomes)}
+    for source in sorted({o.source for o in outcomes}):
+        mine = [o for o in outcomes if o.source == source]
+        groups[source] = mine
+        owner = owners.get(source)
+        if owner is None or len({o.game_id for o in mine}) < 2:
+            continue
+        seen = result.training_names.get(source, set())
+        groups[f"{source}: owner {owner}"] = [o for o in mine if o.mover == owner]
+        opponents = [o for o in mine if o.mover != owner]
+        groups[f"{source}: opponents"] = opponents
+        if seen:
+            groups[f"{source}: opponents without training games"] = [o for o in opponents if o.mover not in seen]
+    return groups
+
+
+def calibration_rows(result: PartResult) -> list[dict[str, float]]:
+    rows = []
+    for index, (moves, predicted, played) in enumerate(result.calibration):
+        rows.append({
+            "bin": index, "low": index / CALIBRATION_BINS, "high": (index + 1) / CALIBRATION_BINS,
+            "moves": moves, "predicted": predicted / moves if moves else math.nan,
+            "observed": played / moves if moves else math.nan,
+        })  # fmt: skip
+    return rows
+
+
+def confidence_rows(outcomes: Sequence[Outcome]) -> list[dict[str, float]]:
+    """Per decile of the model's highest probability at a position: its mean, and how often the
+    most likely move was the one played (top-1 calibration)."""
+    cells = [[0, 0.0, 0] for _ in range(CALIBRATION_BINS)]
+    for outcome in outcomes:
+        cell = cells[min(CALIBRATION_BINS - 1, int(outcome.model_top * CALIBRATION_BINS))]
+        cell[0] += 1
+        cell[1] += outcome.model_top
+        cell[2] += outcome.ranks["model"] == 0
+    return [
+        {"bin": index, "low": index / CALIBRATION_BINS, "high": (index + 1) / CALIBRATION_BINS, "positions": n,
+         "predicted": total / n if n else math.nan, "observed": hits / n if n else math.nan}
+        for index, (n, total, hits) in enumerate(cells)
+    ]  # fmt: skip
+
+
+def predictors_of(result: PartResult) -> list[str]:
+    """Predictors present in any outcome, in table order."""
+    names = {name for outcome in result.outcomes for name in outcome.ranks}
+    ordered = ["model", "uniform", "corpus", "sf_nodes"]
+    depths = sorted((n for n in names if n.startswith("sf_depth_")), key=lambda n: int(n.rsplit("_", 1)[1]))
+    return [n for n in ordered if n in names or n == "uniform"] + depths
+
+
+def percent(value: float) -> str:
+    return "—" if math.isnan(value) else f"{100 * value:.1f}"
+
+
+def format_table(rows: Sequence[dict[str, Any]], predictors: Sequence[str], key: str = "band") -> str:
+    """A Markdown table: per row n and top-1 / top-3 (%, with 95 % interval) per predictor."""
+    header = [key, "n"] + [f"{name} top-1 / top-3" for name in predictors] + ["model log-loss"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        cells = [str(row[key]), str(row["model"]["n"] if "model" in row else row[predictors[0]]["n"])]
+        for name in predictors:
+            s = row[name]
+            if not s["n"]:
+                cells.append("—")
+                continue
+            n_note = "" if name in ("model", "uniform") or s["n"] == row["model"]["n"] else f" (n {s['n']})"
+            cells.append(
+                f"{percent(s['top1'])} [{percent(s['top1_low'])}-{percent(s['top1_high'])}] / "
+                f"{percent(s['top3'])}{n_note}"
+            )
+        log_loss = row["model"]["log_loss"]
+        cells.append("—" if math.isnan(log_loss) else f"{log_loss:.3f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def report_text(result: PartResult, title: str = "") -> str:
+    """The evaluation as Markdown: by rating band, by player, calibration."""
+    predictors = predictors_of(result)
+    lines = [title] if title else []
+    lines += ["Move matching by rating band (top-1 [95 % interval] / top-3, %):", ""]
+    lines.append(format_table(by_band(result.outcomes, predictors), predictors))
+    baseline = [o for o in result.outcomes if o.in_baseline]
+    if baseline and any(name.startswith("sf_") for name in predictors):
+        lines += ["", f"The same on the {len(baseline)} positions where the engine baselines ran:", ""]
+        lines.append(format_table(by_band(baseline, predictors), predictors))
+    covered = [o for o in result.outcomes if "corpus" in o.ranks]
+    if covered:
+        share = len(covered) / len(result.outcomes)
+        lines += ["", f"Where the corpus has the position ({len(covered)} positions, {100 * share:.1f} %):", ""]
+        lines.append(format_table(by_band(covered, ["model", "uniform", "corpus"]), ["model", "uniform", "corpus"]))
+        rest = [o for o in result.outcomes if "corpus" not in o.ranks]
+        lines += ["", f"Where it has not ({len(rest)} positions):", ""]
+        lines.append(format_table(by_band(rest, ["model", "uniform"]), ["model", "uniform"]))
+    groups = player_groups(result)
+    rows = [{"group": name, **{p: summarise(items, p) for p in ("model", "uniform")}} for name, items in groups.items()]
+    lines += ["", "By player:", "", format_table(rows, ["model", "uniform"], key="group")]
+    lines += ["", "Calibration (every legal move is one prediction):", ""]
+    lines += ["| predicted | moves | mean predicted | observed |", "|---|---|---|---|"]
+    for row in calibration_rows(result):
+        lines.append(
+            f"| {row['low']:.1f}-{row['high']:.1f} | {int(row['moves'])} | {row['predicted']:.3f} | "
+            f"{row['observed']:.3f} |"
+        )
+    lines += ["", "Top-1 calibration (per position: the model's highest probability against top-1 accuracy):", ""]
+    lines += ["| top probability | positions | mean | top-1 accuracy |", "|---|---|---|---|"]
+    for row in confidence_rows(result.outcomes):
+        if row["positions"]:
+            lines.append(
+                f"| {row['low']:.1f}-{row['high']:.1f} | {int(row['positions'])} | {row['predicted']:.3f} | "
+                f"{row['observed']:.3f} |"
+            )
+    if result.model_positions:
+        per = 1000 * result.model_seconds / result.model_positions
+        lines += ["", f"Model: {per:.2f} ms per position ({result.model_positions} positions)."]
+    return "\n".join(lines)
+
+
+def report_json(result: PartResult) -> dict[str, Any]:
+    predictors = predictors_of(result)
+    groups = player_groups(result)
+    covered = [o for o in result.outcomes if "corpus" in o.ranks]
+    return {
+        "positions": len(result.outcomes),
+        "by_band": by_band(result.outcomes, predictors),
+        "by_band_baseline_positions": by_band([o for o in result.outcomes if o.in_baseline], predictors),
+        "by_band_corpus_positions": by_band(covered, ["model", "uniform", "corpus"]) if covered else [],
+        "by_player": {name: {p: summarise(items, p) for p in ("model", "uniform")} for name, items in groups.items()},
+        "calibration": calibration_rows(result),
+        "top1_calibration": confidence_rows(result.outcomes),
+        "ms_per_position": 1000 * result.model_seconds / result.model_positions if result.model_positions else None,
+    }
+
+
+def played_array(outcomes: Sequence[Outcome]) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """The model's probability of the played move per outcome (for plots)."""
+    return np.asarray([o.played_probability["model"] for o in outcomes], dtype=np.float64)
+
+
+def legal_count(board: chess.Board) -> int:
+    return sum(1 for _ in board.generate_legal_moves())

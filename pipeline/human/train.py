@@ -1,0 +1,609 @@
+"""Training the human-move model: examples from games, a book from the training split, a fit.
+
+    diffimax human train --data GAMES... --out MODEL.json
+
+1. The games are read (`pipeline.human.data`) and split by `pipeline.evaluate.splits.split_of`:
+   the model is fitted on `train` games, early-stopped on `tune` games (a seeded share of the
+   training games when the inputs have no tune games, e.g. a user's own files); `held_out` games
+   are never read here.
+2. With the ``book`` features, a first pass counts the moves of every training position (`Book`).
+3. Positions are sampled by a hash of (seed, game id, ply); a forced position (one legal move)
+   teaches nothing and is skipped. Every sampled position becomes one row per legal move and a
+   label (the move played). Feature extraction is per game, so it runs in parts on Ray workers
+   when `workers > 1`; the parts are merged in game order, so the result does not depend on the
+   number of workers.
+4. LightGBM fits trees to the softmax log-loss within each position (custom objective: gradient
+   p - y, Hessian p (1 - p)), with early stopping on the tune log-loss. With one seed, the same
+   data and the same thread count, the model file is the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from pipeline.evaluate.splits import Split
+from pipeline.human.book import DEFAULT_MIN_GAMES, Book, BookBuilder, own_counts
+from pipeline.human.context import MoverContext
+from pipeline.human.data import GameRecord, ReadCounts, input_digest, read_inputs
+from pipeline.human.engine import EngineSettings, ShallowEngine
+from pipeline.human.features import (
+    CATEGORICAL_FEATURES,
+    FeatureGroup,
+    Matrix,
+    feature_names,
+    move_features,
+    parse_groups,
+)
+from pipeline.human.model import (
+    INTERACTING,
+    MODEL_FORMAT,
+    MODEL_VERSION,
+    HumanMoveModel,
+    LinearScorer,
+    ModelKind,
+    dumps_model,
+    softmax_groups,
+)
+from search.errors import DiffimaxError
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+Echo = Callable[[str], None]
+
+# Share of the training games kept for early stopping when the inputs hold no tune games.
+CARVED_TUNE_SHARE: Final = 0.1
+# Seed of that carve (apart from the sampling seed, so changing one leaves the other alone).
+CARVE_SEED: Final = 7919
+# Probabilities are floored at this in the log-loss (a played move the model calls impossible).
+PROBABILITY_FLOOR: Final = 1e-9
+# Parts per Ray worker: each part re-reads (not re-parses) every compressed source, so few.
+PARTS_PER_WORKER: Final = 1
+
+
+class TrainError(DiffimaxError, ValueError):
+    """Training settings or data that cannot give a model."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that decides the model file's bytes (with the data)."""
+
+    kind: ModelKind = "lightgbm"
+    """`lightgbm` (trees on the softmax loss) or `linear` (the comparison model)."""
+    groups: tuple[FeatureGroup, ...] = ("base", "engine", "book")
+    """Feature groups (`pipeline.human.features`)."""
+    engine: EngineSettings = field(default_factory=EngineSettings)
+    """The engine behind the ``engine`` features (ignored without them)."""
+    sample_rate: float = 0.05
+    """Share of training positions used, sampled by a hash of (seed, game id, ply)."""
+    tune_sample_rate: float = 0.1
+    """Share of tune positions used for early stopping and the recorded metrics."""
+    seed: int = 0
+    """Seed of the position samples and of LightGBM."""
+    book_min_games: int = DEFAULT_MIN_GAMES
+    """How often the training games must reach a position for it to enter the book."""
+    num_leaves: int = 63
+    """LightGBM leaves per tree."""
+    learning_rate: float = 0.15
+    """LightGBM shrinkage."""
+    max_rounds: int = 300
+    """Most trees."""
+    early_stopping: int = 20
+    """Stop after this many trees without a better tune log-loss."""
+    min_data_in_leaf: int = 200
+    """Fewest rows (moves) in a leaf."""
+    feature_fraction: float = 0.9
+    """Share of features each tree may use."""
+    bagging_fraction: float = 0.5
+    """Share of rows (moves) each tree is grown on (seeded): halves the cost of a tree."""
+    lambda_l2: float = 1.0
+    """L2 penalty on leaf values (LightGBM) or on weights (linear, per position)."""
+    max_bin: int = 63
+    """Histogram bins per feature."""
+    threads: int = 1
+    """LightGBM threads (a different count can change the last bits of the fit; more than one
+    only pays on an idle machine: its threads meet at a barrier hundreds of times per tree)."""
+    workers: int = 1
+    """Feature-extraction processes: 1 in this process, more on Ray."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("lightgbm", "linear"):
+            raise TrainError(f"unknown model kind {self.kind!r}: expected lightgbm or linear")
+        object.__setattr__(self, "groups", parse_groups(self.groups))
+        for name in ("sample_rate", "tune_sample_rate"):
+            value = getattr(self, name)
+            if not (0.0 < value <= 1.0):
+                raise TrainError(f"{name} must be in (0, 1], not {value!r}")
+        for name in ("num_leaves", "max_rounds", "early_stopping", "min_data_in_leaf", "max_bin", "threads", "workers"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise TrainError(f"{name} must be a whole number >= 1, not {value!r}")
+        for name in ("learning_rate", "feature_fraction", "bagging_fraction"):
+            value = getattr(self, name)
+            if not (0.0 < value <= 1.0):
+                raise TrainError(f"{name} must be in (0, 1], not {value!r}")
+
+
+# -- examples -----------------------------------------------------------------------------
+
+
+@dataclass
+class Examples:
+    """Sampled positions as feature rows: position i owns rows offsets[i] .. offsets[i] + sizes[i]."""
+
+    values: Matrix
+    sizes: IntArray
+    labels: IntArray
+    """Index of the played move within its position's rows."""
+    ratings: FloatArray
+    """The mover's rating (NaN unknown)."""
+    orders: IntArray
+    """(n, 5): the game's order key and the ply: sorts positions in input order."""
+    game_ids: list[str]
+    sources: list[str]
+    movers: list[str | None]
+
+    @property
+    def positions(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def offsets(self) -> IntArray:
+        result: IntArray = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
+        return result
+
+    @classmethod
+    def empty(cls, width: int) -> Examples:
+        return cls(
+            np.zeros((0, width), np.float32), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0),
+            np.zeros((0, 5), np.int64), [], [], [],
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ExtractSpec:
+    """What one extraction part does (sent to Ray workers)."""
+
+    splits: tuple[Split, ...]
+    groups: tuple[FeatureGroup, ...]
+    engine: EngineSettings | None
+    sample_rate: float
+    seed: int
+    carve: Literal["none", "train", "tune"] = "none"
+    """Carved tune share of training games: `train` keeps the rest, `tune` keeps the share."""
+    leave_one_out: bool = True
+    """Take each game's own occurrences out of the book counts it sees (training games)."""
+
+
+def position_value(seed: int, game_id: str, ply: int) -> float:
+    """A uniform number in [0, 1) from (seed, game id, ply): the position is sampled below the rate."""
+    digest = hashlib.blake2b(f"{seed}:{game_id}:{ply}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2.0**64
+
+
+def carved(game_id: str) -> bool:
+    """Whether a training game falls in the carved tune share (inputs without tune games)."""
+    return position_value(CARVE_SEED, game_id, -1) < CARVED_TUNE_SHARE
+
+
+def context_of(record: GameRecord, rating: int | None, clock: float | None) -> MoverContext:
+    return MoverContext(rating, clock, record.base_seconds, record.increment_seconds)
+
+
+def game_examples(
+    record: GameRecord, spec: ExtractSpec, book: Book | None, engine: ShallowEngine | None
+) -> tuple[list[Matrix], list[int], list[tuple[int, ...]], list[int | None]]:
+    """The sampled, unforced positions of one game: feature rows, label, (order..., ply), rating."""
+    matrices: list[Matrix] = []
+    labels: list[int] = []
+    keys: list[tuple[int, ...]] = []
+    ratings: list[int | None] = []
+    own = own_counts((p.key, p.move) for p in record.positions) if book is not None and spec.leave_one_out else None
+    for position, board in record.boards():
+        if position_value(spec.seed, record.game_id, position.ply) >= spec.sample_rate:
+            continue
+        if sum(1 for _ in board.generate_legal_moves()) < 2:
+            continue
+        scores = engine.scores(board) if engine is not None else None
+        counts = book.lookup(position.key, own) if book is not None else None
+        matrix = move_features(
+            board, context_of(record, position.rating, position.clock_seconds), groups=spec.groups, engine=scores,
+            book=counts,
+        )  # fmt: skip
+        try:
+            label = matrix.moves.index(position.move)
+        except ValueError:
+            continue  # cannot happen for a replayed game: the reader checked every move
+        matrices.append(matrix.values)
+        labels.append(label)
+        keys.append((*record.order, position.ply))
+        ratings.append(position.rating)
+    return matrices, labels, keys, ratings
+
+
+def extract_part(inputs: Sequence[str], part: int, parts: int, spec: ExtractSpec, book: Book | None) -> Examples:
+    """The examples of part `part` of `parts` of the inputs (a plain function: Ray runs it remotely)."""
+    width = len(feature_names(spec.groups))
+    engine = ShallowEngine(spec.engine) if spec.engine is not None and "engine" in spec.groups else None
+    matrices: list[Matrix] = []
+    labels: list[int] = []
+    keys: list[tuple[int, ...]] = []
+    ratings: list[int | None] = []
+    game_ids: list[str] = []
+    sources: list[str] = []
+    movers: list[str | None] = []
+    try:
+        for record in read_inputs(inputs, part=part, parts=parts):
+            split = record.split
+            if split not in spec.splits:
+                continue
+            if spec.carve != "none" and split == "train" and carved(record.game_id) != (spec.carve == "tune"):
+                continue
+            found = game_examples(record, spec, book, engine)
+            matrices.extend(found[0])
+            labels.extend(found[1])
+            keys.extend(found[2])
+            ratings.extend(found[3])
+            game_ids.extend([record.game_id] * len(found[1]))
+            sources.extend([record.source] * len(found[1]))
+            movers.extend(record.mover_name(key[-1]) for key in found[2])
+    finally:
+        if engine is not None:
+            engine.close()
+    if not matrices:
+        return Examples.empty(width)
+    return Examples(
+        np.concatenate(matrices), np.asarray([len(m) for m in matrices], np.int64), np.asarray(labels, np.int64),
+        np.asarray([math.nan if r is None else float(r) for r in ratings]), np.asarray(keys, np.int64), game_ids,
+        sources, movers,
+    )  # fmt: skip
+
+
+def merge(parts: Sequence[Examples], width: int) -> Examples:
+    """The parts' examples in input order (by game order key and ply)."""
+    parts = [p for p in parts if p.positions]
+    if not parts:
+        return Examples.empty(width)
+    orders = np.concatenate([p.orders for p in parts])
+    sizes = np.concatenate([p.sizes for p in parts])
+    values = np.concatenate([p.values for p in parts])
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    permutation = np.lexsort(orders.T[::-1])
+    new_sizes = sizes[permutation]
+    # Row index of every row in the new order: each chosen position's rows, in turn.
+    owner_starts = np.repeat(starts[permutation], new_sizes)
+    within = np.arange(int(new_sizes.sum())) - np.repeat(np.cumsum(new_sizes) - new_sizes, new_sizes)
+    game_ids = [g for p in parts for g in p.game_ids]
+    sources = [s for p in parts for s in p.sources]
+    movers = [m for p in parts for m in p.movers]
+    order = permutation.tolist()
+    return Examples(
+        values[owner_starts + within], new_sizes, np.concatenate([p.labels for p in parts])[permutation],
+        np.concatenate([p.ratings for p in parts])[permutation], orders[permutation], [game_ids[i] for i in order],
+        [sources[i] for i in order], [movers[i] for i in order],
+    )  # fmt: skip
+
+
+def extract(
+    inputs: Sequence[str], spec: ExtractSpec, book: Book | None, workers: int = 1, echo: Echo | None = None
+) -> Examples:
+    """Examples of every input game in `spec.splits`, on `workers` processes (Ray when > 1)."""
+    width = len(feature_names(spec.groups))
+    if workers <= 1:
+        return merge([extract_part(inputs, 0, 1, spec, book)], width)
+    import logging
+
+    import ray
+
+    owns_ray = not ray.is_initialized()
+    if owns_ray:
+        # Workers import this project from where the driver did.
+        root = str(Path(__file__).resolve().parent.parent.parent)
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+        ray.init(
+            num_cpus=workers, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": path}},
+        )  # fmt: skip
+    try:
+        task: Any = ray.remote(num_cpus=1, max_retries=2)(extract_part)
+        parts = workers * PARTS_PER_WORKER
+        book_ref = ray.put(book)
+        refs = [task.remote(list(inputs), part, parts, spec, book_ref) for part in range(parts)]
+        results = ray.get(refs)
+    finally:
+        if owns_ray:
+            ray.shutdown()
+    return merge(results, width)
+
+
+def save_examples(examples: Examples, path: Path) -> None:
+    """Examples as .npz (arrays) beside a .json (game ids, sources, movers)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(
+        path, values=examples.values, sizes=examples.sizes, labels=examples.labels, ratings=examples.ratings,
+        orders=examples.orders,
+    )  # fmt: skip
+    path.with_suffix(".json").write_text(
+        json.dumps({"game_ids": examples.game_ids, "sources": examples.sources, "movers": examples.movers})
+    )
+
+
+def load_examples(path: Path) -> Examples:
+    arrays = np.load(path)
+    meta = json.loads(path.with_suffix(".json").read_text())
+    return Examples(
+        arrays["values"], arrays["sizes"], arrays["labels"], arrays["ratings"], arrays["orders"], meta["game_ids"],
+        meta["sources"], meta["movers"],
+    )  # fmt: skip
+
+
+def build_book(inputs: Sequence[str], min_games: int, counts: ReadCounts | None = None) -> tuple[Book, int]:
+    """The book of the training games (tune and held-out games never enter it), and how many
+    training games it was built from."""
+    builder = BookBuilder()
+    games = 0
+    for record in read_inputs(inputs, counts=counts):
+        if record.split != "train":
+            continue
+        games += 1
+        for position in record.positions:
+            builder.add(position.key, position.move)
+    return builder.build(min_games), games
+
+
+# -- metrics ------------------------------------------------------------------------------
+
+
+def group_metrics(probabilities: FloatArray, examples: Examples) -> dict[str, float]:
+    """Top-1 and top-3 move matching and the mean log-loss of the played move."""
+    if not examples.positions:
+        return {"positions": 0, "top1": math.nan, "top3": math.nan, "log_loss": math.nan}
+    ranks = played_ranks(probabilities, examples)
+    played = probabilities[examples.offsets + examples.labels]
+    return {
+        "positions": examples.positions,
+        "top1": float(np.mean(ranks == 0)),
+        "top3": float(np.mean(ranks < 3)),
+        "log_loss": float(-np.mean(np.log(np.maximum(played, PROBABILITY_FLOOR)))),
+    }
+
+
+def played_ranks(probabilities: FloatArray, examples: Examples) -> IntArray:
+    """For each position, how many moves score strictly higher than the played one, plus the
+    ties listed before it: 0 means the played move is the top choice."""
+    offsets = examples.offsets
+    owner = np.repeat(np.arange(examples.positions), examples.sizes)
+    played = probabilities[offsets + examples.labels]
+    better = probabilities > played[owner]
+    index = np.arange(len(probabilities)) - offsets[owner]
+    tied_before = (probabilities == played[owner]) & (index < examples.labels[owner])
+    ranks: IntArray = np.bincount(owner, weights=(better | tied_before), minlength=examples.positions).astype(np.int64)
+    return ranks
+
+
+# -- fitting ------------------------------------------------------------------------------
+
+
+def _targets(examples: Examples) -> FloatArray:
+    y = np.zeros(len(examples.values))
+    y[examples.offsets + examples.labels] = 1.0
+    return y
+
+
+def fit_lightgbm(train: Examples, tune: Examples, config: TrainConfig, echo: Echo) -> tuple[Any, int, list[float]]:
+    """Trees on the within-position softmax loss, early-stopped on the tune log-loss. Returns the
+    booster, the best number of trees and the tune log-loss after each tree."""
+    import lightgbm
+
+    names = list(feature_names(config.groups))
+    sizes = train.sizes
+    y = _targets(train)
+    tune_sizes = tune.sizes
+    tune_offsets = tune.offsets
+    tune_labels = tune.labels
+
+    def objective(preds: FloatArray, _: Any) -> tuple[FloatArray, FloatArray]:
+        p = softmax_groups(np.asarray(preds, dtype=np.float64), sizes)
+        return p - y, np.maximum(p * (1.0 - p), 1e-12)
+
+    def tune_loss(preds: FloatArray, _: Any) -> tuple[str, float, bool]:
+        p = softmax_groups(np.asarray(preds, dtype=np.float64), tune_sizes)
+        played = np.maximum(p[tune_offsets + tune_labels], PROBABILITY_FLOOR)
+        return "group_log_loss", float(-np.mean(np.log(played))), False
+
+    params: dict[str, Any] = {
+        "objective": objective,
+        "learning_rate": config.learning_rate,
+        "num_leaves": config.num_leaves,
+        "min_data_in_leaf": config.min_data_in_leaf,
+        "min_sum_hessian_in_leaf": 1e-3,
+        "feature_fraction": config.feature_fraction,
+        "bagging_fraction": config.bagging_fraction,
+        "bagging_freq": 1 if config.bagging_fraction < 1.0 else 0,
+        "lambda_l2": config.lambda_l2,
+        "max_bin": config.max_bin,
+        "num_threads": config.threads,
+        "deterministic": True,
+        "force_col_wise": True,
+        "seed": config.seed,
+        "verbosity": -1,
+        "metric": "None",
+    }
+    categorical = [name for name in names if name in CATEGORICAL_FEATURES]
+    train_set = lightgbm.Dataset(
+        train.values, label=y, feature_name=names, categorical_feature=categorical, free_raw_data=True,
+        params={"max_bin": config.max_bin, "verbosity": -1},
+    )  # fmt: skip
+    tune_set = lightgbm.Dataset(
+        tune.values, label=_targets(tune), feature_name=names, categorical_feature=categorical, reference=train_set
+    )
+    history: dict[str, dict[str, list[float]]] = {}
+    booster = lightgbm.train(
+        params, train_set, num_boost_round=config.max_rounds, valid_sets=[tune_set], valid_names=["tune"],
+        feval=tune_loss,
+        callbacks=[
+            lightgbm.early_stopping(config.early_stopping, verbose=False), lightgbm.record_evaluation(history),
+            lightgbm.log_evaluation(period=25),
+        ],
+    )  # fmt: skip
+    losses = history.get("tune", {}).get("group_log_loss", [])
+    best = booster.best_iteration or len(losses)
+    echo(f"  {best} trees (tune log-loss {losses[best - 1]:.4f})" if losses else f"  {best} trees")
+    return booster, best, losses
+
+
+def fit_linear(train: Examples, config: TrainConfig, echo: Echo) -> LinearScorer:
+    """A conditional logit: L-BFGS on the mean softmax log-loss plus lambda_l2 / positions * |w|^2."""
+    from scipy.optimize import minimize  # type: ignore[import-untyped]
+
+    names = feature_names(config.groups)
+    values = train.values.astype(np.float64)
+    means = np.nanmean(np.where(np.isfinite(values), values, np.nan), axis=0)
+    means = np.where(np.isnan(means), 0.0, means)
+    scales = np.nanstd(values, axis=0)
+    scales = np.where(~np.isfinite(scales) | (scales < 1e-9), 1.0, scales)
+    x = LinearScorer.transform_of(train.values, names, means, scales)
+    y = _targets(train)
+    sizes = train.sizes
+    penalty = config.lambda_l2 / max(1, train.positions)
+
+    def loss(w: FloatArray) -> tuple[float, FloatArray]:
+        p = softmax_groups(x @ w, sizes)
+        played = np.maximum(p[y == 1.0], PROBABILITY_FLOOR)
+        value = float(-np.mean(np.log(played)) + penalty * float(w @ w))
+        gradient = x.T @ (p - y) / train.positions + 2 * penalty * w
+        return value, gradient
+
+    result = minimize(loss, np.zeros(x.shape[1]), jac=True, method="L-BFGS-B", options={"maxiter": 300})
+    echo(f"  linear: {result.nit} iterations, train loss {result.fun:.4f}")
+    return LinearScorer(names, tuple(means.tolist()), tuple(scales.tolist()), tuple(result.x.tolist()))
+
+
+# -- the whole run ------------------------------------------------------------------------
+
+
+def training_command(data: Sequence[str], config: TrainConfig, out_name: str) -> str:
+    """The command that reproduces the model (the output's file name only, so the same run into
+    two directories records the same text)."""
+    default = TrainConfig()
+    parts = ["diffimax human train", *(f"--data {item}" for item in data)]
+    for name, value in asdict(config).items():
+        if name in ("workers", "engine"):
+            continue
+        if value != getattr(default, name):
+            text = ",".join(value) if isinstance(value, tuple) else str(value)
+            parts.append(f"--{name.replace('_', '-')} {text}")
+    if "engine" in config.groups and config.engine != default.engine:
+        parts.append(f"--engine {config.engine.engine} --engine-depth {config.engine.depth}")
+    parts.append(f"--out {out_name}")
+    return " ".join(parts)
+
+
+def train(
+    data: Sequence[str],
+    out: str,
+    config: TrainConfig | None = None,
+    echo: Echo | None = None,
+    dump: str | None = None,
+) -> dict[str, Any]:
+    """Train a model on the `train` games of `data`, write it to `out`; returns its description.
+    `dump` names a directory to save the extracted examples in (train.npz, tune.npz and their
+    .json), for comparing other models on the same data (`benchmarks.bench_human --variants`)."""
+    config = config or TrainConfig()
+    say = echo or (lambda line: None)
+    started = time.monotonic()
+    digest = input_digest(data)
+    counts = ReadCounts()
+    book: Book | None = None
+    book_games = 0
+    if "book" in config.groups:
+        say("counting the book of the training games")
+        book, book_games = build_book(data, config.book_min_games, counts)
+        say(f"  {len(book)} positions reached at least {config.book_min_games} times in {book_games} games")
+    engine = config.engine if "engine" in config.groups else None
+    train_spec = ExtractSpec(("train",), config.groups, engine, config.sample_rate, config.seed)
+    tune_spec = replace(train_spec, splits=("tune",), sample_rate=config.tune_sample_rate, leave_one_out=False)
+    say(f"features of {config.tune_sample_rate:g} of the tune positions ({config.workers} worker(s))")
+    tune = extract(data, tune_spec, book, config.workers, say)
+    tune_source = "tune split"
+    if not tune.positions:
+        # No tune games (a user's own files): early-stop on a seeded share of the training games.
+        # They are in the book, so they see it without their own occurrences, like training games.
+        tune_source = f"carved: {CARVED_TUNE_SHARE:g} of the training games (seed {CARVE_SEED})"
+        train_spec = replace(train_spec, carve="train")
+        tune = extract(
+            data, replace(tune_spec, splits=("train",), carve="tune", leave_one_out=True), book, config.workers, say
+        )
+    say(f"features of {config.sample_rate:g} of the training positions")
+    examples = extract(data, train_spec, book, config.workers, say)
+    if examples.positions < 10 or tune.positions < 1:
+        raise TrainError(
+            f"too little data: {examples.positions} training and {tune.positions} tune positions "
+            f"in {', '.join(map(str, data))} (held-out games are never trained on)"
+        )
+    extracted = time.monotonic()
+    if dump is not None:
+        save_examples(examples, Path(dump) / "train.npz")
+        save_examples(tune, Path(dump) / "tune.npz")
+    say(f"  {examples.positions} training positions ({len(examples.values)} moves), {tune.positions} tune")
+
+    document: dict[str, Any] = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "kind": config.kind}
+    document["groups"] = list(config.groups)
+    document["features"] = list(feature_names(config.groups))
+    if engine is not None:
+        document["engine"] = asdict(engine)
+    if book is not None:
+        document["book"] = book.to_json()
+    fit: dict[str, Any] = {}
+    say(f"fitting ({config.kind})")
+    if config.kind == "lightgbm":
+        booster, best, losses = fit_lightgbm(examples, tune, config, say)
+        document["booster"] = booster.model_to_string(num_iteration=best)
+        fit = {"trees": best, "tune_log_loss_by_tree": [round(v, 5) for v in losses[:best]]}
+    else:
+        scorer = fit_linear(examples, config, say)
+        document["linear"] = scorer.to_json()
+        fit = {"interacting": list(INTERACTING)}
+    model = HumanMoveModel(document, source=out)
+    probabilities = softmax_groups(model.raw_scores(tune.values), tune.sizes)
+    tune_metrics = group_metrics(probabilities, tune)
+    document["metrics"] = {"tune": {k: round(v, 5) for k, v in tune_metrics.items()}}
+    config_record = {k: v for k, v in asdict(config).items() if k not in ("workers", "engine")}
+    document["training"] = {
+        "command": training_command(data, config, out.rsplit("/", 1)[-1]),
+        "data": digest,
+        "split": "pipeline.evaluate.splits.split_of: fitted on 'train', early-stopped on " + tune_source,
+        "config": config_record,
+        "train_positions": examples.positions,
+        "train_moves": len(examples.values),
+        "tune_positions": tune.positions,
+        "book_games": book_games,
+        "games_failed": counts.failed,
+        "games_filtered": counts.filtered,
+        "fit": fit,
+    }
+    text = dumps_model(document)
+    with open(out, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    finished = time.monotonic()
+    return {
+        "out": out,
+        "bytes": len(text.encode()),
+        "tune": tune_metrics,
+        "train_positions": examples.positions,
+        "tune_positions": tune.positions,
+        "seconds_features": round(extracted - started, 1),
+        "seconds_fit": round(finished - extracted, 1),
+        "seconds_total": round(finished - started, 1),
+    }
