@@ -64,18 +64,19 @@ case "${1:-}" in
         echo "== mining the bundled sample (pipeline/samples/famous.pgn) on a local Ray cluster, engine: $ENGINE"
         "$VENV/bin/diffimax" mine pipeline/samples/famous.pgn --out "$OUT" --engine "$ENGINE" "$@"
         echo
-        echo "== where the human fell for a trap (diffimax query --data $OUT ...)"
+        echo "== the practical traps the humans fell for, most telling first (diffimax query --data $OUT ...)"
         "$VENV/bin/diffimax" query --data "$OUT" "
-            select g.event as game, o.ply, o.responder, o.move_san as played, o.best_move,
-                   round(o.played_dip / 100, 2) as dip_pawns, o.trap_count as trap_candidates
+            select g.event as game, (o.ply + 2) // 2 as move, o.responder, o.move_san as played,
+                   round(o.played_model_p, 2) as human_p, round(o.played_win_drop, 2) as win_chances_lost,
+                   round(o.played_dip / 100, 2) as dip_pawns
             from outcomes o join games g using (game_id)
-            where o.fell order by g.event, o.ply"
+            where o.fell order by o.played_model_p * o.played_win_drop desc, g.event, o.ply"
         echo
-        echo "== trap nodes per game"
+        echo "== the judges side by side on these positions (diffimax query --data $OUT --saved judge-comparison)"
         "$VENV/bin/diffimax" query --data "$OUT" "
-            select g.event as game, count(*) as positions, count(*) filter (where o.trap_node) as trap_nodes,
-                   count(*) filter (where o.fell) as fell
-            from outcomes o join games g using (game_id) group by g.event order by g.event"
+            select judge, count(*) as positions, count(*) filter (where trap_node) as trap_nodes,
+                   sum(fell::int) as fell, round(sum(fell::int) / nullif(sum(chance), 0), 1) as lift
+            from judge_outcomes group by judge order by lift desc nulls last"
         ;;
     test)
         install_stockfish
