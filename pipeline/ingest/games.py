@@ -651,6 +651,7 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
     # -- headers --------------------------------------------------------------------------------
 
     def begin_headers(self) -> chess.pgn.Headers:
+        # Filled in by `decide`: python-chess reads these headers only after `end_headers`.
         return self.board_headers
 
     def end_headers(self) -> chess.pgn.SkipType | None:
