@@ -14,26 +14,32 @@ line after some movetext starts a new game) or when something other than whitesp
 game's result marker (the rest is read as a further game, which usually fails: garbage between
 games is reported, not skipped). Whitespace alone is not a game.
 
-Standard games are not replayed on a python-chess Board (see `GameReader._replay`): the position
-is kept as bitboards and a square mirror, SAN is resolved on python-chess's attack tables, and FEN
-and Polyglot key are updated per move. python-chess gives the verdict on a token this code rejects
-(so exactly python-chess's SAN is accepted), reads long algebraic, and plays Chess960 and
-variants. Agreement with python-chess on every move (move, SAN, FEN, key) is tested.
+Each game is read by `chess.pgn.read_game` with a visitor (`_GameVisitor`): the header filters
+decide in `end_headers` (SKIP: a filtered game is never replayed), python-chess replays the
+mainline on its board, and every row comes from that board (`Board.fen`, `Board.san`, and the
+project's one position key, `search.chessgame.zobrist` as `schemas.dataset.to_signed64`). What
+python-chess's reader passes over in silence (a malformed tag line, a token that is not a move,
+an unterminated comment or variation, a missing result marker) is checked here first
+(`_parse_headers`, `_check_movetext`), so that such a game fails with its reason.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final, Literal, TypedDict
 
 import chess
-import chess.polyglot
+import chess.pgn
 import chess.variant
 
 from pipeline.ingest.sources import Shard, load_shard
+from schemas.dataset import to_signed64 as to_signed64  # re-exported: the one signed-key conversion
+from search.chessgame import zobrist
 from search.errors import DiffimaxError
 
 TimeControlClass = Literal["ultrabullet", "bullet", "blitz", "rapid", "classical", "correspondence", "unknown"]
@@ -55,8 +61,6 @@ Side = Literal["white", "black"]
 CHESS960_NAMES: Final = frozenset({"chess960", "chess 960", "fischerandom", "fischerrandom", "fischer random"})
 # Bad tokens and header lines are quoted in reasons up to this many characters.
 QUOTE_LIMIT: Final = 60
-# A reader's SAN cache is cleared when it grows past this many tokens (garbage could bloat it).
-SAN_CACHE_LIMIT: Final = 200_000
 
 
 class FilterError(DiffimaxError, ValueError):
@@ -444,44 +448,31 @@ _TOKENS = re.compile(
     r"(?:\s+|\d+\.+)*"
     r"(\{[^}]*\}?|;[^\n]*|\$\d+|[()]|(?<![^\s.)}])(?:1-0|0-1|1/2-1/2|\*)(?![^\s({;])|[^\s{}();.][^\s{}();]*)"
 )
+# Tokens that annotate the move before them: a NAG, or a run of `!` and `?`.
+_ANNOTATION = re.compile(r"\$\d+|[!?]+")
 _ESCAPE_LINE = re.compile(r"^%", re.MULTILINE)
+# A line holding only whitespace, with the line break before it: python-chess's reader ends a
+# game at a blank line, so blank lines are dropped from the movetext it is given.
+_BLANK_LINES = re.compile(r"\n\s*\n")
 _RESULTS: Final = frozenset({"1-0", "0-1", "1/2-1/2", "*"})
 # Lichess comment commands: [%clk 0:01:00] (h:mm:ss, the mover's clock after the move) and
 # [%eval 0.17] / [%eval #-3] / [%eval 0.17,20] (pawns or mate, White's view, optional depth).
 _COMMANDS = re.compile(r"\[%(clk|eval)\s+([^\]\s]+)\s*\]")
+# (centipawns, mate in) of a %eval, White's view; one of them is None.
+Eval = tuple[int | None, int | None]
+_CASTLES: Final = frozenset({"O-O", "O-O-O", "0-0", "0-0-0"})
+# python-chess's SAN pattern (`chess.SAN_REGEX`) without its optional check mark.
+_SAN = re.compile(r"([NBKRQ])?([a-h])?([1-8])?[-x]?([a-h][1-8])(?:=?([nbrqkNBRQK]))?")
 
 
-@dataclass(slots=True)
-class _Movetext:
-    sans: list[str] = field(default_factory=list)
-    clocks: dict[int, float] = field(default_factory=dict)  # ply after the move -> mover's clock
-    evals: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)  # ply -> (cp, mate)
+def _check_movetext(text: str) -> list[str] | tuple[str, int | None]:
+    """The mainline's move tokens, or why the movetext is unreadable and at which ply.
 
-
-def _read_command(moves: _Movetext, ply: int, command: str, value: str) -> None:
-    """Record a %clk or %eval value at `ply`; an unreadable value is ignored (it is only a comment)."""
-    try:
-        if command == "clk":
-            parts = value.split(":")
-            if len(parts) == 3:
-                moves.clocks[ply] = int(parts[0]) * 3600 + int(parts[1]) * 60 + float(parts[2])
-            elif len(parts) == 2:
-                moves.clocks[ply] = int(parts[0]) * 60 + float(parts[1])
-        else:
-            value = value.split(",", 1)[0]
-            if value.startswith("#"):
-                moves.evals[ply] = (None, int(value[1:]))
-            else:
-                moves.evals[ply] = (round(float(value) * 100), None)
-    except ValueError:
-        return
-
-
-def _tokenize(text: str) -> _Movetext | tuple[str, int | None]:
-    """The mainline SAN tokens and the %clk / %eval of each ply, or why the movetext is unreadable
-    and at which ply. Variations are skipped; comments are read only for %clk and %eval."""
-    moves = _Movetext()
-    sans = moves.sans
+    python-chess's reader skips what it cannot read (a bad token, a stray parenthesis, an
+    unterminated comment, a missing result), so the structure is checked here first: comments
+    and variations closed, a result marker, every mainline token counted as a move (a token that
+    is not SAN fails the game at its ply during the replay). Variations are skipped."""
+    sans: list[str] = []
     depth = 0
     result = False
     for token in _TOKENS.findall(text):
@@ -489,16 +480,16 @@ def _tokenize(text: str) -> _Movetext | tuple[str, int | None]:
         if first == "{":
             if token[-1] != "}":
                 return "unterminated comment", len(sans)
-            if depth == 0 and "[%" in token:
-                for command, value in _COMMANDS.findall(token):
-                    _read_command(moves, len(sans), command, value)
         elif first == "(":
+            if not sans and not depth:
+                # python-chess opens a variation only after a move: it would read this one as the mainline.
+                return "variation before the first move", 0
             depth += 1
         elif first == ")":
             if depth == 0:
                 return "unmatched ')' in movetext", len(sans)
             depth -= 1
-        elif first in "$;!?" or depth:  # NAGs, line comments, annotations apart from their move
+        elif depth or first == ";" or _ANNOTATION.fullmatch(token):
             continue
         elif token in _RESULTS:
             result = True
@@ -516,71 +507,30 @@ def _tokenize(text: str) -> _Movetext | tuple[str, int | None]:
             if core not in _CASTLES and not _SAN.fullmatch(core):
                 return f"invalid SAN {_quote(token)} at ply {ply}", ply
         return "truncated: the movetext ends without a result marker", None
-    return moves
+    return sans
+
+
+def _read_command(clocks: dict[int, float], evals: dict[int, Eval], ply: int, command: str, value: str) -> None:
+    """Record a %clk or %eval value at `ply`; an unreadable value is ignored (it is only a comment)."""
+    try:
+        if command == "clk":
+            parts = value.split(":")
+            if len(parts) == 3:
+                clocks[ply] = int(parts[0]) * 3600 + int(parts[1]) * 60 + float(parts[2])
+            elif len(parts) == 2:
+                clocks[ply] = int(parts[0]) * 60 + float(parts[1])
+        else:
+            value = value.split(",", 1)[0]
+            if value.startswith("#"):
+                evals[ply] = (None, int(value[1:]))
+            else:
+                evals[ply] = (round(float(value) * 100), None)
+    except (ValueError, OverflowError):  # OverflowError: `[%eval inf]`
+        return
 
 
 # ---------------------------------------------------------------------------------------------
-# Replay
-
-_PIECE_LETTERS: Final = {"N": chess.KNIGHT, "B": chess.BISHOP, "R": chess.ROOK, "Q": chess.QUEEN, "K": chess.KING}
-_PROMOTIONS: Final = {
-    "n": chess.KNIGHT, "b": chess.BISHOP, "r": chess.ROOK, "q": chess.QUEEN, "k": chess.KING,
-}  # fmt: skip
-_CASTLES: Final = frozenset({"O-O", "O-O-O", "0-0", "0-0-0"})
-_SAN = re.compile(r"([NBKRQ])?([a-h])?([1-8])?[-x]?([a-h][1-8])(?:=?([nbrqkNBRQK]))?")
-# How a SAN token is resolved: on attack tables (normal) or by python-chess (the rest).
-_NORMAL, _CASTLE_KING, _CASTLE_QUEEN, _FALLBACK = 0, 1, 2, 3
-# (how, piece type, to-square, from-square mask, promotion piece type or 0)
-SanSpec = tuple[int, int, int, int, int]
-
-# Polyglot Zobrist numbers by piece symbol and square; '.' (empty) never hashed.
-_POLYGLOT_INDEX: Final = {
-    "p": 0,
-    "P": 1,
-    "n": 2,
-    "N": 3,
-    "b": 4,
-    "B": 5,
-    "r": 6,
-    "R": 7,
-    "q": 8,
-    "Q": 9,
-    "k": 10,
-    "K": 11,
-}
-_ZOBRIST: Final = {
-    symbol: tuple(chess.polyglot.POLYGLOT_RANDOM_ARRAY[64 * index + square] for square in range(64))
-    for symbol, index in _POLYGLOT_INDEX.items()
-}
-_CORNERS: Final = chess.BB_A1 | chess.BB_H1 | chess.BB_A8 | chess.BB_H8
-
-
-def _castling_tables() -> tuple[dict[int, int], dict[int, str]]:
-    keys: dict[int, int] = {}
-    fens: dict[int, str] = {}
-    corners = ((chess.BB_H1, "K", 0), (chess.BB_A1, "Q", 1), (chess.BB_H8, "k", 2), (chess.BB_A8, "q", 3))
-    for bits in range(16):
-        rights = 0
-        key = 0
-        fen = ""
-        for mask, letter, index in corners:
-            if bits >> index & 1:
-                rights |= mask
-                key ^= chess.polyglot.POLYGLOT_RANDOM_ARRAY[768 + index]
-                fen += letter
-        keys[rights] = key
-        fens[rights] = fen or "-"
-    return keys, fens
-
-
-_CASTLING_KEY, _CASTLING_FEN = _castling_tables()
-_EP_KEYS: Final = tuple(chess.polyglot.POLYGLOT_RANDOM_ARRAY[772 + file] for file in range(8))
-_TURN_KEY: Final = chess.polyglot.POLYGLOT_RANDOM_ARRAY[780]
-_PROMOTED_SYMBOL: Final = {
-    (piece_type, color): chess.piece_symbol(piece_type).upper() if color else chess.piece_symbol(piece_type)
-    for piece_type in chess.PIECE_TYPES
-    for color in chess.COLORS
-}
+# Moves
 
 
 class MoveError(ValueError):
@@ -591,153 +541,298 @@ class MoveError(ValueError):
         self.ply = ply
 
 
-def to_signed64(key: int) -> int:
-    """An unsigned 64-bit key as the signed int64 with the same bits (two's complement)."""
-    return key - (1 << 64) if key >= 1 << 63 else key
+class _ReaderDisagreement(ValueError):
+    """python-chess's reader found a different move token than `_check_movetext` (never seen: a
+    guard, so that a disagreement fails the game instead of writing wrong rows)."""
 
 
-# Attack tables of python-chess, by square (pawns: [color][square]).
-_BIT: Final = chess.BB_SQUARES
-_KNIGHT: Final = chess.BB_KNIGHT_ATTACKS
-_KING: Final = chess.BB_KING_ATTACKS
-_PAWN: Final = chess.BB_PAWN_ATTACKS
-_DIAG: Final = chess.BB_DIAG_ATTACKS
-_DIAG_MASK: Final = chess.BB_DIAG_MASKS
-_RANK: Final = chess.BB_RANK_ATTACKS
-_RANK_MASK: Final = chess.BB_RANK_MASKS
-_FILE: Final = chess.BB_FILE_ATTACKS
-_FILE_MASK: Final = chess.BB_FILE_MASKS
-_RAYS: Final = chess.BB_RAYS
-_TYPE_OF: Final = {symbol: chess.PIECE_SYMBOLS.index(symbol.lower()) for symbol in "PNBRQKpnbrqk"}
-_LETTER: Final = ("", "", "N", "B", "R", "Q", "K")
+def _parse(board: chess.Board, san: str, token: str, ply: int) -> chess.Move:
+    """python-chess's verdict on `san` (read from `token`): the move, or MoveError naming the token
+    (a null move is invalid here)."""
+    try:
+        move = board.parse_san(san)
+    except chess.AmbiguousMoveError:
+        raise MoveError("ambiguous", token, ply) from None
+    except chess.IllegalMoveError:
+        raise MoveError("illegal", token, ply) from None
+    except ValueError:  # chess.InvalidMoveError, or a variant's own reading of a drop
+        raise MoveError("invalid", token, ply) from None
+    if not move:
+        raise MoveError("invalid", token, ply)
+    return move
 
 
-def _rank_fen(squares: list[str], rank: int) -> str:
-    """One rank of a FEN from the square mirror ('.' is empty)."""
-    text = "".join(squares[rank * 8 : rank * 8 + 8])
-    if "." not in text:
-        return text
-    return (
-        text.replace("........", "8").replace(".......", "7").replace("......", "6").replace(".....", "5")
-        .replace("....", "4").replace("...", "3").replace("..", "2").replace(".", "1")
-    )  # fmt: skip
+def _resolve_token(board: chess.Board, token: str, ply: int, *, standard: bool) -> chess.Move:
+    """The move a mainline token names in `board`, or MoveError with python-chess's verdict.
+
+    Trailing annotations (`!`, `?`) are read apart, as python-chess reads them. In standard chess
+    any run of check marks after SAN is ignored too (`Nf3++`), except after long algebraic
+    (`e2e4`), which python-chess's `parse_san` reads with at most one; variants and Chess960 are
+    read by their board's `parse_san` as written."""
+    san = token.rstrip("!?")
+    if standard:
+        core = token.rstrip("!?+#")
+        if core != san:
+            match = _SAN.fullmatch(core)
+            if core in _CASTLES or (match is not None and (match[1] or not (match[2] and match[3]))):
+                with contextlib.suppress(ValueError):
+                    move = board.parse_san(core)
+                    if move:
+                        return move
+    return _parse(board, san, token, ply)
 
 
-def _attacked(bbs: list[int], enemy: int, square: int, enemy_white: bool, occupied: int) -> bool:
-    """Whether the pieces in `enemy` (all of one color) attack `square`, sliders blocked by `occupied`.
-    `bbs` are python-chess's piece-type bitboards, indexed by piece type."""
-    if _KNIGHT[square] & bbs[2] & enemy or _KING[square] & bbs[6] & enemy:
-        return True
-    if _PAWN[not enemy_white][square] & bbs[1] & enemy:
-        return True
-    return _slider_attacked(bbs, enemy, square, occupied)
+# ---------------------------------------------------------------------------------------------
+# Reading one game on python-chess's PGN reader
 
 
-def _slider_attacked(bbs: list[int], enemy: int, square: int, occupied: int) -> bool:
-    """Whether a bishop, rook or queen in `enemy` attacks `square` through `occupied`."""
-    diagonal = (bbs[3] | bbs[5]) & enemy
-    if diagonal and _DIAG[square][_DIAG_MASK[square] & occupied] & diagonal:
-        return True
-    straight = (bbs[4] | bbs[5]) & enemy
-    return bool(
-        straight
-        and (_RANK[square][_RANK_MASK[square] & occupied] | _FILE[square][_FILE_MASK[square] & occupied]) & straight
-    )
+@dataclass(frozen=True, slots=True)
+class _Where:
+    source: str
+    shard_id: str
+    game_index: int
+    byte_offset: int
 
 
-def _piece_attacks(piece_type: int, square: int, occupied: int) -> int:
-    """Squares a knight, bishop, rook or queen on `square` attacks through `occupied`."""
-    if piece_type == chess.KNIGHT:
-        return _KNIGHT[square]
-    if piece_type == chess.BISHOP:
-        return _DIAG[square][_DIAG_MASK[square] & occupied]
-    if piece_type == chess.ROOK:
-        return _RANK[square][_RANK_MASK[square] & occupied] | _FILE[square][_FILE_MASK[square] & occupied]
-    return (
-        _DIAG[square][_DIAG_MASK[square] & occupied]
-        | _RANK[square][_RANK_MASK[square] & occupied]
-        | _FILE[square][_FILE_MASK[square] & occupied]
-    )
+class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
+    """One game on `chess.pgn.read_game`, which is given the movetext only (the headers were read by
+    `_parse_headers`: python-chess's reader skips a malformed tag line, which must fail the game).
 
+    `end_headers` decides everything that needs no replay, in this order: a header line that
+    cannot be read, variant, rated, time control, rating, sample, the movetext check, the ply
+    window; it returns SKIP for a game it filters out or fails, so that such a game is never
+    replayed. python-chess then sets up the first position from the Variant and FEN of the
+    headers returned by `begin_headers` (the FEN checks come in the first `visit_board`) and reads
+    the mainline: each move token is resolved by `_resolve_token` in `parse_san`, a bad one goes to
+    `handle_error`, variations are skipped, `visit_comment` reads %clk and %eval, `visit_move`
+    collects the position rows."""
 
-def _type_attackers(bbs: list[int], piece_type: int, square: int, occupied: int) -> int:
-    """Pieces of `piece_type` (either color; not pawns) that attack `square`."""
-    if piece_type == chess.KNIGHT:
-        return _KNIGHT[square] & bbs[2]
-    if piece_type == chess.BISHOP:
-        return _DIAG[square][_DIAG_MASK[square] & occupied] & bbs[3]
-    if piece_type == chess.ROOK:
-        return (_RANK[square][_RANK_MASK[square] & occupied] | _FILE[square][_FILE_MASK[square] & occupied]) & bbs[4]
-    if piece_type == chess.QUEEN:
-        return (
-            _DIAG[square][_DIAG_MASK[square] & occupied]
-            | _RANK[square][_RANK_MASK[square] & occupied]
-            | _FILE[square][_FILE_MASK[square] & occupied]
-        ) & bbs[5]
-    return _KING[square] & bbs[6]
+    def __init__(
+        self, reader: GameReader, headers: dict[str, str], header_error: str | None, movetext: str, where: _Where
+    ) -> None:
+        self.reader = reader
+        self.game_filter = reader.game_filter
+        self.tags = headers
+        self.header_error = header_error
+        self.movetext = movetext
+        self.where = where
+        self.game_id = game_id_of(headers, where.source, where.byte_offset)
+        self.board_headers = chess.pgn.Headers({})  # what python-chess builds the first position from
+        self.outcome: GameOutcome | None = None
+        self.row: GameRow | None = None
+        self.sans: list[str] = []
+        self.by_name_960 = False
+        self.standard = True
+        self.board: chess.Board | None = None  # python-chess's board, from its first visit_board
+        self.ply = 0  # moves read so far
+        self.first = 0
+        self.last = -1
+        self.ucis: list[str] = []
+        self.positions: list[PositionRow] = []
+        self.clocks: dict[int, float] = {}  # ply after the move -> the mover's clock
+        self.evals: dict[int, Eval] = {}
 
+    # -- outcomes -------------------------------------------------------------------------------
 
-def _is_safe(
-    bbs: list[int],
-    colors: list[int],
-    turn: bool,
-    king: int,
-    in_check: bool,
-    piece_type: int,
-    from_square: int,
-    to_square: int,
-    victim: int,
-) -> bool:
-    """Whether a pseudo-legal move (not castling) leaves the mover's king unattacked. `victim` is the
-    square of a pawn taken en passant, or -1. Exact: the move is played on the bitboards."""
-    from_bb = _BIT[from_square]
-    to_bb = _BIT[to_square]
-    occupied = colors[0] | colors[1]
-    enemy = colors[not turn] & ~to_bb
-    if piece_type == chess.KING:
-        return not _attacked(bbs, enemy, to_square, not turn, occupied & ~from_bb)
-    if not in_check and victim < 0 and not _RAYS[king][from_square]:
-        return True  # not on a line with its king: cannot be pinned, and no check to answer
-    occupied = (occupied & ~from_bb) | to_bb
-    if victim >= 0:
-        occupied &= ~_BIT[victim]
-        enemy &= ~_BIT[victim]
-    return not _attacked(bbs, enemy, king, not turn, occupied)
+    def fail(self, reason: str, ply: int | None = None) -> None:
+        where = self.where
+        self.outcome = Failed(
+            {"source": where.source, "shard_id": where.shard_id, "game_index": where.game_index,
+             "byte_offset": where.byte_offset, "game_id": self.game_id, "ply": ply, "reason": reason}
+        )  # fmt: skip
 
+    def filter_out(self, rule: FilterRule, reason: str) -> None:
+        self.outcome = Filtered(self.game_id, rule, reason, self.where.game_index, self.where.byte_offset)
 
-def _mirror(board: chess.Board) -> tuple[tuple[str, ...], tuple[str, ...], int]:
-    """The square mirror of a board, its FEN ranks (rank 8 first) and the Polyglot key of its pieces."""
-    squares = ["."] * 64
-    for square, piece in board.piece_map().items():
-        squares[square] = piece.symbol()
-    key = 0
-    for square, symbol in enumerate(squares):
-        if symbol != ".":
-            key ^= _ZOBRIST[symbol][square]
-    return tuple(squares), tuple(_rank_fen(squares, rank) for rank in range(7, -1, -1)), key
+    def result(self) -> GameOutcome:
+        if self.outcome is None:
+            raise RuntimeError(f"game {self.game_id}: python-chess's reader ended without a decision")
+        return self.outcome
 
+    # -- headers --------------------------------------------------------------------------------
 
-def _fen(ranks: list[str], turn: bool, castling: int, ep: str, halfmove: int, fullmove: int) -> str:
-    return f"{'/'.join(ranks)} {'w' if turn else 'b'} {_CASTLING_FEN[castling]} {ep} {halfmove} {fullmove}"
+    def begin_headers(self) -> chess.pgn.Headers:
+        # Filled in by `decide`: python-chess reads these headers only after `end_headers`.
+        return self.board_headers
+
+    def end_headers(self) -> chess.pgn.SkipType | None:
+        self.decide()
+        return chess.pgn.SKIP if self.outcome is not None else None
+
+    def decide(self) -> None:
+        """Set `outcome` if the game is filtered out or fails before its replay; else prepare it."""
+        if self.header_error is not None:
+            return self.fail(self.header_error)
+        game_filter = self.game_filter
+        get = self.tags.get
+        # Variant, by name.
+        variant = get("Variant", "Standard").strip() or "Standard"
+        lowered = variant.lower()
+        chess960 = lowered in CHESS960_NAMES
+        board_class: type[chess.Board] = chess.Board
+        if not chess960:
+            try:
+                board_class = find_board(variant)
+            except ValueError:
+                if game_filter.standard_only:
+                    return self.filter_out("variant", f"variant {variant}")
+                if not lowered.startswith("wild/"):
+                    return self.fail(f"unsupported variant {_quote(variant)}")
+                chess960 = True  # FICS wild: a plain board from the FEN tag
+        self.standard = board_class is chess.Board and not chess960
+        if game_filter.standard_only and not self.standard:
+            return self.filter_out("variant", f"variant {variant}")
+        # Header filters.
+        if game_filter.rated_only and not is_rated(self.tags):
+            return self.filter_out("rated", f"not rated (Event {_quote(get('Event', ''))})")
+        tc = get("TimeControl")
+        base, increment, speed = self.reader.time_control(tc)
+        if game_filter.time_controls is not None and speed not in game_filter.time_controls:
+            return self.filter_out("time_control", f"time control {speed} ({tc or 'no TimeControl tag'})")
+        white_elo = _rating(get("WhiteElo"))
+        black_elo = _rating(get("BlackElo"))
+        rating_reason = _rating_rule(game_filter, white_elo, black_elo)
+        if rating_reason is not None:
+            return self.filter_out("rating", rating_reason)
+        if game_filter.sample_rate < 1.0 and sample_value(game_filter.seed, self.game_id) >= game_filter.sample_rate:
+            return self.filter_out("sample", f"not in the {game_filter.sample_rate:g} sample (seed {game_filter.seed})")
+        # Movetext.
+        sans = _check_movetext(self.movetext)
+        if isinstance(sans, tuple):
+            return self.fail(*sans)
+        plies = len(sans)
+        self.last = plies - 1 if game_filter.ply_to is None else min(plies - 1, game_filter.ply_to)
+        self.first = game_filter.ply_from
+        if self.first > self.last:
+            return self.filter_out(
+                "ply_window", f"no position in plies {game_filter.ply_from}..{game_filter.ply_to} ({plies} plies)"
+            )
+        self.sans = sans
+        # The first position, as python-chess will set it up.
+        fen = get("FEN")
+        start_fen = fen.strip() if fen and fen.strip() else None
+        self.by_name_960 = chess960
+        if chess960:
+            self.board_headers["Variant"] = "Chess960"
+        elif board_class is not chess.Board:
+            self.board_headers["Variant"] = board_class.aliases[0]
+        if start_fen is not None:
+            self.board_headers["FEN"] = start_fen
+        self.row = {
+            "game_id": self.game_id, "source": self.where.source, "shard_id": self.where.shard_id,
+            "game_index": self.where.game_index, "byte_offset": self.where.byte_offset, "event": get("Event"),
+            "site": get("Site"), "date": get("UTCDate") or get("Date"), "white": get("White"), "black": get("Black"),
+            "white_elo": white_elo, "black_elo": black_elo, "time_control": tc, "base_seconds": base,
+            "increment_seconds": increment, "time_control_class": speed, "result": get("Result"),
+            "termination": get("Termination"), "opening": get("Opening"), "eco": get("ECO"), "plies": plies,
+            "variant": variant, "start_fen": start_fen,
+        }  # fmt: skip
+        return None
+
+    def visit_board(self, board: chess.Board) -> None:
+        if self.board is not None or self.outcome is not None:
+            return
+        self.board = board  # the first position (python-chess then pushes every move on this board)
+        start_fen = self.board_headers.get("FEN")
+        if board.chess960 and not self.by_name_960:  # X-FEN castling rights in the FEN tag
+            self.standard = False
+            if self.game_filter.standard_only:
+                return self.filter_out("variant", "Chess960 castling rights in the FEN tag")
+        if self.standard and start_fen is not None and not board.is_valid():
+            return self.fail(f"impossible start position {_quote(start_fen)}")
+
+    # -- the mainline ---------------------------------------------------------------------------
+
+    def begin_variation(self) -> chess.pgn.SkipType:
+        return chess.pgn.SKIP
+
+    def begin_parse_san(self, board: chess.Board, san: str) -> chess.pgn.SkipType | None:
+        # After a decision nothing is replayed; past the result marker the old reader read nothing.
+        return chess.pgn.SKIP if self.outcome is not None or self.ply >= len(self.sans) else None
+
+    def parse_san(self, board: chess.Board, san: str) -> chess.Move:
+        token = self.sans[self.ply]
+        move = _resolve_token(board, token, self.ply, standard=self.standard)
+        if san != token.rstrip("!?+#"):
+            raise _ReaderDisagreement(f"python-chess reads {_quote(san)} where the movetext has {_quote(token)}")
+        return move
+
+    def visit_move(self, board: chess.Board, move: chess.Move) -> None:
+        ply = self.ply
+        uci = board.uci(move)
+        self.ucis.append(uci)
+        if self.first <= ply <= self.last:
+            assert self.row is not None
+            turn = board.turn
+            self.positions.append({
+                "game_id": self.game_id, "ply": ply, "fen": board.fen(), "position_key": to_signed64(zobrist(board)),
+                "side_to_move": "white" if turn else "black", "move_uci": uci, "move_san": board.san(move),
+                "mover_rating": self.row["white_elo"] if turn else self.row["black_elo"], "clock_seconds": None,
+                "eval_cp": None, "eval_mate": None,
+            })  # fmt: skip
+        self.ply += 1
+
+    def visit_comment(self, comment: str) -> None:
+        if self.outcome is None and "[%" in comment:
+            for command, value in _COMMANDS.findall(comment):
+                _read_command(self.clocks, self.evals, self.ply, command, value)
+
+    def handle_error(self, error: Exception) -> None:
+        if self.outcome is not None:
+            return
+        if self.board is None:  # python-chess could not set up the first position
+            start_fen = self.board_headers.get("FEN") or ""
+            return self.fail(f"invalid FEN {_quote(start_fen)}")
+        if isinstance(error, MoveError):
+            return self.fail(str(error), error.ply)
+        if isinstance(error, _ReaderDisagreement):
+            return self.fail(f"{error} at ply {self.ply}", self.ply)
+        raise error  # not an error of the input: a bug, which must not pass as a failed game
+
+    def end_game(self) -> None:
+        if self.outcome is not None:
+            return
+        assert self.row is not None and self.board is not None
+        if self.ply < len(self.sans):
+            # python-chess's reader skipped the token it could not read: the old verdict on it.
+            token = self.sans[self.ply]
+            try:
+                _resolve_token(self.board, token, self.ply, standard=self.standard)
+            except MoveError as error:
+                return self.fail(str(error), error.ply)
+            return self.fail(f"python-chess's reader skipped {_quote(token)} at ply {self.ply}", self.ply)
+        clocks = self.clocks
+        base_seconds = self.row["base_seconds"]
+        base = float(base_seconds) if clocks and base_seconds is not None else None
+        for position in self.positions:
+            ply = position["ply"]
+            position["clock_seconds"] = clocks.get(ply - 1) if ply >= 2 else base
+            position["eval_cp"], position["eval_mate"] = self.evals.get(ply, (None, None))
+        start_fen = self.row["start_fen"]
+        self.outcome = Selected(self.row, self.positions, tuple(self.ucis), start_fen, self.board.chess960)
 
 
 class GameReader:
-    """Parses and replays games; owns its caches (SAN specs, rank strings), nothing global. One per
-    shard or per worker; not thread-safe."""
+    """Parses and replays games; owns its cache of time controls, nothing global. One per shard
+    or per worker; not thread-safe."""
 
     def __init__(self, game_filter: GameFilter | None = None) -> None:
         self.game_filter = game_filter or GameFilter()
-        self._specs: dict[str, SanSpec | None] = {}
-        self._ranks: dict[str, str] = {}
         self._time_controls: dict[str, tuple[int | None, int | None, TimeControlClass]] = {}
-        self._starts: dict[str, tuple[tuple[str, ...], tuple[str, ...], int]] = {}  # by board FEN
+
+    def time_control(self, tc: str | None) -> tuple[int | None, int | None, TimeControlClass]:
+        """`parse_time_control`, cached per tag value (a dump holds few distinct ones)."""
+        timing = self._time_controls.get(tc or "")
+        if timing is None:
+            timing = self._time_controls[tc or ""] = parse_time_control(tc)
+        return timing
 
     # -- the whole pipeline for one shard or buffer ---------------------------------------------
 
     def read_shard(self, shard: Shard) -> Iterator[GameOutcome]:
         """One outcome per game of the shard, in order. A stream that broke off ends with one more
         `Failed` that says why, so that the loss is counted. A worker may keep one reader for all
-        its shards: its caches stay warm."""
+        its shards."""
         loaded = load_shard(shard)
         index = 0
         for outcome in self.read(loaded.data, source=shard.source, shard_id=shard.shard_id, base_offset=loaded.offset):
@@ -773,461 +868,17 @@ class GameReader:
         byte_offset: int,
     ) -> GameOutcome:
         """The outcome of the game `data[start:end]`, whose movetext starts at `movetext_start`."""
-        game_filter = self.game_filter
-
-        def failed(reason: str, game_id: str | None, ply: int | None = None) -> Failed:
-            return Failed(
-                {"source": source, "shard_id": shard_id, "game_index": game_index, "byte_offset": byte_offset,
-                 "game_id": game_id, "ply": ply, "reason": reason}
-            )  # fmt: skip
-
         headers, header_error = _parse_headers(data[start:movetext_start].decode("utf-8", "replace"))
-        get = headers.get
-        game_id = game_id_of(headers, source, byte_offset)
-        if header_error is not None:
-            return failed(header_error, game_id)
-
-        def filtered(rule: FilterRule, reason: str) -> Filtered:
-            return Filtered(game_id, rule, reason, game_index, byte_offset)
-
-        # Variant, by name.
-        variant = get("Variant", "Standard").strip() or "Standard"
-        lowered = variant.lower()
-        chess960 = lowered in CHESS960_NAMES
-        board_class: type[chess.Board] = chess.Board
-        if not chess960:
-            try:
-                board_class = find_board(variant)
-            except ValueError:
-                if game_filter.standard_only:
-                    return filtered("variant", f"variant {variant}")
-                if not lowered.startswith("wild/"):
-                    return failed(f"unsupported variant {_quote(variant)}", game_id)
-                chess960 = True  # FICS wild: a plain board from the FEN tag
-        standard = board_class is chess.Board and not chess960
-        if game_filter.standard_only and not standard:
-            return filtered("variant", f"variant {variant}")
-
-        # Header filters.
-        if game_filter.rated_only and not is_rated(headers):
-            return filtered("rated", f"not rated (Event {_quote(get('Event', ''))})")
-        tc = get("TimeControl")
-        timing = self._time_controls.get(tc or "")
-        if timing is None:
-            timing = self._time_controls[tc or ""] = parse_time_control(tc)
-        base, increment, speed = timing
-        if game_filter.time_controls is not None and speed not in game_filter.time_controls:
-            return filtered("time_control", f"time control {speed} ({tc or 'no TimeControl tag'})")
-        white_elo = _rating(get("WhiteElo"))
-        black_elo = _rating(get("BlackElo"))
-        rating_reason = _rating_rule(game_filter, white_elo, black_elo)
-        if rating_reason is not None:
-            return filtered("rating", rating_reason)
-        if game_filter.sample_rate < 1.0 and sample_value(game_filter.seed, game_id) >= game_filter.sample_rate:
-            return filtered("sample", f"not in the {game_filter.sample_rate:g} sample (seed {game_filter.seed})")
-
-        # Movetext.
         text = data[movetext_start:end].decode("utf-8", "replace")
         if "%" in text and _ESCAPE_LINE.search(text):
             text = "\n".join(line for line in text.split("\n") if not line.startswith("%"))
-        moves = _tokenize(text)
-        if isinstance(moves, tuple):
-            return failed(moves[0], game_id, moves[1])
-        plies = len(moves.sans)
-        last = plies - 1 if game_filter.ply_to is None else min(plies - 1, game_filter.ply_to)
-        if game_filter.ply_from > last:
-            return filtered(
-                "ply_window", f"no position in plies {game_filter.ply_from}..{game_filter.ply_to} ({plies} plies)"
-            )
-
-        # First position.
-        fen = get("FEN")
-        start_fen = fen.strip() if fen and fen.strip() else None
-        try:
-            board = board_class(start_fen or board_class.starting_fen, chess960=chess960)
-        except ValueError:
-            return failed(f"invalid FEN {_quote(start_fen or '')}", game_id)
-        if not board.chess960 and board.has_chess960_castling_rights():
-            board.chess960 = True
-            standard = False
-            if game_filter.standard_only:
-                return filtered("variant", "Chess960 castling rights in the FEN tag")
-        if standard and start_fen is not None and not board.is_valid():
-            return failed(f"impossible start position {_quote(start_fen)}", game_id)
-
-        row: GameRow = {
-            "game_id": game_id, "source": source, "shard_id": shard_id, "game_index": game_index,
-            "byte_offset": byte_offset, "event": get("Event"), "site": get("Site"),
-            "date": get("UTCDate") or get("Date"), "white": get("White"), "black": get("Black"),
-            "white_elo": white_elo, "black_elo": black_elo, "time_control": tc, "base_seconds": base,
-            "increment_seconds": increment, "time_control_class": speed, "result": get("Result"),
-            "termination": get("Termination"), "opening": get("Opening"), "eco": get("ECO"), "plies": plies,
-            "variant": variant, "start_fen": start_fen,
-        }  # fmt: skip
-        first = game_filter.ply_from
-        try:
-            if standard:
-                positions, ucis = self._replay(board, moves, row, first, last)
-            else:
-                positions, ucis = self._replay_slow(board, moves, row, first, last)
-        except MoveError as error:
-            return failed(str(error), game_id, error.ply)
-        return Selected(row, positions, ucis, start_fen, board.chess960)
-
-    # -- replay ---------------------------------------------------------------------------------
-
-    def _spec(self, token: str) -> SanSpec | None:
-        """How to resolve a SAN token, independent of the position (cached per token)."""
-        if len(self._specs) > SAN_CACHE_LIMIT:
-            self._specs.clear()
-        core = token.rstrip("!?+#")
-        spec: SanSpec | None = None
-        if core in ("O-O", "0-0"):
-            spec = (_CASTLE_KING, chess.KING, 0, chess.BB_ALL, 0)
-        elif core in ("O-O-O", "0-0-0"):
-            spec = (_CASTLE_QUEEN, chess.KING, 0, chess.BB_ALL, 0)
-        elif match := _SAN.fullmatch(core):
-            letter, file, rank, to_name, promotion = match.groups()
-            mask = chess.BB_ALL
-            if file:
-                mask &= chess.BB_FILES[ord(file) - ord("a")]
-            if rank:
-                mask &= chess.BB_RANKS[int(rank) - 1]
-            promoted = _PROMOTIONS[promotion.lower()] if promotion else 0
-            to_square = chess.parse_square(to_name)
-            if letter:
-                spec = (_NORMAL, _PIECE_LETTERS[letter], to_square, mask, promoted)
-            elif file and rank:
-                spec = (_FALLBACK, chess.PAWN, to_square, mask, promoted)  # e2e4: python-chess decides
-            else:
-                if not file:  # as python-chess: `d5` is a push; a capture names its file
-                    mask &= chess.BB_FILES[chess.square_file(to_square)]
-                spec = (_NORMAL, chess.PAWN, to_square, mask, promoted)
-        self._specs[token] = spec
-        return spec
-
-    def _replay(
-        self, board: chess.Board, moves: _Movetext, game: GameRow, first: int, last: int
-    ) -> tuple[list[PositionRow], tuple[str, ...]]:
-        """Standard chess: check every move, emit rows for plies first..last.
-
-        The position is kept here, not on a python-chess Board: piece-type and color bitboards
-        (python-chess's layout and attack tables), a mirror of 64 piece symbols with its FEN ranks,
-        the Polyglot key of the pieces, castling rights (corner bits), en-passant square and move
-        counters. python-chess is asked only for the verdict on a token this code rejects, and
-        whether a check on the last move is mate."""
-        # The position.
-        start_fen = game["start_fen"]
-        bbs = [0, board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings]
-        colors = [board.occupied_co[chess.BLACK], board.occupied_co[chess.WHITE]]
-        turn = board.turn
-        castling = board.clean_castling_rights() & _CORNERS
-        ep = -1 if board.ep_square is None else board.ep_square
-        halfmove = board.halfmove_clock
-        fullmove = board.fullmove_number
-        kings = [(bbs[6] & colors[0]).bit_length() - 1, (bbs[6] & colors[1]).bit_length() - 1]
-        start = self._starts.get(start_fen or "")
-        if start is None:
-            start = self._starts[start_fen or ""] = _mirror(board)
-        squares = list(start[0])
-        ranks = list(start[1])  # FEN order: rank 8 first
-        piece_key = start[2]
-        zobrist = _ZOBRIST
-        in_check = _attacked(bbs, colors[not turn], kings[turn], not turn, colors[0] | colors[1])
-        # What the rows need.
-        specs = self._specs
-        rank_cache = self._ranks
-        if len(rank_cache) > SAN_CACHE_LIMIT:
-            rank_cache.clear()
-        game_id = game["game_id"]
-        ratings = (game["black_elo"], game["white_elo"])
-        clocks = moves.clocks
-        evals = moves.evals
-        base = float(game["base_seconds"]) if clocks and game["base_seconds"] is not None else None
-        positions: list[PositionRow] = []
-        ucis: list[str] = []
-        sans = moves.sans
-        final = len(sans) - 1
-        square_names = chess.SQUARE_NAMES
-        for ply, token in enumerate(sans):
-            ours = colors[turn]
-            theirs = colors[not turn]
-            occupied = ours | theirs
-            king = kings[turn]
-            # Resolve the token: from-square, to-square, piece type, promotion, castling, en passant.
-            spec = specs.get(token) or self._spec(token)
-            from_square = -1
-            to_square = 0
-            piece_type = 0
-            promotion = 0
-            castle = False
-            victim = -1
-            rivals = -1  # pieces of the moved type that also reach the to-square (-1: not computed)
-            if spec is not None:
-                how, piece_type, to_square, from_mask, promotion = spec
-                if how == _NORMAL:
-                    to_bb = _BIT[to_square]
-                    candidates = 0
-                    if not ours & to_bb:
-                        if piece_type == chess.PAWN:
-                            pawns = bbs[1] & ours & from_mask
-                            if theirs & to_bb:
-                                candidates = _PAWN[not turn][to_square] & pawns
-                            else:
-                                if to_square == ep:
-                                    candidates = _PAWN[not turn][to_square] & pawns
-                                behind = to_square - 8 if turn else to_square + 8
-                                if 0 <= behind < 64:
-                                    behind_bb = _BIT[behind]
-                                    if pawns & behind_bb:
-                                        candidates |= behind_bb
-                                    elif not occupied & behind_bb and to_square >> 3 == (3 if turn else 4):
-                                        candidates |= pawns & _BIT[behind - 8 if turn else behind + 8]
-                            if (to_square >> 3 == (7 if turn else 0)) != bool(promotion) or promotion == chess.KING:
-                                candidates = 0
-                        elif not promotion:
-                            rivals = _type_attackers(bbs, piece_type, to_square, occupied) & ours
-                            candidates = rivals & from_mask
-                    while candidates:
-                        square = candidates.bit_length() - 1
-                        candidates ^= _BIT[square]
-                        taken = -1
-                        if piece_type == chess.PAWN and (square ^ to_square) & 7 and not theirs & to_bb:
-                            taken = to_square - 8 if turn else to_square + 8
-                        if (
-                            not in_check and taken < 0 and piece_type != chess.KING and not _RAYS[king][square]
-                        ) or _is_safe(bbs, colors, turn, king, in_check, piece_type, square, to_square, taken):
-                            if from_square >= 0:
-                                from_square = -2  # a second legal move: ambiguous
-                                break
-                            from_square = square
-                            victim = taken
-                elif how != _FALLBACK and not in_check:
-                    home = 4 if turn else 60
-                    path: tuple[int, ...]
-                    if how == _CASTLE_KING:
-                        to_square, corner, path, crossed = home + 2, home + 3, (home + 1, home + 2), home + 1
-                    else:
-                        to_square, corner, path, crossed = home - 2, home - 4, (home - 1, home - 2, home - 3), home - 1
-                    if (
-                        squares[home] == ("K" if turn else "k")
-                        and castling & _BIT[corner]
-                        and not any(occupied & _BIT[square] for square in path)
-                        and not _attacked(bbs, theirs, crossed, not turn, occupied)
-                        and not _attacked(bbs, theirs, to_square, not turn, occupied)
-                    ):
-                        from_square = home
-                        castle = True
-            if from_square < 0:
-                # Rejected (or long algebraic): python-chess gives the verdict, and rarely a move.
-                ep_name = "-" if ep < 0 else square_names[ep]
-                fallback = chess.Board(_fen(ranks, turn, castling, ep_name, halfmove, fullmove))
-                move = self._resolve_slow(fallback, token, ply)
-                from_square, to_square = move.from_square, move.to_square
-                promotion = move.promotion or 0
-                piece_type = fallback.piece_type_at(from_square) or 0
-                castle = fallback.is_castling(move)
-                victim = -1
-                if fallback.is_en_passant(move):
-                    victim = to_square - 8 if turn else to_square + 8
-            from_bb = _BIT[from_square]
-            to_bb = _BIT[to_square]
-            to_name = square_names[to_square]
-            uci = square_names[from_square] + to_name + (chess.piece_symbol(promotion) if promotion else "")
-            ucis.append(uci)
-            # The row's position, before the move.
-            emit = first <= ply <= last
-            if emit:
-                # SAN as python-chess writes it (the check mark comes after the move).
-                if castle:
-                    san = "O-O" if to_square > from_square else "O-O-O"
-                elif piece_type == chess.PAWN:
-                    san = (
-                        chess.FILE_NAMES[from_square & 7] + "x" + to_name if (from_square ^ to_square) & 7 else to_name
-                    )
-                    if promotion:
-                        san += "=" + _LETTER[promotion]
-                else:
-                    capture = "x" if theirs & to_bb else ""
-                    others = 0
-                    if piece_type != chess.KING:
-                        if rivals < 0:
-                            rivals = _type_attackers(bbs, piece_type, to_square, occupied) & ours
-                        for square in chess.scan_forward(rivals & ~from_bb):
-                            if _is_safe(bbs, colors, turn, king, in_check, piece_type, square, to_square, -1):
-                                others |= _BIT[square]
-                    if others:
-                        file_name = chess.FILE_NAMES[from_square & 7]
-                        rank_name = chess.RANK_NAMES[from_square >> 3]
-                        if others & chess.BB_FILES[from_square & 7]:
-                            if others & chess.BB_RANKS[from_square >> 3]:
-                                san = _LETTER[piece_type] + file_name + rank_name + capture + to_name
-                            else:
-                                san = _LETTER[piece_type] + rank_name + capture + to_name
-                        else:
-                            san = _LETTER[piece_type] + file_name + capture + to_name
-                    else:
-                        san = _LETTER[piece_type] + capture + to_name
-                ep_name = "-"
-                key = piece_key ^ _CASTLING_KEY[castling]
-                if turn:
-                    key ^= _TURN_KEY
-                if ep >= 0:
-                    capturers = _PAWN[not turn][ep] & bbs[1] & ours
-                    if capturers:
-                        key ^= _EP_KEYS[ep & 7]
-                        taken = ep - 8 if turn else ep + 8
-                        for square in chess.scan_forward(capturers):
-                            if _is_safe(bbs, colors, turn, king, in_check, chess.PAWN, square, ep, taken):
-                                ep_name = square_names[ep]
-                                break
-                fen = (
-                    f"{'/'.join(ranks)} {'w' if turn else 'b'} {_CASTLING_FEN[castling]} {ep_name} "
-                    f"{halfmove} {fullmove}"
-                )
-            # Play the move.
-            symbol = squares[from_square]
-            captured = squares[to_square]
-            squares[from_square] = "."
-            piece_key ^= zobrist[symbol][from_square]
-            bbs[piece_type] ^= from_bb
-            colors[turn] ^= from_bb
-            if captured != ".":
-                bbs[_TYPE_OF[captured]] ^= to_bb
-                colors[not turn] ^= to_bb
-                piece_key ^= zobrist[captured][to_square]
-            placed = _PROMOTED_SYMBOL[promotion, turn] if promotion else symbol
-            bbs[promotion or piece_type] ^= to_bb
-            colors[turn] ^= to_bb
-            squares[to_square] = placed
-            piece_key ^= zobrist[placed][to_square]
-            if victim >= 0:
-                victim_bb = _BIT[victim]
-                piece_key ^= zobrist[squares[victim]][victim]
-                squares[victim] = "."
-                bbs[chess.PAWN] ^= victim_bb
-                colors[not turn] ^= victim_bb
-            elif castle:
-                rook_from, rook_to = (
-                    (from_square + 3, from_square + 1)
-                    if to_square > from_square
-                    else (from_square - 4, from_square - 1)
-                )
-                rook = squares[rook_from]
-                squares[rook_from] = "."
-                squares[rook_to] = rook
-                rook_bb = _BIT[rook_from] | _BIT[rook_to]
-                bbs[chess.ROOK] ^= rook_bb
-                colors[turn] ^= rook_bb
-                piece_key ^= zobrist[rook][rook_from] ^ zobrist[rook][rook_to]
-            castling &= ~(from_bb | to_bb)
-            if piece_type == chess.KING:
-                castling &= ~(chess.BB_RANK_1 if turn else chess.BB_RANK_8)
-                kings[turn] = to_square
-            if piece_type == chess.PAWN or captured != ".":
-                halfmove = 0
-            else:
-                halfmove += 1
-            ep = (
-                (from_square + to_square) >> 1
-                if piece_type == chess.PAWN and abs(to_square - from_square) == 16
-                else -1
-            )
-            if not turn:
-                fullmove += 1
-            rank = from_square >> 3
-            while True:
-                raw = "".join(squares[rank * 8 : rank * 8 + 8])
-                text = rank_cache.get(raw)
-                if text is None:
-                    text = rank_cache[raw] = _rank_fen(squares, rank)
-                ranks[7 - rank] = text
-                if rank == to_square >> 3:
-                    break
-                rank = to_square >> 3
-            mover = turn
-            turn = not turn
-            # Check: the side to move was not in check before, so only the moved piece or a line it
-            # opened can give it (castling, en passant and promotion take the general test).
-            occupied = colors[0] | colors[1]
-            enemy_king = kings[turn]
-            if castle or victim >= 0 or promotion:
-                in_check = _attacked(bbs, colors[mover], enemy_king, mover, occupied)
-            else:
-                if piece_type == chess.PAWN:
-                    direct = _PAWN[mover][to_square]
-                elif piece_type == chess.KING:
-                    direct = 0
-                else:
-                    direct = _piece_attacks(piece_type, to_square, occupied)
-                in_check = bool(direct & _BIT[enemy_king]) or bool(
-                    _RAYS[enemy_king][from_square] and _slider_attacked(bbs, colors[mover], enemy_king, occupied)
-                )
-            if emit:
-                if in_check:
-                    mate = (
-                        ply == final
-                        and chess.Board(_fen(ranks, turn, castling, "-", halfmove, fullmove)).is_checkmate()
-                    )
-                    san += "#" if mate else "+"
-                clock: float | None = None
-                if ply >= 2:
-                    clock = clocks.get(ply - 1)
-                elif base is not None:
-                    clock = base
-                cp, mate_in = evals.get(ply, (None, None))
-                positions.append({
-                    "game_id": game_id, "ply": ply, "fen": fen, "position_key": to_signed64(key),
-                    "side_to_move": "white" if mover else "black", "move_uci": uci, "move_san": san,
-                    "mover_rating": ratings[mover], "clock_seconds": clock, "eval_cp": cp, "eval_mate": mate_in,
-                })  # fmt: skip
-        return positions, tuple(ucis)
-
-    def _resolve_slow(self, board: chess.Board, token: str, ply: int) -> chess.Move:
-        """python-chess's verdict on a token: the move, or MoveError (a null move is invalid here)."""
-        try:
-            move = board.parse_san(token.rstrip("!?"))  # python-chess reads annotations apart
-        except chess.AmbiguousMoveError:
-            raise MoveError("ambiguous", token, ply) from None
-        except chess.IllegalMoveError:
-            raise MoveError("illegal", token, ply) from None
-        except chess.InvalidMoveError:
-            raise MoveError("invalid", token, ply) from None
-        if not move:
-            raise MoveError("invalid", token, ply)
-        return move
-
-    def _replay_slow(
-        self, board: chess.Board, moves: _Movetext, game: GameRow, first: int, last: int
-    ) -> tuple[list[PositionRow], tuple[str, ...]]:
-        """Variants and Chess960: python-chess throughout."""
-        game_id = game["game_id"]
-        ratings = (game["black_elo"], game["white_elo"])
-        clocks = moves.clocks
-        base = float(game["base_seconds"]) if clocks and game["base_seconds"] is not None else None
-        positions: list[PositionRow] = []
-        ucis: list[str] = []
-        for ply, token in enumerate(moves.sans):
-            move = self._resolve_slow(board, token, ply)
-            uci = board.uci(move)
-            if first <= ply <= last:
-                turn = board.turn
-                clock: float | None = None
-                if ply >= 2:
-                    clock = clocks.get(ply - 1)
-                elif base is not None:
-                    clock = base
-                cp, mate = moves.evals.get(ply, (None, None))
-                positions.append({
-                    "game_id": game_id, "ply": ply, "fen": board.fen(),
-                    "position_key": to_signed64(chess.polyglot.zobrist_hash(board)),
-                    "side_to_move": "white" if turn else "black", "move_uci": uci,
-                    "move_san": board.san(move), "mover_rating": ratings[turn], "clock_seconds": clock,
-                    "eval_cp": cp, "eval_mate": mate,
-                })  # fmt: skip
-            board.push(move)
-            ucis.append(uci)
-        return positions, tuple(ucis)
+        visitor = _GameVisitor(self, headers, header_error, text, _Where(source, shard_id, game_index, byte_offset))
+        mainline = text.strip()
+        if "\n" in mainline:
+            mainline = _BLANK_LINES.sub("\n", mainline)
+        if chess.pgn.read_game(io.StringIO(mainline), Visitor=lambda: visitor) is None:
+            visitor.decide()  # python-chess found no movetext line at all; the headers still decide
+        return visitor.result()
 
 
 def read_games(shard: Shard, game_filter: GameFilter | None = None) -> Iterator[GameOutcome]:
