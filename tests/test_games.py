@@ -233,6 +233,10 @@ def random_sans(rng: random.Random) -> list[str]:
         ("off the board", None, "1. e4 e5 2. Qxh9 *", "invalid SAN 'Qxh9' at ply 2"),
         ("a null move", None, "1. e4 -- 2. d4 *", "invalid SAN '--' at ply 1"),
         ("variations are skipped", None, "1. e4 (1. d4 d5 (1... Nf6)) 1... e5 { (not a variation) } 2. Nf3 *", None),
+        # Outcomes python-chess's reader changed (reported in docs/ingest.md): malformed input only.
+        ("a variation before the first move", None, "( 1. d4 ) 1. e4 *", "variation before the first move"),
+        ("a token led by ! that is no annotation", None, "1. e4 !e5 e5 *", "invalid SAN '!e5' at ply 1"),
+        ("an infinite eval is ignored, not a crash", None, "1. e4 { [%eval inf] } e5 *", None),
     ],
 )
 def test_resolver_edge_cases(name: str, fen: str | None, movetext: str, outcome: str | None) -> None:
