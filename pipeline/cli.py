@@ -103,6 +103,12 @@ PracticalPOpt = Annotated[
 PracticalDropOpt = Annotated[
     float, typer.Option("--practical-drop", help="Practical judge: smallest loss of win chances (-1..1 scale).")
 ]
+PracticalShallowKOpt = Annotated[
+    int, typer.Option("--practical-shallow-k", help="Practical judge: the shallow pass's k best need less evidence.")
+]
+PracticalShallowPOpt = Annotated[
+    float, typer.Option("--practical-shallow-p", help="Practical judge: human probability enough for those.")
+]
 CorpusShareOpt = Annotated[float, typer.Option("--corpus-share", help="Human judge: smallest share of games.")]
 CorpusGamesOpt = Annotated[
     int, typer.Option("--corpus-min-games", help="Human judge: fewest corpus games for a verdict.")
@@ -118,6 +124,8 @@ def build_judges(
     practical_drop: float,
     corpus_share: float,
     corpus_min_games: int,
+    practical_shallow_k: int = JudgeSettings.practical_shallow_k,
+    practical_shallow_p: float = JudgeSettings.practical_shallow_p,
 ) -> JudgeSettings:
     return JudgeSettings(
         judges=default if judges is None else parse_judges(judges),
@@ -125,6 +133,8 @@ def build_judges(
         model_p=model_p,
         practical_p=practical_p,
         practical_drop=practical_drop,
+        practical_shallow_k=practical_shallow_k,
+        practical_shallow_p=practical_shallow_p,
         corpus_share=corpus_share,
         corpus_min_games=corpus_min_games,
     )
@@ -260,6 +270,8 @@ def explain(
     model_p: ModelPOpt = JudgeSettings.model_p,
     practical_p: PracticalPOpt = JudgeSettings.practical_p,
     practical_drop: PracticalDropOpt = JudgeSettings.practical_drop,
+    practical_shallow_k: PracticalShallowKOpt = JudgeSettings.practical_shallow_k,
+    practical_shallow_p: PracticalShallowPOpt = JudgeSettings.practical_shallow_p,
     corpus_share: CorpusShareOpt = JudgeSettings.corpus_share,
     corpus_min_games: CorpusGamesOpt = JudgeSettings.corpus_min_games,
     as_json: JsonOut = False,
@@ -280,7 +292,16 @@ def explain(
     plies = depth if depth is not None else (NATIVE_DEFAULT_DEPTH if engine == "native" else UCI_DEFAULT_DEPTH)
     settings = build_settings(plies, scope, reasonable_dip, trap_dip, exclude_checks, exclude_captures, safety_margin)
     judge_settings = build_judges(
-        judges, frozenset(JUDGES), trappy_k, model_p, practical_p, practical_drop, corpus_share, corpus_min_games
+        judges,
+        frozenset(JUDGES),
+        trappy_k,
+        model_p,
+        practical_p,
+        practical_drop,
+        corpus_share,
+        corpus_min_games,
+        practical_shallow_k,
+        practical_shallow_p,
     )
     options = EngineOptions(threads=threads, hash_mb=hash_mb, nodes=nodes, depth=engine_depth, movetime=movetime,
                             shallow_depth=shallow_depth)  # fmt: skip
@@ -375,6 +396,8 @@ def mine(
     model_p: ModelPOpt = JudgeSettings.model_p,
     practical_p: PracticalPOpt = JudgeSettings.practical_p,
     practical_drop: PracticalDropOpt = JudgeSettings.practical_drop,
+    practical_shallow_k: PracticalShallowKOpt = JudgeSettings.practical_shallow_k,
+    practical_shallow_p: PracticalShallowPOpt = JudgeSettings.practical_shallow_p,
     corpus_share: CorpusShareOpt = JudgeSettings.corpus_share,
     corpus_min_games: CorpusGamesOpt = JudgeSettings.corpus_min_games,
 ) -> None:

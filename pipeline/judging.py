@@ -126,7 +126,7 @@ def judge_position(
         name: ReplyEvidence(move=name, excluded=excluded_as(board, move, settings)) for name, move in legal.items()
     }
 
-    if "trappy" in wanted:
+    if wanted & {"trappy", "practical"}:
         shallow = backend.reply_values(board, setter, settings, None, "shallow")
         nodes["shallow"] = shallow.nodes
         ranks = shallow_ranks(shallow.values)

@@ -15,10 +15,12 @@ already lost.
   judge has no evidence and gives no verdict.
 - ``model`` (the human-move model): the model gives the reply probability at least `model_p`,
   and it dips at least T.
-- ``practical`` (the combined verdict of docs/judges.md): the human evidence of the position —
-  the corpus where it has at least `corpus_min_games` games, else the model — puts the reply at
-  probability at least `practical_p`, and it costs the responder at least `practical_drop` win
-  chances, measured by a class that held when the reply was searched deeper.
+- ``practical`` (the combined verdict of docs/judges.md, its rule chosen with the harness on
+  tuning games): the human evidence of the position — the corpus where it has at least
+  `corpus_min_games` games, else the model — puts the reply at probability at least
+  `practical_p`, or the shallow pass ranks it among its `practical_shallow_k` best and the human
+  evidence still gives it `practical_shallow_p`; and it costs the responder at least
+  `practical_drop` win chances, by a class that held when the reply was searched deeper.
 
 No judge ever names the best reply, an excluded reply, or a reply of a node with fewer than two
 meaningful replies. Pure functions; the evidence is gathered by the pipeline.
@@ -74,7 +76,7 @@ class JudgeSettings:
     """The judges to compute; `dip` also needs the seed's full response analysis (the costliest)."""
     trappy_k: int = 1
     """Trappy: the reply must be among this many best replies of the shallow search."""
-    model_p: float = 0.10
+    model_p: float = 0.20
     """Model judge: the smallest probability the human-move model must give the reply."""
     corpus_share: float = 0.05
     """Human judge: the smallest share of corpus games in the band that played the reply."""
@@ -82,11 +84,15 @@ class JudgeSettings:
     """Human judge: the fewest corpus games at the position before it gives a verdict."""
     rating_band: int = 200
     """Human judge: width of the band of mover ratings around the responder's rating."""
-    practical_p: float = 0.10
+    practical_p: float = 0.20
     """Practical: the smallest probability (corpus share, else model) of a human playing the reply."""
-    practical_drop: float = 0.20
-    """Practical: the smallest loss of win chances (Lichess's curve, on [-1, 1]; 0.2 is a Lichess
-    'mistake') the reply costs the responder."""
+    practical_shallow_k: int = 2
+    """Practical: a reply among this many best of the shallow pass needs only `practical_shallow_p`."""
+    practical_shallow_p: float = 0.05
+    """Practical: the smallest human probability of a reply the shallow pass ranks high."""
+    practical_drop: float = 0.15
+    """Practical: the smallest loss of win chances (Lichess's curve, on [-1, 1]; Lichess calls 0.1 an
+    inaccuracy and 0.2 a mistake) the reply costs the responder."""
     stability_margin: float = 0.05
     """Practical: a reply whose loss lies this close to `practical_drop` is searched deeper, and is a
     candidate only if it stays one."""
@@ -96,7 +102,9 @@ class JudgeSettings:
             raise SettingsError("no judge chosen: give at least one of " + ", ".join(JUDGES))
         if isinstance(self.trappy_k, bool) or not isinstance(self.trappy_k, int) or self.trappy_k < 1:
             raise SettingsError(f"invalid trappy k {self.trappy_k!r}: must be a whole number >= 1")
-        for name in ("model_p", "corpus_share", "practical_p"):
+        if isinstance(self.practical_shallow_k, bool) or self.practical_shallow_k < 0:
+            raise SettingsError(f"invalid practical shallow k {self.practical_shallow_k!r}: must be >= 0")
+        for name in ("model_p", "corpus_share", "practical_p", "practical_shallow_p"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and 0.0 < value <= 1.0):
                 raise SettingsError(f"invalid {name.replace('_', ' ')} {value!r}: must be a probability in (0, 1]")
@@ -119,6 +127,8 @@ class JudgeSettings:
             "corpus_min_games": self.corpus_min_games,
             "rating_band": self.rating_band,
             "practical_p": self.practical_p,
+            "practical_shallow_k": self.practical_shallow_k,
+            "practical_shallow_p": self.practical_shallow_p,
             "practical_drop": self.practical_drop,
             "stability_margin": self.stability_margin,
         }
@@ -188,6 +198,18 @@ def plausible_share(evidence: NodeEvidence, reply: ReplyEvidence, settings: Judg
     return reply.model_p
 
 
+def practical_plausible(evidence: NodeEvidence, reply: ReplyEvidence, settings: JudgeSettings) -> bool:
+    """The practical judge's plausibility: a high human probability, or a fair one for a reply the
+    shallow pass ranks among its best (a move that looks good at a glance)."""
+    share = plausible_share(evidence, reply, settings)
+    if share is None:
+        return False
+    if share >= settings.practical_p:
+        return True
+    rank = reply.shallow_rank
+    return rank is not None and rank <= settings.practical_shallow_k and share >= settings.practical_shallow_p
+
+
 def needs_deep(evidence: NodeEvidence, settings: JudgeSettings) -> set[str]:
     """The replies whose deep value some enabled judge's verdict depends on: those a judge finds
     plausible (the dip judge gets its values from its own analysis)."""
@@ -201,10 +223,8 @@ def needs_deep(evidence: NodeEvidence, settings: JudgeSettings) -> set[str]:
             wanted.add(reply.move)
         if "human" in settings.judges and _corpus_plausible(evidence, reply, settings):
             wanted.add(reply.move)
-        if "practical" in settings.judges:
-            share = plausible_share(evidence, reply, settings)
-            if share is not None and share >= settings.practical_p:
-                wanted.add(reply.move)
+        if "practical" in settings.judges and practical_plausible(evidence, reply, settings):
+            wanted.add(reply.move)
     return wanted
 
 
@@ -215,8 +235,7 @@ def needs_deeper(evidence: NodeEvidence, settings: JudgeSettings) -> set[str]:
     wanted = set()
     for reply in evidence.replies:
         drop = evidence.drop(reply)
-        share = plausible_share(evidence, reply, settings)
-        if drop is None or share is None or share < settings.practical_p or reply.move == evidence.best:
+        if drop is None or reply.move == evidence.best or not practical_plausible(evidence, reply, settings):
             continue
         if abs(drop - settings.practical_drop) <= settings.stability_margin:
             wanted.add(reply.move)
@@ -263,8 +282,7 @@ def judge(evidence: NodeEvidence, settings: JudgeSettings, diffimax: DiffiMaxSet
     ):
 
         def practical(reply: ReplyEvidence) -> bool:
-            share = plausible_share(evidence, reply, settings)
-            if share is None or share < settings.practical_p:
+            if not practical_plausible(evidence, reply, settings):
                 return False
             drop, deeper = evidence.drop(reply), evidence.drop(reply, deeper=True)
             threshold = settings.practical_drop

@@ -250,9 +250,15 @@ def variants(base: JudgeSettings, shallow_depths: Sequence[int] = SHALLOW_DEPTHS
             found.append(Variant(f"trappy d{depth} k{k}", "trappy", dataclasses.replace(base, trappy_k=k), depth))
     for p in (0.05, 0.10, 0.15, 0.20, 0.30):
         found.append(Variant(f"model p{p:.2f}", "model", dataclasses.replace(base, model_p=p)))
-        for drop in (0.10, 0.20, 0.30, 0.40):
-            settings = dataclasses.replace(base, practical_p=p, practical_drop=drop, stability_margin=0.0)
-            found.append(Variant(f"practical p{p:.2f} w{drop:.2f}", "practical", settings))
+    for p in (0.10, 0.15, 0.20, 0.30):
+        for shallow_p in (None, 0.02, 0.05):
+            for drop in (0.10, 0.15, 0.20, 0.30):
+                settings = dataclasses.replace(
+                    base, practical_p=p, practical_drop=drop, stability_margin=0.0,
+                    practical_shallow_k=0 if shallow_p is None else 2, practical_shallow_p=shallow_p or 0.05,
+                )  # fmt: skip
+                shallow = "" if shallow_p is None else f" or top-2 p{shallow_p:.2f}"
+                found.append(Variant(f"practical p{p:.2f}{shallow} w{drop:.2f}", "practical", settings))
     return found
 
 

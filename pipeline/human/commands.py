@@ -18,7 +18,7 @@ from pipeline.human.engine import EngineSettings
 from pipeline.human.evaluate import EvalConfig, EvalError, evaluate, report_json, report_text
 from pipeline.human.features import parse_groups
 from pipeline.human.model import ModelKind
-from pipeline.human.train import TrainConfig, train
+from pipeline.human.train import TrainConfig, TrainError, train
 
 human_app = typer.Typer(
     help="A model of the moves humans play: train it on games, measure it on held-out games.",
@@ -135,3 +135,28 @@ def _no_nan(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_no_nan(item) for item in value]
     return value
+
+
+@human_app.command("corpus")
+def corpus_command(
+    data: Annotated[
+        list[str], typer.Option("--data", help="PGN files, directories, globs, or a mined dataset directory.")
+    ],
+    out: Annotated[str, typer.Option("--out", help="Corpus file to write (Parquet).")],
+    splits: Annotated[
+        str, typer.Option("--splits", help="Parts of the shared files to count: train, tune, held_out.")
+    ] = "train",
+) -> None:
+    """What humans played where, by mover rating, from games alone (no analysis): the corpus the
+    human judge reads (`--human-corpus`)."""
+    from pipeline.evaluate.splits import SPLITS
+    from pipeline.human.corpus import build_corpus, write_corpus
+
+    chosen = frozenset(token.strip() for token in splits.split(",") if token.strip())
+    if not chosen or not chosen <= set(SPLITS):
+        raise TrainError(f"invalid --splits {splits!r}: expected some of {', '.join(SPLITS)}")
+    rows = build_corpus(list(data), chosen)
+    path = write_corpus(rows, out)
+    _say(
+        f"corpus written to {path}: {rows.num_rows:,} positions of {len(set(rows['position_key'].to_pylist())):,} kinds"
+    )

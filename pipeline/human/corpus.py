@@ -104,3 +104,21 @@ def write_corpus(rows: pa.Table, path: str | Path) -> Path:
     target = Path(path)
     pq.write_table(rows.select(CORPUS_SCHEMA.names).cast(CORPUS_SCHEMA), target, compression="zstd")
     return target
+
+
+def build_corpus(inputs: list[str], splits: frozenset[str]) -> pa.Table:
+    """Corpus rows (`CORPUS_SCHEMA`) of every position of the games of `inputs` in `splits` (the
+    shared files by `pipeline.evaluate.splits`; other files count as training games)."""
+    from pipeline.human.data import read_inputs
+
+    keys: list[int] = []
+    ratings: list[int | None] = []
+    moves: list[str] = []
+    for game in read_inputs(inputs):
+        if game.split not in splits:
+            continue
+        for position in game.positions:
+            keys.append(to_signed64(position.key))
+            ratings.append(position.rating)
+            moves.append(position.move)
+    return pa.table({"position_key": keys, "mover_rating": ratings, "move_uci": moves}, schema=CORPUS_SCHEMA)

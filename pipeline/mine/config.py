@@ -124,6 +124,8 @@ FLAGS: dict[str, str] = {
     "rating_band": "the corpus rating band",
     "practical_p": "--practical-p",
     "practical_drop": "--practical-drop",
+    "practical_shallow_k": "--practical-shallow-k",
+    "practical_shallow_p": "--practical-shallow-p",
     "stability_margin": "the stability margin",
     "human_model": "--human-model",
     "human_corpus": "--human-corpus",

@@ -36,8 +36,8 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -155,6 +155,37 @@ def ingest_shard(shard: Shard, game_filter: GameFilter, limit: int | None) -> Sh
 class PendingShard:
     ingest: ShardIngest
     waiting: set[int]  # position keys without a result yet
+    results: dict[int, PositionResult] = field(default_factory=dict)  # its positions' analyses so far
+
+
+class ReuseCache:
+    """A Ray actor holding the analyses of the positions whose key falls in its partition (`key %
+    partitions`): the job-wide reuse of repeated positions, kept out of the driver so that its
+    memory does not grow with the job. `claim` is asked in routing order by the driver alone,
+    so which occurrence of a position is analysed never depends on timing or workers."""
+
+    def __init__(self) -> None:
+        self.claimed: set[int] = set()
+        self.results: dict[int, PositionResult] = {}
+
+    def claim(self, keys: list[int]) -> list[bool]:
+        """For each key: True if it was not claimed before (the caller has it analysed)."""
+        fresh = []
+        for key in keys:
+            fresh.append(key not in self.claimed)
+            self.claimed.add(key)
+        return fresh
+
+    def put(self, results: list[PositionResult]) -> None:
+        for result in results:
+            self.claimed.add(result.position_key)
+            self.results[result.position_key] = result
+
+    def get(self, keys: list[int]) -> list[PositionResult]:
+        return [self.results[key] for key in keys]
+
+    def size(self) -> int:
+        return len(self.results)
 
 
 class MiningWorker(AnalysisWorker):
@@ -351,14 +382,13 @@ class MiningJob:
         self.progress = progress
         self.started = started
         self.counts = Counts()
-        self.results: dict[int, PositionResult] = {}  # position key -> its analysis, job-wide
         self.committed = store.committed()
         for info in store.shard_info().values():  # a resumed run reuses what committed shards found
             self.counts.add(info.get("counts", {}))
-        if self.committed:
-            self.results.update(_results_from(store))
-            self.counts.shards_skipped = len(self.committed)
-        self.requested: set[int] = set(self.results)  # keys analysed or being analysed
+        self.counts.shards_skipped = len(self.committed)
+        # Keys sent to the workers whose analysis is not back yet, and the pending shards that wait
+        # for each: bounded by the shards in flight (the rest of the job's analyses are in the caches).
+        self.inflight: dict[int, list[PendingShard]] = {}
         self.in_flight: deque[tuple[Shard, Any]] = deque()
         self.pending: deque[PendingShard] = deque()
         self.unit_refs: dict[Any, int] = {}  # unit future -> actor index
@@ -371,6 +401,8 @@ class MiningJob:
         self.analyses_requested = 0  # new positions sent to the workers in this run
         self.total_bytes = _total_bytes(config.inputs)
         self.start_workers()
+        for shard_id in sorted(self.committed):  # shard by shard, so the driver holds one at a time
+            self.remember(_results_from(store, [shard_id]).values())
 
     # -- workers ---------------------------------------------------------------------------------
 
@@ -392,10 +424,43 @@ class MiningJob:
         self.engine_info: dict[str, Any] = ray.get(self.actors[0].describe.remote())
         self.ingest_task = ray.remote(num_cpus=0, max_retries=3)(ingest_shard)
         self.window = SHARDS_IN_FLIGHT_PER_WORKER * self.workers
+        cache_class: Any = ray.remote(num_cpus=0)(ReuseCache)
+        self.caches = [cache_class.options(scheduling_strategy=here).remote() for _ in range(max(1, self.workers // 2))]
+
+    def partition(self, keys: Iterable[int]) -> dict[int, list[int]]:
+        """Keys by the cache that holds them."""
+        parts: dict[int, list[int]] = {}
+        for key in keys:
+            parts.setdefault(key % len(self.caches), []).append(key)
+        return parts
+
+    def claim(self, keys: list[int]) -> set[int]:
+        """The keys no occurrence before claimed: they are analysed here."""
+        parts = self.partition(dict.fromkeys(keys))
+        answers = ray.get([self.caches[index].claim.remote(part) for index, part in parts.items()])
+        return {
+            key
+            for part, fresh in zip(parts.values(), answers, strict=True)
+            for key, new in zip(part, fresh, strict=True)
+            if new
+        }
+
+    def remember(self, results: Iterable[PositionResult]) -> None:
+        """Hand analyses to their caches (in order: a later `get` from this driver sees them)."""
+        parts: dict[int, list[PositionResult]] = {}
+        for result in results:
+            parts.setdefault(result.position_key % len(self.caches), []).append(result)
+        for index, part in parts.items():
+            self.caches[index].put.remote(part)
+
+    def recall(self, keys: Iterable[int]) -> dict[int, PositionResult]:
+        parts = self.partition(keys)
+        answers = ray.get([self.caches[index].get.remote(part) for index, part in parts.items()])
+        return {result.position_key: result for answer in answers for result in answer}
 
     def stop_workers(self) -> None:
         """End the actors now (their engines with them), so nothing keeps running after the job."""
-        for actor in [*getattr(self, "actors", []), getattr(self, "counter", None)]:
+        for actor in [*getattr(self, "actors", []), *getattr(self, "caches", []), getattr(self, "counter", None)]:
             if actor is not None:
                 with contextlib.suppress(Exception):
                     ray.kill(actor, no_restart=True)
@@ -458,15 +523,24 @@ class MiningJob:
             counts.games_filtered += ingest.games_filtered
             counts.games_error += len(ingest.errors)
             self.bytes_routed += ingest.bytes_read
-            waiting: set[int] = set()
+            keys = [position["position_key"] for position in ingest.positions]
+            fresh = self.claim(keys)
+            shard_state = PendingShard(ingest, set())
             units: dict[str, list[PositionRow]] = {}
+            done_elsewhere: set[int] = set()
             for position in ingest.positions:
                 key = position["position_key"]
-                if key not in self.results:
-                    waiting.add(key)
-                if key not in self.requested:
-                    self.requested.add(key)
+                if key in fresh:
+                    fresh.discard(key)  # the first occurrence is analysed; repeats in this shard wait for it
+                    self.inflight[key] = []
                     units.setdefault(position["game_id"], []).append(position)
+                if key in self.inflight:
+                    if shard_state not in self.inflight[key]:
+                        self.inflight[key].append(shard_state)
+                    shard_state.waiting.add(key)
+                else:
+                    done_elsewhere.add(key)
+            shard_state.results.update(self.recall(done_elsewhere))
             timing = {game["game_id"]: (game["base_seconds"], game["increment_seconds"]) for game in ingest.games}
             for game_id, rows in units.items():
                 start_fen, moves = ingest.moves[game_id]
@@ -476,7 +550,7 @@ class MiningJob:
                 )
                 self.submit(AnalysisUnit(game_id, start_fen, moves, tuple(row["ply"] for row in rows), contexts))
                 self.analyses_requested += len(rows)
-            self.pending.append(PendingShard(ingest, waiting))
+            self.pending.append(shard_state)
 
     def collect(self) -> None:
         """Take in the units that finished."""
@@ -490,16 +564,17 @@ class MiningJob:
                 raise MiningStopped(f"stopped: {outcome.fatal}")
             self.analysis_seconds += outcome.seconds
             for result in outcome.results:
-                self.results[result.position_key] = result
                 self.engine_seconds += result.seconds
-            for shard_state in self.pending:
-                shard_state.waiting.difference_update(r.position_key for r in outcome.results)
+                for shard_state in self.inflight.pop(result.position_key, []):
+                    shard_state.results[result.position_key] = result
+                    shard_state.waiting.discard(result.position_key)
+            self.remember(outcome.results)
 
     def commit(self) -> None:
         """Publish the finished shards, in order."""
         while self.pending and not self.pending[0].waiting:
             shard_state = self.pending.popleft()
-            shard_counts = _commit(self.store, shard_state.ingest, self.results)
+            shard_counts = _commit(self.store, shard_state.ingest, shard_state.results)
             for name in ("games_written", "positions", "positions_analysed", "positions_reused", "positions_error",
                          "traps"):  # fmt: skip
                 setattr(self.counts, name, getattr(self.counts, name) + shard_counts[name])
@@ -595,12 +670,12 @@ def _commit(store: DatasetWriter, ingest: ShardIngest, results: dict[int, Positi
     return counts
 
 
-def _results_from(store: DatasetWriter) -> dict[int, PositionResult]:
-    """Rebuild the job-wide results from committed shards (for --resume): every analysed (not
-    reused) occurrence with its trap records, and the positions whose analysis failed."""
-    responses = store.read_table("responses").to_pylist()
+def _results_from(store: DatasetWriter, shard_ids: list[str]) -> dict[int, PositionResult]:
+    """Rebuild the analyses of committed shards (for --resume): every analysed (not reused)
+    occurrence with its trap records, and the positions whose analysis failed."""
+    responses = store.read_table("responses", shard_ids).to_pylist()
     traps_by_occurrence: dict[tuple[str, int], list[dict[str, Any]]] = {}
-    for trap in store.read_table("traps").to_pylist():
+    for trap in store.read_table("traps", shard_ids).to_pylist():
         if not trap["reused"]:
             traps_by_occurrence.setdefault((trap["game_id"], trap["ply"]), []).append(trap)
     results: dict[int, PositionResult] = {}
@@ -615,9 +690,11 @@ def _results_from(store: DatasetWriter) -> dict[int, PositionResult]:
             for trap in traps_by_occurrence.get(occurrence, [])
         ]
         results[result.position_key] = result
-    errors = store.read_table("errors")
+    errors = store.read_table("errors", shard_ids)
     failures = errors.filter(pa.compute.equal(errors["stage"], "analyse"))
-    positions = {(p["game_id"], p["ply"]): p["position_key"] for p in store.read_table("positions").to_pylist()}
+    positions = {
+        (p["game_id"], p["ply"]): p["position_key"] for p in store.read_table("positions", shard_ids).to_pylist()
+    }
     for error in failures.to_pylist():
         key = positions.get((error["game_id"], error["ply"]))
         if key is not None and key not in results:
