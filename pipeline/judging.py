@@ -16,7 +16,6 @@ The engine work is spent only where a verdict depends on it:
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -26,7 +25,7 @@ import chess
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
 from search.analysis import ResponseAnalysis
-from search.backend import Backend, ReplyValues
+from search.backend import Backend
 from search.chessgame import zobrist
 from search.diffimax import DiffiMaxResult
 from search.judges import (
@@ -110,11 +109,13 @@ def judge_position(
     context: MoverContext | None = None,
     corpus: Corpus | None = None,
     also: Collection[str] = (),
+    key: int | None = None,
 ) -> Judgement:
     """Judge the replies of the side to move at `board` (with its move stack) for `setter`.
     `also` names replies to value at full depth whatever the judges need (the move a human played,
     for the analytics); they change no verdict. With the dip judge alone, nothing is searched but
-    the seed's own analysis (a dataset of it is exactly what the seed's DiffiMax records)."""
+    the seed's own analysis (a dataset of it is exactly what the seed's DiffiMax records). `key`
+    is the position's Polyglot key when the caller has it."""
     if board.turn == setter:
         raise ValueError("judge_position needs the responder to move (the setter just moved)")
     legal = {move.uci(): move for move in board.legal_moves}
@@ -122,27 +123,30 @@ def judge_position(
         raise ValueError(f"no legal reply in FEN {board.fen()!r}")
     wanted = judges.judges
     nodes: dict[str, int] = {}
-    replies = {
-        name: ReplyEvidence(move=name, excluded=excluded_as(board, move, settings)) for name, move in legal.items()
+    # Each reply's evidence as plain fields while it is gathered (a frozen record per change would
+    # cost more than the material backend's whole analysis); records are built per decision.
+    fields: dict[str, dict[str, Any]] = {
+        name: {"move": name, "excluded": excluded_as(board, move, settings)} for name, move in legal.items()
     }
 
     if wanted & {"trappy", "practical"}:
         shallow = backend.reply_values(board, setter, settings, None, "shallow")
         nodes["shallow"] = shallow.nodes
         ranks = shallow_ranks(shallow.values)
-        replies = {
-            name: dataclasses.replace(r, shallow_value=shallow.values.get(name), shallow_rank=ranks.get(name))
-            for name, r in replies.items()
-        }
+        for name, reply in fields.items():
+            reply["shallow_value"] = shallow.values.get(name)
+            reply["shallow_rank"] = ranks.get(name)
     if model is not None and wanted & {"model", "practical"}:
         probabilities = model.move_probabilities(board, context or MoverContext())
-        replies = {name: dataclasses.replace(r, model_p=probabilities.get(name, 0.0)) for name, r in replies.items()}
+        for name, reply in fields.items():
+            reply["model_p"] = probabilities.get(name, 0.0)
     corpus_games: int | None = None
     if corpus is not None and wanted & {"human", "practical"}:
         rating = context.rating if context is not None else None
-        counted = corpus.counts(zobrist(board), rating, judges.rating_band)
+        counted = corpus.counts(zobrist(board) if key is None else key, rating, judges.rating_band)
         corpus_games = counted.games
-        replies = {name: dataclasses.replace(r, corpus_count=counted.moves.get(name, 0)) for name, r in replies.items()}
+        for name, reply in fields.items():
+            reply["corpus_count"] = counted.moves.get(name, 0)
 
     lines: dict[str, tuple[str, ...]] = {}
     seed: DiffiMaxResult | None = None
@@ -154,45 +158,40 @@ def judge_position(
         assert analysis is not None, "a root with a legal reply is an analysed opponent node"
         best, v1 = analysis.best, analysis.best_value
         dip_candidates = frozenset(r.move for r in analysis.candidates)
-        exact = {r.move: r.value for r in analysis.responses if r.exact}
-        replies = {name: dataclasses.replace(r, deep_value=exact.get(name)) for name, r in replies.items()}
+        for response in analysis.responses:
+            if response.exact:
+                fields[response.move]["deep_value"] = response.value
         lines |= {t.move: t.refutation for t in seed.traps if not t.path}
     else:
         found = backend.reply_values(board, setter, settings, None, "deep")
         nodes["deep"] = found.nodes
         assert found.best is not None
         best, v1 = found.best, found.values[found.best]
-        replies[best] = dataclasses.replace(replies[best], deep_value=v1)
+        fields[best]["deep_value"] = v1
         lines |= found.lines
 
     def evidence() -> NodeEvidence:
-        return NodeEvidence(tuple(replies.values()), best, v1, corpus_games, dip_candidates)
+        replies = tuple(ReplyEvidence(**reply) for reply in fields.values())
+        return NodeEvidence(replies, best, v1, corpus_games, dip_candidates)
 
-    extra = {name for name in also if name in replies} if wanted - {"dip"} else set()
+    extra = {name for name in also if name in fields} if wanted - {"dip"} else set()
     wanted_deep = needs_deep(evidence(), judges) | extra
-    missing = sorted(name for name in wanted_deep if replies[name].deep_value is None)
+    missing = sorted(name for name in wanted_deep if fields[name].get("deep_value") is None)
     if missing:
         deep = backend.reply_values(board, setter, settings, missing, "deep")
         nodes["deep"] = nodes.get("deep", 0) + deep.nodes
-        replies = _with(replies, deep, "deep_value")
+        for name, value in deep.values.items():
+            fields[name]["deep_value"] = value
         lines |= deep.lines
     unsettled = sorted(needs_deeper(evidence(), judges))
     if unsettled:
         deeper = backend.reply_values(board, setter, settings, unsettled, "deeper")
         nodes["deeper"] = deeper.nodes
-        replies = _with(replies, deeper, "deeper_value")
+        for name, value in deeper.values.items():
+            fields[name]["deeper_value"] = value
         lines |= deeper.lines
     final = evidence()
     return Judgement(final, judge(final, judges, settings), lines, seed, nodes)
-
-
-def _with(replies: dict[str, ReplyEvidence], found: ReplyValues, attribute: str) -> dict[str, ReplyEvidence]:
-    changed: dict[str, Any]
-    result = dict(replies)
-    for name, value in found.values.items():
-        changed = {attribute: value}
-        result[name] = dataclasses.replace(replies[name], **changed)
-    return result
 
 
 def evidence_rows(judgement: Judgement, judges: JudgeSettings) -> list[dict[str, Any]]:

@@ -14,7 +14,8 @@ from typing import Any, Literal, Protocol
 
 import chess
 
-from search.alphabeta import Budget, Searcher
+from search.alphabeta import Budget, Searcher, SearchStats
+from search.analysis import trap_records
 from search.chessgame import ChessGame
 from search.diffimax import DiffiMaxResult, DiffiMaxSearch
 from search.settings import DiffiMaxSettings
@@ -135,3 +136,104 @@ class NativeBackend:
 
     def close(self) -> None:
         self.tt.clear()
+
+
+# Piece values of the material backend, in centipawns.
+MATERIAL = {chess.PAWN: 100, chess.KNIGHT: 300, chess.BISHOP: 300, chess.ROOK: 500, chess.QUEEN: 900, chess.KING: 0}
+
+
+def material(board: chess.Board, color: chess.Color) -> Value:
+    """`color`'s material minus the other side's, in centipawns."""
+    total = 0
+    for piece, worth in MATERIAL.items():
+        total += worth * (
+            chess.popcount(board.pieces_mask(piece, color)) - chess.popcount(board.pieces_mask(piece, not color))
+        )
+    return total
+
+
+def material_gain(board: chess.Board, move: chess.Move) -> Value:
+    """What `move` changes in the mover's material: the piece it captures and the promotion."""
+    captured = chess.PAWN if board.is_en_passant(move) else board.piece_type_at(move.to_square)
+    gain = MATERIAL[captured] if captured else 0
+    if move.promotion:
+        gain += MATERIAL[move.promotion] - MATERIAL[chess.PAWN]
+    return gain
+
+
+@dataclass
+class MaterialBackend:
+    """A trivial backend: the material count, no search at all (`--engine material`). Every value
+    is the material balance after the move in question, whatever the depth, and no rule beyond it
+    (a mate counts as nothing). Its verdicts mean little; it is for smoke runs and for measuring
+    what the pipeline around an engine costs."""
+
+    name: str = "material"
+    # The last position valued, and its values: a judged position asks up to three times.
+    _last: tuple[Any, chess.Color, dict[str, Value]] | None = field(default=None, init=False, repr=False)
+
+    def _values(self, board: chess.Board, setter: chess.Color) -> dict[str, Value]:
+        key = board._transposition_key()
+        if self._last is not None and self._last[0] == key and self._last[1] == setter:
+            return self._last[2]
+        sign = 1 if board.turn == setter else -1
+        base = material(board, board.turn)
+        values = {move.uci(): sign * (base + material_gain(board, move)) for move in board.legal_moves}
+        self._last = (key, setter, values)
+        return values
+
+    def analyse(self, board: chess.Board, setter: chess.Color, settings: DiffiMaxSettings) -> DiffiMaxResult:
+        """The root's response analysis on material values (a setter root gets its best move)."""
+        from search.analysis import ResponseValue, classify_responses
+
+        values = self._values(board, setter)
+        stats_nodes = len(values) + 1
+        if not values:
+            value = material(board, setter)
+            return DiffiMaxResult(value, None, None, [], [], SearchStats(nodes=1), settings)
+        if board.turn == setter:
+            best = min(values, key=lambda move: (-values[move], move))
+            return DiffiMaxResult(values[best], best, None, [], [], SearchStats(nodes=stats_nodes), settings)
+        responses = [
+            ResponseValue(
+                move.uci(), (0, move.uci()), values[move.uci()], True, board.gives_check(move), board.is_capture(move)
+            )
+            for move in board.legal_moves
+        ]
+        analysis = classify_responses(
+            responses, settings, node=board.fen(), responder="white" if board.turn else "black"
+        )
+        traps = trap_records(analysis, {})
+        return DiffiMaxResult(
+            analysis.best_value, analysis.best, analysis, [analysis], traps, SearchStats(nodes=stats_nodes), settings
+        )
+
+    def reply_values(
+        self,
+        board: chess.Board,
+        setter: chess.Color,
+        settings: DiffiMaxSettings,
+        moves: Sequence[str] | None,
+        level: Level,
+    ) -> ReplyValues:
+        values = self._values(board, setter)
+        sign = 1 if board.turn != setter else -1
+        best = min(values, key=lambda move: (sign * values[move], move)) if values else None
+        if moves is None and level != "shallow":
+            assert best is not None
+            return ReplyValues({best: values[best]}, {best: ()}, best, len(values))
+        chosen = values if moves is None else {move: values[move] for move in moves}
+        return ReplyValues(chosen, dict.fromkeys(chosen, ()), best if moves is None else None, len(values))
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": "diffimax-material",
+            "values": {chess.piece_name(p): v for p, v in MATERIAL.items()},
+        }
+
+    def new_unit(self) -> None:
+        """Nothing to forget."""
+
+    def close(self) -> None:
+        """Nothing to release."""

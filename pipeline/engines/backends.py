@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from search.backend import NATIVE_SHALLOW_PLIES, Backend, NativeBackend
+from search.backend import NATIVE_SHALLOW_PLIES, Backend, MaterialBackend, NativeBackend
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,8 @@ def open_backend(engine: str, options: EngineOptions | None = None, *, exact_roo
     if engine == "native":
         shallow = NATIVE_SHALLOW_PLIES if options.shallow_depth is None else options.shallow_depth
         return NativeBackend(node_budget=options.nodes, exact_root=exact_root, shallow_plies=shallow)
+    if engine == "material":
+        return MaterialBackend()
     from pipeline.engines.uci import open_uci_backend  # a UCI engine needs a process; import on demand
 
     kwargs: dict[str, object] = {
@@ -62,9 +64,16 @@ def open_backend(engine: str, options: EngineOptions | None = None, *, exact_roo
     return backend
 
 
+# Backends that need no engine process: the native search and the material count.
+EMBEDDED = frozenset({"native", "material"})
+
+
 def effective_engine_options(engine: str, options: EngineOptions) -> dict[str, Any]:
     """The engine and limits a backend would really run with (defaults filled in): the part of a
     mining job's identity that names its engine. `path` is "native" or the resolved executable."""
+    if engine == "material":
+        return {"path": "material", "threads": None, "hash_mb": None, "nodes": None, "engine_depth": None,
+                "movetime": None, "shallow_depth": None}  # fmt: skip
     if engine == "native":
         shallow = NATIVE_SHALLOW_PLIES if options.shallow_depth is None else options.shallow_depth
         return {"path": "native", "threads": None, "hash_mb": None, "nodes": options.nodes, "engine_depth": None,
@@ -93,8 +102,8 @@ CHECK_TIMEOUT = 15.0
 def check_backend(engine: str) -> str:
     """Make sure `--engine` can run here before a job starts anything: the engine's name and
     version ("native", "Stockfish 15.1"), or `EngineError` with one line."""
-    if engine == "native":
-        return "native"
+    if engine in EMBEDDED:
+        return engine
     from pipeline.engines.process import check_engine
 
     return check_engine(engine, timeout=CHECK_TIMEOUT)

@@ -548,7 +548,9 @@ class MiningJob:
                 contexts = tuple(
                     MoverContext(row["mover_rating"], row["clock_seconds"], base, increment) for row in rows
                 )
-                self.submit(AnalysisUnit(game_id, start_fen, moves, tuple(row["ply"] for row in rows), contexts))
+                plies = tuple(row["ply"] for row in rows)
+                unit_keys = tuple(row["position_key"] for row in rows)
+                self.submit(AnalysisUnit(game_id, start_fen, moves, plies, contexts, unit_keys))
                 self.analyses_requested += len(rows)
             self.pending.append(shard_state)
 
@@ -683,7 +685,7 @@ def _results_from(store: DatasetWriter, shard_ids: list[str]) -> dict[int, Posit
         if row["reused"]:
             continue
         occurrence = (row["game_id"], row["ply"])
-        result = PositionResult(ply=row["ply"], position_key=row["position_key"], fen="", game_id=row["game_id"])
+        result = PositionResult(ply=row["ply"], position_key=row["position_key"], game_id=row["game_id"])
         result.response = {k: v for k, v in row.items() if k not in OCCURRENCE_COLUMNS and k != "position_key"}
         result.traps = [
             {k: v for k, v in trap.items() if k not in OCCURRENCE_COLUMNS}
@@ -699,7 +701,7 @@ def _results_from(store: DatasetWriter, shard_ids: list[str]) -> dict[int, Posit
         key = positions.get((error["game_id"], error["ply"]))
         if key is not None and key not in results:
             results[key] = PositionResult(
-                ply=error["ply"], position_key=key, fen="", game_id=error["game_id"], error=error["reason"]
+                ply=error["ply"], position_key=key, game_id=error["game_id"], error=error["reason"]
             )
     return results
 

@@ -36,6 +36,7 @@ class AnalysisUnit:
     moves: tuple[str, ...]  # UCI moves of the game, at least up to the last analysed ply
     plies: tuple[int, ...]  # positions to analyse (half-moves played before each), ascending
     contexts: tuple[MoverContext, ...] = ()  # the responder at each of `plies` (empty: unknown)
+    keys: tuple[int, ...] = ()  # the signed position key at each of `plies`, from ingest (empty: computed here)
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,6 @@ class PositionResult:
 
     ply: int
     position_key: int  # signed 64-bit Zobrist
-    fen: str
     game_id: str = ""  # the occurrence that was analysed; repeats elsewhere reuse this result
     error: str | None = None
     response: dict[str, Any] = field(default_factory=dict)  # RESPONSES columns common to repeats
@@ -114,6 +114,7 @@ def analyse_unit(
         reset()
     board = chess.Board(unit.start_fen) if unit.start_fen else chess.Board()
     contexts = dict(zip(unit.plies, unit.contexts, strict=True)) if unit.contexts else {}
+    keys = dict(zip(unit.plies, unit.keys, strict=True)) if unit.keys else {}
     wanted = set(unit.plies)
     results: list[PositionResult] = []
     last = max(unit.plies, default=-1)
@@ -122,7 +123,14 @@ def analyse_unit(
             played = unit.moves[ply] if ply < len(unit.moves) else None
             results.append(
                 analyse_position(
-                    backend, board, judging, played=played, model=model, corpus=corpus, context=contexts.get(ply)
+                    backend,
+                    board,
+                    judging,
+                    played=played,
+                    model=model,
+                    corpus=corpus,
+                    context=contexts.get(ply),
+                    key=keys.get(ply),
                 )
             )
             if on_position is not None:
@@ -144,9 +152,11 @@ def analyse_position(
     model: MoveModel | None = None,
     corpus: Corpus | None = None,
     context: MoverContext | None = None,
+    key: int | None = None,
 ) -> PositionResult:
-    key = to_signed64(zobrist(board))
-    result = PositionResult(ply=board.ply(), position_key=key, fen=board.fen())
+    """`key` is the position's signed Polyglot key when the caller knows it already."""
+    key = to_signed64(zobrist(board)) if key is None else key
+    result = PositionResult(ply=board.ply(), position_key=key)
     setter = not board.turn
     settings = judging.settings
     start = time.perf_counter()
@@ -155,7 +165,7 @@ def analyse_position(
             raise PositionError("no legal reply: the game is over here")
         judgement = judge_position(
             backend, board, setter, settings, judging.judges, model=model, corpus=corpus, context=context,
-            also=() if played is None else (played,),
+            also=() if played is None else (played,), key=key,
         )  # fmt: skip
     except EngineStartError:
         raise  # no position can be analysed any more: the job stops (see AnalysisWorker)
@@ -267,6 +277,7 @@ def trap_rows(judgement: Judgement, board: chess.Board, setter: chess.Color, roo
     named = set().union(*verdicts.values()) if verdicts else set()
     base = {"root_key": root_key, "setter": color_name(setter), "responder": color_name(not setter)}
     rows = []
+    fen = board.fen() if named else ""
     for reply in evidence.replies:
         if reply.move not in named or reply.deep_value is None:
             continue
@@ -274,7 +285,7 @@ def trap_rows(judgement: Judgement, board: chess.Board, setter: chess.Color, roo
             base
             | {
                 "path": [],
-                "node_fen": board.fen(),
+                "node_fen": fen,
                 "node_ply": 0,
                 "best_move": evidence.best,
                 "best_value": evidence.best_value,
