@@ -1,0 +1,104 @@
+"""Puzzle verification on 1 and 2 workers, side by side in one run on the same candidates.
+
+  python -m benchmarks.bench_puzzle_workers [--data DIR | --games N --plies 6-40 --depth 2] [--nodes N]
+                                            [--limit N] [--workers 1,2]
+
+Without `--data`, mines the first N games of lichess_100.pgn first (native engine, the seed's dip
+judge alone, so that it is the primary judge whose candidates the puzzles read), into a temporary
+directory. Then `generate_puzzles` runs once per worker count on that dataset, on one Ray cluster
+started beforehand (its start-up is not timed; the pool's actors and their engines are), and the
+outputs must be byte-identical. Prints the wall time per run, the ratio to the first, and the
+load average before and after, since the machine is shared: read the ratio within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import ray
+
+from pipeline.ingest.games import GameFilter
+from pipeline.mine.driver import MineConfig, run
+from pipeline.outputs.puzzles import DEFAULT_NODES, PuzzleReport, generate_puzzles
+from search.judges import JudgeSettings
+from search.settings import DiffiMaxSettings
+
+GAMES = Path(__file__).resolve().parents[2] / "shared" / "data" / "games" / "lichess_100.pgn"
+# The seed's analysis alone: the dip judge is then the primary judge (docs/puzzles.md's figures).
+SEED_ONLY = JudgeSettings(judges=frozenset({"dip"}))
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default=None, help="A mined dataset (default: mine one first).")
+    parser.add_argument("--games", type=int, default=100, help="Games of lichess_100.pgn to mine.")
+    parser.add_argument("--plies", default="6-40", help="Plies to mine, FROM-TO.")
+    parser.add_argument("--depth", type=int, default=2, help="DiffiMax depth of the mining.")
+    parser.add_argument("--nodes", type=int, default=DEFAULT_NODES, help="Engine nodes per verification search.")
+    parser.add_argument("--limit", type=int, default=None, help="The puzzles' --limit.")
+    parser.add_argument("--workers", default="1,2", help="Worker counts to compare, the first is the reference.")
+    return parser.parse_args()
+
+
+def mine(out: Path, games: int, plies: str, depth: int) -> None:
+    first, last = (int(part) for part in plies.split("-"))
+    started = time.perf_counter()
+    manifest = run(
+        MineConfig(
+            inputs=(str(GAMES),), out=str(out), settings=DiffiMaxSettings(depth=depth), judges=SEED_ONLY,
+            game_filter=GameFilter(ply_from=first, ply_to=last), max_games=games, workers=2,
+        ),
+        echo=lambda line: None,
+    )  # fmt: skip
+    print(f"mined {manifest['games_written']} games, {manifest['positions']:,} positions, "
+          f"{manifest['traps']:,} trap records in {time.perf_counter() - started:.0f} s")  # fmt: skip
+
+
+def load() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def main(args: argparse.Namespace) -> None:
+    counts = [int(token) for token in args.workers.split(",")]
+    workdir = Path(tempfile.mkdtemp(prefix="bench-puzzle-workers-"))
+    ray.init(num_cpus=max(counts), include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    try:
+        data = Path(args.data) if args.data else workdir / "data"
+        if not args.data:
+            mine(data, args.games, args.plies, args.depth)
+        print(f"load average before (1, 5, 15 min): {load()}; {os.cpu_count()} CPUs")
+        runs: dict[int, tuple[float, PuzzleReport]] = {}
+        for workers in counts:
+            started = time.perf_counter()
+            report = generate_puzzles(data, workdir / f"out-{workers}", nodes=args.nodes, limit=args.limit,
+                                      workers=workers)  # fmt: skip
+            runs[workers] = (time.perf_counter() - started, report)
+        print(f"load average after: {load()}")
+        reference_seconds, reference = runs[counts[0]]
+        expected = {name: path.read_bytes() for name, path in reference.written.items()}
+        tasks = sum(reference.verified.values()) + sum(
+            n for kind in reference.dropped for reason, n in reference.dropped[kind].items()
+            if reason not in ("history_missing", "screened")
+        ) + reference.not_checked  # fmt: skip
+        print(f"{tasks} distinct candidates for the engine, {len(reference.puzzles)} puzzles, "
+              f"{args.nodes:,} nodes per search, limit {args.limit}")  # fmt: skip
+        for workers, (seconds, report) in runs.items():
+            same = {name: path.read_bytes() for name, path in report.written.items()} == expected
+            print(f"  {workers} worker{'s' if workers > 1 else ' '} ({report.workers} used): {seconds:7.1f} s wall, "
+                  f"{reference_seconds / seconds:4.2f}x; outputs {'identical' if same else 'DIFFER'}"
+                  f"{f', {report.discarded} verified past the limit' if report.discarded else ''}")  # fmt: skip
+            if not same:
+                raise SystemExit("the outputs differ from the first run's")
+    finally:
+        ray.shutdown()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main(parse_args())
