@@ -20,6 +20,11 @@ candidate with a counted reason; a failing later solver move, or a defender repl
 not expect, ends the solution at the solver move before it. Repeated puzzles (same position for the
 solver, same solution) are verified once and written once, with the games they came from.
 
+The engine is the project's one UCI engine module (`pipeline.engines.process`). Candidates are
+verified serially on the driver (`workers=1`) or on a pool of Ray actors, one engine each, in
+order-preserving batches; the verdicts are taken back in the serial order and the `limit` cut is
+applied to them there, so the output is the same whatever the number of workers.
+
 Everything taken from the PGN headers (names, event, date, opening, site) is untrusted: it is
 stripped of control characters, and escaped or quoted for the format it is written into, by
 `pipeline.outputs.sanitize` and the HTML builder `pipeline.outputs.html`. The SQL that reads the
@@ -417,7 +422,9 @@ class EngineVerifier:
     that crashes twice or hangs during a search, `EngineError` (one line each).
     """
 
-    def __init__(self, engine: str = "stockfish", *, nodes: int = DEFAULT_NODES, timeout: float = DEFAULT_TIMEOUT):
+    def __init__(
+        self, engine: str = "stockfish", *, nodes: int = DEFAULT_NODES, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
         self.engine = UciEngine.open(engine, {"Threads": 1, "Hash": ENGINE_HASH_MB}, timeout=timeout)
         self.path = self.engine.path
         self.name = self.engine.name
