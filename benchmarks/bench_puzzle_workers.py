@@ -141,21 +141,21 @@ def main(args: argparse.Namespace) -> None:
             mine(data, args.games, args.plies, args.depth)
         print(f"load average before (1, 5, 15 min): {load()}; {os.cpu_count()} CPUs, "
               f"{WORKER_NICENESS}={os.environ[WORKER_NICENESS]}, niceness {os.nice(0)}")  # fmt: skip
-        runs: dict[int, tuple[float, PuzzleReport]] = {}
-        for workers in counts:
+        runs: list[tuple[int, float, PuzzleReport]] = []
+        for number, workers in enumerate(counts):
             started = time.perf_counter()
             with CpuSampler() as sampler:
-                report = generate_puzzles(data, workdir / f"out-{workers}", nodes=args.nodes, limit=args.limit,
+                report = generate_puzzles(data, workdir / f"out-{number}", nodes=args.nodes, limit=args.limit,
                                           workers=workers)  # fmt: skip
             seconds = time.perf_counter() - started
-            runs[workers] = (seconds, report)
+            runs.append((workers, seconds, report))
             ours, others = sampler.used()
             busiest = ", ".join(f"{name} {cpu:.0f}" for name, cpu in others.most_common(4) if cpu >= 1)
-            print(f"  run on {workers} worker(s): {seconds:.1f} s; CPU-s: ours {ours:.0f}, others "
-                  f"{sum(others.values()):.0f} of {seconds * (os.cpu_count() or 1):.0f} available"
+            print(f"  run on {workers} worker(s): {seconds:.1f} s; CPU-s: ours {ours:.0f} ({ours / seconds:.2f} "
+                  f"CPUs), others {sum(others.values()):.0f} of {seconds * (os.cpu_count() or 1):.0f} available"
                   f"{f' ({busiest})' if busiest else ''}")  # fmt: skip
         print(f"load average after: {load()}")
-        reference_seconds, reference = runs[counts[0]]
+        _, reference_seconds, reference = runs[0]
         expected = {name: path.read_bytes() for name, path in reference.written.items()}
         tasks = sum(reference.verified.values()) + sum(
             n for kind in reference.dropped for reason, n in reference.dropped[kind].items()
@@ -163,7 +163,9 @@ def main(args: argparse.Namespace) -> None:
         ) + reference.not_checked  # fmt: skip
         print(f"{tasks} distinct candidates for the engine, {len(reference.puzzles)} puzzles, "
               f"{args.nodes:,} nodes per search, limit {args.limit}")  # fmt: skip
-        for workers, (seconds, report) in runs.items():
+        for line in reference.summary().splitlines()[: len(reference.candidates)]:
+            print(f"  {line}")
+        for workers, seconds, report in runs:
             same = {name: path.read_bytes() for name, path in report.written.items()} == expected
             print(f"  {workers} worker{'s' if workers > 1 else ' '} ({report.workers} used): {seconds:7.1f} s wall, "
                   f"{reference_seconds / seconds:4.2f}x; outputs {'identical' if same else 'DIFFER'}"
