@@ -511,13 +511,17 @@ def puzzles(
     margin: Annotated[
         float, typer.Option("--margin", help="Win chances (-1..1) the best move must beat the second best by.")
     ] = 0.3,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", help="Verifying engines, on Ray (default: all CPUs; 1: serially, no Ray)."),
+    ] = None,
 ) -> None:
     """Engine-verified puzzles from a dataset's traps: Lichess CSV, PGN and an HTML puzzle book."""
     from pipeline.outputs.puzzles import generate_puzzles, parse_formats, parse_kind
 
     report = generate_puzzles(
         data, out, kind=parse_kind(kind), min_dip=min_dip, limit=limit, formats=parse_formats(fmt),
-        engine=engine, nodes=nodes, margin=margin,
+        engine=engine, nodes=nodes, margin=margin, workers=workers,
     )  # fmt: skip
     typer.echo(report.summary())
 
