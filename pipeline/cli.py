@@ -390,6 +390,7 @@ def mine(
     shard_mb: Annotated[float, typer.Option("--shard-mb", help="MiB per shard of an uncompressed file.")] = 16.0,
     shallow_depth: ShallowDepthOpt = None,
     judges: JudgesOpt = None,
+    verbose: Annotated[bool, typer.Option("--verbose", help="Show Ray's own log lines too.")] = False,
     human_model: HumanModelOpt = "default",
     human_corpus: HumanCorpusOpt = None,
     trappy_k: TrappyKOpt = JudgeSettings.trappy_k,
@@ -458,7 +459,7 @@ def mine(
         shard_games=shard_games,
         shard_bytes=shard_bytes_of(shard_mb),
     )
-    manifest = run(config)
+    manifest = run(config, verbose=verbose)
     typer.echo(summary_text(manifest, out))
 
 
