@@ -124,8 +124,8 @@ def build_judges(
     practical_drop: float,
     corpus_share: float,
     corpus_min_games: int,
-    practical_shallow_k: int = JudgeSettings.practical_shallow_k,
-    practical_shallow_p: float = JudgeSettings.practical_shallow_p,
+    practical_shallow_k: int,
+    practical_shallow_p: float,
 ) -> JudgeSettings:
     return JudgeSettings(
         judges=default if judges is None else parse_judges(judges),
@@ -439,6 +439,8 @@ def mine(
             practical_drop,
             corpus_share,
             corpus_min_games,
+            practical_shallow_k,
+            practical_shallow_p,
         ),
         human=HumanEvidence(model=None if human_model.lower() == "none" else human_model, corpus=human_corpus),
         engine=engine,
