@@ -103,7 +103,7 @@ def main() -> None:
     settings = DiffiMaxSettings(depth=args.depth)
     workdir = Path(tempfile.mkdtemp(prefix="bench-mine-"))
     print(f"mining {args.games} games of {GAMES.name}, plies {low}-{high}, depth {args.depth}")
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     try:
         one = job(workdir, "native-1", args.games, (low, high), settings, 1)
         two = job(workdir, "native-2", args.games, (low, high), settings, 2)

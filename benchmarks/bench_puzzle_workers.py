@@ -134,7 +134,9 @@ def main(args: argparse.Namespace) -> None:
     counts = [int(token) for token in args.workers.split(",")]
     workdir = Path(tempfile.mkdtemp(prefix="bench-puzzle-workers-"))
     os.environ.setdefault(WORKER_NICENESS, "0")  # the actors' engines at the driver's priority
-    ray.init(num_cpus=max(counts), include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    ray.init(
+        address="local", num_cpus=max(counts), include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False
+    )
     try:
         data = Path(args.data) if args.data else workdir / "data"
         if not args.data:

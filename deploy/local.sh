@@ -97,7 +97,9 @@ case "${1:-}" in
         install_chromium
         install_python
         shift
-        "$VENV/bin/python" -m pytest "$@"
+        # Two workers: the tests that start Ray clusters run one at a time in one of them (the
+        # `cluster` group, tests/conftest.py), the rest of the suite in the other.
+        "$VENV/bin/python" -m pytest -n 2 --dist loadgroup "$@"
         ;;
     *)
         echo "usage: bash deploy/local.sh demo|test [extra arguments]" >&2

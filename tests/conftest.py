@@ -31,3 +31,22 @@ def data_dir() -> Path:
     if not GAMES.is_dir():
         pytest.skip(f"shared data not found at {DATA}")
     return DATA
+
+
+# Modules whose tests start Ray clusters or mining jobs (and look for their processes in /proc):
+# under `pytest -n 2` (the README's test command) they run one at a time, in one worker, while
+# the other worker takes the rest of the suite.
+CLUSTER_MODULES = frozenset(
+    {
+        "test_golden", "test_hostile", "test_mine", "test_mine_datasets", "test_mine_faults", "test_puzzles",
+        "test_query", "test_ray_job", "test_reliability", "test_report",
+    }
+)  # fmt: skip
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in CLUSTER_MODULES:
+            item.add_marker(pytest.mark.cluster)
+        if item.get_closest_marker("cluster") is not None:
+            item.add_marker(pytest.mark.xdist_group("cluster"))

@@ -274,6 +274,7 @@ def test_bad_model_files_are_refused_in_one_line(small_model, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.stockfish
+@pytest.mark.cluster
 @needs_stockfish
 def test_training_twice_with_one_seed_gives_identical_bytes(data_dir, tmp_path):
     # All three feature groups (the engine's answers must not depend on what it was asked
@@ -345,13 +346,15 @@ def test_cli_train_and_eval_on_a_small_slice(data_dir, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.cluster
 def test_a_mined_dataset_gives_the_same_positions_as_its_pgn(data_dir, tmp_path):
     from pipeline.ingest.games import GameFilter
     from tests.mining_helpers import mine
 
     data = slice_pgn(tmp_path, 30)  # enough games that the carved tune share holds some
     out = tmp_path / "dataset"
-    mine([str(data)], out, workers=1, game_filter=GameFilter(ply_from=0, ply_to=40))
+    # the material backend: the positions are what this test reads, not their analysis
+    mine([str(data)], out, workers=1, game_filter=GameFilter(ply_from=0, ply_to=40), engine="material")
     from_pgn = {(r.game_id, p.ply): (board.fen(), p.move) for r in read_inputs([str(data)]) for p, board in r.boards()
                 if p.ply <= 40}  # fmt: skip
     from_dataset = {

@@ -21,13 +21,13 @@ pytestmark = pytest.mark.slow
 WINDOW = GameFilter(ply_from=12, ply_to=12)
 CASES = {
     "player_b_all": dict(inputs=[str(GAMES / "lichess_player_b_1089.pgn")], shard_bytes=120_000),
-    "player_a_2000": dict(inputs=[str(GAMES / "lichess_player_a_37221.pgn.zst")], max_games=2000, shard_games=250),
+    "player_a_800": dict(inputs=[str(GAMES / "lichess_player_a_37221.pgn.zst")], max_games=800, shard_games=100),
 }
 
 
 @pytest.fixture(scope="module", autouse=True)
 def ray_session():
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     yield
     ray.shutdown()
 

@@ -79,7 +79,7 @@ def wait_for(condition, seconds: float = 120) -> None:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("reference") / "run"
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     try:
         mine([SAMPLE], out, **JOB)
     finally:
@@ -88,7 +88,7 @@ def reference(tmp_path_factory) -> Path:
 
 
 def test_killed_worker_process(tmp_path, reference):
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     try:
         out = tmp_path / "run"
         thread, outcome = run_in_thread(out)

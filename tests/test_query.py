@@ -46,7 +46,7 @@ HUGE = 1 << 20
 
 @pytest.fixture(scope="module")
 def ray_session() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
     yield
     ray.shutdown()
 

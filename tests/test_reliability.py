@@ -27,11 +27,14 @@ pytestmark = pytest.mark.slow
 
 SAMPLE = str(GAMES / "lichess_100.pgn")
 STOCKFISH = Path("/usr/games/stockfish")
+# The engine-only judges: what these tests check does not depend on the human-move model, whose
+# engine features would double their time.
+CHEAP_JUDGES = ["--judges", "dip,trappy", "--human-model", "none"]
 # A small job: 20 games, one position each, several shards of ~20 KB.
-SMALL = ["--engine", "native", "--depth", "1", "--plies", "10-10", "--max-games", "20", "--workers", "1"]
+SMALL = ["--engine", "native", "--depth", "1", "--plies", "10-10", "--max-games", "20", "--workers", "1", *CHEAP_JUDGES]
 # A job long enough to interrupt: every game, four positions each, shards of 15 KB.
 LONG = ["--engine", "native", "--depth", "1", "--plies", "10-13", "--shard-mb", str(15_000 / (1 << 20)),
-        "--workers", "2"]  # fmt: skip
+        "--workers", "2", *CHEAP_JUDGES]  # fmt: skip
 DIFFIMAX = [sys.executable, "-m", "pipeline.cli"]
 
 

@@ -406,7 +406,9 @@ def gather_parallel(
         return _gather_specs(list(samples), engine, options, settings, judges, model, corpus, shallow_depths)
     owns = not ray.is_initialized()
     if owns:
-        ray.init(num_cpus=workers, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+        ray.init(
+            address="local", num_cpus=workers, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False
+        )
     try:
         task = ray.remote(num_cpus=1, max_retries=2)(_gather_specs)
         parts = min(len(samples), workers * 4)  # small batches: progress, and an even finish

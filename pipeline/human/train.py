@@ -312,6 +312,7 @@ def extract(
         root = str(Path(__file__).resolve().parent.parent.parent)
         path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
         ray.init(
+            address="local",  # its own cluster, even beside a `ray start` one on this machine
             num_cpus=workers, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False,
             runtime_env={"env_vars": {"PYTHONPATH": path}},
         )  # fmt: skip

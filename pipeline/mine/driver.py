@@ -76,6 +76,10 @@ SHARDS_IN_FLIGHT_PER_WORKER = 3
 POLL_SECONDS = 0.05
 
 
+class ClusterError(DiffimaxError, RuntimeError):
+    """Ray could not start or reach the cluster (an overloaded machine, a wrong --address)."""
+
+
 class MiningStopped(DiffimaxError, RuntimeError):
     """The job stopped before the end (an interrupt, an engine that cannot start); committed
     shards are kept. `exit_code` is what the command line exits with."""
@@ -315,11 +319,23 @@ def _start_ray(address: str | None, *, verbose: bool = False) -> None:
     # Ray's processes share the driver's process group, so a Ctrl-C in the terminal would reach
     # them all and they would die under the driver while it winds the job down. They inherit an
     # ignored SIGINT instead; the driver alone answers it, and stops them cleanly.
+    if address is None and "RAY_ADDRESS" not in os.environ:
+        # A new local cluster, even where a `ray start` cluster runs on this machine (ray.init would
+        # join it): --address is how a job joins a cluster; `ray job submit` sets RAY_ADDRESS.
+        address = "local"
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
     try:
-        ray.init(address=address, include_dashboard=False, logging_level=logging.INFO if verbose else logging.ERROR,
-                 log_to_driver=verbose, configure_logging=verbose)  # fmt: skip
+        try:
+            ray.init(address=address, include_dashboard=False, logging_level=logging.INFO if verbose else logging.ERROR,
+                     log_to_driver=verbose, configure_logging=verbose)  # fmt: skip
+        except (ConnectionError, TimeoutError) as error:
+            raise ClusterError(f"Ray could not reach the cluster at {address!r}: {error}") from None
+        except Exception as error:
+            # Ray raises a bare Exception when its own processes do not come up in time.
+            if "timed out during startup" not in str(error):
+                raise
+            raise ClusterError(f"Ray's local cluster did not start in time (machine overloaded?): {error}") from None
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
