@@ -700,6 +700,24 @@ def test_bad_input_is_answered_without_crashing() -> None:
         assert engine.close() == 0
 
 
+def test_ponder_waits_for_ponderhit_then_moves() -> None:
+    engine = UciPipe("--engine", "material", "--human-model", "none", "--style", "best")
+    try:
+        engine.send("uci", "isready")
+        engine.until("readyok", 30)
+        engine.send("position startpos moves e2e4", "go ponder wtime 60000 btime 60000")
+        assert not any(line.startswith("bestmove") for line in engine.quiet_for(1.0))
+        hit = time.monotonic()
+        engine.send("ponderhit")
+        lines = engine.until("bestmove", 5)
+        assert time.monotonic() - hit < 1.0
+        assert chess.Move.from_uci(bestmove(lines)) in _after(chess.Board(), "e2e4").legal_moves
+        engine.send("go ponder wtime 60000 btime 60000", "stop")  # stop ends a ponder search too
+        assert bestmove(engine.until("bestmove", 5)) in {m.uci() for m in _after(chess.Board(), "e2e4").legal_moves}
+    finally:
+        assert engine.close() == 0
+
+
 def test_bad_flags_are_one_line_and_exit_1() -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     command = [sys.executable, "-m", "pipeline.cli", "play"]

@@ -491,6 +491,18 @@ class Search:
         if self.control.hard_deadline is not None:
             self.watcher.start()
 
+    def start_clock(self, plan: TimePlan) -> None:
+        """`ponderhit`: the time plan starts now, and the move goes out when the work is done."""
+        now = time.monotonic()
+        self.control.soft_deadline = None if plan.soft is None else now + plan.soft
+        self.control.hard_deadline = None if plan.hard is None else now + plan.hard
+        self.control.hurry = plan.hurry
+        self.waits_for_stop = False
+        if self.done.is_set():
+            self.send()
+        elif self.control.hard_deadline is not None:
+            self.watcher.start()
+
     def offer(self, choice: Choice) -> None:
         with self.lock:
             self.latest = choice
@@ -580,9 +592,12 @@ class Session:
 
     def write(self, *lines: str) -> None:
         with self.write_lock:
-            for line in lines:
-                self.out.write(line + "\n")
-            self.out.flush()
+            try:
+                for line in lines:
+                    self.out.write(line + "\n")
+                self.out.flush()
+            except (BrokenPipeError, ValueError):  # the GUI has gone (closed pipe or file): nobody to tell
+                pass
 
     def error(self, message: str) -> None:
         self.write(f"info string error: {' '.join(message.split())}")
@@ -784,12 +799,12 @@ class Session:
         self.finish_search()
 
     def cmd_ponderhit(self, args: list[str], line: str) -> None:
-        """We never ask to ponder (no Ponder option); a `go ponder` is played out as a normal move."""
+        """We never ask to ponder (no Ponder option), but a `go ponder` the GUI sends anyway becomes
+        a normal move at `ponderhit`: its clock starts now."""
         search = self.search
-        if search is not None:
-            search.waits_for_stop = False
-            if search.done.is_set():
-                search.send()
+        if search is not None and search.go.ponder:
+            search.start_clock(plan_time(dataclasses.replace(search.go, ponder=False), search.board.turn,
+                                         self.config.time))  # fmt: skip
 
     def run(self, lines: Iterable[str]) -> int:
         try:
