@@ -57,6 +57,7 @@ from pipeline.outputs.puzzles import (
     trim_line,
     win_chances,
 )
+from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings
 from tests.conftest import GAMES
 from tests.mining_helpers import mine
@@ -74,6 +75,10 @@ TEST_MARGIN = 0.3
 # punish puzzles (j1dkb5dw ply 18, mntamgdj ply 7, ...) and a set puzzle (fiv37vzi, root ply 21).
 MINE_GAMES = 25
 MINE_PLIES = (6, 23)
+# The seed's judge (primary when alone): its many candidates give this small sample set puzzles
+# too. Under the practical judge a setting move is rarely the setter's clear best (60 games: 55
+# set candidates, none verified), which docs/puzzles.md reports.
+PUZZLE_JUDGES = JudgeSettings(judges=frozenset({"dip"}))
 
 SCRIPT_NAME = "<script>alert(1)</script>"
 FORMULA_NAME = "\",\"=cmd|' /C calc'!A0"
@@ -523,6 +528,7 @@ def mined(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
         game_filter=GameFilter(ply_from=MINE_PLIES[0], ply_to=MINE_PLIES[1]),
         max_games=MINE_GAMES,
         workers=2,
+        judges=PUZZLE_JUDGES,
     )
     return out
 
@@ -681,6 +687,7 @@ def test_hostile_headers_stay_inert_and_repeats_merge(generated: PuzzleReport, t
         settings=DiffiMaxSettings(depth=2),
         game_filter=GameFilter(ply_from=source.ply, ply_to=source.ply),
         workers=1,
+        judges=PUZZLE_JUDGES,
     )
     # The raw newline breaks its header block: that game is refused and recorded, not mined.
     (reason,) = connect(data).execute("select reason from errors where stage = 'parse'").fetchone() or ("",)
