@@ -2,10 +2,12 @@
 
   nice -n 10 python -m benchmarks.bench_play [--games 20] [--styles trap,tutor,best] [--nodes 20000]
         [--opponent-nodes 3000] [--ref-nodes 20000] [--base 60] [--out runs/bench_play.json]
+        [--max-minutes M]
 
 Each style plays GAMES games against Stockfish 15.1 weakened by a node limit (one thread, so its
-play is reproducible), one game at a time, from the same openings (the first plies of the shared
-benchmark file lichess_100.pgn, each opening once with either colour). Our engine is the real
+play is reproducible), one game at a time (game 1 of each style, then game 2, ...), from the same
+openings (the first plies of the shared benchmark file lichess_100.pgn, each opening once with
+either colour). Our engine is the real
 command, `python -m pipeline.cli play`, driven through `chess.engine` at BASE+0: the clock of each
 side is its wall time between `go` and `bestmove`, and a clock below zero loses on time. A move
 python-chess refuses is an illegal move.
@@ -346,6 +348,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--base", type=float, default=60.0, help="seconds on each clock (no increment)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", default="runs/bench_play.json")
+    parser.add_argument("--max-minutes", type=float, default=None, help="start no game after this much wall time")
     args = parser.parse_args(argv)
     styles = [s.strip() for s in args.styles.split(",") if s.strip()]
     starts = openings((args.games + 1) // 2)
@@ -357,28 +360,36 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     records: dict[str, list[GameRecord]] = {style: [] for style in styles}
+    # Round robin (game 1 of every style, then game 2, ...) so that a run cut short by --max-minutes
+    # still has as many games of each style, from the same openings and colours.
+    deadline = None if args.max_minutes is None else time.monotonic() + 60 * args.max_minutes
     opponent = open_opponent()
+    players: dict[str, chess.engine.SimpleEngine] = {}
     try:
         for style in styles:
-            ours = open_player("--style", style, "--nodes", str(args.nodes), "--seed", str(args.seed))
-            try:
-                for index in range(args.games):
-                    colour = chess.WHITE if index % 2 == 0 else chess.BLACK
-                    record = play_game(ours, opponent, style, colour, starts[index // 2], base=args.base,
-                                       opponent_limit=chess.engine.Limit(nodes=args.opponent_nodes))  # fmt: skip
-                    tick = time.perf_counter()
-                    measure_game(record, referee)
-                    records[style].append(record)
-                    print(
-                        f"{style} game {index + 1}/{args.games} as {record.colour}: {record.result} "
-                        f"({record.termination}, {len(record.moves)} plies, {record.seconds:.0f} s; "
-                        f"measured in {time.perf_counter() - tick:.0f} s)",
-                        file=sys.stderr,
-                    )
-                    _save(out, args, records)
-            finally:
-                ours.quit()
+            players[style] = open_player("--style", style, "--nodes", str(args.nodes), "--seed", str(args.seed))
+        for index in range(args.games):
+            if deadline is not None and time.monotonic() > deadline:
+                print(f"stopped after {index} games per style: --max-minutes {args.max_minutes} reached",
+                      file=sys.stderr)  # fmt: skip
+                break
+            colour = chess.WHITE if index % 2 == 0 else chess.BLACK
+            for style in styles:
+                record = play_game(players[style], opponent, style, colour, starts[index // 2], base=args.base,
+                                   opponent_limit=chess.engine.Limit(nodes=args.opponent_nodes))  # fmt: skip
+                tick = time.perf_counter()
+                measure_game(record, referee)
+                records[style].append(record)
+                print(
+                    f"{style} game {index + 1}/{args.games} as {record.colour}: {record.result} "
+                    f"({record.termination}, {len(record.moves)} plies, {record.seconds:.0f} s; "
+                    f"measured in {time.perf_counter() - tick:.0f} s)",
+                    file=sys.stderr,
+                )
+                _save(out, args, records)
     finally:
+        for player in players.values():
+            player.quit()
         opponent.quit()
         referee.backend.close()
     summaries = {style: summarise(games) for style, games in records.items()}
