@@ -248,6 +248,8 @@ def variants(base: JudgeSettings, shallow_depths: Sequence[int] = SHALLOW_DEPTHS
     for depth in shallow_depths:
         for k in (1, 2):
             found.append(Variant(f"trappy d{depth} k{k}", "trappy", dataclasses.replace(base, trappy_k=k), depth))
+    for depth in shallow_depths:  # the practical rule's "looks good at a glance" part, per depth
+        found.append(Variant(f"practical d{depth}", "practical", base, depth))
     for p in (0.05, 0.10, 0.15, 0.20, 0.30):
         found.append(Variant(f"model p{p:.2f}", "model", dataclasses.replace(base, model_p=p)))
     for p in (0.10, 0.15, 0.20, 0.30):
