@@ -89,16 +89,24 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
                     deep = judge_position(backends["reference"], board, setter, settings, judges, model=model)
                     runs[method]["reference"].append(deep.candidates(primary) or frozenset())  # type: ignore[arg-type]
             print(f"{index + 1}/{len(boards)} positions", flush=True)
+            if args.json:
+                args.json.write_text(json.dumps(summarise(runs, args), indent=2))
     finally:
         for backend in backends.values():
             backend.close()
         if model is not None and hasattr(model, "close"):
             model.close()
-    report: dict[str, Any] = {"positions": len(boards), "nodes_per_line": args.nodes, "reference": args.reference}
+    return summarise(runs, args)
+
+
+def summarise(runs: dict[str, dict[str, list[Any]]], args: argparse.Namespace) -> dict[str, Any]:
+    """The figures over the positions done so far (written after each, so a cut run keeps them)."""
+    done = len(runs["judged"]["seconds"])
+    report: dict[str, Any] = {"positions": done, "nodes_per_line": args.nodes, "reference": args.reference}
     for method, run in runs.items():
         seconds = sum(run["seconds"])
         row: dict[str, Any] = {
-            "positions_per_second": len(boards) / seconds,
+            "positions_per_second": done / seconds,
             "nodes_per_position": statistics.mean(run["nodes"]),
             "mean_candidates": statistics.mean(len(c) for c in run["candidates"]),
         }
