@@ -17,7 +17,6 @@ import re
 import shutil
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -68,6 +67,7 @@ from pipeline.outputs.puzzles import (
 from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings
 from tests.conftest import GAMES, ROOT
+from tests.fake_engines import DIES_ON_GO, ONLY_ON_THE_DRIVER, fake_engine
 from tests.mining_helpers import mine
 from tests.processes import assert_session_ends, session_processes
 
@@ -761,49 +761,6 @@ def test_the_command_starts_its_own_cluster_and_leaves_nothing_running(mined: Pa
     serial = generate_puzzles(mined, tmp_path / "serial", nodes=TEST_NODES, margin=TEST_MARGIN, limit=limit, workers=1)
     pool_files = {name: (tmp_path / "pool" / path.name).read_bytes() for name, path in serial.written.items()}
     assert pool_files == outputs(serial)
-
-
-# Answers the driver's engine check like a UCI engine, but cannot start inside a Ray worker (a
-# binary missing on the cluster's nodes, say).
-ONLY_ON_THE_DRIVER = textwrap.dedent(
-    """
-    import os, sys
-    parent = open(f"/proc/{os.getppid()}/cmdline", "rb").read()
-    if b"ray::" in parent:
-        sys.exit("no engine here")
-    for line in sys.stdin:
-        word = line.split()[0] if line.split() else ""
-        if word == "uci":
-            print("id name Driver-only engine", flush=True)
-            print("uciok", flush=True)
-        elif word == "isready":
-            print("readyok", flush=True)
-        elif word == "quit":
-            break
-    """
-)
-# A UCI engine that dies whenever it is asked to search.
-DIES_ON_GO = textwrap.dedent(
-    """
-    import sys
-    for line in sys.stdin:
-        word = line.split()[0] if line.split() else ""
-        if word == "uci":
-            print("id name Dies-on-go engine", flush=True)
-            print("uciok", flush=True)
-        elif word == "isready":
-            print("readyok", flush=True)
-        elif word in ("go", "quit"):
-            sys.exit(3)
-    """
-)
-
-
-def fake_engine(tmp_path: Path, name: str, body: str) -> Path:
-    path = tmp_path / name
-    path.write_text(f"#!{sys.executable}\n{body}")
-    path.chmod(0o755)
-    return path
 
 
 def one_error_line(stderr: str) -> str:

@@ -13,13 +13,13 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import GAMES, ROOT, run_cli
+from tests.fake_engines import NOT_AN_ENGINE, ONLY_ON_THE_DRIVER, fake_engine
 from tests.mining_helpers import assert_counts_add_up, rows
 from tests.processes import assert_session_ends
 
@@ -172,34 +172,6 @@ def test_an_interrupt_ends_with_its_status_one_line_and_nothing_left(tmp_path: P
 
 
 # -- 3. and 4. an engine that cannot start; nothing left behind --------------------------------------
-
-NOT_AN_ENGINE = "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()\n"
-# Answers the driver's check like a UCI engine, but cannot start inside a Ray worker (a binary
-# missing on the cluster's nodes, say).
-ONLY_ON_THE_DRIVER = textwrap.dedent(
-    """
-    import os, sys
-    parent = open(f"/proc/{os.getppid()}/cmdline", "rb").read()
-    if b"ray::" in parent:
-        sys.exit("no engine here")
-    for line in sys.stdin:
-        word = line.split()[0] if line.split() else ""
-        if word == "uci":
-            print("id name Driver-only engine", flush=True)
-            print("uciok", flush=True)
-        elif word == "isready":
-            print("readyok", flush=True)
-        elif word == "quit":
-            break
-    """
-)
-
-
-def fake_engine(tmp_path: Path, name: str, body: str) -> Path:
-    path = tmp_path / name
-    path.write_text(f"#!{sys.executable}\n{body}")
-    path.chmod(0o755)
-    return path
 
 
 @pytest.mark.parametrize("kind", ["missing", "false", "echo", "directory"])
