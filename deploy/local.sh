@@ -14,12 +14,26 @@ need_stockfish() {
     command -v stockfish >/dev/null 2>&1 || [ -x /usr/games/stockfish ]
 }
 
+# quietly COMMAND...: run it with its output in a log, shown only when it fails (installers
+# print pages of notices, e.g. debconf's "delaying package configuration", that say nothing).
+quietly() {
+    log=$(mktemp -t diffimax-install.XXXXXX)
+    if "$@" >"$log" 2>&1; then
+        rm -f "$log"
+    else
+        status=$?
+        tail -n 40 "$log" >&2
+        echo "== failed ($status): $* (full log: $log)" >&2
+        exit "$status"
+    fi
+}
+
 # apt_install PACKAGE WHY: install a Debian package when apt-get can, else say what is skipped.
 apt_install() {
     if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
         echo "== installing $1 (apt-get)"
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
+        quietly apt-get update -qq
+        quietly env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1"
     else
         echo "== $1 not found and apt-get unavailable: $2" >&2
     fi
@@ -37,14 +51,14 @@ install_chromium() {
 install_python() {
     if [ ! -x "$VENV/bin/python" ]; then
         echo "== creating $VENV"
-        "$PYTHON" -m venv "$VENV"
+        quietly "$PYTHON" -m venv "$VENV"
     fi
     # Reinstall only when pyproject.toml changed since the last install.
     stamp="$VENV/.installed-$(sha1sum pyproject.toml | cut -c1-12)"
     if [ ! -f "$stamp" ]; then
         echo "== installing diffimax and its dependencies"
-        "$VENV/bin/python" -m pip install -q --upgrade pip
-        "$VENV/bin/python" -m pip install -q -e ".[dev]"
+        quietly "$VENV/bin/python" -m pip install -q --upgrade pip
+        quietly "$VENV/bin/python" -m pip install -q -e ".[dev]"
         rm -f "$VENV"/.installed-*
         touch "$stamp"
     fi

@@ -124,8 +124,8 @@ def build_judges(
     practical_drop: float,
     corpus_share: float,
     corpus_min_games: int,
-    practical_shallow_k: int = JudgeSettings.practical_shallow_k,
-    practical_shallow_p: float = JudgeSettings.practical_shallow_p,
+    practical_shallow_k: int,
+    practical_shallow_p: float,
 ) -> JudgeSettings:
     return JudgeSettings(
         judges=default if judges is None else parse_judges(judges),
@@ -390,6 +390,7 @@ def mine(
     shard_mb: Annotated[float, typer.Option("--shard-mb", help="MiB per shard of an uncompressed file.")] = 16.0,
     shallow_depth: ShallowDepthOpt = None,
     judges: JudgesOpt = None,
+    verbose: Annotated[bool, typer.Option("--verbose", help="Show Ray's own log lines too.")] = False,
     human_model: HumanModelOpt = "default",
     human_corpus: HumanCorpusOpt = None,
     trappy_k: TrappyKOpt = JudgeSettings.trappy_k,
@@ -438,6 +439,8 @@ def mine(
             practical_drop,
             corpus_share,
             corpus_min_games,
+            practical_shallow_k,
+            practical_shallow_p,
         ),
         human=HumanEvidence(model=None if human_model.lower() == "none" else human_model, corpus=human_corpus),
         engine=engine,
@@ -458,7 +461,7 @@ def mine(
         shard_games=shard_games,
         shard_bytes=shard_bytes_of(shard_mb),
     )
-    manifest = run(config)
+    manifest = run(config, verbose=verbose)
     typer.echo(summary_text(manifest, out))
 
 
@@ -511,13 +514,17 @@ def puzzles(
     margin: Annotated[
         float, typer.Option("--margin", help="Win chances (-1..1) the best move must beat the second best by.")
     ] = 0.3,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", help="Verifying engines, on Ray (default: all CPUs; 1: serially, no Ray)."),
+    ] = None,
 ) -> None:
     """Engine-verified puzzles from a dataset's traps: Lichess CSV, PGN and an HTML puzzle book."""
     from pipeline.outputs.puzzles import generate_puzzles, parse_formats, parse_kind
 
     report = generate_puzzles(
         data, out, kind=parse_kind(kind), min_dip=min_dip, limit=limit, formats=parse_formats(fmt),
-        engine=engine, nodes=nodes, margin=margin,
+        engine=engine, nodes=nodes, margin=margin, workers=workers,
     )  # fmt: skip
     typer.echo(report.summary())
 

@@ -74,7 +74,7 @@ class JudgeSettings:
 
     judges: frozenset[Judge] = frozenset({"trappy", "human", "model", "practical"})
     """The judges to compute; `dip` also needs the seed's full response analysis (the costliest)."""
-    trappy_k: int = 1
+    trappy_k: int = 2
     """Trappy: the reply must be among this many best replies of the shallow search."""
     model_p: float = 0.20
     """Model judge: the smallest probability the human-move model must give the reply."""

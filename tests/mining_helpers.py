@@ -9,12 +9,16 @@ from typing import Any
 from pipeline.dataset.store import DatasetReader
 from pipeline.ingest.games import GameFilter
 from pipeline.mine.driver import MineConfig, run
+from pipeline.mine.work import HumanEvidence
 from schemas.dataset import TABLES
 from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings
 
 # The judges the mining tests record: the seed's and the trappy judge (no human-move model needed).
 MINING_JUDGES = JudgeSettings(judges=frozenset({"dip", "trappy"}))
+# What `diffimax mine` judges with by default: every judge, the bundled human-move model, so the
+# practical judge is the primary one (for the tests of what a user queries, reports and prints).
+EVERY_JUDGE: dict[str, Any] = {"judges": JudgeSettings(), "human": HumanEvidence(model="default")}
 
 # Sort keys that make two datasets comparable row for row.
 ORDER = {
@@ -49,7 +53,9 @@ def assert_same_rows(first: Path, second: Path) -> None:
     for name in TABLES:
         assert len(left[name]) == len(right[name]), name
         for a, b in zip(left[name], right[name], strict=True):
-            assert a == b, (name, a, b)
+            if a != b:
+                keys = {k: (a.get(k), b.get(k)) for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
+                raise AssertionError(f"{name} row {[a.get(k) for k in ORDER[name]]} differs: {keys}")
 
 
 def assert_counts_add_up(manifest: dict[str, Any], out: Path) -> None:

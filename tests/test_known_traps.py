@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import chess
@@ -12,8 +13,87 @@ import chess.engine
 import chess.pgn
 import pytest
 
-from pipeline.evaluate.known_traps import KnownTrap, KnownTrapError, load_known_traps, measure_known_trap
+from pipeline.evaluate.known_traps import KnownTrap, KnownTrapError, load_known_traps
 from tests.conftest import ROOT
+
+# Centipawns of a forced mate (minus its distance), so a mate ranks beyond any material score.
+MATE_CP = 100_000
+
+# -- the engine check of a trap (python-chess's own engine driver: an oracle independent of the package's) --
+
+
+@dataclass(frozen=True)
+class TrapMeasure:
+    """An engine's verdict on one known trap. Values are centipawns from the named side's view,
+    a forced mate counting MATE_CP minus its distance in plies."""
+
+    name: str
+    """The trap's name."""
+    best_move: chess.Move
+    """The engine's best move for the victim at the trap position."""
+    best_cp: int
+    """Value of `best_move`, victim's view."""
+    victim_cp: int
+    """Value of the victim's move (a search restricted to it), victim's view."""
+    setter_best_move: chess.Move
+    """The engine's best move for the setter at the position before the trap position."""
+    setter_best_cp: int
+    """Value of `setter_best_move`, setter's view."""
+    setter_move_cp: int
+    """Value of the setter's actual move, setter's view: the trap position's value with the
+    victim's best reply (`-best_cp`), or exactly `setter_best_cp` where the engine's best is
+    the setter's move itself."""
+
+    @property
+    def victim_loss_cp(self) -> int:
+        """How much worse the victim's move is than the best move, in centipawns."""
+        return self.best_cp - self.victim_cp
+
+    @property
+    def setter_loss_cp(self) -> int:
+        """How much worse the setter's move is than the setter's best move, in centipawns."""
+        return self.setter_best_cp - self.setter_move_cp
+
+
+def _search(
+    engine: chess.engine.SimpleEngine,
+    board: chess.Board,
+    limit: chess.engine.Limit,
+    pov: chess.Color,
+    root_moves: list[chess.Move] | None = None,
+) -> tuple[chess.Move, int]:
+    """First move and value (pov's view) of one search from an empty hash table.
+
+    A new `game` object makes python-chess send ucinewgame, which clears Stockfish's hash, so a
+    node-limited single-threaded search gives the same answer whatever was searched before.
+    """
+    info = engine.analyse(board, limit, root_moves=root_moves, game=object())
+    score, pv = info.get("score"), info.get("pv")
+    if score is None or not pv:
+        raise AssertionError(f"engine returned no score or principal variation for {board.fen()!r}")
+    return pv[0], score.pov(pov).score(mate_score=MATE_CP)
+
+
+def measure_known_trap(engine: chess.engine.SimpleEngine, trap: KnownTrap, limit: chess.engine.Limit) -> TrapMeasure:
+    """Three searches with `limit`: the trap position, the victim's move alone, the position
+    before. The setter's move is valued by the trap-position search (one ply deeper in the
+    game, the same search), which saves a fourth search."""
+    best_move, best_cp = _search(engine, trap.board, limit, trap.victim)
+    _, victim_cp = _search(engine, trap.board, limit, trap.victim, root_moves=[trap.victim_move])
+    before = trap.board.copy()
+    setter_move = before.pop()
+    setter_best_move, setter_best_cp = _search(engine, before, limit, trap.setter)
+    setter_move_cp = setter_best_cp if setter_best_move == setter_move else -best_cp
+    return TrapMeasure(
+        name=trap.name,
+        best_move=best_move,
+        best_cp=best_cp,
+        victim_cp=victim_cp,
+        setter_best_move=setter_best_move,
+        setter_best_cp=setter_best_cp,
+        setter_move_cp=setter_move_cp,
+    )
+
 
 BUNDLED = ROOT / "pipeline" / "samples" / "known_traps.pgn"
 STOCKFISH = Path("/usr/games/stockfish")

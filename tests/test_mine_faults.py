@@ -124,6 +124,7 @@ def test_resume_after_the_driver_is_killed(tmp_path, reference):
     command = [
         sys.executable, "-m", "pipeline.cli", "mine", SAMPLE, "--out", str(out), "--engine", "native", "--depth", "1", "--plies",
         "10-11", "--workers", "2", "--shard-mb", str(JOB["shard_bytes"] / (1 << 20)),
+        "--judges", "dip,trappy", "--human-model", "none",  # the reference's judges (MINING_JUDGES)
     ]  # fmt: skip
     process = subprocess.Popen(command, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)  # fmt: skip

@@ -1,6 +1,8 @@
 """`generate_puzzles`: the pure rules (win chances, only-move, trimming, escaping) without an engine,
 then puzzles mined from real games and re-checked by a fresh Stockfish that shares no code with the
-generator, the three output formats, hostile PGN headers, and the HTML book in a real browser.
+generator, the three output formats, hostile PGN headers, and the HTML book in a real browser; the
+same output from one engine on the driver and from a pool of Ray actors, with and without a limit,
+nothing left running after the command, and engines that cannot start or crash as one line.
 """
 
 from __future__ import annotations
@@ -10,9 +12,13 @@ import html.parser
 import io
 import logging
 import math
+import os
 import re
 import shutil
 import subprocess
+import sys
+import textwrap
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -23,14 +29,17 @@ import pytest
 import ray
 
 from pipeline.dataset.duck import DatasetError, connect
+from pipeline.engines.process import EngineError, EngineStartError, resolve_engine
 from pipeline.ingest.games import GameFilter
 from pipeline.outputs.puzzles import (
+    BATCHES_PER_WORKER,
+    FORMATS,
     LICHESS_COLUMNS,
+    VERIFY_BATCH,
     Analyse,
     Candidate,
     Checked,
     EngineLine,
-    EngineUnavailableError,
     EngineVerifier,
     GameInfo,
     IllegalLineError,
@@ -50,16 +59,17 @@ from pipeline.outputs.puzzles import (
     render_csv,
     render_html,
     render_pgn,
-    resolve_engine,
     safe_url,
     spreadsheet_safe,
     themes_for,
     trim_line,
     win_chances,
 )
+from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings
-from tests.conftest import GAMES
+from tests.conftest import GAMES, ROOT
 from tests.mining_helpers import mine
+from tests.processes import assert_session_ends, session_processes
 
 SAMPLE = GAMES / "lichess_100.pgn"
 STOCKFISH = Path("/usr/games/stockfish")
@@ -74,6 +84,14 @@ TEST_MARGIN = 0.3
 # punish puzzles (j1dkb5dw ply 18, mntamgdj ply 7, ...) and a set puzzle (fiv37vzi, root ply 21).
 MINE_GAMES = 25
 MINE_PLIES = (6, 23)
+# The seed's dip judge alone, so that it is the dataset's primary judge, whose root candidates the
+# puzzles read (schema 2). With tests.mining_helpers.MINING_JUDGES the primary judge is trappy,
+# which names 2 root candidates of dip >= 1 pawn in this slice (the dip judge: 1,627), too few for
+# puzzles of both kinds; and the dip judge alone mines the slice in half the time. Under the
+# practical judge a setting move is rarely the setter's clear best (60 games: 55 set candidates,
+# none verified).
+PUZZLE_JUDGES = JudgeSettings(judges=frozenset({"dip"}))
+DIFFIMAX = [sys.executable, "-m", "pipeline.cli"]
 
 SCRIPT_NAME = "<script>alert(1)</script>"
 FORMULA_NAME = "\",\"=cmd|' /C calc'!A0"
@@ -326,15 +344,36 @@ def test_bad_settings_fail_with_one_clear_line(tmp_path: Path) -> None:
         generate_puzzles(tmp_path, tmp_path / "out", margin=0)
     with pytest.raises(PuzzleError, match=r"^invalid limit 0: expected at least 1$"):
         generate_puzzles(tmp_path, tmp_path / "out", limit=0)
-    with pytest.raises(EngineUnavailableError, match=r"^engine not found: 'no-such-engine-xyz' \(looked on PATH"):
+    with pytest.raises(PuzzleError, match=r"^invalid workers 0: expected at least 1$"):
+        generate_puzzles(tmp_path, tmp_path / "out", workers=0)
+    # The engine is checked before the dataset is read (tmp_path holds none).
+    with pytest.raises(
+        EngineStartError, match=r"^engine not found: 'no-such-engine-xyz' is not on PATH or in /usr/games$"
+    ):
         generate_puzzles(tmp_path, tmp_path / "out", engine="no-such-engine-xyz")
-    with pytest.raises(EngineUnavailableError, match="engine not found: '/nowhere/stockfish'"):
-        resolve_engine("/nowhere/stockfish")
+    with pytest.raises(EngineStartError, match=r"^engine not found: /nowhere/stockfish$"):
+        generate_puzzles(tmp_path, tmp_path / "out", engine="/nowhere/stockfish")
+    assert not (tmp_path / "out").exists()
 
 
-def test_a_program_that_is_no_uci_engine_is_refused_in_one_line() -> None:
-    with pytest.raises(EngineUnavailableError, match=r"^cannot start engine '/bin/true': "):
+def test_a_program_that_is_no_uci_engine_is_refused_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(EngineStartError, match=r"^engine /bin/true did not start as a UCI engine: [^\n]+$"):
         EngineVerifier("/bin/true")
+    with pytest.raises(EngineStartError, match=r"^engine /bin/true did not start as a UCI engine: [^\n]+$"):
+        generate_puzzles(tmp_path, tmp_path / "out", engine="/bin/true")  # before the (missing) dataset
+
+
+@needs_stockfish
+def test_the_stockfish_name_resolves_like_every_other_engine_command() -> None:
+    verifier = EngineVerifier("stockfish", nodes=1_000)
+    try:
+        assert verifier.path == resolve_engine("stockfish") and verifier.name.startswith("Stockfish")
+        assert verifier.engine.options == {"Threads": 1, "Hash": 16}
+        lines = verifier(chess.Board())
+        assert 1 <= len(lines) <= 2 and all(line.move in chess.Board().legal_moves for line in lines)
+    finally:
+        verifier.close()
+    assert verifier.engine.pid is None
 
 
 @needs_stockfish
@@ -523,6 +562,7 @@ def mined(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
         game_filter=GameFilter(ply_from=MINE_PLIES[0], ply_to=MINE_PLIES[1]),
         max_games=MINE_GAMES,
         workers=2,
+        judges=PUZZLE_JUDGES,
     )
     return out
 
@@ -532,6 +572,7 @@ def generated(mined: Path, tmp_path_factory: pytest.TempPathFactory) -> PuzzleRe
     if shutil.which("stockfish") is None and not STOCKFISH.exists():
         pytest.skip("Stockfish is not installed")
     out = tmp_path_factory.mktemp("puzzles") / "book"
+    # No `workers`: one per CPU of the module's Ray session (2), so the end-to-end tests read the pool's output.
     return generate_puzzles(mined, out, kind="both", nodes=TEST_NODES, margin=TEST_MARGIN)
 
 
@@ -554,9 +595,9 @@ def test_real_games_give_puzzles_of_both_kinds_and_the_counts_add_up(generated: 
         accounted = report.duplicates_merged[kind] + report.verified[kind] + sum(report.dropped[kind].values())
         assert report.candidates[kind] == accounted, (kind, report.as_dict())
         assert report.verified[kind] == sum(p.kind == kind for p in report.puzzles)
-    assert report.not_checked == 0
+    assert report.not_checked == 0 and report.discarded == 0
     assert report.dropped["set"].get("screened", 0) > 0
-    assert report.engine.startswith("Stockfish")
+    assert report.engine.startswith("Stockfish") and report.workers == 2
     summary = report.summary()
     assert f"punish: {report.candidates['punish']:,} candidates" in summary and "wrote " in summary
     ids = [p.puzzle_id for p in report.puzzles]
@@ -638,6 +679,172 @@ def test_csv_pgn_and_html_agree_and_are_well_formed(generated: PuzzleReport) -> 
     assert images == sum(len(row["Moves"].split()) + 1 for row in rows)
 
 
+def outputs(report: PuzzleReport) -> dict[str, bytes]:
+    return {name: path.read_bytes() for name, path in report.written.items()}
+
+
+def counts(report: PuzzleReport) -> dict[str, object]:
+    """The report's counts: what must not depend on the number of workers."""
+    keep = ("candidates", "duplicates_merged", "verified", "trimmed", "dropped", "not_checked", "engine", "nodes")
+    return {name: value for name, value in report.as_dict().items() if name in keep}
+
+
+@pytest.mark.stockfish
+@pytest.mark.slow
+def test_one_engine_on_the_driver_and_the_pool_write_the_same_bytes(
+    generated: PuzzleReport, mined: Path, tmp_path: Path
+) -> None:
+    serial = generate_puzzles(mined, tmp_path / "serial", nodes=TEST_NODES, margin=TEST_MARGIN, workers=1)
+    assert serial.workers == 1 and generated.workers == 2
+    screened = ("history_missing", "screened")  # dropped before the engine
+    distinct = sum(
+        generated.candidates[kind]
+        - generated.duplicates_merged[kind]
+        - sum(n for reason, n in generated.dropped[kind].items() if reason in screened)
+        for kind in generated.candidates
+    )
+    assert distinct > 2 * VERIFY_BATCH  # enough batches for both actors
+    assert set(outputs(serial)) == set(FORMATS)
+    assert outputs(serial) == outputs(generated)
+    assert counts(serial) == counts(generated)
+
+
+@pytest.mark.stockfish
+@pytest.mark.slow
+@pytest.mark.parametrize("limit", [1, 3])
+def test_a_limit_cuts_the_pool_where_it_cuts_the_serial_run(
+    generated: PuzzleReport, mined: Path, tmp_path: Path, limit: int
+) -> None:
+    runs = {
+        workers: generate_puzzles(
+            mined, tmp_path / str(workers), nodes=TEST_NODES, margin=TEST_MARGIN, limit=limit, workers=workers
+        )
+        for workers in (1, 2)
+    }
+    serial, pool = runs[1], runs[2]
+    assert pool.workers == 2 and serial.discarded == 0
+    assert outputs(serial) == outputs(pool) and counts(serial) == counts(pool)
+    # Verdicts do not depend on the order: the cut run is the full run's first `limit` puzzles.
+    assert [p.puzzle_id for p in pool.puzzles] == [p.puzzle_id for p in generated.puzzles[:limit]]
+    assert pool.not_checked > 0  # the limit did cut the candidates
+    assert pool.discarded <= min(pool.not_checked, VERIFY_BATCH * BATCHES_PER_WORKER * 2 - 1)
+
+
+def run_puzzles(*args: str) -> subprocess.Popen[str]:
+    """`diffimax puzzles` in a session of its own, as a terminal would run it (told of no cluster)."""
+    env = {name: value for name, value in os.environ.items() if name != "RAY_ADDRESS"}
+    return subprocess.Popen(
+        [*DIFFIMAX, "puzzles", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, env=env,
+    )  # fmt: skip
+
+
+@pytest.mark.stockfish
+@pytest.mark.slow
+def test_the_command_starts_its_own_cluster_and_leaves_nothing_running(mined: Path, tmp_path: Path) -> None:
+    # The command finds no cluster (the module's Ray session is not advertised to it), starts a
+    # local one in its own session for the pool, and must stop it and every engine before it exits.
+    limit = 2
+    process = run_puzzles("--data", str(mined), "--out", str(tmp_path / "pool"), "--nodes", str(TEST_NODES),
+                          "--workers", "2", "--limit", str(limit))  # fmt: skip
+    seen: dict[int, str] = {}  # every process of its session, by pid
+    while process.poll() is None:
+        seen.update(session_processes(process.pid))
+        time.sleep(0.2)
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr[-3000:]
+    assert "on 2 workers" in stdout, stdout
+    assert stderr.strip() == "", stderr[-3000:]  # none of Ray's chatter
+    assert any("raylet" in command for command in seen.values()), seen  # its own cluster, in its session
+    assert sum("stockfish" in command for command in seen.values()) >= 2, seen  # the actors' engines
+    assert_session_ends(process.pid)
+    serial = generate_puzzles(mined, tmp_path / "serial", nodes=TEST_NODES, margin=TEST_MARGIN, limit=limit, workers=1)
+    pool_files = {name: (tmp_path / "pool" / path.name).read_bytes() for name, path in serial.written.items()}
+    assert pool_files == outputs(serial)
+
+
+# Answers the driver's engine check like a UCI engine, but cannot start inside a Ray worker (a
+# binary missing on the cluster's nodes, say).
+ONLY_ON_THE_DRIVER = textwrap.dedent(
+    """
+    import os, sys
+    parent = open(f"/proc/{os.getppid()}/cmdline", "rb").read()
+    if b"ray::" in parent:
+        sys.exit("no engine here")
+    for line in sys.stdin:
+        word = line.split()[0] if line.split() else ""
+        if word == "uci":
+            print("id name Driver-only engine", flush=True)
+            print("uciok", flush=True)
+        elif word == "isready":
+            print("readyok", flush=True)
+        elif word == "quit":
+            break
+    """
+)
+# A UCI engine that dies whenever it is asked to search.
+DIES_ON_GO = textwrap.dedent(
+    """
+    import sys
+    for line in sys.stdin:
+        word = line.split()[0] if line.split() else ""
+        if word == "uci":
+            print("id name Dies-on-go engine", flush=True)
+            print("uciok", flush=True)
+        elif word == "isready":
+            print("readyok", flush=True)
+        elif word in ("go", "quit"):
+            sys.exit(3)
+    """
+)
+
+
+def fake_engine(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / name
+    path.write_text(f"#!{sys.executable}\n{body}")
+    path.chmod(0o755)
+    return path
+
+
+def one_error_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}:\n{stderr[-3000:]}"
+    assert lines[0].startswith("diffimax: error: "), lines[0]
+    return lines[0]
+
+
+@pytest.mark.slow
+def test_an_engine_that_cannot_start_on_the_workers_is_one_line(mined: Path, tmp_path: Path) -> None:
+    engine = fake_engine(tmp_path, "driver-only", ONLY_ON_THE_DRIVER)
+    process = run_puzzles("--data", str(mined), "--out", str(tmp_path / "out"), "--engine", str(engine),
+                          "--workers", "2")  # fmt: skip
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 1
+    line = one_error_line(stderr)
+    assert f"engine {engine} did not start as a UCI engine" in line, line
+    assert_session_ends(process.pid)
+    assert not (tmp_path / "out").exists()  # nothing written
+
+
+def test_an_engine_that_cannot_start_is_one_line_on_the_command_line(tmp_path: Path) -> None:
+    result = subprocess.run([*DIFFIMAX, "puzzles", "--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out"),
+                             "--engine", "/bin/false", "--workers", "2"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120)  # fmt: skip
+    assert result.returncode == 1
+    line = one_error_line(result.stderr)
+    assert line.startswith("diffimax: error: engine /bin/false did not start as a UCI engine: "), line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_engine_that_crashes_in_every_search_stops_in_one_line(mined: Path, tmp_path: Path, workers: int) -> None:
+    engine = fake_engine(tmp_path, "dies-on-go", DIES_ON_GO)
+    with pytest.raises(EngineError, match=rf"^engine {engine} crashed twice on FEN '[^'\n]+': [^\n]+$") as caught:
+        generate_puzzles(mined, tmp_path / "out", engine=str(engine), workers=workers)
+    assert not isinstance(caught.value, EngineStartError)
+    assert not (tmp_path / "out").exists()
+
+
 def hostile_pgn(moves: Sequence[str]) -> str:
     """Three copies of a real game's opening under hostile headers; the third has a raw newline."""
 
@@ -681,6 +888,7 @@ def test_hostile_headers_stay_inert_and_repeats_merge(generated: PuzzleReport, t
         settings=DiffiMaxSettings(depth=2),
         game_filter=GameFilter(ply_from=source.ply, ply_to=source.ply),
         workers=1,
+        judges=PUZZLE_JUDGES,
     )
     # The raw newline breaks its header block: that game is refused and recorded, not mined.
     (reason,) = connect(data).execute("select reason from errors where stage = 'parse'").fetchone() or ("",)

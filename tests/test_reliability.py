@@ -84,6 +84,10 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (["--shard-mb", "0.02", "--plies", "10-12"], "--plies"),
         (["--shard-mb", "0.02", "--scope", "2"], "--scope"),
         (["--shard-mb", "0.02", "--max-games", "30"], "--max-games"),
+        # every judge setting reaches the job (mine once dropped these two)
+        (["--shard-mb", "0.02", "--practical-shallow-k", "1"], "--practical-shallow-k"),
+        (["--shard-mb", "0.02", "--practical-shallow-p", "0.1"], "--practical-shallow-p"),
+        (["--shard-mb", "0.02", "--trappy-k", "3"], "--trappy-k"),
     ],
 )
 def test_resume_under_other_settings_is_refused_and_changes_nothing(finished_run: Path, changed, flag) -> None:
@@ -280,6 +284,20 @@ def test_tree_literal_errors_name_the_token_not_python_internals(literal: str, m
     assert result.returncode == 1
     line = one_error_line(result.stderr)
     assert message in line and "<ast." not in line and "object at 0x" not in line
+
+
+def test_an_empty_input_gives_a_dataset_that_query_and_report_read(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.pgn"
+    empty.write_bytes(b"")
+    out = tmp_path / "run"
+    mined = run_cli("mine", str(empty), "--out", str(out), "--engine", "material", "--workers", "1")
+    assert mined.returncode == 0, mined.stderr
+    assert manifest(out)["games_read"] == 0
+    counted = run_cli("query", "--data", str(out), "select count(*) as n from games", "--format", "json", check=True)
+    assert json.loads(counted.stdout) == [{"n": 0}]
+    reported = run_cli("report", "--data", str(out), "--out", str(tmp_path / "report"))
+    assert reported.returncode == 0, reported.stderr
+    assert (tmp_path / "report" / "report.html").stat().st_size > 0
 
 
 def test_progress_counts_positions_as_they_finish_and_says_done_at_the_end(tmp_path: Path) -> None:

@@ -44,11 +44,11 @@ from pipeline.outputs.report import (
 )
 from pipeline.outputs.sanitize import terminal_visible
 from tests.conftest import GAMES
-from tests.mining_helpers import mine
+from tests.mining_helpers import EVERY_JUDGE, mine
 
 SAMPLE = GAMES / "lichess_100.pgn"  # no clock comments
 CLOCKS = GAMES / "lichess_eval_clk_10024.pgn.zst"  # %clk and %eval on every move
-SECTIONS = ["summary", "plots", "trap-positions", "players", "tables", "errors", "manifest"]
+SECTIONS = ["summary", "judges", "plots", "trap-positions", "players", "tables", "errors", "manifest"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 DATA_PNG = "data:image/png;base64,"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -86,7 +86,7 @@ def sample(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Repor
     """The 100 sample games (no clocks) then 30 games with clocks, plies 8-14, depth 1."""
     root = tmp_path_factory.mktemp("report")
     manifest = mine([str(SAMPLE), str(CLOCKS)], root / "run", workers=2, max_games=130,
-                    game_filter=GameFilter(ply_from=8, ply_to=14))  # fmt: skip
+                    game_filter=GameFilter(ply_from=8, ply_to=14), **EVERY_JUDGE)  # fmt: skip
     path = write_report(root / "run", root / "report")
     return Report(root / "run", path, path.read_text(encoding="utf-8"), manifest)
 
@@ -116,7 +116,10 @@ def hostile(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Repo
     pgn += '[Event "<script>alert(3)\n</script>"]\n[White "w"]\n[Black "b"]\n\n' + moves + "\n"
     source = root / "hostile.pgn"
     source.write_text(pgn, encoding="utf-8", newline="")
-    manifest = mine([str(source)], root / "run", workers=1, game_filter=GameFilter(ply_from=4, ply_to=14))
+    # plies 4-24 hold positions where the practical judge's candidate was played (boards with events)
+    manifest = mine(
+        [str(source)], root / "run", workers=1, game_filter=GameFilter(ply_from=4, ply_to=24), **EVERY_JUDGE
+    )
     assert (manifest["games_written"], manifest["games_error"]) == (3, 1)
     path = write_report(root / "run", root / "report")
     return Report(root / "run", path, path.read_text(encoding="utf-8"), manifest)

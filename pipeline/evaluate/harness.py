@@ -248,6 +248,8 @@ def variants(base: JudgeSettings, shallow_depths: Sequence[int] = SHALLOW_DEPTHS
     for depth in shallow_depths:
         for k in (1, 2):
             found.append(Variant(f"trappy d{depth} k{k}", "trappy", dataclasses.replace(base, trappy_k=k), depth))
+    for depth in shallow_depths:  # the practical rule's "looks good at a glance" part, per depth
+        found.append(Variant(f"practical d{depth}", "practical", base, depth))
     for p in (0.05, 0.10, 0.15, 0.20, 0.30):
         found.append(Variant(f"model p{p:.2f}", "model", dataclasses.replace(base, model_p=p)))
     for p in (0.10, 0.15, 0.20, 0.30):
@@ -434,11 +436,11 @@ def gather_parallel(
 def table(rows: Sequence[dict[str, Any]]) -> str:
     """The harness figures as a Markdown table (docs/judges.md prints them so)."""
     head = ("| judge | positions | trap nodes | candidates (median / mean) | fell | fall rate [95 %] | chance | "
-            "lift [95 %] | dip played (median, pawns) | known traps recalled |")  # fmt: skip
+            "lift [95 %] | dip when fallen (median, pawns) | known traps recalled |")  # fmt: skip
     lines = [head, "|" + "---|" * 10]
     for row in rows:
         recall_text = "" if "recall" not in row else f"{row['recalled']}/{row['traps']} ({row['recall']:.0%})"
-        dip = "" if row["median_played_dip"] is None else f"{row['median_played_dip']:.2f}"
+        dip = "" if row["median_fallen_dip"] is None else f"{row['median_fallen_dip']:.2f}"
         lines.append(
             f"| {row['variant']} | {row['positions']} | {row['trap_node_share']:.0%} | "
             f"{row['median_candidates']:g} / {row['mean_candidates']:.1f} | {row['fell']} | "

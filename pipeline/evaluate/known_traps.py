@@ -18,9 +18,7 @@ The movetext is the line up to and including the victim's move, then the punishi
 continuation. Every game starts from the initial position, so a trap's board carries the whole
 move stack (repetition and fifty-move state are exact).
 
-`measure_known_trap` puts one trap to an engine the caller opens (engine use is injected): the
-value of the engine's best move and of the victim's move at the trap position, and of the best
-move at the position before it, each with the caller's limit.
+The trap positions are verified with Stockfish by `tests/test_known_traps.py`.
 """
 
 from __future__ import annotations
@@ -33,16 +31,12 @@ from pathlib import Path
 from typing import Final
 
 import chess
-import chess.engine
 import chess.pgn
 
 from search.errors import DiffimaxError
 
 # The bundled file, relative to the `pipeline` package.
 BUNDLED_RESOURCE: Final = "samples/known_traps.pgn"
-# Centipawn value given to a forced mate (minus the distance), so that a mate ranks beyond any
-# material score when two moves are compared.
-MATE_CP: Final = 100_000
 # Tags every trap game must carry with a non-empty value.
 REQUIRED_TAGS: Final = ("Event", "Victim", "TrapPly", "Source")
 # A valid ECO code: a volume letter and two digits.
@@ -195,77 +189,4 @@ def _trap_from_game(game: chess.pgn.Game, where: str) -> KnownTrap:
         line=line,
         source=headers["Source"].strip(),
         setter_sound=SETTER_SOUND_VALUES[sound_tag],
-    )
-
-
-@dataclass(frozen=True)
-class TrapMeasure:
-    """An engine's verdict on one known trap. Values are centipawns from the named side's view,
-    a forced mate counting MATE_CP minus its distance in plies."""
-
-    name: str
-    """The trap's name."""
-    best_move: chess.Move
-    """The engine's best move for the victim at the trap position."""
-    best_cp: int
-    """Value of `best_move`, victim's view."""
-    victim_cp: int
-    """Value of the victim's move (a search restricted to it), victim's view."""
-    setter_best_move: chess.Move
-    """The engine's best move for the setter at the position before the trap position."""
-    setter_best_cp: int
-    """Value of `setter_best_move`, setter's view."""
-    setter_move_cp: int
-    """Value of the setter's actual move, setter's view: the trap position's value with the
-    victim's best reply (`-best_cp`), or exactly `setter_best_cp` where the engine's best is
-    the setter's move itself."""
-
-    @property
-    def victim_loss_cp(self) -> int:
-        """How much worse the victim's move is than the best move, in centipawns."""
-        return self.best_cp - self.victim_cp
-
-    @property
-    def setter_loss_cp(self) -> int:
-        """How much worse the setter's move is than the setter's best move, in centipawns."""
-        return self.setter_best_cp - self.setter_move_cp
-
-
-def _search(
-    engine: chess.engine.SimpleEngine,
-    board: chess.Board,
-    limit: chess.engine.Limit,
-    pov: chess.Color,
-    root_moves: list[chess.Move] | None = None,
-) -> tuple[chess.Move, int]:
-    """First move and value (pov's view) of one search from an empty hash table.
-
-    A new `game` object makes python-chess send ucinewgame, which clears Stockfish's hash, so a
-    node-limited single-threaded search gives the same answer whatever was searched before.
-    """
-    info = engine.analyse(board, limit, root_moves=root_moves, game=object())
-    score, pv = info.get("score"), info.get("pv")
-    if score is None or not pv:
-        raise RuntimeError(f"engine returned no score or principal variation for {board.fen()!r}")
-    return pv[0], score.pov(pov).score(mate_score=MATE_CP)
-
-
-def measure_known_trap(engine: chess.engine.SimpleEngine, trap: KnownTrap, limit: chess.engine.Limit) -> TrapMeasure:
-    """Three searches with `limit`: the trap position, the victim's move alone, the position
-    before. The setter's move is valued by the trap-position search (one ply deeper in the
-    game, the same search), which saves a fourth search."""
-    best_move, best_cp = _search(engine, trap.board, limit, trap.victim)
-    _, victim_cp = _search(engine, trap.board, limit, trap.victim, root_moves=[trap.victim_move])
-    before = trap.board.copy()
-    setter_move = before.pop()
-    setter_best_move, setter_best_cp = _search(engine, before, limit, trap.setter)
-    setter_move_cp = setter_best_cp if setter_best_move == setter_move else -best_cp
-    return TrapMeasure(
-        name=trap.name,
-        best_move=best_move,
-        best_cp=best_cp,
-        victim_cp=victim_cp,
-        setter_best_move=setter_best_move,
-        setter_best_cp=setter_best_cp,
-        setter_move_cp=setter_move_cp,
     )

@@ -225,11 +225,15 @@ def _versions() -> dict[str, str]:
 
 
 def run(
-    config: MineConfig, echo: Callable[[str], None] | None = None, progress: Progress | None = None
+    config: MineConfig,
+    echo: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
+    *,
+    verbose: bool = False,
 ) -> dict[str, Any]:
     """Run a mining job; returns the manifest (also written to OUT/manifest.json). `progress`
     shows the job as it runs (default: lines through `echo`, or nothing when `echo` is given and
-    swallows them)."""
+    swallows them). `verbose` lets a local cluster's own log lines reach the terminal."""
     # Everything that can be wrong with the request is found before anything is created.
     sources = expand_inputs(config.inputs)
     check_output(config.out, resume=config.resume)
@@ -246,7 +250,7 @@ def run(
     owns_ray = not ray.is_initialized()
     try:
         if owns_ray:
-            _start_ray(config.address)
+            _start_ray(config.address, verbose=verbose)
         stop = threading.Event()
         with _sigterm_stops(stop):  # after ray.init, whose C++ core installs a SIGTERM handler of its own
             job = MiningJob(config, store, identity, shown, started, stop)
@@ -302,9 +306,9 @@ def file_digest(path: str) -> str:
     return digest.hexdigest()
 
 
-def _start_ray(address: str | None) -> None:
+def _start_ray(address: str | None, *, verbose: bool = False) -> None:
     """Connect to `address`, or start a local cluster, with Ray's own chatter kept out of the
-    user's terminal (its logs stay in /tmp/ray)."""
+    user's terminal unless `verbose` (its logs stay in /tmp/ray)."""
     # Ray announces that a new local cluster uses token authentication (its default, which we
     # keep); the user did not ask about it.
     logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
@@ -314,8 +318,8 @@ def _start_ray(address: str | None) -> None:
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
     try:
-        ray.init(address=address, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False,
-                 configure_logging=False)  # fmt: skip
+        ray.init(address=address, include_dashboard=False, logging_level=logging.INFO if verbose else logging.ERROR,
+                 log_to_driver=verbose, configure_logging=verbose)  # fmt: skip
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)

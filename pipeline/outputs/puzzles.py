@@ -20,6 +20,11 @@ candidate with a counted reason; a failing later solver move, or a defender repl
 not expect, ends the solution at the solver move before it. Repeated puzzles (same position for the
 solver, same solution) are verified once and written once, with the games they came from.
 
+The engine is the project's one UCI engine module (`pipeline.engines.process`). Candidates are
+verified serially on the driver (`workers=1`) or on a pool of Ray actors, one engine each, in
+order-preserving batches; the verdicts are taken back in the serial order and the `limit` cut is
+applied to them there, so the output is the same whatever the number of workers.
+
 Everything taken from the PGN headers (names, event, date, opening, site) is untrusted: it is
 stripped of control characters, and escaped or quoted for the format it is written into, by
 `pipeline.outputs.sanitize` and the HTML builder `pipeline.outputs.html`. The SQL that reads the
@@ -35,7 +40,6 @@ import io
 import math
 import os
 import re
-import shutil
 import time
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
@@ -47,9 +51,12 @@ import chess
 import chess.engine
 import chess.pgn
 import chess.svg
+import ray
+import ray.exceptions
 
 from pipeline.dataset.duck import connect
 from pipeline.dataset.sql import query
+from pipeline.engines.process import DEFAULT_TIMEOUT, EngineError, EngineStartError, UciEngine, check_engine
 from pipeline.evaluate.stats import wilson
 from pipeline.outputs.html import Html, document, join, tag
 from pipeline.outputs.sanitize import clean_text, pgn_value, safe_url, spreadsheet_safe
@@ -81,7 +88,9 @@ SET_SCREEN_CP = 100  # set: the miner's second best at the setting move must be 
 CRUSHING_CP = 600  # Lichess theme thresholds on the final evaluation, solver's view (cook.py)
 ADVANTAGE_CP = 200
 BOARD_PX = 360  # size of a board image in the HTML book
-STOCKFISH_FALLBACK = Path("/usr/games/stockfish")  # Debian's stockfish package installs here
+VERIFY_BATCH = 2  # distinct candidates per call to a verification actor (a call costs ~1 ms; a candidate >= 2 searches)
+BATCHES_PER_WORKER = 2  # calls queued per actor, so that none waits for the driver between two calls
+WORKER_RESTARTS = 3  # times a verification actor whose process died is restarted (its batch re-verified)
 
 LICHESS_COLUMNS = (
     "PuzzleId",
@@ -101,8 +110,8 @@ class PuzzleError(DiffimaxError, ValueError):
     """A puzzle setting that cannot be used (kind, format, margin, limit, nodes)."""
 
 
-class EngineUnavailableError(DiffimaxError, RuntimeError):
-    """The verification engine cannot be found or started."""
+class VerificationStopped(DiffimaxError, RuntimeError):
+    """A verification worker died more often than it may be restarted."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,12 +231,18 @@ class PuzzleReport:
     dropped: dict[str, dict[str, int]] = field(default_factory=dict)
     """Distinct puzzles dropped, per kind and reason (see DROP_REASONS)."""
     not_checked: int = 0
-    """Distinct candidates never sent to the engine because `limit` was reached."""
+    """Distinct candidates past the `limit` cut: not verified, or verified ahead by a worker of the
+    pool and discarded (see `discarded`), as if never verified."""
+    discarded: int = 0
+    """Of `not_checked`, those a worker of the pool had verified ahead before the limit was known
+    to be reached (0 with one worker); their verdicts count nowhere."""
     written: dict[str, Path] = field(default_factory=dict)
     puzzles: list[Puzzle] = field(default_factory=list)
     engine: str = ""
     nodes: int = 0
     margin: float = 0.0
+    workers: int = 1
+    """Engines that verified: 1 on the driver, else Ray actors."""
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -238,10 +253,12 @@ class PuzzleReport:
             "trimmed": self.trimmed,
             "dropped": self.dropped,
             "not_checked": self.not_checked,
+            "discarded": self.discarded,
             "written": {name: str(path) for name, path in self.written.items()},
             "engine": self.engine,
             "nodes": self.nodes,
             "margin": self.margin,
+            "workers": self.workers,
             "seconds": round(self.seconds, 1),
         }
 
@@ -255,9 +272,12 @@ class PuzzleReport:
                 f"{self.verified[kind]:,} verified ({self.trimmed[kind]:,} trimmed); dropped: {dropped}"
             )
         if self.not_checked:
-            lines.append(f"limit reached: {self.not_checked:,} distinct candidates not checked")
+            ahead = f" ({self.discarded:,} verified ahead by the pool, discarded)" if self.discarded else ""
+            lines.append(f"limit reached: {self.not_checked:,} distinct candidates not checked{ahead}")
+        where = "on the driver" if self.workers == 1 else f"on {self.workers} workers"
         lines.append(
-            f"engine: {self.engine}, {self.nodes:,} nodes per search, margin {self.margin:g}; {self.seconds:.1f} s"
+            f"engine: {self.engine}, {self.nodes:,} nodes per search, margin {self.margin:g}, {where}; "
+            f"{self.seconds:.1f} s"
         )
         lines += [f"wrote {path}" for path in self.written.values()]
         return "\n".join(lines)
@@ -392,38 +412,23 @@ def check_candidate(
 # The engine
 
 
-def resolve_engine(spec: str) -> str:
-    """The engine executable for `spec`: `stockfish` (PATH, then /usr/games) or a path / command."""
-    candidates: list[str | None]
-    if spec == "stockfish":
-        candidates = [shutil.which("stockfish"), str(STOCKFISH_FALLBACK)]
-    elif os.sep in spec:
-        candidates = [spec]
-    else:
-        candidates = [shutil.which(spec)]
-    for candidate in candidates:
-        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    raise EngineUnavailableError(f"engine not found: {spec!r} (looked on PATH and in {STOCKFISH_FALLBACK.parent})")
-
-
 class EngineVerifier:
-    """Owns one UCI engine process: MultiPV 2 at `nodes` per search, Threads 1, fixed Hash.
+    """Owns one UCI engine (`pipeline.engines.process.UciEngine`: timeouts, one restart after a
+    crash, no orphan): MultiPV 2 at `nodes` per search, Threads 1, Hash ENGINE_HASH_MB.
 
     Call `new_puzzle()` before each candidate: the next search starts with `ucinewgame` (hash
-    cleared), so a candidate's verdict depends on nothing verified before it.
+    cleared), so a candidate's verdict depends on nothing verified before it, in this engine or in
+    which engine of a pool verifies it. An engine that cannot start raises `EngineStartError`; one
+    that crashes twice or hangs during a search, `EngineError` (one line each).
     """
 
-    def __init__(self, engine: str = "stockfish", *, nodes: int = DEFAULT_NODES) -> None:
-        self.path = resolve_engine(engine)
-        self.nodes = nodes
-        try:
-            self._engine = chess.engine.SimpleEngine.popen_uci(self.path)
-        except (OSError, chess.engine.EngineError) as error:
-            raise EngineUnavailableError(f"cannot start engine {self.path!r}: {error}") from None
-        options = {"Threads": 1, "Hash": ENGINE_HASH_MB}
-        self._engine.configure({name: value for name, value in options.items() if name in self._engine.options})
-        self.name = str(self._engine.id.get("name", Path(self.path).name))
+    def __init__(
+        self, engine: str = "stockfish", *, nodes: int = DEFAULT_NODES, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        self.engine = UciEngine.open(engine, {"Threads": 1, "Hash": ENGINE_HASH_MB}, timeout=timeout)
+        self.path = self.engine.path
+        self.name = self.engine.name
+        self.limit = chess.engine.Limit(nodes=nodes)
         self._game = object()
         self.searches = 0
 
@@ -431,30 +436,158 @@ class EngineVerifier:
         self._game = object()
 
     def __call__(self, board: chess.Board) -> list[EngineLine]:
-        infos = self._engine.analyse(board, chess.engine.Limit(nodes=self.nodes), multipv=2, game=self._game)
+        result = self.engine.search(board, 2, self.limit, game=self._game)
         self.searches += 1
         lines = []
-        for info in infos:
+        for info in result.infos:
             pv = info.get("pv")
             score = info.get("score")
             if pv and score is not None:
                 lines.append(EngineLine(pv[0], score.relative, tuple(pv)))
         if not lines:
-            raise EngineUnavailableError(f"engine {self.name!r} returned no line for {board.fen()!r}")
+            raise EngineError(f"engine {self.path} returned no line on FEN {board.fen()!r}")
         return lines
 
     def close(self) -> None:
         """Stop the engine process (also after it died or hung)."""
-        try:
-            self._engine.quit()
-        except (chess.engine.EngineError, TimeoutError):
-            self._engine.close()
+        self.engine.close()
 
     def __enter__(self) -> EngineVerifier:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@dataclass(frozen=True)
+class VerifyTask:
+    """One distinct candidate to verify (its group's representative): what `check_candidate` needs."""
+
+    fen: str
+    moves: tuple[str, ...]
+    fixed: int
+
+
+# What the engine made of one task: the verified line, or why it was dropped.
+Verdict = Checked | DropReason
+
+
+def verify(verifier: EngineVerifier, task: VerifyTask, margin: float) -> Verdict:
+    """One candidate from an empty hash (the per-item work, the same on the driver and in an actor)."""
+    verifier.new_puzzle()
+    return check_candidate(task.fen, task.moves, task.fixed, verifier, margin)
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """What a verification actor returns for one batch: a verdict per task, in order, or the one
+    line that stops the job (an engine that cannot start, or crashed twice, or hung)."""
+
+    verdicts: tuple[Verdict, ...]
+    fatal: str | None = None
+    start_failed: bool = False
+    """`fatal` is the engine failing to start (`EngineStartError`), not failing a search."""
+
+
+class VerifyWorker:
+    """The Ray actor: its own `EngineVerifier` for the whole run, verifying a batch per call. An
+    engine that cannot start is not an exception here (Ray would answer it by restarting the actor)
+    but a fatal outcome of every call."""
+
+    def __init__(self, engine: str, nodes: int, margin: float) -> None:
+        self.margin = margin
+        self.verifier: EngineVerifier | None = None
+        self.startup_error: str | None = None
+        try:
+            self.verifier = EngineVerifier(engine, nodes=nodes)
+        except EngineStartError as error:
+            self.startup_error = str(error)
+
+    def __call__(self, batch: Sequence[VerifyTask]) -> BatchOutcome:
+        if self.verifier is None:
+            return BatchOutcome((), fatal=self.startup_error, start_failed=True)
+        try:
+            return BatchOutcome(tuple(verify(self.verifier, task, self.margin) for task in batch))
+        except EngineError as error:
+            return BatchOutcome((), fatal=str(error), start_failed=isinstance(error, EngineStartError))
+
+
+def verify_serial(
+    tasks: Sequence[VerifyTask], engine: str, nodes: int, margin: float, limit: int | None
+) -> list[Verdict]:
+    """Verify `tasks` in order on one engine here, stopping once `limit` of them passed."""
+    verdicts: list[Verdict] = []
+    passed = 0
+    with EngineVerifier(engine, nodes=nodes) as verifier:
+        for task in tasks:
+            if limit is not None and passed >= limit:
+                break
+            verdict = verify(verifier, task, margin)
+            verdicts.append(verdict)
+            passed += not isinstance(verdict, str)
+    return verdicts
+
+
+def verify_on_pool(
+    tasks: Sequence[VerifyTask], engine: str, nodes: int, margin: float, limit: int | None, workers: int
+) -> tuple[list[Verdict], int]:
+    """Verify `tasks` on `workers` Ray actors (one engine each) in batches of VERIFY_BATCH; the
+    verdicts of the same prefix of `tasks` that `verify_serial` verifies, in order, and how many
+    verdicts past that prefix were computed and discarded.
+
+    Verdicts are taken in task order, so the limit cut falls where it falls serially. With a
+    limit, no batch is sent more than BATCHES_PER_WORKER * workers batches ahead of the first
+    unfinished one, so at most VERIFY_BATCH * BATCHES_PER_WORKER * workers - 1 tasks past the cut
+    are verified in vain. Ray must be initialised.
+    """
+    batches = [tuple(tasks[start : start + VERIFY_BATCH]) for start in range(0, len(tasks), VERIFY_BATCH)]
+    window = BATCHES_PER_WORKER * workers
+    actor_class: Any = ray.remote(num_cpus=1, max_restarts=WORKER_RESTARTS, max_task_retries=WORKER_RESTARTS)(
+        VerifyWorker
+    )
+    actors = [actor_class.remote(engine, nodes, margin) for _ in range(workers)]
+    load = [0] * workers  # calls queued per actor
+    in_flight: dict[Any, tuple[int, int]] = {}  # call -> (batch index, actor index)
+    finished: dict[int, tuple[Verdict, ...]] = {}  # batch index -> its verdicts, until taken in order
+    verdicts: list[Verdict] = []
+    passed = taken = sent = 0  # passes among `verdicts`; batches taken in order; batches sent
+    try:
+        while True:
+            while taken in finished:
+                for verdict in finished.pop(taken):
+                    if limit is not None and passed >= limit:
+                        break
+                    verdicts.append(verdict)
+                    passed += not isinstance(verdict, str)
+                taken += 1
+            if taken == len(batches) or (limit is not None and passed >= limit):
+                computed = sum(len(batch) for batch in batches[:taken]) + sum(map(len, finished.values()))
+                return verdicts, computed - len(verdicts)
+            while sent < len(batches) and len(in_flight) < window and (limit is None or sent < taken + window):
+                index = min(range(workers), key=lambda i: load[i])
+                load[index] += 1
+                in_flight[actors[index].__call__.remote(batches[sent])] = (sent, index)
+                sent += 1
+            done, _ = ray.wait(list(in_flight), num_returns=1)
+            for ref in done:
+                batch_index, actor_index = in_flight.pop(ref)
+                load[actor_index] -= 1
+                try:
+                    outcome: BatchOutcome = ray.get(ref)
+                except ray.exceptions.RayActorError as error:
+                    raise VerificationStopped(
+                        f"a verification worker died {WORKER_RESTARTS + 1} times: {' '.join(str(error).split())[:300]}"
+                    ) from None
+                if outcome.fatal is not None:
+                    raise (EngineStartError if outcome.start_failed else EngineError)(outcome.fatal)
+                finished[batch_index] = outcome.verdicts
+    finally:
+        # Calls still queued are not needed: cancelled first, so that Ray does not retry them (and
+        # say so) when their actor is killed; the engines end with the actors.
+        for ref in in_flight:
+            ray.cancel(ref)
+        for actor in actors:
+            ray.kill(actor, no_restart=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -600,12 +733,14 @@ def generate_puzzles(
     nodes: int = DEFAULT_NODES,
     margin: float = DEFAULT_MARGIN,
     title: str = "diffimax puzzles",
+    workers: int | None = None,
 ) -> PuzzleReport:
     """Verified puzzles from the dataset `data`, written to `out` as puzzles.csv / .pgn / .html.
 
     `min_dip` is in pawns (setter's view); `limit` caps the puzzles written (candidates are
     verified in order of the evidence that humans fall (`evidence_order`), and verification stops
-    at the limit); `margin` is in win chances on [-1, 1]; `nodes` per engine search.
+    at the limit); `margin` is in win chances on [-1, 1]; `nodes` per engine search. `workers`
+    engines verify (see `run_verification`); the output is the same whatever their number.
     """
     started = time.monotonic()
     if kind not in ("punish", "set", "both"):
@@ -620,11 +755,13 @@ def generate_puzzles(
         raise PuzzleError(f"invalid nodes {nodes!r}: expected at least 1")
     if min_dip < 0 or not math.isfinite(min_dip):
         raise PuzzleError(f"invalid min dip {min_dip!r}: expected pawns >= 0")
-    resolve_engine(engine)  # fail before reading the dataset
+    if workers is not None and workers < 1:
+        raise PuzzleError(f"invalid workers {workers!r}: expected at least 1")
+    engine_name = check_engine(engine)  # an unusable engine is one line before the dataset is read
     out_dir = Path(out)
 
     candidates, early = load_candidates(data, kinds, round(min_dip * 100))
-    report = PuzzleReport(engine=engine, nodes=nodes, margin=margin)
+    report = PuzzleReport(engine=engine_name, nodes=nodes, margin=margin)
     for name in kinds:
         report.candidates[name] = sum(early[name].values())
         report.dropped[name] = dict(early[name])
@@ -638,39 +775,35 @@ def generate_puzzles(
     for (puzzle_kind, _), members in groups.items():
         _count(report.duplicates_merged, puzzle_kind, len(members) - 1)
     ordered = sorted(groups.items(), key=lambda item: evidence_order(item[1], puzzle_id(item[0][1])))
-    if ordered:
-        with EngineVerifier(engine, nodes=nodes) as verifier:
-            report.engine = verifier.name
-            for position, ((puzzle_kind, key), members) in enumerate(ordered):
-                if limit is not None and len(report.puzzles) >= limit:
-                    report.not_checked = len(ordered) - position
-                    break
-                members.sort(key=lambda c: (c.game.game_id, c.ply))
-                first = members[0]
-                verifier.new_puzzle()
-                result = check_candidate(first.fen, first.moves, first.fixed, verifier, margin)
-                if isinstance(result, str):
-                    _count(report.dropped[puzzle_kind], result)
-                    continue
-                _count(report.verified, puzzle_kind)
-                if result.trimmed:
-                    _count(report.trimmed, puzzle_kind)
-                report.puzzles.append(
-                    Puzzle(
-                        puzzle_id=puzzle_id(key),
-                        kind=puzzle_kind,
-                        fen=first.fen,
-                        moves=result.moves,
-                        themes=themes_for(puzzle_kind, result),
-                        game_url=game_url(first.game.site, first.fen, first.ply),
-                        opening_tags=opening_tags(first.game.opening),
-                        checks=result.checks,
-                        game_ids=tuple(sorted({c.game.game_id for c in members})),
-                        game=first.game,
-                        ply=first.ply,
-                        dip=first.dip,
-                    )
-                )
+    for _, members in ordered:
+        members.sort(key=lambda c: (c.game.game_id, c.ply))  # the representative: the smallest game id
+    tasks = [VerifyTask(members[0].fen, members[0].moves, members[0].fixed) for _, members in ordered]
+    verdicts, report.discarded, report.workers = run_verification(tasks, engine, nodes, margin, limit, workers)
+    report.not_checked = len(ordered) - len(verdicts)
+    for ((puzzle_kind, key), members), result in zip(ordered, verdicts, strict=False):
+        if isinstance(result, str):
+            _count(report.dropped[puzzle_kind], result)
+            continue
+        _count(report.verified, puzzle_kind)
+        if result.trimmed:
+            _count(report.trimmed, puzzle_kind)
+        first = members[0]
+        report.puzzles.append(
+            Puzzle(
+                puzzle_id=puzzle_id(key),
+                kind=puzzle_kind,
+                fen=first.fen,
+                moves=result.moves,
+                themes=themes_for(puzzle_kind, result),
+                game_url=game_url(first.game.site, first.fen, first.ply),
+                opening_tags=opening_tags(first.game.opening),
+                checks=result.checks,
+                game_ids=tuple(sorted({c.game.game_id for c in members})),
+                game=first.game,
+                ply=first.ply,
+                dip=first.dip,
+            )
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     writers: dict[OutputFormat, tuple[str, Callable[[Sequence[Puzzle]], str]]] = {
         "csv": ("puzzles.csv", render_csv),
@@ -682,6 +815,42 @@ def generate_puzzles(
         report.written[fmt] = write_atomic(out_dir / filename, render(report.puzzles))
     report.seconds = time.monotonic() - started
     return report
+
+
+def run_verification(
+    tasks: Sequence[VerifyTask], engine: str, nodes: int, margin: float, limit: int | None, workers: int | None
+) -> tuple[list[Verdict], int, int]:
+    """The verdicts of `tasks` in order, up to the one that makes `limit` passes (all without a
+    limit); the verdicts computed past that and discarded; the engines that verified.
+
+    `workers` 1 verifies here, serially, without Ray; None means one per CPU of the Ray cluster.
+    Ray is used as found, or a local cluster is started for the call (and stopped after it). A
+    pool is never larger than the batches to verify, and a single batch is verified here.
+    """
+    if workers == 1 or len(tasks) <= VERIFY_BATCH:
+        return verify_serial(tasks, engine, nodes, margin, limit), 0, 1
+    from pipeline.mine.driver import _start_ray, _stderr_aside  # the miner's quiet local cluster
+
+    owns_ray = not ray.is_initialized()
+    try:
+        if owns_ray:
+            _start_ray(None)
+        if workers is None:
+            cluster: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
+            workers = max(1, int(cluster.get("CPU", 1)))
+        workers = min(workers, math.ceil(len(tasks) / VERIFY_BATCH))
+        if workers == 1:
+            return verify_serial(tasks, engine, nodes, margin, limit), 0, 1
+        verdicts, discarded = verify_on_pool(tasks, engine, nodes, margin, limit, workers)
+        return verdicts, discarded, workers
+    except KeyboardInterrupt:
+        if owns_ray:  # Ray's dying workers say so at length: not in the user's terminal
+            with _stderr_aside():
+                ray.shutdown()
+        raise
+    finally:
+        if owns_ray and ray.is_initialized():
+            ray.shutdown()
 
 
 def parse_kind(text: str) -> KindChoice:

@@ -1,0 +1,119 @@
+"""The mining pipeline without an engine: its ceiling, its scaling, and the driver's memory.
+
+  python -m benchmarks.bench_scale [--games 3700] [--scale 10] [--plies 0-60] [--native-games 60]
+
+Each run is the real command (`python -m pipeline.cli mine`) in a process of its own, on a fresh
+local Ray cluster, over `lichess_player_a_37221.pgn.zst` (its first N games); the driver's
+resident memory is sampled from /proc every 0.1 s (the driver process alone: Ray's own processes
+and the workers are separate). Runs, side by side in one invocation:
+
+1. the pipeline ceiling: `--engine material` (the material count, no search) with 1 worker and
+   with 2: positions (analysed + reused) per second of the manifest's `wall_seconds` (ingest,
+   route, analyse, commit; the local cluster's start of a few seconds included);
+2. the driver's peak RSS at N games and at `--scale` times N games, material backend, 2 workers;
+3. scaling with a real search: `--engine native --depth 1`, 1 worker then 2, on player_b.
+
+The machine is shared: read the ratios within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "games"
+PLAYER_A = DATA / "lichess_player_a_37221.pgn.zst"
+PLAYER_B = DATA / "lichess_player_b_1089.pgn"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def rss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return 0
+
+
+def mine(source: Path, out: Path, args: list[str]) -> dict[str, Any]:
+    """Run one job; its manifest, wall time and the driver's peak RSS."""
+    command = [sys.executable, "-m", "pipeline.cli", "mine", str(source), "--out", str(out), *args]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    peak = 0
+
+    def sample() -> None:
+        nonlocal peak
+        while process.poll() is None:
+            peak = max(peak, rss_kib(process.pid))
+            time.sleep(0.1)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, stderr = process.communicate()
+    sampler.join()
+    wall = time.perf_counter() - started
+    if process.returncode != 0:
+        raise SystemExit(f"mine failed ({process.returncode}): {stderr[-2000:]}")
+    manifest = json.loads((out / "manifest.json").read_text())
+    return {"manifest": manifest, "wall": wall, "driver_peak_mib": peak / 1024}
+
+
+def rate(run: dict[str, Any]) -> float:
+    m = run["manifest"]
+    return float(m["positions"]) / float(m["wall_seconds"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--games", type=int, default=3700)
+    parser.add_argument("--scale", type=int, default=10)
+    parser.add_argument("--plies", default="0-60")
+    parser.add_argument("--native-games", type=int, default=60)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    cheap = ["--engine", "material", "--judges", "dip,trappy", "--human-model", "none", "--plies", args.plies]
+    report: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for workers in (1, 2):
+            run = mine(PLAYER_A, work / f"material{workers}",
+                       [*cheap, "--workers", str(workers), "--max-games", str(args.games)])  # fmt: skip
+            m = run["manifest"]
+            report[f"material_{workers}w"] = {
+                "positions": m["positions"], "analysed": m["positions_analysed"], "positions_per_s": rate(run),
+                "wall": run["wall"], "driver_peak_mib": run["driver_peak_mib"],
+            }  # fmt: skip
+            print(f"material, {workers} worker(s): {report[f'material_{workers}w']}", flush=True)
+        big = mine(PLAYER_A, work / "material10x",
+                   [*cheap, "--workers", "2", "--max-games", str(args.games * args.scale)])  # fmt: skip
+        report["material_scaled"] = {"games": args.games * args.scale, "positions": big["manifest"]["positions"],
+                                     "positions_per_s": rate(big), "wall": big["wall"],
+                                     "driver_peak_mib": big["driver_peak_mib"]}  # fmt: skip
+        print(f"material, {args.scale}x the games: {report['material_scaled']}", flush=True)
+        report["driver_rss_ratio"] = big["driver_peak_mib"] / report["material_2w"]["driver_peak_mib"]
+        native = ["--engine", "native", "--depth", "1", "--plies", "10-19", "--judges", "dip,trappy",
+                  "--human-model", "none", "--max-games", str(args.native_games)]  # fmt: skip
+        for workers in (1, 2):
+            run = mine(PLAYER_B, work / f"native{workers}", [*native, "--workers", str(workers)])
+            report[f"native_{workers}w"] = {"positions": run["manifest"]["positions"], "positions_per_s": rate(run),
+                                            "wall": run["wall"]}  # fmt: skip
+            print(f"native, {workers} worker(s): {report[f'native_{workers}w']}", flush=True)
+    report["material_speedup"] = report["material_2w"]["positions_per_s"] / report["material_1w"]["positions_per_s"]
+    report["native_speedup"] = report["native_2w"]["positions_per_s"] / report["native_1w"]["positions_per_s"]
+    print(json.dumps(report, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
