@@ -23,6 +23,7 @@ from pipeline.engines.backends import EngineOptions, default_engine, open_backen
 from pipeline.human.commands import human_app
 from pipeline.human.context import MoverContext
 from pipeline.mine.config import MineConfig
+from pipeline.mine.plan import SAMPLE_GAMES, SAMPLE_POSITIONS
 from pipeline.outputs.explain import (
     explain_text,
     judgement_json,
@@ -520,10 +521,10 @@ def plan(
     job: JobConfig,
     sample_games: Annotated[
         int, typer.Option("--sample-games", help="Games of the input read through the filters (seeded blocks).")
-    ] = 2000,
+    ] = SAMPLE_GAMES,
     sample_positions: Annotated[
         int, typer.Option("--sample-positions", help="Positions judged to time the analysis on this machine.")
-    ] = 40,
+    ] = SAMPLE_POSITIONS,
     assume_games: Annotated[
         int | None,
         typer.Option("--assume-games", help="Plan for this many games read, shaped like the inputs' (a stand-in)."),

@@ -17,11 +17,16 @@ The method (docs/mining.md, "Planning a job"):
    D(n) = D(n_s) (n / n_s)^b with b in [0, 1], which is extrapolated to the job's kept games and
    capped at the positions of that ply (positions at low plies repeat most: b near 0; late in the
    game nearly every position is new: b near 1).
-4. *Time the analysis.* SAMPLE_POSITIONS distinct positions of the sample, drawn with the weight of
-   their ply among the positions the job will analyse, are judged one at a time by the job's own
-   `AnalysisWorker` (its engine, limits, DiffiMax settings, judges, model and corpus), in this
-   process: the seconds per analysed position, with their spread. One extra position first warms
-   the worker up (a worker pays that once per job) and is not counted.
+4. *Time the analysis.* Kept games of the sample, drawn in a seeded order until they hold
+   SAMPLE_POSITIONS new positions, are judged by the job's own `AnalysisWorker` (its engine, limits,
+   DiffiMax settings, judges, model and corpus) as the units the driver sends: each game's
+   positions not seen before in the sample, in ply order, one unit (so they meet the warm table or
+   hash a worker gives consecutive positions of a game). A position's seconds count with the weight
+   of its ply among the positions the job will analyse (job distinct / sample distinct at that
+   ply: a month analyses few early plies), a ratio estimate whose 90 % interval treats each game as
+   one draw. As many processes judge at once as the job has workers on this machine, so the
+   machine is as busy as the job makes it. One extra position first warms each worker up (a worker
+   pays that once per job) and is not counted.
 5. *Combine.* Analysed positions x seconds per position is the engine time; core-hours multiply it
    by the engine's threads. The wall time for N workers adds the pipeline's own work, measured
    here too: the parse of every game (ingest tasks share the workers' cores), the driver's cut of
@@ -35,6 +40,7 @@ from __future__ import annotations
 import bz2
 import concurrent.futures
 import contextlib
+import dataclasses
 import gzip
 import math
 import multiprocessing
@@ -74,8 +80,9 @@ PREFIX_BYTES = 64 << 20
 SAMPLE_BLOCK_GAMES = 25
 # Games the sample reads by default (a few seconds of parsing).
 SAMPLE_GAMES = 2000
-# Positions the analysis sample times by default (a native or Stockfish position costs 0.01-1 s here).
-SAMPLE_POSITIONS = 40
+# Positions the analysis sample times by default, in whole games' units (a native or Stockfish
+# position costs 0.01-1 s here).
+SAMPLE_POSITIONS = 100
 # Seeded orders of the sample's games that the distinct-key curve is averaged over.
 REUSE_ORDERS = 5
 # Fewest games at which the distinct-key curve is measured (below it a count is mostly noise).
@@ -159,16 +166,16 @@ class TimedPosition:
     """The game it was drawn from."""
     ply: int
     """Its ply in that game."""
-    draws: int
-    """Times the weighted draw chose it (its weight in the mean)."""
+    weight: float
+    """Its weight in the mean: the job's distinct positions at its ply per distinct one of the sample."""
     engine_seconds: float
     """`PositionResult.seconds`: the judged analysis (engine, model, corpus), as the manifest sums it
     (wall-clock seconds: on a busy machine they include the waits for a core)."""
     cpu_seconds: float
-    """CPU seconds the worker and its engine processes spent on the position (what a core of its
-    own would take, whatever else the machine runs)."""
+    """CPU seconds the worker and its engine processes spent on the unit (what a core of its own
+    would take, whatever else the machine runs), the position's share by its engine seconds."""
     unit_seconds: float
-    """The worker's whole call for it (replaying the game to the position included)."""
+    """The worker's whole call for the unit (replaying the game included), the position's share."""
     error: str | None
     """The analysis's error, if it failed (as a job records it)."""
 
@@ -212,7 +219,7 @@ class Sample:
     commit_seconds: float
     """Seconds of that commit (`_commit`: rows built, five Parquet files written, one rename)."""
     seed: int
-    """Seed of the block and position draws."""
+    """Seed of the block and game draws."""
 
 
 @dataclass(frozen=True)
@@ -478,10 +485,9 @@ def selected_games(config: MineConfig, sample: _GameSample, games: Sequence[int]
 
 def fit_reuse(
     game_of: Sequence[int], ply_of: Sequence[int], key_of: Sequence[int], games: int, seed: int
-) -> tuple[list[ReuseFit], np.ndarray[Any, np.dtype[np.int64]], float]:
-    """Heaps' law per ply over the sample's kept games; also each position's group (its distinct
-    (ply, key) pair) and the share of (ply, key) pairs that are distinct keys job-wide (a key seen
-    at two plies is analysed once)."""
+) -> tuple[list[ReuseFit], float]:
+    """Heaps' law per ply over the sample's kept games, and the share of distinct (ply, key) pairs
+    that are distinct keys job-wide (a key seen at two plies is analysed once)."""
     game = np.asarray(game_of, dtype=np.int64)
     ply = np.asarray(ply_of, dtype=np.int64)
     key = np.asarray(key_of, dtype=np.int64)
@@ -519,43 +525,50 @@ def fit_reuse(
             exponent = float(min(1.0, max(0.0, slope)))
         distinct = round(float(curves[0, column]))
         fits.append(ReuseFit(int(ply_value), games, int(positions[column]), distinct, exponent))
-    return fits, group, overlap
+    return fits, overlap
 
 
 # -- step 4: timing ------------------------------------------------------------------------------
 
 
-def draw_positions(
-    group: np.ndarray[Any, np.dtype[np.int64]],
-    ply_of: Sequence[int],
-    fits: Sequence[ReuseFit],
-    games: float,
-    count: int,
-    seed: int,
-) -> dict[int, int]:
-    """`count` draws (with replacement) of the sample's distinct positions, each ply weighted by the
-    share of the job's analysed positions it will hold: first-occurrence index -> times drawn."""
-    first: dict[int, int] = {}
-    for index, value in enumerate(group.tolist()):
-        first.setdefault(value, index)
-    firsts = np.fromiter(first.values(), dtype=np.int64, count=len(first))
+def draw_units(
+    sample: _GameSample, fits: Sequence[ReuseFit], games: float, count: int, seed: int
+) -> list[tuple[int, list[int], list[float]]]:
+    """Kept games of the sample in a seeded order, until they hold `count` new positions: per game,
+    its index, the indices of its positions whose key is new in the sample (what the driver would
+    send as its unit) and their weights (the job's distinct positions at that ply per distinct one
+    of the sample)."""
     ply_weight = {fit.ply: fit.distinct_at(games) / max(1, fit.distinct) for fit in fits}
-    weights = np.asarray([ply_weight[ply_of[i]] for i in firsts.tolist()], dtype=float)
-    rng = np.random.default_rng(seed + 1)
-    drawn = rng.choice(len(firsts), size=count, replace=True, p=weights / weights.sum())
-    times: dict[int, int] = {}
-    for choice in drawn.tolist():
-        index = int(firsts[choice])
-        times[index] = times.get(index, 0) + 1
-    return times
+    seen: set[int] = set()
+    new_of: dict[int, list[int]] = {}
+    for index, key in enumerate(sample.key_of):
+        if key not in seen:
+            seen.add(key)
+            new_of.setdefault(sample.game_of[index], []).append(index)
+    order = np.random.default_rng(seed + 1).permutation(len(sample.kept)).tolist()
+    units: list[tuple[int, list[int], list[float]]] = []
+    positions = 0
+    for game in order:
+        indices = new_of.get(game)
+        if not indices:
+            continue
+        units.append((game, indices, [ply_weight[sample.ply_of[i]] for i in indices]))
+        positions += len(indices)
+        if positions >= count:
+            break
+    return units
 
 
-def unit_of(selected: Selected, row: PositionRow) -> AnalysisUnit:
-    """The one-position unit the driver would send for this position (its context and key)."""
+def unit_of(selected: Selected, rows: Sequence[PositionRow]) -> AnalysisUnit:
+    """The unit the driver would send for these positions of a game (in ply order: contexts, keys)."""
     game = selected.game
-    context = MoverContext(row["mover_rating"], row["clock_seconds"], game["base_seconds"], game["increment_seconds"])
-    return AnalysisUnit(game["game_id"], selected.start_fen, selected.moves, (row["ply"],), (context,),
-                        (row["position_key"],))  # fmt: skip
+    rows = sorted(rows, key=lambda row: row["ply"])
+    contexts = tuple(
+        MoverContext(row["mover_rating"], row["clock_seconds"], game["base_seconds"], game["increment_seconds"])
+        for row in rows
+    )
+    return AnalysisUnit(game["game_id"], selected.start_fen, selected.moves, tuple(row["ply"] for row in rows),
+                        contexts, tuple(row["position_key"] for row in rows))  # fmt: skip
 
 
 # Clock ticks per second of the CPU times in /proc/<pid>/stat.
@@ -600,9 +613,9 @@ class _Timing:
     worker_start_seconds: float
 
 
-def _time_share(config: MineConfig, units: Sequence[tuple[AnalysisUnit, int]]) -> _Timing:
-    """Build the job's worker (engine, model, corpus), warm it up on the first unit (uncounted),
-    then judge each unit, one at a time."""
+def _time_share(config: MineConfig, units: Sequence[tuple[AnalysisUnit, Sequence[float]]]) -> _Timing:
+    """Build the job's worker (engine, model, corpus), warm it up on the first unit's first
+    position (uncounted), then judge each unit, one at a time."""
     start = time.perf_counter()
     worker = AnalysisWorker(config.engine, config.engine_options, config.judging(), config.human)
     worker_start = time.perf_counter() - start
@@ -611,20 +624,23 @@ def _time_share(config: MineConfig, units: Sequence[tuple[AnalysisUnit, int]]) -
     timed: list[TimedPosition] = []
     results: list[PositionResult] = []
     try:
-        warmup = worker.analyse(units[0][0])
+        first = units[0][0]
+        warmup = worker.analyse(dataclasses.replace(first, plies=first.plies[:1], contexts=first.contexts[:1],
+                                                    keys=first.keys[:1]))  # fmt: skip
         if warmup.fatal is not None:
             raise PlanError(f"the engine stopped: {warmup.fatal}")
-        for unit, draws in units:
+        for unit, weights in units:
             before = cpu_seconds()
             outcome = worker.analyse(unit)
             cpu = cpu_seconds() - before
             if outcome.fatal is not None:
                 raise PlanError(f"the engine stopped: {outcome.fatal}")
-            (result,) = outcome.results
-            results.append(result)
-            timed.append(
-                TimedPosition(unit.game_id, unit.plies[0], draws, result.seconds, cpu, outcome.seconds, result.error)
-            )
+            engine_total = sum(result.seconds for result in outcome.results)
+            for result, weight in zip(outcome.results, weights, strict=True):
+                share = result.seconds / engine_total if engine_total > 0 else 1 / len(outcome.results)
+                results.append(result)
+                timed.append(TimedPosition(unit.game_id, result.ply, weight, result.seconds, cpu * share,
+                                           outcome.seconds * share, result.error))  # fmt: skip
     finally:
         worker.backend.close()
         close_model = getattr(worker.model, "close", None)
@@ -634,15 +650,19 @@ def _time_share(config: MineConfig, units: Sequence[tuple[AnalysisUnit, int]]) -
 
 
 def time_positions(
-    config: MineConfig, units: Sequence[tuple[AnalysisUnit, int]], processes: int, echo: Callable[[str], None]
+    config: MineConfig,
+    units: Sequence[tuple[AnalysisUnit, Sequence[float]]],
+    processes: int,
+    echo: Callable[[str], None],
 ) -> list[_Timing]:
     """Judge the units in `processes` processes at once (each with its own worker and its share of
     the units), so that the machine is as busy as the job's workers would make it; with one
     process, here in this one."""
     processes = max(1, min(processes, len(units)))
+    total = sum(len(unit.plies) for unit, _ in units)
     if processes == 1:
         timing = _time_share(config, units)
-        echo(f"plan: {len(units)} positions timed")
+        echo(f"plan: {total} positions timed")
         return [timing]
     shares = [list(units[index::processes]) for index in range(processes)]
     # fork, not spawn: spawn imports the caller's main module again, which a script that calls
@@ -653,7 +673,7 @@ def time_positions(
         futures = [pool.submit(_time_share, config, share) for share in shares]
         for future in concurrent.futures.as_completed(futures):
             done.append(future.result())
-            echo(f"plan: {sum(len(timing.timed) for timing in done)}/{len(units)} positions timed")
+            echo(f"plan: {sum(len(timing.timed) for timing in done)}/{total} positions timed")
     return done
 
 
@@ -714,12 +734,21 @@ def _share(k: int, n: int, total: float, how: str, exact: bool) -> Figure:
     return Figure(total * k / n if n else 0.0, how, total * low, total * high)
 
 
-def _mean_interval(values: Sequence[float], weights: Sequence[int]) -> tuple[float, float, float]:
-    """Mean over the draws (each value repeated as often as it was drawn) and its 90 % interval
-    (normal, from the standard error)."""
-    data = np.repeat(np.asarray(values, dtype=float), np.asarray(weights, dtype=np.int64))
-    mean = float(data.mean())
-    error = float(data.std(ddof=1)) / math.sqrt(len(data)) if len(data) > 1 else mean
+def _mean_interval(
+    values: Sequence[float], weights: Sequence[float], clusters: Sequence[str]
+) -> tuple[float, float, float]:
+    """The weighted mean sum(w v) / sum(w) and its 90 % interval (normal, from the ratio
+    estimator's standard error with each cluster, a timed game, as one draw: the positions of a
+    game are not independent)."""
+    value = np.asarray(values, dtype=float)
+    weight = np.asarray(weights, dtype=float)
+    names, cluster = np.unique(np.asarray(clusters), return_inverse=True)
+    mean = float((weight * value).sum() / weight.sum())
+    n = len(names)
+    if n < 2:
+        return mean, 0.0, 2 * mean  # one game: no spread to measure, say so by a wide interval
+    totals = np.bincount(cluster, weights=weight * (value - mean), minlength=n)
+    error = math.sqrt(n / (n - 1) * float((totals**2).sum())) / float(weight.sum())
     return mean, max(0.0, mean - Z90 * error), mean + Z90 * error
 
 
@@ -744,7 +773,6 @@ class _Counts:
     analysed: Figure
     reused: Figure
     fits: list[ReuseFit]
-    group: np.ndarray[Any, np.dtype[np.int64]]
 
 
 def _count_figures(sample: _GameSample, read: float, read_how: str, whole_job: bool, seed: int) -> _Counts:
@@ -765,7 +793,7 @@ def _count_figures(sample: _GameSample, read: float, read_how: str, whole_job: b
         spread = Z90 * float(per_game.std(ddof=1)) / math.sqrt(read_n) if read_n > 1 else mean
         positions = Figure(read * mean, "positions per game read in the sample x games read",
                            read * max(0.0, mean - spread), read * (mean + spread))  # fmt: skip
-    fits, group, overlap = fit_reuse(sample.game_of, sample.ply_of, sample.key_of, kept_n, seed)
+    fits, overlap = fit_reuse(sample.game_of, sample.ply_of, sample.key_of, kept_n, seed)
     if whole_job:
         analysed = Figure(float(len(set(sample.key_of))), "counted (distinct keys of the job)")
     else:
@@ -774,7 +802,7 @@ def _count_figures(sample: _GameSample, read: float, read_how: str, whole_job: b
             f"Heaps' law per ply fitted on the sample's distinct keys, extrapolated {kept.value / kept_n:,.1f}x",
         )
     reused = Figure(max(0.0, positions.value - analysed.value), "positions - analysed")
-    return _Counts(Figure(read, read_how), kept, filtered, failed, positions, analysed, reused, fits, group)
+    return _Counts(Figure(read, read_how), kept, filtered, failed, positions, analysed, reused, fits)
 
 
 def _shards(config: MineConfig, counts: Sequence[SourceCount], scale: float) -> tuple[int, float]:
@@ -842,26 +870,27 @@ def plan(
     job_kept = figures.games_kept.value
     say(f"plan: {figures.positions.value:,.0f} positions, {distinct:,.0f} distinct; timing {sample_positions} "
         f"with {engine_name}")  # fmt: skip
-    # 4: time a weighted draw of the sample's distinct positions with the job's worker.
-    draws = draw_positions(figures.group, sample.ply_of, figures.fits, job_kept, sample_positions, seed)
-    games = selected_games(config, sample, sorted({sample.game_of[index] for index in draws}))
-    units = []
-    for index, times in sorted(draws.items()):
-        selected = games[sample.game_of[index]]
-        row = next(r for r in selected.positions if r["ply"] == sample.ply_of[index])
-        units.append((unit_of(selected, row), times))
+    # 4: time whole games' units of the sample's new positions with the job's worker.
+    drawn_units = draw_units(sample, figures.fits, job_kept, sample_positions, seed)
+    games = selected_games(config, sample, sorted(game for game, _, _ in drawn_units))
+    units: list[tuple[AnalysisUnit, Sequence[float]]] = []
+    for game, indices, weights in drawn_units:
+        plies = {sample.ply_of[index] for index in indices}
+        rows = [row for row in games[game].positions if row["ply"] in plies]
+        units.append((unit_of(games[game], rows), weights))
     timings = time_positions(config, units, min(worker_n, os.cpu_count() or 1), say)
     timed = [t for timing in timings for t in timing.timed]
     results = {(r.game_id, r.ply): r for timing in timings for r in timing.results}
     warmup = max(timing.warmup_seconds for timing in timings)
     worker_start = max(timing.worker_start_seconds for timing in timings)
-    draws_of = [t.draws for t in timed]
-    wall_mean, wall_low, wall_high = _mean_interval([t.engine_seconds for t in timed], draws_of)
-    cpu_mean, cpu_low, cpu_high = _mean_interval([t.cpu_seconds for t in timed], draws_of)
-    unit_mean, _, _ = _mean_interval([t.unit_seconds for t in timed], draws_of)
+    weights_of = [t.weight for t in timed]
+    games_of = [t.game_id for t in timed]
+    wall_mean, wall_low, wall_high = _mean_interval([t.engine_seconds for t in timed], weights_of, games_of)
+    cpu_mean, cpu_low, cpu_high = _mean_interval([t.cpu_seconds for t in timed], weights_of, games_of)
+    unit_mean, _, _ = _mean_interval([t.unit_seconds for t in timed], weights_of, games_of)
     engine_options = effective_engine_options(config.engine, config.engine_options)
     threads = 1 if config.engine in EMBEDDED else int(engine_options.get("threads") or 1)
-    drawn = f"{sample_positions} weighted draws ({len(timed)} positions)"
+    drawn = f"{len(timed)} positions of {len(units)} games, weighted by ply"
     # Where the job runs decides which clock plans it: on this machine (mine's default), the
     # wall-clock seconds measured here with as many processes at once as it has workers, its
     # other load included; on a cluster, the CPU seconds (a core per worker, the engine's
