@@ -649,28 +649,34 @@ def _time_share(config: MineConfig, units: Sequence[tuple[AnalysisUnit, Sequence
     return _Timing(timed, results, warmup.seconds, worker_start)
 
 
+def _time_as_a_worker(config: MineConfig, units: Sequence[tuple[AnalysisUnit, Sequence[float]]]) -> _Timing:
+    """`_time_share` in a process set up as Ray sets up the job's analysis actor (`num_cpus=1`):
+    OMP_NUM_THREADS=1 unless set (the human-move model's LightGBM otherwise runs a thread per
+    core, whose spinning threads contend with the other workers). The niceness of Ray's workers
+    (15) is not copied: timed at it under the other engineers' load here, the native plan was 13x
+    the measured run (docs/mining.md, "Planning a job")."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    return _time_share(config, units)
+
+
 def time_positions(
     config: MineConfig,
     units: Sequence[tuple[AnalysisUnit, Sequence[float]]],
     processes: int,
     echo: Callable[[str], None],
 ) -> list[_Timing]:
-    """Judge the units in `processes` processes at once (each with its own worker and its share of
-    the units), so that the machine is as busy as the job's workers would make it; with one
-    process, here in this one."""
+    """Judge the units in `processes` child processes at once (each with its own worker and its
+    share of the units, set up as a Ray actor is), so that the machine is as busy as the job's
+    workers would make it."""
     processes = max(1, min(processes, len(units)))
     total = sum(len(unit.plies) for unit, _ in units)
-    if processes == 1:
-        timing = _time_share(config, units)
-        echo(f"plan: {total} positions timed")
-        return [timing]
     shares = [list(units[index::processes]) for index in range(processes)]
     # fork, not spawn: spawn imports the caller's main module again, which a script that calls
     # `plan` without a `__main__` guard cannot survive. Nothing here holds an engine or a thread yet.
     context = multiprocessing.get_context("fork")
     done: list[_Timing] = []
     with concurrent.futures.ProcessPoolExecutor(processes, mp_context=context) as pool:
-        futures = [pool.submit(_time_share, config, share) for share in shares]
+        futures = [pool.submit(_time_as_a_worker, config, share) for share in shares]
         for future in concurrent.futures.as_completed(futures):
             done.append(future.result())
             echo(f"plan: {sum(len(timing.timed) for timing in done)}/{total} positions timed")
