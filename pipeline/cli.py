@@ -7,9 +7,13 @@ stderr and exit code 1, never a traceback.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import json
 import sys
 import traceback
+import typing
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import chess
@@ -18,6 +22,8 @@ import typer
 from pipeline.engines.backends import EngineOptions, default_engine, open_backend
 from pipeline.human.commands import human_app
 from pipeline.human.context import MoverContext
+from pipeline.mine.config import MineConfig
+from pipeline.mine.plan import SAMPLE_GAMES, SAMPLE_POSITIONS
 from pipeline.outputs.explain import (
     explain_text,
     judgement_json,
@@ -351,10 +357,11 @@ def explain(
     typer.echo(text)
 
 
-@app.command()
-def mine(
+def mine_config(
+    out: str,
+    resume: bool,
+    /,
     inputs: Annotated[list[str], typer.Argument(metavar="INPUT...", help="PGN files, directories, globs, URLs.")],
-    out: Annotated[str, typer.Option("--out", help="Output directory of the Parquet dataset.")],
     depth: Depth = None,
     scope: ScopeOpt = "all",
     reasonable_dip: ReasonableDip = 2.0,
@@ -381,7 +388,6 @@ def mine(
     max_games: Annotated[int | None, typer.Option("--max-games", help="Stop after this many games read.")] = None,
     workers: Annotated[int | None, typer.Option("--workers", help="Analysis workers (default: all CPUs).")] = None,
     address: Annotated[str | None, typer.Option("--address", help="An existing Ray cluster's address.")] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue a run: skip committed shards.")] = False,
     setter_choices: Annotated[
         bool,
         typer.Option("--setter-choices", help="Also record which moves of the side to move would set a trap."),
@@ -390,7 +396,6 @@ def mine(
     shard_mb: Annotated[float, typer.Option("--shard-mb", help="MiB per shard of an uncompressed file.")] = 16.0,
     shallow_depth: ShallowDepthOpt = None,
     judges: JudgesOpt = None,
-    verbose: Annotated[bool, typer.Option("--verbose", help="Show Ray's own log lines too.")] = False,
     human_model: HumanModelOpt = "default",
     human_corpus: HumanCorpusOpt = None,
     trappy_k: TrappyKOpt = JudgeSettings.trappy_k,
@@ -401,11 +406,11 @@ def mine(
     practical_shallow_p: PracticalShallowPOpt = JudgeSettings.practical_shallow_p,
     corpus_share: CorpusShareOpt = JudgeSettings.corpus_share,
     corpus_min_games: CorpusGamesOpt = JudgeSettings.corpus_min_games,
-) -> None:
-    """Mine PGN databases for traps: DiffiMax at every selected position on Ray, Parquet out."""
+) -> MineConfig:
+    """The mining job the flags describe: `mine` runs it, `plan` estimates it. The flags after
+    the two positional-only parameters are what `job_command` gives both commands."""
     from pipeline.ingest.games import GameFilter
     from pipeline.mine.config import shard_bytes_of
-    from pipeline.mine.driver import MineConfig, run
     from pipeline.mine.work import HumanEvidence
 
     plies_from, plies_to = parse_plies(plies)
@@ -426,7 +431,7 @@ def mine(
         sample_rate=sample,
         seed=seed,
     )
-    config = MineConfig(
+    return MineConfig(
         inputs=tuple(inputs),
         out=out,
         settings=settings,
@@ -461,8 +466,84 @@ def mine(
         shard_games=shard_games,
         shard_bytes=shard_bytes_of(shard_mb),
     )
-    manifest = run(config, verbose=verbose)
+
+
+# A job's MineConfig from its output directory and --resume (the rest of the flags already bound).
+JobConfig = Callable[[str, bool], MineConfig]
+# The job's flags: `mine_config`'s parameters after `out` and `resume` (positional-only).
+JOB_FLAGS = [
+    parameter
+    for parameter in inspect.signature(mine_config, eval_str=True).parameters.values()
+    if parameter.kind is not inspect.Parameter.POSITIONAL_ONLY
+]
+
+
+def job_command(command: Callable[..., None]) -> Callable[..., None]:
+    """Give `command` the job's flags (one list, `mine_config`'s): typer sees INPUT..., then the
+    command's own options, then the job's options; the command receives `job`, which builds the
+    MineConfig from the flags given, and its own options."""
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "job"]
+    keyword = inspect.Parameter.KEYWORD_ONLY  # so that options without a default may follow ones with
+    flags = [p.replace(kind=keyword) for p in JOB_FLAGS]
+    shown = [flags[0], *(p.replace(kind=keyword) for p in own), *flags[1:]]
+    names = {p.name for p in JOB_FLAGS}
+
+    @functools.wraps(command)
+    def with_job(**values: Any) -> None:
+        bound = {name: values.pop(name) for name in names}
+        command(job=functools.partial(mine_config, **bound), **values)
+
+    hints = typing.get_type_hints(command, include_extras=True)
+    with_job.__signature__ = inspect.Signature(shown, return_annotation=None)  # type: ignore[attr-defined]
+    with_job.__annotations__ = {p.name: p.annotation for p in shown}
+    with_job.__annotations__["return"] = hints.get("return")
+    return with_job
+
+
+@app.command()
+@job_command
+def mine(
+    job: JobConfig,
+    out: Annotated[str, typer.Option("--out", help="Output directory of the Parquet dataset.")],
+    resume: Annotated[bool, typer.Option("--resume", help="Continue a run: skip committed shards.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", help="Show Ray's own log lines too.")] = False,
+) -> None:
+    """Mine PGN databases for traps: DiffiMax at every selected position on Ray, Parquet out."""
+    from pipeline.mine.driver import run
+
+    manifest = run(job(out, resume), verbose=verbose)
     typer.echo(summary_text(manifest, out))
+
+
+@app.command()
+@job_command
+def plan(
+    job: JobConfig,
+    sample_games: Annotated[
+        int, typer.Option("--sample-games", help="Games of the input read through the filters (seeded blocks).")
+    ] = SAMPLE_GAMES,
+    sample_positions: Annotated[
+        int, typer.Option("--sample-positions", help="Positions judged to time the analysis on this machine.")
+    ] = SAMPLE_POSITIONS,
+    assume_games: Annotated[
+        int | None,
+        typer.Option("--assume-games", help="Plan for this many games read, shaped like the inputs' (a stand-in)."),
+    ] = None,
+    plan_seed: Annotated[int, typer.Option("--plan-seed", help="Seed of the game and position samples.")] = 0,
+    as_json: JsonOut = False,
+) -> None:
+    """Estimate a mining job before running it: games and positions after the filters, distinct
+    positions after reuse, engine core-hours and wall time for --workers, from samples of its input
+    read and judged here with its engine and settings (`diffimax mine`'s flags)."""
+    from pipeline.mine.plan import plan as plan_job
+    from pipeline.mine.plan import plan_text
+
+    # Planning writes nothing: the output directory only completes the job's description.
+    config = job("(planned, not written)", False)
+    echo = None if as_json else (lambda line: typer.echo(line, err=True))
+    planned = plan_job(config, sample_games=sample_games, sample_positions=sample_positions,
+                       assume_games=assume_games, seed=plan_seed, echo=echo)  # fmt: skip
+    emit(planned.describe(), plan_text(planned), as_json)
 
 
 @app.command()

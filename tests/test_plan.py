@@ -1,0 +1,82 @@
+"""`diffimax plan`: the planned job against the same job run for real, and bad input as one line.
+
+The accuracy test plans 100 games of a shared file from a 50-game sample (so games, positions and
+distinct positions are extrapolated, not counted) and a timed draw of 200 positions, then mines
+the 100 games on a local Ray cluster and compares the plan with the manifest.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import mine_config
+from pipeline.ingest.sources import InputError
+from pipeline.mine.plan import PlanError, plan
+from tests.conftest import GAMES, run_cli
+
+# The job: the native engine at depth 1 on a ply window, judges that need no human-move model
+# (the bundled model starts Stockfish for its features), 100 games of the bullet player's file.
+SOURCE = GAMES / "lichess_player_a_37221.pgn.zst"
+JOB = ["--engine", "native", "--depth", "1", "--plies", "10-19", "--judges", "trappy,dip", "--human-model", "none",
+       "--max-games", "100"]  # fmt: skip
+# What the plan must be within of the measured run (the issue's bar).
+TOLERANCE = 0.30
+
+
+def within(planned: float, measured: float) -> bool:
+    return abs(planned - measured) <= TOLERANCE * measured
+
+
+@pytest.mark.slow
+def test_plan_is_within_30_percent_of_the_real_run(data_dir: Path, tmp_path: Path) -> None:
+    sample = ["--sample-games", "50", "--sample-positions", "200", "--json"]
+    planned = json.loads(run_cli("plan", str(SOURCE), *JOB, *sample, check=True).stdout)
+    assert not planned["sample"]["whole_job"], "the sample must be smaller than the job, or nothing is estimated"
+    out = tmp_path / "mined"
+    run_cli("mine", str(SOURCE), *JOB, "--out", str(out), check=True)
+    manifest = json.loads((out / "manifest.json").read_text())
+    pairs = {
+        "games": (planned["games_kept"]["value"], manifest["games_written"]),
+        "positions": (planned["positions"]["value"], manifest["positions"]),
+        "analysed": (
+            planned["positions_analysed"]["value"],
+            manifest["positions_analysed"] + manifest["positions_error"],
+        ),
+        "engine seconds": (planned["engine_seconds"]["value"], manifest["engine_seconds"]),
+    }
+    # Shown with -s, and in the failure message: the figures the docs quote.
+    shown = {name: f"{p:,.1f} planned / {m:,.1f} measured" for name, (p, m) in pairs.items()}
+    shown["wall seconds"] = f"{planned['wall_seconds']['value']:,.1f} planned / {manifest['wall_seconds']:,.1f}"
+    print(shown)
+    assert all(within(p, m) for p, m in pairs.values()), shown
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--sample-positions", "0"], "invalid --sample-positions 0: must be a whole number >= 1"),
+        (["--sample-games", "-5"], "invalid --sample-games -5: must be a whole number >= 1"),
+        (
+            ["--min-elo", "4000"],
+            "nothing to analyse: no position of the 100 sampled games is in the job "
+            "(0 kept, 0 unreadable; filtered: 100 by rating)",
+        ),
+    ],
+)
+def test_bad_planning_input_is_one_line(data_dir: Path, flags: list[str], message: str) -> None:
+    result = run_cli("plan", str(GAMES / "lichess_100.pgn"), "--engine", "native", *flags)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1].startswith(f"diffimax: error: {message}")
+    assert "Traceback" not in result.stderr
+
+
+def test_plan_refuses_what_it_cannot_read(data_dir: Path) -> None:
+    job = mine_config("(planned)", False, ["https://database.lichess.org/x.pgn.zst"], engine="native")
+    with pytest.raises(PlanError, match=r"^cannot plan 'https://database.lichess.org/x.pgn.zst': plan reads local"):
+        plan(job)
+    missing = mine_config("(planned)", False, [str(GAMES / "no_such_file.pgn")], engine="native")
+    with pytest.raises(InputError, match=r"^no such file: '.*no_such_file.pgn'$"):
+        plan(missing)
