@@ -1,8 +1,10 @@
 """`diffimax plan`: the planned job against the same job run for real, and bad input as one line.
 
 The accuracy test plans 100 games of a shared file from a 50-game sample (so games, positions and
-distinct positions are extrapolated, not counted) and a timed draw of 200 positions, then mines
-the 100 games on a local Ray cluster and compares the plan with the manifest.
+distinct positions are extrapolated, not counted), then mines the 100 games on a local Ray cluster
+and compares the plan's counts with the manifest. The planned seconds are a measurement of this
+machine's speed, so they are compared in a benchmark (`python -m benchmarks.bench_plan`, figures
+in docs/mining.md), not asserted by a test on a shared machine.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def within(planned: float, measured: float) -> bool:
 
 
 @pytest.mark.slow
-def test_plan_is_within_30_percent_of_the_real_run(data_dir: Path, tmp_path: Path) -> None:
+def test_planned_counts_are_within_30_percent_of_the_real_run(data_dir: Path, tmp_path: Path) -> None:
     sample = ["--sample-games", "50", "--sample-positions", "200", "--json"]
     planned = json.loads(run_cli("plan", str(SOURCE), *JOB, *sample, check=True).stdout)
     assert not planned["sample"]["whole_job"], "the sample must be smaller than the job, or nothing is estimated"
@@ -45,11 +47,9 @@ def test_plan_is_within_30_percent_of_the_real_run(data_dir: Path, tmp_path: Pat
             planned["positions_analysed"]["value"],
             manifest["positions_analysed"] + manifest["positions_error"],
         ),
-        "engine seconds": (planned["engine_seconds"]["value"], manifest["engine_seconds"]),
     }
     # Shown with -s, and in the failure message: the figures the docs quote.
     shown = {name: f"{p:,.1f} planned / {m:,.1f} measured" for name, (p, m) in pairs.items()}
-    shown["wall seconds"] = f"{planned['wall_seconds']['value']:,.1f} planned / {manifest['wall_seconds']:,.1f}"
     print(shown)
     assert all(within(p, m) for p, m in pairs.values()), shown
 
