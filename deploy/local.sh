@@ -82,7 +82,8 @@ case "${1:-}" in
         "$VENV/bin/diffimax" query --data "$OUT" "
             select g.event as game, (o.ply + 2) // 2 as move, o.responder, o.move_san as played,
                    round(o.played_model_p, 2) as human_p, round(o.played_win_drop, 2) as win_chances_lost,
-                   round(o.played_dip / 100, 2) as dip_pawns
+                   case when o.played_dip >= 90000 then 'mate' else round(o.played_dip / 100, 2)::varchar end
+                       as dip_pawns
             from outcomes o join games g using (game_id)
             where o.fell order by o.played_model_p * o.played_win_drop desc, g.event, o.ply"
         echo
