@@ -74,6 +74,8 @@ from search.errors import DiffimaxError
 SHARDS_IN_FLIGHT_PER_WORKER = 3
 # Seconds the driver waits for any work to finish before it looks again.
 POLL_SECONDS = 0.05
+# Tries to start a local Ray cluster before the job gives up (see `_start_ray`).
+CLUSTER_START_ATTEMPTS = 2
 
 
 class ClusterError(DiffimaxError, RuntimeError):
@@ -252,11 +254,12 @@ def run(
     shown = progress or Progress(echo=echo)
     started = time.time()
     owns_ray = not ray.is_initialized()
+    aside = StderrAside()
     try:
         if owns_ray:
             _start_ray(config.address, verbose=verbose)
         stop = threading.Event()
-        with _sigterm_stops(stop):  # after ray.init, whose C++ core installs a SIGTERM handler of its own
+        with _sigterm_stops(stop, aside):  # after ray.init, whose C++ core installs a SIGTERM handler of its own
             job = MiningJob(config, store, identity, shown, started, stop)
             try:
                 return job.run()
@@ -265,9 +268,12 @@ def run(
                     job.stop_workers()
     except (KeyboardInterrupt, _Terminated) as interrupt:
         shown.close()
-        if owns_ray:
-            with _stderr_aside():
+        aside.start()
+        try:
+            if owns_ray:
                 ray.shutdown()
+        finally:
+            aside.end()
         code = 130 if isinstance(interrupt, KeyboardInterrupt) else 143
         raise MiningStopped(_stopped_message(store, "interrupted"), exit_code=code) from None
     except MiningStopped as stopped:
@@ -281,6 +287,7 @@ def run(
     finally:
         if owns_ray and ray.is_initialized():
             ray.shutdown()
+        aside.end()  # whatever ended the job, its error line reaches the terminal
 
 
 def check_human_evidence(human: HumanEvidence) -> dict[str, str | None]:
@@ -326,35 +333,63 @@ def _start_ray(address: str | None, *, verbose: bool = False) -> None:
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
     try:
-        try:
-            ray.init(address=address, include_dashboard=False, logging_level=logging.INFO if verbose else logging.ERROR,
-                     log_to_driver=verbose, configure_logging=verbose)  # fmt: skip
-        except (ConnectionError, TimeoutError) as error:
-            raise ClusterError(f"Ray could not reach the cluster at {address!r}: {error}") from None
-        except Exception as error:
-            # Ray raises a bare Exception when its own processes do not come up in time.
-            if "timed out during startup" not in str(error):
-                raise
-            raise ClusterError(f"Ray's local cluster did not start in time (machine overloaded?): {error}") from None
+        for attempt in range(1, CLUSTER_START_ATTEMPTS + 1):
+            try:
+                ray.init(address=address, include_dashboard=False,
+                         logging_level=logging.INFO if verbose else logging.ERROR, log_to_driver=verbose,
+                         configure_logging=verbose)  # fmt: skip
+                return
+            except (ConnectionError, TimeoutError) as error:
+                raise ClusterError(f"Ray could not reach the cluster at {address!r}: {error}") from None
+            except Exception as error:
+                # Ray raises a bare Exception when its raylet does not register within its fixed
+                # 30 s (a loaded machine); a second try usually finds the machine less busy.
+                if "timed out during startup" not in str(error):
+                    raise
+                ray.shutdown()
+                if attempt == CLUSTER_START_ATTEMPTS:
+                    raise ClusterError(
+                        f"Ray's local cluster did not start in time, {attempt} tries (machine overloaded?): {error}"
+                    ) from None
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
 
 
+class StderrAside:
+    """Sends this process's stderr (file descriptor 2, where Ray's C++ core and its error listener
+    write) to a log file from `start` to `end`: while an interrupted cluster shuts down its dying
+    processes say so at length. `start` is safe in a signal handler and may be called twice."""
+
+    def __init__(self) -> None:
+        self.saved: int | None = None
+
+    def start(self) -> None:
+        if self.saved is not None:
+            return
+        sys.stderr.flush()
+        self.saved = os.dup(2)
+        with tempfile.NamedTemporaryFile("wb", prefix="diffimax-ray-shutdown-", suffix=".log", delete=False) as log:
+            os.dup2(log.fileno(), 2)
+
+    def end(self) -> None:
+        if self.saved is None:
+            return
+        sys.stderr.flush()
+        os.dup2(self.saved, 2)
+        os.close(self.saved)
+        self.saved = None
+
+
 @contextlib.contextmanager
 def _stderr_aside() -> Iterator[None]:
-    """Send this process's stderr (file descriptor 2, where Ray's C++ core writes) to a log file
-    while an interrupted cluster shuts down: its workers are dying, and it says so at length."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.NamedTemporaryFile("wb", prefix="diffimax-ray-shutdown-", suffix=".log", delete=False) as log:
-        os.dup2(log.fileno(), 2)
+    """Stderr aside for the duration of the block (see `StderrAside`)."""
+    aside = StderrAside()
+    aside.start()
     try:
         yield
     finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
+        aside.end()
 
 
 def _stopped_message(store: DatasetWriter, why: str) -> str:
@@ -369,14 +404,20 @@ def _stopped_message(store: DatasetWriter, why: str) -> str:
 
 
 @contextlib.contextmanager
-def _sigterm_stops(stop: threading.Event) -> Iterator[None]:
+def _sigterm_stops(stop: threading.Event, aside: StderrAside) -> Iterator[None]:
     """SIGTERM sets `stop`, which the driver loop turns into `_Terminated` between two steps
-    (raising inside the handler could land inside Ray's C++ calls). Only the main thread can set
-    a handler."""
+    (raising inside the handler could land inside Ray's C++ calls), and puts stderr aside at once:
+    a SIGTERM to the whole group reaches Ray's own processes too, whose dying words the driver
+    would print. Only the main thread can set a handler."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+
+    def terminated(signum: int, frame: object) -> None:
+        stop.set()
+        aside.start()
+
+    previous = signal.signal(signal.SIGTERM, terminated)
     try:
         yield
     finally:
