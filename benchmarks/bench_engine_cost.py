@@ -8,7 +8,7 @@ at `--nodes` per line, interleaved position by position so that a shared machine
 both alike:
 
 - *seed*: the adaptive response analysis of every reply within R (`--judges dip`);
-- *judged*: the default judges (trappy, model, practical) with the bundled human-move model: a
+- *judged*: the default judges (human, model, practical) with the bundled human-move model: a
   shallow pass, then deep lines only for the replies a judge finds plausible, deeper ones near a
   threshold.
 

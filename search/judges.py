@@ -28,6 +28,7 @@ meaningful replies. Pure functions; the evidence is gathered by the pipeline.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -54,8 +55,10 @@ def parse_judges(text: str | Iterable[str]) -> frozenset[Judge]:
     return frozenset(tokens)  # type: ignore[arg-type]
 
 
+@functools.lru_cache(maxsize=8192)
 def win_chances(value: Value) -> float:
-    """The setter's win chances in [-1, 1] for a value in centipawns (a mate counts as +-1)."""
+    """The setter's win chances in [-1, 1] for a value in centipawns (a mate counts as +-1).
+    Cached: a position asks it of every reply several times, and values repeat."""
     if is_mate_score(value):
         return 1.0 if value > 0 else -1.0
     return 2.0 / (1.0 + math.exp(-WIN_CHANCE_K * max(-MATE_BOUND, min(MATE_BOUND, value)))) - 1.0
@@ -72,8 +75,11 @@ class JudgeSettings:
     """Which judges decide, and their thresholds (defaults chosen with the harness on tuning games,
     docs/judges.md)."""
 
-    judges: frozenset[Judge] = frozenset({"trappy", "human", "model", "practical"})
-    """The judges to compute; `dip` also needs the seed's full response analysis (the costliest)."""
+    judges: frozenset[Judge] = frozenset({"human", "model", "practical"})
+    """The judges to compute. The default is what the harness supports on held-out games: `trappy`
+    (lift 1.48x, interval [0.87, 2.43], docs/judges.md) does not tell a trap from chance and its
+    deep lines were a fifth of the engine work, so it is computed only on request; `dip` also
+    needs the seed's full response analysis (the costliest)."""
     trappy_k: int = 2
     """Trappy: the reply must be among this many best replies of the shallow search."""
     model_p: float = 0.20

@@ -16,9 +16,13 @@ from search.settings import DiffiMaxSettings
 
 # The judges the mining tests record: the seed's and the trappy judge (no human-move model needed).
 MINING_JUDGES = JudgeSettings(judges=frozenset({"dip", "trappy"}))
-# What `diffimax mine` judges with by default: every judge, the bundled human-move model, so the
-# practical judge is the primary one (for the tests of what a user queries, reports and prints).
-EVERY_JUDGE: dict[str, Any] = {"judges": JudgeSettings(), "human": HumanEvidence(model="default")}
+# What `diffimax mine` judges with by default (human, model, practical, the bundled human-move
+# model, so the practical judge is the primary one) and trappy, so that every column a user can
+# ask for without the seed's full analysis is exercised (for what a user queries, reports, prints).
+EVERY_JUDGE: dict[str, Any] = {
+    "judges": JudgeSettings(judges=frozenset({"trappy", "human", "model", "practical"})),
+    "human": HumanEvidence(model="default"),
+}
 
 # Sort keys that make two datasets comparable row for row.
 ORDER = {
