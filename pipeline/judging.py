@@ -175,7 +175,8 @@ def judge_position(
         return NodeEvidence(replies, best, v1, corpus_games, dip_candidates)
 
     extra = {name for name in also if name in fields} if wanted - {"dip"} else set()
-    wanted_deep = needs_deep(evidence(), judges) | extra
+    current = evidence()
+    wanted_deep = needs_deep(current, judges) | extra
     missing = sorted(name for name in wanted_deep if fields[name].get("deep_value") is None)
     if missing:
         deep = backend.reply_values(board, setter, settings, missing, "deep")
@@ -183,15 +184,16 @@ def judge_position(
         for name, value in deep.values.items():
             fields[name]["deep_value"] = value
         lines |= deep.lines
-    unsettled = sorted(needs_deeper(evidence(), judges))
+        current = evidence()
+    unsettled = sorted(needs_deeper(current, judges))
     if unsettled:
         deeper = backend.reply_values(board, setter, settings, unsettled, "deeper")
         nodes["deeper"] = deeper.nodes
         for name, value in deeper.values.items():
             fields[name]["deeper_value"] = value
         lines |= deeper.lines
-    final = evidence()
-    return Judgement(final, judge(final, judges, settings), lines, seed, nodes)
+        current = evidence()
+    return Judgement(current, judge(current, judges, settings), lines, seed, nodes)
 
 
 def evidence_rows(judgement: Judgement, judges: JudgeSettings) -> list[dict[str, Any]]:

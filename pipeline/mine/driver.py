@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import pickle
 import platform
 import signal
 import sys
@@ -35,6 +36,7 @@ import tempfile
 import threading
 import time
 import uuid
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -164,15 +166,27 @@ class PendingShard:
     results: dict[int, PositionResult] = field(default_factory=dict)  # its positions' analyses so far
 
 
+def pack(result: PositionResult) -> bytes:
+    """An analysis as the reuse cache keeps it: pickled and compressed (a position's analysis is
+    ~43 KB as Python objects, ~6.7 KB pickled, ~0.9 KB compressed; measured on player_a)."""
+    return zlib.compress(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL), 1)
+
+
+def unpack(blob: bytes) -> PositionResult:
+    result: PositionResult = pickle.loads(zlib.decompress(blob))
+    return result
+
+
 class ReuseCache:
     """A Ray actor holding the analyses of the positions whose key falls in its partition (`key %
     partitions`): the job-wide reuse of repeated positions, kept out of the driver so that its
-    memory does not grow with the job. `claim` is asked in routing order by the driver alone,
-    so which occurrence of a position is analysed never depends on timing or workers."""
+    memory does not grow with the job, and kept packed (`pack`). `claim` is asked in routing
+    order by the driver alone, so which occurrence of a position is analysed never depends on
+    timing or workers."""
 
     def __init__(self) -> None:
         self.claimed: set[int] = set()
-        self.results: dict[int, PositionResult] = {}
+        self.results: dict[int, bytes] = {}
 
     def claim(self, keys: list[int]) -> list[bool]:
         """For each key: True if it was not claimed before (the caller has it analysed)."""
@@ -182,12 +196,12 @@ class ReuseCache:
             self.claimed.add(key)
         return fresh
 
-    def put(self, results: list[PositionResult]) -> None:
-        for result in results:
-            self.claimed.add(result.position_key)
-            self.results[result.position_key] = result
+    def put(self, packed: list[tuple[int, bytes]]) -> None:
+        for key, blob in packed:
+            self.claimed.add(key)
+            self.results[key] = blob
 
-    def get(self, keys: list[int]) -> list[PositionResult]:
+    def get(self, keys: list[int]) -> list[bytes]:
         return [self.results[key] for key in keys]
 
     def size(self) -> int:
@@ -508,16 +522,18 @@ class MiningJob:
 
     def remember(self, results: Iterable[PositionResult]) -> None:
         """Hand analyses to their caches (in order: a later `get` from this driver sees them)."""
-        parts: dict[int, list[PositionResult]] = {}
+        parts: dict[int, list[tuple[int, bytes]]] = {}
         for result in results:
-            parts.setdefault(result.position_key % len(self.caches), []).append(result)
+            key = result.position_key
+            parts.setdefault(key % len(self.caches), []).append((key, pack(result)))
         for index, part in parts.items():
             self.caches[index].put.remote(part)
 
     def recall(self, keys: Iterable[int]) -> dict[int, PositionResult]:
         parts = self.partition(keys)
         answers = ray.get([self.caches[index].get.remote(part) for index, part in parts.items()])
-        return {result.position_key: result for answer in answers for result in answer}
+        results = (unpack(blob) for answer in answers for blob in answer)
+        return {result.position_key: result for result in results}
 
     def stop_workers(self) -> None:
         """End the actors now (their engines with them), so nothing keeps running after the job."""

@@ -412,6 +412,34 @@ def occurrence_rows(
     return row, traps
 
 
+# How often a worker tells the job's progress about finished positions: a call per position (a Ray
+# actor call, ~0.5 ms) cost as much as the material backend's whole analysis of one; an engine
+# that takes longer than this per position is still reported position by position.
+PROGRESS_INTERVAL = 0.25
+
+
+class ProgressReporter:
+    """Counts finished positions and tells `progress` at most every `PROGRESS_INTERVAL` seconds,
+    and what is left when the unit ends (`flush`)."""
+
+    def __init__(self, progress: Callable[[int], Any]) -> None:
+        self.progress = progress
+        self.pending = 0
+        self.last = time.monotonic()
+
+    def position(self) -> None:
+        self.pending += 1
+        now = time.monotonic()
+        if now - self.last >= PROGRESS_INTERVAL:
+            self.flush(now)
+
+    def flush(self, now: float | None = None) -> None:
+        if self.pending:
+            self.progress(self.pending)
+            self.pending = 0
+        self.last = time.monotonic() if now is None else now
+
+
 @dataclass
 class UnitOutcome:
     """What a worker returns for one unit: the results, or the reason no position can be analysed
@@ -453,13 +481,17 @@ class AnalysisWorker:
         start = time.perf_counter()
         if self.backend is None:
             return UnitOutcome(unit.game_id, [], 0.0, fatal=self.startup_error)
-        on_position = None if self.progress is None else lambda: self.progress(1)  # type: ignore[misc]
+        reporter = None if self.progress is None else ProgressReporter(self.progress)
         try:
             results = analyse_unit(
-                self.backend, unit, self.judging, model=self.model, corpus=self.corpus, on_position=on_position
-            )
+                self.backend, unit, self.judging, model=self.model, corpus=self.corpus,
+                on_position=None if reporter is None else reporter.position,
+            )  # fmt: skip
         except EngineStartError as error:
             return UnitOutcome(unit.game_id, [], time.perf_counter() - start, fatal=str(error))
+        finally:
+            if reporter is not None:
+                reporter.flush()
         return UnitOutcome(unit.game_id, results, time.perf_counter() - start)
 
     def describe(self) -> dict[str, Any]:
