@@ -4,12 +4,15 @@
 
 Each run is the real command (`python -m pipeline.cli mine`) in a process of its own, on a fresh
 local Ray cluster, over `lichess_player_a_37221.pgn.zst` (its first N games); the driver's
-resident memory is sampled from /proc every 0.1 s (the driver process alone: Ray's own processes
-and the workers are separate). Runs, side by side in one invocation:
+resident memory is sampled from /proc every 0.2 s (the driver process alone), and so is that of
+Ray's processes of the job by kind (analysis workers, ingest tasks, reuse caches). Runs, side by
+side in one invocation:
 
-1. the pipeline ceiling: `--engine material` (the material count, no search) with 1 worker and
-   with 2: positions (analysed + reused) per second of the manifest's `wall_seconds` (ingest,
-   route, analyse, commit; the local cluster's start of a few seconds included);
+1. the pipeline ceiling: `--engine material` (the material count, no search; judges trappy and
+   practical, no human model — the judged analysis with every engine level and the trap rows, and
+   nothing an engine would add) with 1 worker and with 2: positions (analysed + reused) per
+   second of the manifest's `wall_seconds` (ingest, route, analyse, commit; the local cluster's
+   start of a few seconds included), and per core of the machine;
 2. the driver's peak RSS at N games and at `--scale` times N games, material backend, 2 workers;
 3. scaling with a real search: `--engine native --depth 1`, 1 worker then 2, on player_b.
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -39,23 +43,46 @@ def rss_kib(pid: int) -> int:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
-    except (FileNotFoundError, ProcessLookupError):
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
         pass
     return 0
 
 
-def mine(source: Path, out: Path, args: list[str]) -> dict[str, Any]:
-    """Run one job; its manifest, wall time and the driver's peak RSS."""
+# Ray's processes by their titles: the analysis actors, the ingest tasks, the reuse caches.
+RAY_KINDS = {"ray::MiningWorker": "worker", "ray::ingest_shard": "ingest", "ray::ReuseCache": "cache"}
+
+
+def ray_processes() -> dict[int, str]:
+    """The job's Ray processes now, by kind."""
+    found: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            title = (entry / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+        for prefix, kind in RAY_KINDS.items():
+            if title.startswith(prefix):
+                found[int(entry.name)] = kind
+    return found
+
+
+def mine(source: Path | str, out: Path, args: list[str]) -> dict[str, Any]:
+    """Run one job; its manifest, wall time, and peak resident memory (MiB) of the driver and of
+    each kind of Ray process (the largest one of the kind), sampled every 0.2 s."""
     command = [sys.executable, "-m", "pipeline.cli", "mine", str(source), "--out", str(out), *args]
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    peak = 0
+    driver: list[tuple[float, int]] = []
+    peaks: dict[str, int] = {}
 
     def sample() -> None:
-        nonlocal peak
         while process.poll() is None:
-            peak = max(peak, rss_kib(process.pid))
-            time.sleep(0.1)
+            driver.append((time.perf_counter() - started, rss_kib(process.pid)))
+            for pid, kind in ray_processes().items():
+                peaks[kind] = max(peaks.get(kind, 0), rss_kib(pid))
+            time.sleep(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -65,7 +92,14 @@ def mine(source: Path, out: Path, args: list[str]) -> dict[str, Any]:
     if process.returncode != 0:
         raise SystemExit(f"mine failed ({process.returncode}): {stderr[-2000:]}")
     manifest = json.loads((out / "manifest.json").read_text())
-    return {"manifest": manifest, "wall": wall, "driver_peak_mib": peak / 1024}
+    early = [kib for at, kib in driver if at <= 0.1 * wall] or [0]
+    return {
+        "manifest": manifest,
+        "wall": wall,
+        "driver_peak_mib": max((kib for _, kib in driver), default=0) / 1024,
+        "driver_peak_first_10pct_mib": max(early) / 1024,
+        **{f"{kind}_peak_mib": kib / 1024 for kind, kib in sorted(peaks.items())},
+    }
 
 
 def rate(run: dict[str, Any]) -> float:
@@ -81,7 +115,8 @@ def main() -> None:
     parser.add_argument("--native-games", type=int, default=60)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    cheap = ["--engine", "material", "--judges", "dip,trappy", "--human-model", "none", "--plies", args.plies]
+    cheap = ["--engine", "material", "--judges", "trappy,practical", "--human-model", "none", "--plies", args.plies]
+    cores = os.cpu_count() or 1
     report: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -90,15 +125,16 @@ def main() -> None:
                        [*cheap, "--workers", str(workers), "--max-games", str(args.games)])  # fmt: skip
             m = run["manifest"]
             report[f"material_{workers}w"] = {
-                "positions": m["positions"], "analysed": m["positions_analysed"], "positions_per_s": rate(run),
-                "wall": run["wall"], "driver_peak_mib": run["driver_peak_mib"],
+                "positions": m["positions"], "analysed": m["positions_analysed"], "traps": m["traps"],
+                "positions_per_s": rate(run), "positions_per_s_per_core": rate(run) / min(cores, workers + 1),
+                "wall": run["wall"], **{k: v for k, v in run.items() if k.endswith("_mib")},
             }  # fmt: skip
             print(f"material, {workers} worker(s): {report[f'material_{workers}w']}", flush=True)
         big = mine(PLAYER_A, work / "material10x",
                    [*cheap, "--workers", "2", "--max-games", str(args.games * args.scale)])  # fmt: skip
         report["material_scaled"] = {"games": args.games * args.scale, "positions": big["manifest"]["positions"],
                                      "positions_per_s": rate(big), "wall": big["wall"],
-                                     "driver_peak_mib": big["driver_peak_mib"]}  # fmt: skip
+                                     **{k: v for k, v in big.items() if k.endswith("_mib")}}  # fmt: skip
         print(f"material, {args.scale}x the games: {report['material_scaled']}", flush=True)
         report["driver_rss_ratio"] = big["driver_peak_mib"] / report["material_2w"]["driver_peak_mib"]
         native = ["--engine", "native", "--depth", "1", "--plies", "10-19", "--judges", "dip,trappy",
