@@ -1,6 +1,7 @@
 """The mining pipeline without an engine: its ceiling, its scaling, and the driver's memory.
 
   python -m benchmarks.bench_scale [--games 3700] [--scale 10] [--plies 0-60] [--native-games 60]
+                                  [--shard-games 100]
 
 Each run is the real command (`python -m pipeline.cli mine`) in a process of its own, on a fresh
 local Ray cluster, over `lichess_player_a_37221.pgn.zst` (its first N games); the driver's
@@ -13,7 +14,10 @@ side in one invocation:
    nothing an engine would add) with 1 worker and with 2: positions (analysed + reused) per
    second of the manifest's `wall_seconds` (ingest, route, analyse, commit; the local cluster's
    start of a few seconds included), and per core of the machine;
-2. the driver's peak RSS at N games and at `--scale` times N games, material backend, 2 workers;
+2. the driver's peak RSS at N games and at `--scale` times N games, material backend, 2 workers
+   (`--shard-games` 100 by default, so that N games already fill the driver's window of shards in
+   flight: what it holds is bounded by the window, and N must reach it for the comparison to
+   show growth with the input rather than the window filling);
 3. scaling with a real search: `--engine native --depth 1`, 1 worker then 2, on player_b.
 
 The machine is shared: read the ratios within one run.
@@ -113,9 +117,12 @@ def main() -> None:
     parser.add_argument("--scale", type=int, default=10)
     parser.add_argument("--plies", default="0-60")
     parser.add_argument("--native-games", type=int, default=60)
+    parser.add_argument("--shard-games", type=int, default=100,
+                        help="games per shard (the driver holds a window of 3 shards per worker)")  # fmt: skip
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    cheap = ["--engine", "material", "--judges", "trappy,practical", "--human-model", "none", "--plies", args.plies]
+    cheap = ["--engine", "material", "--judges", "trappy,practical", "--human-model", "none", "--plies", args.plies,
+             "--shard-games", str(args.shard_games)]  # fmt: skip
     cores = os.cpu_count() or 1
     report: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -74,6 +74,11 @@ class DatasetReader:
         return data
 
 
+def table_of(name: str, rows: Iterable[Mapping[str, Any]]) -> pa.Table:
+    """The rows of table `name` as an Arrow table of the dataset's schema."""
+    return pa.Table.from_pylist(list(rows), schema=versioned(name))
+
+
 def check_output(root: str | os.PathLike[str], *, resume: bool) -> None:
     """Refuse an output path that cannot be used, without creating or changing anything."""
     path = Path(root)
@@ -122,15 +127,23 @@ class DatasetWriter(DatasetReader):
         writer.staging.mkdir()
         return writer
 
-    def commit(self, shard_id: str, rows: Mapping[str, Iterable[Mapping[str, Any]]], info: dict[str, Any]) -> None:
-        """Write every table of one shard and publish them together."""
+    def commit(
+        self, shard_id: str, rows: Mapping[str, Iterable[Mapping[str, Any]] | list[pa.Table]], info: dict[str, Any]
+    ) -> None:
+        """Write every table of one shard and publish them together. A table comes as its rows, or
+        as Arrow tables of its rows in order (`table_of`: a caller that converts as it goes never
+        holds a whole shard's rows as Python objects)."""
         final = self.shards / shard_id
         if final.exists():
             raise OutputError(f"shard {shard_id} is already committed in {str(self.root)!r}")
         temporary = self.staging / f"{shard_id}.{uuid.uuid4().hex[:8]}"
         temporary.mkdir()
         for name in TABLES:
-            table = pa.Table.from_pylist(list(rows.get(name, ())), schema=versioned(name))
+            given = list(rows.get(name, ()))
+            if given and all(isinstance(part, pa.Table) for part in given):
+                table = pa.concat_tables(given).combine_chunks()
+            else:
+                table = table_of(name, given)
             pq.write_table(table, temporary / f"{name}.parquet", compression="zstd")
         (temporary / SHARD_MARKER).write_text(json.dumps(info, indent=2, sort_keys=True))
         os.rename(temporary, final)

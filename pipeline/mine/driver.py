@@ -50,7 +50,7 @@ import ray
 import ray.exceptions
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from pipeline.dataset.store import DatasetWriter, check_output
+from pipeline.dataset.store import DatasetWriter, check_output, table_of
 from pipeline.engines.backends import EngineOptions, check_backend
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
@@ -66,7 +66,6 @@ from pipeline.mine.work import (
     HumanEvidence,
     Judging,
     PositionResult,
-    UnitOutcome,
     occurrence_rows,
 )
 from schemas.dataset import SCHEMA_VERSION
@@ -163,7 +162,7 @@ def ingest_shard(shard: Shard, game_filter: GameFilter, limit: int | None) -> Sh
 class PendingShard:
     ingest: ShardIngest
     waiting: set[int]  # position keys without a result yet
-    results: dict[int, PositionResult] = field(default_factory=dict)  # its positions' analyses so far
+    results: dict[int, bytes] = field(default_factory=dict)  # its positions' analyses so far, packed
 
 
 def pack(result: PositionResult) -> bytes:
@@ -208,16 +207,35 @@ class ReuseCache:
         return len(self.results)
 
 
+@dataclass(frozen=True)
+class PackedOutcome:
+    """A unit's outcome as a mining worker returns it: each analysis packed (`pack`) by the worker,
+    so that the driver neither unpickles ~43 KB of objects per position from Ray nor packs them
+    itself (both were most of the driver's time per position with a cheap engine)."""
+
+    game_id: str
+    packed: list[tuple[int, bytes]]  # (position key, packed analysis), in ply order
+    seconds: float
+    engine_seconds: float
+    fatal: str | None = None
+
+
 class MiningWorker(AnalysisWorker):
     """The Ray actor: an `AnalysisWorker` that tells the job's `PositionCounter` (found by name, so
     that the actor's constructor arguments stay plain values Ray can replay on a restart) about
-    every position it finishes."""
+    every position it finishes, and returns its analyses packed."""
 
     def __init__(
         self, engine: str, options: EngineOptions, judging: Judging, human: HumanEvidence, counter: str
     ) -> None:
         handle = ray.get_actor(counter)
         super().__init__(engine, options, judging, human, progress=handle.add.remote)
+
+    def analyse_packed(self, unit: AnalysisUnit) -> PackedOutcome:
+        outcome = self.analyse(unit)
+        packed = [(result.position_key, pack(result)) for result in outcome.results]
+        engine_seconds = sum(result.seconds for result in outcome.results)
+        return PackedOutcome(outcome.game_id, packed, outcome.seconds, engine_seconds, outcome.fatal)
 
 
 class PositionCounter:
@@ -477,7 +495,7 @@ class MiningJob:
         self.total_bytes = _total_bytes(config.inputs)
         self.start_workers()
         for shard_id in sorted(self.committed):  # shard by shard, so the driver holds one at a time
-            self.remember(_results_from(store, [shard_id]).values())
+            self.remember([(key, pack(result)) for key, result in _results_from(store, [shard_id]).items()])
 
     # -- workers ---------------------------------------------------------------------------------
 
@@ -520,20 +538,23 @@ class MiningJob:
             if new
         }
 
-    def remember(self, results: Iterable[PositionResult]) -> None:
-        """Hand analyses to their caches (in order: a later `get` from this driver sees them)."""
+    def remember(self, packed: Iterable[tuple[int, bytes]]) -> None:
+        """Hand packed analyses to their caches (in order: a later `get` from this driver sees them)."""
         parts: dict[int, list[tuple[int, bytes]]] = {}
-        for result in results:
-            key = result.position_key
-            parts.setdefault(key % len(self.caches), []).append((key, pack(result)))
+        for key, blob in packed:
+            parts.setdefault(key % len(self.caches), []).append((key, blob))
         for index, part in parts.items():
             self.caches[index].put.remote(part)
 
-    def recall(self, keys: Iterable[int]) -> dict[int, PositionResult]:
+    def recall(self, keys: Iterable[int]) -> dict[int, bytes]:
+        """The packed analyses of `keys` from their caches."""
         parts = self.partition(keys)
         answers = ray.get([self.caches[index].get.remote(part) for index, part in parts.items()])
-        results = (unpack(blob) for answer in answers for blob in answer)
-        return {result.position_key: result for result in results}
+        return {
+            key: blob
+            for part, answer in zip(parts.values(), answers, strict=True)
+            for key, blob in zip(part, answer, strict=True)
+        }
 
     def stop_workers(self) -> None:
         """End the actors now (their engines with them), so nothing keeps running after the job."""
@@ -545,7 +566,7 @@ class MiningJob:
     def submit(self, unit: AnalysisUnit) -> None:
         index = min(range(self.workers), key=lambda i: self.actor_load[i])
         self.actor_load[index] += 1
-        self.unit_refs[self.actors[index].analyse.remote(unit)] = index
+        self.unit_refs[self.actors[index].analyse_packed.remote(unit)] = index
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -638,16 +659,18 @@ class MiningJob:
         done, _ = ray.wait(list(self.unit_refs), num_returns=len(self.unit_refs), timeout=POLL_SECONDS)
         for ref in done:
             self.actor_load[self.unit_refs.pop(ref)] -= 1
-            outcome: UnitOutcome = ray.get(ref)
+            outcome: PackedOutcome = ray.get(ref)
             if outcome.fatal is not None:
                 raise MiningStopped(f"stopped: {outcome.fatal}")
             self.analysis_seconds += outcome.seconds
-            for result in outcome.results:
-                self.engine_seconds += result.seconds
-                for shard_state in self.inflight.pop(result.position_key, []):
-                    shard_state.results[result.position_key] = result
-                    shard_state.waiting.discard(result.position_key)
-            self.remember(outcome.results)
+            self.engine_seconds += outcome.engine_seconds
+            # Kept packed until their shards commit: a window of shards' analyses as objects
+            # was most of the driver's memory (~43 KB per position).
+            for key, blob in outcome.packed:
+                for shard_state in self.inflight.pop(key, []):
+                    shard_state.results[key] = blob
+                    shard_state.waiting.discard(key)
+            self.remember(outcome.packed)
 
     def commit(self) -> None:
         """Publish the finished shards, in order."""
@@ -710,14 +733,26 @@ class MiningJob:
         return manifest
 
 
-def _commit(store: DatasetWriter, ingest: ShardIngest, results: dict[int, PositionResult]) -> dict[str, int]:
-    """Assemble a shard's rows from the job-wide results and publish them."""
-    responses: list[dict[str, Any]] = []
-    traps: list[dict[str, Any]] = []
+# Positions of a shard whose rows are built as Python objects at a time before they become Arrow
+# tables: a shard's rows as objects at once were most of the driver's memory at a commit.
+COMMIT_CHUNK = 2000
+
+
+def _commit(store: DatasetWriter, ingest: ShardIngest, packed: dict[int, bytes]) -> dict[str, int]:
+    """Assemble a shard's rows from the job-wide (packed) results and publish them."""
+    chunks: dict[str, list[pa.Table]] = {"responses": [], "traps": []}
+    pending: dict[str, list[dict[str, Any]]] = {"responses": [], "traps": []}
+
+    def convert() -> None:
+        for name, rows in pending.items():
+            if rows:
+                chunks[name].append(table_of(name, rows))
+                rows.clear()
+
     errors: list[dict[str, Any]] = [{**error, "stage": "parse"} for error in ingest.errors]
     analysed = reused = failed = 0
-    for position in ingest.positions:
-        result = results[position["position_key"]]
+    for index, position in enumerate(ingest.positions, start=1):
+        result = unpack(packed[position["position_key"]])
         is_reuse = (result.game_id, result.ply) != (position["game_id"], position["ply"])
         if result.error is not None:
             failed += 1
@@ -730,8 +765,11 @@ def _commit(store: DatasetWriter, ingest: ShardIngest, results: dict[int, Positi
         analysed += not is_reuse
         reused += is_reuse
         row, trap_rows = occurrence_rows(result, position["game_id"], position["ply"], position["move_uci"], is_reuse)
-        responses.append(row)
-        traps.extend(trap_rows)
+        pending["responses"].append(row)
+        pending["traps"].extend(trap_rows)
+        if index % COMMIT_CHUNK == 0:
+            convert()
+    convert()
     counts = {
         "games_read": ingest.games_read,
         "games_written": len(ingest.games),
@@ -741,10 +779,10 @@ def _commit(store: DatasetWriter, ingest: ShardIngest, results: dict[int, Positi
         "positions_analysed": analysed,
         "positions_reused": reused,
         "positions_error": failed,
-        "traps": len(traps),
+        "traps": sum(chunk.num_rows for chunk in chunks["traps"]),
     }
-    tables: dict[str, list[Any]] = {"games": list(ingest.games), "positions": list(ingest.positions),
-                                    "responses": responses, "traps": traps, "errors": errors}  # fmt: skip
+    tables: dict[str, Any] = {"games": list(ingest.games), "positions": list(ingest.positions), **chunks,
+                              "errors": errors}  # fmt: skip
     store.commit(ingest.shard_id, tables, {"shard_id": ingest.shard_id, "source": ingest.source, "counts": counts})
     return counts
 

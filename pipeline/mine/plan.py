@@ -689,7 +689,7 @@ def time_commit(
     """Seconds of the driver's commit (`_commit`) of one shard of `positions` positions (the timed
     positions' rows, repeated) into a scratch dataset: (positions committed, seconds)."""
     from pipeline.dataset.store import DatasetWriter
-    from pipeline.mine.driver import ShardIngest, _commit
+    from pipeline.mine.driver import ShardIngest, _commit, pack
 
     rows = [row for selected in games.values() for row in selected.positions if (row["game_id"], row["ply"]) in results]
     if not rows or positions < 1:
@@ -701,7 +701,7 @@ def time_commit(
     with tempfile.TemporaryDirectory(prefix="diffimax-plan-") as scratch:
         store = DatasetWriter.create(os.path.join(scratch, "probe"), {"identity": {"plan": True}})
         start = time.perf_counter()
-        _commit(store, ingest, by_key)
+        _commit(store, ingest, {key: pack(result) for key, result in by_key.items()})  # the driver packs each too
         seconds = time.perf_counter() - start
     return positions, seconds
 
