@@ -33,7 +33,9 @@ CHEAP_JUDGES = ["--judges", "dip,trappy", "--human-model", "none"]
 # A small job: 20 games, one position each, several shards of ~20 KB.
 SMALL = ["--engine", "native", "--depth", "1", "--plies", "10-10", "--max-games", "20", "--workers", "1", *CHEAP_JUDGES]
 # A job long enough to interrupt: every game, four positions each, shards of 15 KB.
-LONG = ["--engine", "native", "--depth", "1", "--plies", "10-13", "--shard-mb", str(15_000 / (1 << 20)),
+# Long enough that a signal sent once the first of its 5 shards is committed finds it still running
+# (plies 10-13 finished within that window once the pipeline got faster).
+LONG = ["--engine", "native", "--depth", "1", "--plies", "10-25", "--shard-mb", str(15_000 / (1 << 20)),
         "--workers", "2", *CHEAP_JUDGES]  # fmt: skip
 DIFFIMAX = [sys.executable, "-m", "pipeline.cli"]
 
@@ -124,7 +126,7 @@ def test_an_interrupted_run_carries_its_identity_and_resumes_only_under_it(tmp_p
     assert not (out / "manifest.json").exists()
     identity = json.loads((out / "job.json").read_text())["identity"]
     assert identity["inputs"] == [SAMPLE]
-    assert (identity["depth"], identity["ply_from"], identity["ply_to"], identity["engine"]) == (1, 10, 13, "native")
+    assert (identity["depth"], identity["ply_from"], identity["ply_to"], identity["engine"]) == (1, 10, 25, "native")
     assert identity["shard_bytes"] == 15_000 and identity["schema_version"] >= 1
     refused = run_cli("mine", SAMPLE, "--out", str(out), *LONG, "--trap-dip", "0.5", "--resume")
     assert refused.returncode == 1 and "--trap-dip differs" in one_error_line(refused.stderr)
