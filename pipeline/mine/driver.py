@@ -26,13 +26,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import logging
 import os
 import pickle
 import platform
 import signal
-import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -50,6 +47,7 @@ import ray
 import ray.exceptions
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from pipeline.common.cluster import StderrAside, start_ray
 from pipeline.dataset.store import DatasetWriter, check_output, table_of
 from pipeline.engines.backends import EngineOptions, check_backend
 from pipeline.human.context import MoverContext
@@ -75,12 +73,6 @@ from search.errors import DiffimaxError
 SHARDS_IN_FLIGHT_PER_WORKER = 3
 # Seconds the driver waits for any work to finish before it looks again.
 POLL_SECONDS = 0.05
-# Tries to start a local Ray cluster before the job gives up (see `_start_ray`).
-CLUSTER_START_ATTEMPTS = 2
-
-
-class ClusterError(DiffimaxError, RuntimeError):
-    """Ray could not start or reach the cluster (an overloaded machine, a wrong --address)."""
 
 
 class MiningStopped(DiffimaxError, RuntimeError):
@@ -289,7 +281,7 @@ def run(
     aside = StderrAside()
     try:
         if owns_ray:
-            _start_ray(config.address, verbose=verbose)
+            start_ray(config.address, verbose=verbose)
         stop = threading.Event()
         with _sigterm_stops(stop, aside):  # after ray.init, whose C++ core installs a SIGTERM handler of its own
             job = MiningJob(config, store, identity, shown, started, stop)
@@ -347,81 +339,6 @@ def file_digest(path: str) -> str:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()
-
-
-def _start_ray(address: str | None, *, verbose: bool = False) -> None:
-    """Connect to `address`, or start a local cluster, with Ray's own chatter kept out of the
-    user's terminal unless `verbose` (its logs stay in /tmp/ray)."""
-    # Ray announces that a new local cluster uses token authentication (its default, which we
-    # keep); the user did not ask about it.
-    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
-    # Ray's processes share the driver's process group, so a Ctrl-C in the terminal would reach
-    # them all and they would die under the driver while it winds the job down. They inherit an
-    # ignored SIGINT instead; the driver alone answers it, and stops them cleanly.
-    if address is None and "RAY_ADDRESS" not in os.environ:
-        # A new local cluster, even where a `ray start` cluster runs on this machine (ray.init would
-        # join it): --address is how a job joins a cluster; `ray job submit` sets RAY_ADDRESS.
-        address = "local"
-    main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
-    try:
-        for attempt in range(1, CLUSTER_START_ATTEMPTS + 1):
-            try:
-                ray.init(address=address, include_dashboard=False,
-                         logging_level=logging.INFO if verbose else logging.ERROR, log_to_driver=verbose,
-                         configure_logging=verbose)  # fmt: skip
-                return
-            except (ConnectionError, TimeoutError) as error:
-                raise ClusterError(f"Ray could not reach the cluster at {address!r}: {error}") from None
-            except Exception as error:
-                # Ray raises a bare Exception when its raylet does not register within its fixed
-                # 30 s (a loaded machine); a second try usually finds the machine less busy.
-                if "timed out during startup" not in str(error):
-                    raise
-                ray.shutdown()
-                if attempt == CLUSTER_START_ATTEMPTS:
-                    raise ClusterError(
-                        f"Ray's local cluster did not start in time, {attempt} tries (machine overloaded?): {error}"
-                    ) from None
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
-
-
-class StderrAside:
-    """Sends this process's stderr (file descriptor 2, where Ray's C++ core and its error listener
-    write) to a log file from `start` to `end`: while an interrupted cluster shuts down its dying
-    processes say so at length. `start` is safe in a signal handler and may be called twice."""
-
-    def __init__(self) -> None:
-        self.saved: int | None = None
-
-    def start(self) -> None:
-        if self.saved is not None:
-            return
-        sys.stderr.flush()
-        self.saved = os.dup(2)
-        with tempfile.NamedTemporaryFile("wb", prefix="diffimax-ray-shutdown-", suffix=".log", delete=False) as log:
-            os.dup2(log.fileno(), 2)
-
-    def end(self) -> None:
-        if self.saved is None:
-            return
-        sys.stderr.flush()
-        os.dup2(self.saved, 2)
-        os.close(self.saved)
-        self.saved = None
-
-
-@contextlib.contextmanager
-def _stderr_aside() -> Iterator[None]:
-    """Stderr aside for the duration of the block (see `StderrAside`)."""
-    aside = StderrAside()
-    aside.start()
-    try:
-        yield
-    finally:
-        aside.end()
 
 
 def _stopped_message(store: DatasetWriter, why: str) -> str:

@@ -829,12 +829,12 @@ def run_verification(
     """
     if workers == 1 or len(tasks) <= VERIFY_BATCH:
         return verify_serial(tasks, engine, nodes, margin, limit), 0, 1
-    from pipeline.mine.driver import _start_ray, _stderr_aside  # the miner's quiet local cluster
+    from pipeline.common.cluster import start_ray, stderr_aside  # the miner's quiet local cluster
 
     owns_ray = not ray.is_initialized()
     try:
         if owns_ray:
-            _start_ray(None)
+            start_ray(None)
         if workers is None:
             cluster: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
             workers = max(1, int(cluster.get("CPU", 1)))
@@ -845,7 +845,7 @@ def run_verification(
         return verdicts, discarded, workers
     except KeyboardInterrupt:
         if owns_ray:  # Ray's dying workers say so at length: not in the user's terminal
-            with _stderr_aside():
+            with stderr_aside():
                 ray.shutdown()
         raise
     finally:

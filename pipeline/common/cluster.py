@@ -1,0 +1,146 @@
+"""The one way the pipeline starts or joins a Ray cluster, with Ray's own chatter kept out of the
+user's terminal.
+
+    with ray_session(address=None) as started:   # a new local cluster (or RAY_ADDRESS / --address)
+        ...                                        # Ray is up; `started` says whether this call started it
+
+A session started here is shut down here, whatever ends the block; one found already running (a
+test's cluster, `ray job submit`'s) is left as it was found.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import ray
+
+from search.errors import DiffimaxError
+
+# Tries to start a local Ray cluster before the job gives up (see `start_ray`).
+CLUSTER_START_ATTEMPTS = 2
+
+
+class ClusterError(DiffimaxError, RuntimeError):
+    """Ray could not start or reach the cluster (an overloaded machine, a wrong --address)."""
+
+
+def start_ray(
+    address: str | None,
+    *,
+    verbose: bool = False,
+    num_cpus: int | None = None,
+    runtime_env: dict[str, Any] | None = None,
+) -> None:
+    """Connect to `address`, or start a local cluster (`num_cpus` CPUs, default all), with Ray's
+    own chatter kept out of the user's terminal unless `verbose` (its logs stay in /tmp/ray)."""
+    # Ray announces that a new local cluster uses token authentication (its default, which we
+    # keep); the user did not ask about it.
+    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
+    if address is None and "RAY_ADDRESS" not in os.environ:
+        # A new local cluster, even where a `ray start` cluster runs on this machine (ray.init would
+        # join it): --address is how a job joins a cluster; `ray job submit` sets RAY_ADDRESS.
+        address = "local"
+    options: dict[str, Any] = {}
+    if num_cpus is not None and address == "local":
+        options["num_cpus"] = num_cpus
+    if runtime_env is not None:
+        options["runtime_env"] = runtime_env
+    # Ray's processes share the driver's process group, so a Ctrl-C in the terminal would reach
+    # them all and they would die under the driver while it winds the job down. They inherit an
+    # ignored SIGINT instead; the driver alone answers it, and stops them cleanly.
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
+    try:
+        for attempt in range(1, CLUSTER_START_ATTEMPTS + 1):
+            try:
+                ray.init(address=address, include_dashboard=False,
+                         logging_level=logging.INFO if verbose else logging.ERROR, log_to_driver=verbose,
+                         configure_logging=verbose, **options)  # fmt: skip
+                return
+            except (ConnectionError, TimeoutError) as error:
+                raise ClusterError(f"Ray could not reach the cluster at {address!r}: {error}") from None
+            except Exception as error:
+                # Ray raises a bare Exception when its raylet does not register within its fixed
+                # 30 s (a loaded machine); a second try usually finds the machine less busy.
+                if "timed out during startup" not in str(error):
+                    raise
+                ray.shutdown()
+                if attempt == CLUSTER_START_ATTEMPTS:
+                    raise ClusterError(
+                        f"Ray's local cluster did not start in time, {attempt} tries (machine overloaded?): {error}"
+                    ) from None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+class StderrAside:
+    """Sends this process's stderr (file descriptor 2, where Ray's C++ core and its error listener
+    write) to a log file from `start` to `end`: while an interrupted cluster shuts down its dying
+    processes say so at length. `start` is safe in a signal handler and may be called twice."""
+
+    def __init__(self) -> None:
+        self.saved: int | None = None
+
+    def start(self) -> None:
+        if self.saved is not None:
+            return
+        sys.stderr.flush()
+        self.saved = os.dup(2)
+        with tempfile.NamedTemporaryFile("wb", prefix="diffimax-ray-shutdown-", suffix=".log", delete=False) as log:
+            os.dup2(log.fileno(), 2)
+
+    def end(self) -> None:
+        if self.saved is None:
+            return
+        sys.stderr.flush()
+        os.dup2(self.saved, 2)
+        os.close(self.saved)
+        self.saved = None
+
+
+@contextlib.contextmanager
+def stderr_aside() -> Iterator[None]:
+    """Stderr aside for the duration of the block (see `StderrAside`)."""
+    aside = StderrAside()
+    aside.start()
+    try:
+        yield
+    finally:
+        aside.end()
+
+
+@contextlib.contextmanager
+def ray_session(
+    address: str | None = None,
+    *,
+    verbose: bool = False,
+    num_cpus: int | None = None,
+    runtime_env: dict[str, Any] | None = None,
+) -> Iterator[bool]:
+    """Ray for the duration of the block: the session found running, or one started here (yields
+    True) and shut down at the end, quietly when an interrupt ends the block."""
+    if ray.is_initialized():
+        yield False
+        return
+    start_ray(address, verbose=verbose, num_cpus=num_cpus, runtime_env=runtime_env)
+    try:
+        yield True
+    except KeyboardInterrupt:
+        with stderr_aside():  # Ray's dying workers say so at length: not in the user's terminal
+            ray.shutdown()
+        raise
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+
+
+__all__ = ["ClusterError", "StderrAside", "ray_session", "start_ray", "stderr_aside"]
