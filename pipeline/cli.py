@@ -24,6 +24,7 @@ from pipeline.human.commands import human_app
 from pipeline.human.context import MoverContext
 from pipeline.mine.config import MineConfig
 from pipeline.mine.plan import SAMPLE_GAMES, SAMPLE_POSITIONS
+from pipeline.mine.table import DEFAULT_TABLE_MB
 from pipeline.outputs.explain import (
     explain_text,
     judgement_json,
@@ -394,6 +395,10 @@ def mine_config(
     ] = False,
     shard_games: Annotated[int, typer.Option("--shard-games", help="Games per shard of a compressed stream.")] = 500,
     shard_mb: Annotated[float, typer.Option("--shard-mb", help="MiB per shard of an uncompressed file.")] = 16.0,
+    table_mb: Annotated[
+        float,
+        typer.Option("--table-mb", help="MiB of each worker's table of engine answers (repeats reuse them; 0: none)."),
+    ] = DEFAULT_TABLE_MB,
     shallow_depth: ShallowDepthOpt = None,
     judges: JudgesOpt = None,
     human_model: HumanModelOpt = "default",
@@ -465,6 +470,7 @@ def mine_config(
         setter_choices=setter_choices,
         shard_games=shard_games,
         shard_bytes=shard_bytes_of(shard_mb),
+        table_mb=table_mb,
     )
 
 

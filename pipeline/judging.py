@@ -16,7 +16,7 @@ The engine work is spent only where a verdict depends on it:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -25,7 +25,7 @@ import chess
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
 from search.analysis import ResponseAnalysis
-from search.backend import Backend
+from search.backend import Backend, Level, ReplyValues
 from search.chessgame import zobrist
 from search.diffimax import DiffiMaxResult
 from search.judges import (
@@ -46,6 +46,47 @@ class MoveModel(Protocol):
     """A human-move model: the probability of each legal move (UCI) of the side to move."""
 
     def move_probabilities(self, board: chess.Board, context: MoverContext) -> dict[str, float]: ...
+
+
+class EngineLines(Protocol):
+    """The engine's answers at one position for one setter, as the judging asks for them: a
+    provider may compute each answer (`BackendLines`) or serve it from a table of earlier answers
+    (`pipeline.mine.table.TableLines`). Every answer must depend on the position and the question
+    alone, so that served and computed answers are the same."""
+
+    def shallow(self) -> ReplyValues:
+        """Every reply at the shallow level (`Backend.reply_values` with moves None)."""
+
+    def best(self, level: Level) -> ReplyValues:
+        """The best reply and its value at `level`."""
+
+    def replies(self, moves: Sequence[str], level: Level) -> ReplyValues:
+        """Each of `moves` valued at `level` (a search of its own per reply)."""
+
+    def seed(self) -> DiffiMaxResult:
+        """The seed's DiffiMax at the position (`Backend.analyse`)."""
+
+
+@dataclass(frozen=True)
+class BackendLines:
+    """`EngineLines` asked of the engine every time."""
+
+    backend: Backend
+    board: chess.Board
+    setter: chess.Color
+    settings: DiffiMaxSettings
+
+    def shallow(self) -> ReplyValues:
+        return self.backend.reply_values(self.board, self.setter, self.settings, None, "shallow")
+
+    def best(self, level: Level) -> ReplyValues:
+        return self.backend.reply_values(self.board, self.setter, self.settings, None, level)
+
+    def replies(self, moves: Sequence[str], level: Level) -> ReplyValues:
+        return self.backend.reply_values(self.board, self.setter, self.settings, moves, level)
+
+    def seed(self) -> DiffiMaxResult:
+        return self.backend.analyse(self.board, self.setter, self.settings)
 
 
 @dataclass(frozen=True)
@@ -111,11 +152,32 @@ def judge_position(
     also: Collection[str] = (),
     key: int | None = None,
 ) -> Judgement:
-    """Judge the replies of the side to move at `board` (with its move stack) for `setter`.
-    `also` names replies to value at full depth whatever the judges need (the move a human played,
-    for the analytics); they change no verdict. With the dip judge alone, nothing is searched but
-    the seed's own analysis (a dataset of it is exactly what the seed's DiffiMax records). `key`
-    is the position's Polyglot key when the caller has it."""
+    """Judge the replies of the side to move at `board` (with its move stack) for `setter`, asking
+    the engine for every answer (`judge_lines`)."""
+    lines = BackendLines(backend, board, setter, settings)
+    return judge_lines(
+        lines, board, setter, settings, judges, model=model, context=context, corpus=corpus, also=also, key=key
+    )
+
+
+def judge_lines(
+    engine: EngineLines,
+    board: chess.Board,
+    setter: chess.Color,
+    settings: DiffiMaxSettings,
+    judges: JudgeSettings,
+    *,
+    model: MoveModel | None = None,
+    context: MoverContext | None = None,
+    corpus: Corpus | None = None,
+    also: Collection[str] = (),
+    key: int | None = None,
+) -> Judgement:
+    """Judge the replies of the side to move at `board` (with its move stack) for `setter`, on the
+    engine's answers from `engine`. `also` names replies to value at full depth whatever the judges
+    need (the move a human played, for the analytics); they change no verdict. With the dip judge
+    alone, nothing is searched but the seed's own analysis (a dataset of it is exactly what the
+    seed's DiffiMax records). `key` is the position's Polyglot key when the caller has it."""
     if board.turn == setter:
         raise ValueError("judge_position needs the responder to move (the setter just moved)")
     legal = {move.uci(): move for move in board.legal_moves}
@@ -130,7 +192,7 @@ def judge_position(
     }
 
     if wanted & {"trappy", "practical"}:
-        shallow = backend.reply_values(board, setter, settings, None, "shallow")
+        shallow = engine.shallow()
         nodes["shallow"] = shallow.nodes
         ranks = shallow_ranks(shallow.values)
         for name, reply in fields.items():
@@ -152,7 +214,7 @@ def judge_position(
     seed: DiffiMaxResult | None = None
     dip_candidates: frozenset[str] | None = None
     if "dip" in wanted:
-        seed = backend.analyse(board, setter, settings)
+        seed = engine.seed()
         nodes["seed"] = seed.stats.nodes + int(seed.extra.get("qnodes", 0))
         analysis = seed.root_analysis
         assert analysis is not None, "a root with a legal reply is an analysed opponent node"
@@ -163,7 +225,7 @@ def judge_position(
                 fields[response.move]["deep_value"] = response.value
         lines |= {t.move: t.refutation for t in seed.traps if not t.path}
     else:
-        found = backend.reply_values(board, setter, settings, None, "deep")
+        found = engine.best("deep")
         nodes["deep"] = found.nodes
         assert found.best is not None
         best, v1 = found.best, found.values[found.best]
@@ -179,7 +241,7 @@ def judge_position(
     wanted_deep = needs_deep(current, judges) | extra
     missing = sorted(name for name in wanted_deep if fields[name].get("deep_value") is None)
     if missing:
-        deep = backend.reply_values(board, setter, settings, missing, "deep")
+        deep = engine.replies(missing, "deep")
         nodes["deep"] = nodes.get("deep", 0) + deep.nodes
         for name, value in deep.values.items():
             fields[name]["deep_value"] = value
@@ -187,7 +249,7 @@ def judge_position(
         current = evidence()
     unsettled = sorted(needs_deeper(current, judges))
     if unsettled:
-        deeper = backend.reply_values(board, setter, settings, unsettled, "deeper")
+        deeper = engine.replies(unsettled, "deeper")
         nodes["deeper"] = deeper.nodes
         for name, value in deeper.values.items():
             fields[name]["deeper_value"] = value

@@ -3,15 +3,18 @@
 Bump SCHEMA_VERSION on any incompatible change; every file carries it in its schema metadata and
 `manifest.json` records it; a reader refuses files of another version (`schema_version_of`).
 Version 2 records the trap judges: per reply their evidence and verdicts, per position a trap
-flag, a candidate count and a fell flag per judge. Values are centipawns from the setter's point of view (the player
-who just moved at the analysed root); pawns only appear in views.
+flag, a candidate count and a fell flag per judge. Version 3 judges every occurrence of a position
+on its own (its mover's human evidence, its played move) over engine answers that a worker's table
+may serve: `reused` says the table held the position's answers, `analysis_key` names them.
+Values are centipawns from the setter's point of view (the player who just moved at the analysed
+root); pawns only appear in views.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SETTINGS_FIELDS = [
     pa.field("reasonable_dip", pa.float64(), nullable=False),
@@ -133,7 +136,10 @@ RESPONSES = pa.schema(
         pa.field("analysed_nodes", pa.int32()),
         pa.field("responses", pa.list_(RESPONSE_ITEM), nullable=False),
         pa.field("nodes", pa.int64(), nullable=False),  # engine / search nodes spent on the position
-        pa.field("reused", pa.bool_(), nullable=False),  # copied from an earlier occurrence
+        pa.field("reused", pa.bool_(), nullable=False),  # its engine answers came from a worker's table
+        # The key of those answers: the position with its halfmove clock and the positions since its
+        # last irreversible move (what a search sees); occurrences with one key share engine work.
+        pa.field("analysis_key", pa.int64(), nullable=False),
         # With --setter-choices: the side to move seen as a setter. Its moves within the safety
         # margin of its best, those of them that lead to a trap node, and whether it played one.
         pa.field("choice_moves", pa.list_(pa.string())),

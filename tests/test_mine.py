@@ -9,9 +9,9 @@ import ray
 
 from pipeline.dataset.duck import connect
 from pipeline.dataset.store import OutputError
+from pipeline.engines.backends import EngineOptions
 from pipeline.ingest.games import GameFilter
-from pipeline.mine.work import AnalysisUnit, Judging, analyse_unit, played_class
-from search.backend import NativeBackend
+from pipeline.mine.work import AnalysisWorker, Judging, game_occurrences, played_class
 from search.settings import DiffiMaxSettings
 from tests.conftest import GAMES
 from tests.mining_helpers import MINING_JUDGES, assert_counts_add_up, assert_same_rows, mine, rows
@@ -26,12 +26,13 @@ def ray_session():
     ray.shutdown()
 
 
-def test_analyse_unit_sets_the_player_who_just_moved_as_setter():
+def test_an_occurrence_is_judged_with_the_player_who_just_moved_as_setter():
     # 1.e4 e5 2.Nf3 Nc6 3.Bc4 Nd4: analyse after 3...Nd4 (ply 6): Black set it, White responds.
     moves = ("e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "c6d4", "f3e5")
     judging = Judging(DiffiMaxSettings(depth=1), MINING_JUDGES, "dip")
-    results = analyse_unit(NativeBackend(), AnalysisUnit("g", None, moves, (6,)), judging)
-    (result,) = results
+    worker = AnalysisWorker("native", EngineOptions(), judging)
+    (result,) = worker.analyse(list(game_occurrences("g", moves, [6])))
+    result.ply = 6
     assert result.error is None and result.ply == 6 and result.game_id == "g"
     assert result.response["setter"] == "black" and result.response["responder"] == "white"
     assert result.response["legal"] == 31
@@ -72,12 +73,16 @@ def test_rows_identical_for_one_and_two_workers_and_small_shards(tmp_path):
     assert_counts_add_up(manifest, two)
 
 
-def test_repeated_positions_are_analysed_once(tmp_path):
+def test_repeated_positions_share_their_engine_work(tmp_path):
     out = tmp_path / "run"
-    # Early plies repeat across games (openings): the reuse must show up and agree.
+    # Early plies repeat across games (openings): each repeat meets its worker's table, which serves
+    # the engine's answers the first occurrence got; what the occurrence asks beyond them (the move
+    # its human played) is searched and kept.
     manifest = mine([SAMPLE], out, workers=2, game_filter=GameFilter(ply_from=0, ply_to=3))
     assert manifest["positions_reused"] > 0
     assert manifest["positions_analysed"] < manifest["positions"]
+    assert manifest["engine_calls"] < 3 * manifest["positions"]
+    assert sum(worker["hits"] for worker in manifest["tables"]["workers"]) == manifest["positions_reused"]
     data = rows(out)
     by_key: dict[int, list[dict]] = {}
     for row in data["responses"]:
@@ -85,10 +90,18 @@ def test_repeated_positions_are_analysed_once(tmp_path):
     repeated = [group for group in by_key.values() if len(group) > 1]
     assert repeated
     for group in repeated:
-        assert sum(not row["reused"] for row in group) == 1
+        assert sum(not row["reused"] for row in group) <= 1  # history can make a transposition its own key
         first = group[0]
         for row in group[1:]:
-            assert row["responses"] == first["responses"] and row["best_move"] == first["best_move"]
+            assert (row["best_move"], row["value"]) == (first["best_move"], first["value"])
+            theirs = {item["move"]: item for item in first["responses"]}
+            for item in row["responses"]:
+                other = theirs[item["move"]]
+                assert item["shallow_value"] == other["shallow_value"]
+                if item["exact"] and other["exact"]:
+                    assert item["value"] == other["value"]
+            played = next(item for item in row["responses"] if item["move"] == row["move_played"])
+            assert played["exact"] or row["move_played"] == row["best_move"]
 
 
 def test_output_directory_is_not_overwritten_without_resume(tmp_path):

@@ -29,7 +29,8 @@ from pipeline.engines.uci import (
     open_uci_backend,
     resolve_engine,
 )
-from pipeline.mine.work import AnalysisUnit, Judging, analyse_unit
+from pipeline.mine.table import AnalysisEntry
+from pipeline.mine.work import Judging, analyse_position, game_occurrences
 from search.chessgame import FenError, board_from_fen
 from search.judges import JudgeSettings
 from search.settings import UCI_DEFAULT_DEPTH, DiffiMaxSettings, SettingsError
@@ -530,12 +531,14 @@ def test_closing_ends_the_engine_and_the_backend():
 @pytest.mark.stockfish
 @needs_stockfish
 def test_mining_units_run_on_the_uci_backend():
-    unit = AnalysisUnit("nd4", None, ND4_MOVES, (5, 6))
+    occurrences = list(game_occurrences("nd4", ND4_MOVES, [5, 6]))
     with open_uci_backend("stockfish", nodes=2_000) as backend:
         judging = Judging(
             DiffiMaxSettings(depth=UCI_DEFAULT_DEPTH), JudgeSettings(judges=frozenset({"dip", "trappy"})), "dip"
         )
-        results = analyse_unit(backend, unit, judging)
+        results = [
+            analyse_position(backend, o.board(), judging, entry=AnalysisEntry(), played=o.played) for o in occurrences
+        ]
     assert [r.error for r in results] == [None, None]
     assert [r.ply for r in results] == [5, 6]
     assert results[1].response["legal"] == 31 and results[1].response["nodes"] > 0

@@ -99,6 +99,30 @@ def check_output(root: str | os.PathLike[str], *, resume: bool) -> None:
         raise OutputError(f"cannot create output directory {str(path)!r}: {str(parent)!r} is not writable")
 
 
+def stage_shard(
+    root: str | os.PathLike[str],
+    shard_id: str,
+    rows: Mapping[str, Iterable[Mapping[str, Any]] | list[pa.Table]],
+    info: dict[str, Any],
+) -> Path:
+    """Write every table of one shard under the dataset's `_staging/` (a directory of its own, so
+    that a retried writer never meets a half-written attempt) and return where; nothing is part of
+    the dataset until `DatasetWriter.publish`. Any process on the dataset's machine may call it. A
+    table comes as its rows, or as Arrow tables of its rows in order (`table_of`: a caller that
+    converts as it goes never holds a whole shard's rows as Python objects)."""
+    temporary = Path(root) / "_staging" / f"{shard_id}.{uuid.uuid4().hex[:8]}"
+    temporary.mkdir()
+    for name in TABLES:
+        given = list(rows.get(name, ()))
+        if given and all(isinstance(part, pa.Table) for part in given):
+            table = pa.concat_tables(given).combine_chunks()
+        else:
+            table = table_of(name, given)
+        pq.write_table(table, temporary / f"{name}.parquet", compression="zstd")
+    (temporary / SHARD_MARKER).write_text(json.dumps(info, indent=2, sort_keys=True))
+    return temporary
+
+
 class DatasetWriter(DatasetReader):
     """The one writer of a dataset directory. `create` makes a new one (with its job identity);
     `reopen` continues one (for --resume), clearing what an interrupted run left in staging."""
@@ -130,23 +154,17 @@ class DatasetWriter(DatasetReader):
     def commit(
         self, shard_id: str, rows: Mapping[str, Iterable[Mapping[str, Any]] | list[pa.Table]], info: dict[str, Any]
     ) -> None:
-        """Write every table of one shard and publish them together. A table comes as its rows, or
-        as Arrow tables of its rows in order (`table_of`: a caller that converts as it goes never
-        holds a whole shard's rows as Python objects)."""
+        """Write every table of one shard and publish them together (`stage_shard`, then `publish`)."""
+        if (self.shards / shard_id).exists():
+            raise OutputError(f"shard {shard_id} is already committed in {str(self.root)!r}")
+        self.publish(shard_id, stage_shard(self.root, shard_id, rows, info))
+
+    def publish(self, shard_id: str, staged: str | os.PathLike[str]) -> None:
+        """Make a shard written by `stage_shard` part of the dataset, in one `os.rename`."""
         final = self.shards / shard_id
         if final.exists():
             raise OutputError(f"shard {shard_id} is already committed in {str(self.root)!r}")
-        temporary = self.staging / f"{shard_id}.{uuid.uuid4().hex[:8]}"
-        temporary.mkdir()
-        for name in TABLES:
-            given = list(rows.get(name, ()))
-            if given and all(isinstance(part, pa.Table) for part in given):
-                table = pa.concat_tables(given).combine_chunks()
-            else:
-                table = table_of(name, given)
-            pq.write_table(table, temporary / f"{name}.parquet", compression="zstd")
-        (temporary / SHARD_MARKER).write_text(json.dumps(info, indent=2, sort_keys=True))
-        os.rename(temporary, final)
+        os.rename(staged, final)
 
     def write_manifest(self, manifest: dict[str, Any]) -> Path:
         path = self._write_json(MANIFEST_FILE, manifest)

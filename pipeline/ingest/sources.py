@@ -304,10 +304,21 @@ def iter_shards(inputs: Sequence[str], *, shard_bytes: int = 32 << 20, shard_gam
         raise ValueError(f"shard sizes must be positive: shard_bytes={shard_bytes}, shard_games={shard_games}")
     sources = expand_inputs(inputs)
     for source_index, source in enumerate(sources):
-        if not is_url(source) and compression_of(source) == "none":
-            yield from _range_shards(source, source_index, shard_bytes)
-        else:
-            yield from _stream_shards(source, source_index, shard_games)
+        yield from source_shards(source, source_index, shard_bytes=shard_bytes, shard_games=shard_games)
+
+
+def is_stream(source: str) -> bool:
+    """Whether a source is read as a stream (compressed, or a URL) rather than cut into byte ranges."""
+    return is_url(source) or compression_of(source) != "none"
+
+
+def source_shards(source: str, source_index: int, *, shard_bytes: int, shard_games: int) -> Iterator[Shard]:
+    """The shards of one expanded source (`iter_shards` for one input): range shards of a plain
+    local file, cut with no I/O, or the stream shards of a compressed file or a URL, read as they
+    are cut."""
+    if is_stream(source):
+        return _stream_shards(source, source_index, shard_games)
+    return _range_shards(source, source_index, shard_bytes)
 
 
 def _range_shards(source: str, source_index: int, shard_bytes: int) -> Iterator[Shard]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from pipeline.engines.backends import EngineOptions, effective_engine_options
 from pipeline.ingest.games import GameFilter
+from pipeline.mine.table import DEFAULT_TABLE_MB
 from pipeline.mine.work import HumanEvidence, Judging, primary_judge
 from schemas.dataset import SCHEMA_VERSION
 from search.errors import DiffimaxError
@@ -57,6 +58,8 @@ class MineConfig:
     """Bytes per shard of an uncompressed local file."""
     shard_games: int = 500
     """Games per shard of a compressed file or a URL."""
+    table_mb: float = DEFAULT_TABLE_MB
+    """Each worker's table of engine answers, in MiB (`--table-mb`); 0 keeps none (no reuse)."""
 
     def __post_init__(self) -> None:
         if not self.inputs:
@@ -70,6 +73,9 @@ class MineConfig:
             raise SettingsError(f"invalid --shard-games {self.shard_games!r}: must be a whole number >= 1")
         if isinstance(self.shard_bytes, bool) or not isinstance(self.shard_bytes, int) or self.shard_bytes < 1:
             raise SettingsError(f"invalid shard size {self.shard_bytes!r} bytes: --shard-mb must be above 0")
+        if not (isinstance(self.table_mb, (int, float)) and not isinstance(self.table_mb, bool)
+                and 0 <= self.table_mb < 1 << 30):  # fmt: skip
+            raise SettingsError(f"invalid --table-mb {self.table_mb!r}: must be a number of MiB >= 0")
         if self.setter_choices and "dip" not in self.judges.judges:
             raise SettingsError("--setter-choices asks the dip judge which moves set a trap: add dip to --judges")
 

@@ -40,7 +40,6 @@ from __future__ import annotations
 import bz2
 import concurrent.futures
 import contextlib
-import dataclasses
 import gzip
 import math
 import multiprocessing
@@ -55,7 +54,6 @@ import numpy as np
 
 from pipeline.engines.backends import EMBEDDED, check_backend, effective_engine_options
 from pipeline.evaluate.stats import wilson
-from pipeline.human.context import MoverContext
 from pipeline.ingest.games import Failed, Filtered, GameReader, PositionRow, Selected
 from pipeline.ingest.sources import (
     NEWLINE_GAME_START,
@@ -69,7 +67,7 @@ from pipeline.ingest.sources import (
     is_url,
 )
 from pipeline.mine.config import MineConfig
-from pipeline.mine.work import AnalysisUnit, AnalysisWorker, PositionResult
+from pipeline.mine.work import AnalysisWorker, Occurrence, PartOutcome, PositionResult, occurrence_rows, occurrences_of
 from search.errors import DiffimaxError
 
 # Sources up to this size on disk are counted game by game (about 1 s per 30 MB of .pgn.zst here).
@@ -559,16 +557,10 @@ def draw_units(
     return units
 
 
-def unit_of(selected: Selected, rows: Sequence[PositionRow]) -> AnalysisUnit:
-    """The unit the driver would send for these positions of a game (in ply order: contexts, keys)."""
-    game = selected.game
-    rows = sorted(rows, key=lambda row: row["ply"])
-    contexts = tuple(
-        MoverContext(row["mover_rating"], row["clock_seconds"], game["base_seconds"], game["increment_seconds"])
-        for row in rows
-    )
-    return AnalysisUnit(game["game_id"], selected.start_fen, selected.moves, tuple(row["ply"] for row in rows),
-                        contexts, tuple(row["position_key"] for row in rows))  # fmt: skip
+def unit_of(selected: Selected, rows: Sequence[PositionRow]) -> tuple[Occurrence, ...]:
+    """The occurrences of these positions of a game, in ply order (as the job's prepare step builds them)."""
+    plies = {row["ply"] for row in rows}
+    return tuple(occurrence for occurrence in occurrences_of(selected) if occurrence.ply in plies)
 
 
 # Clock ticks per second of the CPU times in /proc/<pid>/stat.
@@ -613,7 +605,7 @@ class _Timing:
     worker_start_seconds: float
 
 
-def _time_share(config: MineConfig, units: Sequence[tuple[AnalysisUnit, Sequence[float]]]) -> _Timing:
+def _time_share(config: MineConfig, units: Sequence[tuple[tuple[Occurrence, ...], Sequence[float]]]) -> _Timing:
     """Build the job's worker (engine, model, corpus), warm it up on the first unit's first
     position (uncounted), then judge each unit, one at a time."""
     start = time.perf_counter()
@@ -624,32 +616,29 @@ def _time_share(config: MineConfig, units: Sequence[tuple[AnalysisUnit, Sequence
     timed: list[TimedPosition] = []
     results: list[PositionResult] = []
     try:
-        first = units[0][0]
-        warmup = worker.analyse(dataclasses.replace(first, plies=first.plies[:1], contexts=first.contexts[:1],
-                                                    keys=first.keys[:1]))  # fmt: skip
-        if warmup.fatal is not None:
-            raise PlanError(f"the engine stopped: {warmup.fatal}")
+        # Uncounted: the first position (engine and model caches warm), then an empty table, so
+        # that the timed positions are analysed as the job analyses a position it has not seen.
+        warmup = worker.analyse(units[0][0][:1])[0]
+        worker.table.clear()
         for unit, weights in units:
             before = cpu_seconds()
-            outcome = worker.analyse(unit)
+            start = time.perf_counter()
+            found = worker.analyse(unit)
+            unit_seconds = time.perf_counter() - start
             cpu = cpu_seconds() - before
-            if outcome.fatal is not None:
-                raise PlanError(f"the engine stopped: {outcome.fatal}")
-            engine_total = sum(result.seconds for result in outcome.results)
-            for result, weight in zip(outcome.results, weights, strict=True):
-                share = result.seconds / engine_total if engine_total > 0 else 1 / len(outcome.results)
+            engine_total = sum(result.seconds for result in found)
+            for result, occurrence, weight in zip(found, unit, weights, strict=True):
+                share = result.seconds / engine_total if engine_total > 0 else 1 / len(found)
+                result.ply = occurrence.ply
                 results.append(result)
-                timed.append(TimedPosition(unit.game_id, result.ply, weight, result.seconds, cpu * share,
-                                           outcome.seconds * share, result.error))  # fmt: skip
+                timed.append(TimedPosition(occurrence.game_id, occurrence.ply, weight, result.seconds, cpu * share,
+                                           unit_seconds * share, result.error))  # fmt: skip
     finally:
-        worker.backend.close()
-        close_model = getattr(worker.model, "close", None)
-        if close_model is not None:
-            close_model()
+        worker.close()
     return _Timing(timed, results, warmup.seconds, worker_start)
 
 
-def _time_as_a_worker(config: MineConfig, units: Sequence[tuple[AnalysisUnit, Sequence[float]]]) -> _Timing:
+def _time_as_a_worker(config: MineConfig, units: Sequence[tuple[tuple[Occurrence, ...], Sequence[float]]]) -> _Timing:
     """`_time_share` in a process set up as Ray sets up the job's analysis actor (`num_cpus=1`):
     OMP_NUM_THREADS=1 unless set (the human-move model's LightGBM otherwise runs a thread per
     core, whose spinning threads contend with the other workers). The niceness of Ray's workers
@@ -661,7 +650,7 @@ def _time_as_a_worker(config: MineConfig, units: Sequence[tuple[AnalysisUnit, Se
 
 def time_positions(
     config: MineConfig,
-    units: Sequence[tuple[AnalysisUnit, Sequence[float]]],
+    units: Sequence[tuple[tuple[Occurrence, ...], Sequence[float]]],
     processes: int,
     echo: Callable[[str], None],
 ) -> list[_Timing]:
@@ -669,7 +658,7 @@ def time_positions(
     share of the units, set up as a Ray actor is), so that the machine is as busy as the job's
     workers would make it."""
     processes = max(1, min(processes, len(units)))
-    total = sum(len(unit.plies) for unit, _ in units)
+    total = sum(len(unit) for unit, _ in units)
     shares = [list(units[index::processes]) for index in range(processes)]
     # fork, not spawn: spawn imports the caller's main module again, which a script that calls
     # `plan` without a `__main__` guard cannot survive. Nothing here holds an engine or a thread yet.
@@ -686,23 +675,36 @@ def time_positions(
 def time_commit(
     games: dict[int, Selected], results: dict[tuple[str, int], PositionResult], positions: int
 ) -> tuple[int, float]:
-    """Seconds of the driver's commit (`_commit`) of one shard of `positions` positions (the timed
-    positions' rows, repeated) into a scratch dataset: (positions committed, seconds)."""
-    from pipeline.dataset.store import DatasetWriter
-    from pipeline.mine.driver import ShardIngest, _commit, pack
+    """Seconds of the write step (`write_shard`: the workers' rows put in order, five Parquet files
+    staged) of one shard of `positions` positions (the timed positions' rows, repeated) into a
+    scratch dataset: (positions written, seconds)."""
+    from pipeline.dataset.store import DatasetWriter, table_of
+    from pipeline.ingest.sources import Shard
+    from pipeline.mine.shards import ShardCounts, ShardTables, write_shard
 
     rows = [row for selected in games.values() for row in selected.positions if (row["game_id"], row["ply"]) in results]
     if not rows or positions < 1:
         return 0, 0.0
     repeated = [rows[index % len(rows)] for index in range(positions)]
-    by_key = {row["position_key"]: results[(row["game_id"], row["ply"])] for row in rows}
+    responses, traps, trap_seq = [], [], []
+    for seq, row in enumerate(repeated):
+        result = results[(row["game_id"], row["ply"])]
+        if result.error is not None:
+            continue
+        response, trap_rows = occurrence_rows(result, row["game_id"], row["ply"], row["move_uci"], False)
+        responses.append(response | {"analysis_key": row["position_key"]})
+        traps.extend(trap_rows)
+        trap_seq.extend([seq] * len(trap_rows))
+    part = PartOutcome(table_of("responses", responses), list(range(len(responses))), table_of("traps", traps),
+                       trap_seq)  # fmt: skip
     game_rows = [selected.game for selected in games.values()]
-    ingest = ShardIngest("plan-probe", "plan", game_rows, repeated, [], {}, len(game_rows), 0, 0, 0.0)
+    shard = Shard("plan-probe", "plan", 0, "stream", 0, 0, 0)
+    counts = ShardCounts(games_read=len(game_rows), games_written=len(game_rows), positions=len(repeated))
+    tables = ShardTables(table_of("games", game_rows), table_of("positions", repeated))
     with tempfile.TemporaryDirectory(prefix="diffimax-plan-") as scratch:
         store = DatasetWriter.create(os.path.join(scratch, "probe"), {"identity": {"plan": True}})
-        packed = {key: pack(result) for key, result in by_key.items()}  # as the workers send them
         start = time.perf_counter()
-        _commit(store, ingest, packed)
+        write_shard(str(store.root), shard, counts, tables, [part])
         seconds = time.perf_counter() - start
     return positions, seconds
 
@@ -880,7 +882,7 @@ def plan(
     # 4: time whole games' units of the sample's new positions with the job's worker.
     drawn_units = draw_units(sample, figures.fits, job_kept, sample_positions, seed)
     games = selected_games(config, sample, sorted(game for game, _, _ in drawn_units))
-    units: list[tuple[AnalysisUnit, Sequence[float]]] = []
+    units: list[tuple[tuple[Occurrence, ...], Sequence[float]]] = []
     for game, indices, weights in drawn_units:
         plies = {sample.ply_of[index] for index in indices}
         rows = [row for row in games[game].positions if row["ply"] in plies]

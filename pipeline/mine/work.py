@@ -1,26 +1,32 @@
 """The per-position work of a mining job, as plain functions (no Ray): tests call them directly,
-and the Ray workers in `pipeline.mine.driver` wrap them.
+and the Ray workers in `pipeline.mine.actors` wrap them.
 
-A *unit* is one game's positions that need an analysis, in ply order, so consecutive positions
-of a game reach the same engine with its table or hash warm. A unit starts from a clean engine
-state, which makes every result independent of which worker ran it and what it ran before.
+An *occurrence* is one position of one game to judge, with what a search can see of the game (the
+moves since its last irreversible move) and who is to move there. A worker judges the
+occurrences it owns (`analyse_part`) in order, on its engine and its bounded table of engine
+answers (`pipeline.mine.table`): the engine work of a repeated position is served from the table,
+the human evidence and the verdicts are the occurrence's own.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import chess
+import pyarrow as pa
 
+from pipeline.dataset.store import table_of
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.engines.process import EngineStartError
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
-from pipeline.judging import Judgement, MoveModel, judge_position, load_model
+from pipeline.ingest.games import Selected
+from pipeline.judging import Judgement, MoveModel, judge_lines, load_model
+from pipeline.mine.table import DEFAULT_TABLE_MB, MIB, AnalysisEntry, AnalysisTable, TableLines, analysis_key
 from schemas.dataset import to_signed64
 from search.backend import Backend
 from search.chessgame import zobrist
@@ -28,15 +34,90 @@ from search.errors import DiffimaxError
 from search.judges import JUDGES, Judge, JudgeSettings, win_drop
 from search.settings import DiffiMaxSettings, SettingsError
 
+# Moves of history an occurrence carries at least (the human-move model reads the last two moves),
+# and at most (the fifty-move rule: a search sees no further back than 100 plies).
+MIN_HISTORY = 2
+MAX_HISTORY = 100
 
-@dataclass(frozen=True)
-class AnalysisUnit:
+
+@dataclass(frozen=True, slots=True)
+class Occurrence:
+    """One position of one game to judge, with the player who just moved as setter."""
+
+    seq: int
+    """Its place among its shard's positions (rows are written in this order)."""
     game_id: str
-    start_fen: str | None  # None: the standard start position
-    moves: tuple[str, ...]  # UCI moves of the game, at least up to the last analysed ply
-    plies: tuple[int, ...]  # positions to analyse (half-moves played before each), ascending
-    contexts: tuple[MoverContext, ...] = ()  # the responder at each of `plies` (empty: unknown)
-    keys: tuple[int, ...] = ()  # the signed position key at each of `plies`, from ingest (empty: computed here)
+    ply: int
+    position_key: int
+    """Signed Polyglot key of the position."""
+    key: int
+    """Its analysis key (`pipeline.mine.table.analysis_key`): what the worker's table is keyed by."""
+    base_fen: str
+    """The position `len(moves)` plies earlier."""
+    moves: tuple[str, ...]
+    """The UCI moves from `base_fen` to the position: every move since the last irreversible one
+    (which a search needs for repetitions), and at least the last two (the human-move model)."""
+    played: str | None
+    """The move the human played here."""
+    context: MoverContext | None = None
+    """The responder (who is to move) and their clock."""
+
+    def board(self) -> chess.Board:
+        board = chess.Board(self.base_fen)
+        for move in self.moves:
+            board.push(chess.Move.from_uci(move))
+        return board
+
+
+def occurrences_of(selected: Selected, first_seq: int = 0) -> Iterator[Occurrence]:
+    """The occurrences of a selected game's positions, in ply order (`seq` from `first_seq`)."""
+    game = selected.game
+    base, increment = game["base_seconds"], game["increment_seconds"]
+    wanted = {
+        row["ply"]: (MoverContext(row["mover_rating"], row["clock_seconds"], base, increment), row["position_key"])
+        for row in selected.positions
+    }
+    return game_occurrences(game["game_id"], selected.moves, wanted, start_fen=selected.start_fen, first_seq=first_seq)
+
+
+def game_occurrences(
+    game_id: str,
+    moves: Sequence[str],
+    plies: Mapping[int, tuple[MoverContext | None, int | None]] | Sequence[int],
+    *,
+    start_fen: str | None = None,
+    first_seq: int = 0,
+) -> Iterator[Occurrence]:
+    """The occurrences of a game (its UCI `moves` from `start_fen`, None for the standard start) at
+    `plies`, in ply order: a ply's mover context and Polyglot key when known (the key is computed
+    otherwise). The move played at a ply is the game's next move (None after the last)."""
+    wanted = {ply: (None, None) for ply in plies} if not isinstance(plies, Mapping) else dict(plies)
+    board = chess.Board(start_fen) if start_fen else chess.Board()
+    fens: list[str] = []  # the FEN before each ply, kept back to MAX_HISTORY plies
+    recent: list[int] = []  # Polyglot keys of the positions since the last irreversible move
+    seq = first_seq
+    last = max(wanted, default=-1)
+    for ply in range(last + 1):
+        if ply in wanted:
+            context, known_key = wanted[ply]
+            position_key = to_signed64(zobrist(board)) if known_key is None else known_key
+            history = min(len(fens), MAX_HISTORY, max(board.halfmove_clock, MIN_HISTORY))
+            base_fen = fens[-history] if history else board.fen()
+            key = analysis_key(position_key, board.halfmove_clock, recent[-MAX_HISTORY:])
+            played = moves[ply] if ply < len(moves) else None
+            yield Occurrence(seq, game_id, ply, position_key, key, base_fen, tuple(moves[ply - history : ply]), played,
+                             context)  # fmt: skip
+            seq += 1
+        if ply >= last:
+            break
+        move = chess.Move.from_uci(moves[ply])
+        fens.append(board.fen())
+        del fens[:-MAX_HISTORY]
+        if board.is_zeroing(move):
+            recent.clear()
+        else:
+            recent.append(to_signed64(zobrist(board)))
+        board.push(move)
 
 
 @dataclass(frozen=True)
@@ -72,7 +153,7 @@ def primary_judge(judges: JudgeSettings, human_evidence: bool) -> Judge:
 
 @dataclass
 class PositionResult:
-    """One analysed position, independent of the game it came from (so repeats can reuse it)."""
+    """One judged occurrence: the columns of its rows that do not depend on the game it came from."""
 
     ply: int
     position_key: int  # signed 64-bit Zobrist
@@ -81,6 +162,7 @@ class PositionResult:
     response: dict[str, Any] = field(default_factory=dict)  # RESPONSES columns common to repeats
     traps: list[dict[str, Any]] = field(default_factory=list)  # TRAPS columns common to repeats
     seconds: float = 0.0
+    engine_calls: int = 0  # engine searches this analysis asked for (0: every answer came from the table)
 
 
 def color_name(color: chess.Color) -> str:
@@ -97,93 +179,52 @@ def settings_columns(settings: DiffiMaxSettings, backend_name: str) -> dict[str,
     }
 
 
-def analyse_unit(
-    backend: Backend,
-    unit: AnalysisUnit,
-    judging: Judging,
-    *,
-    model: MoveModel | None = None,
-    corpus: Corpus | None = None,
-    on_position: Callable[[], None] | None = None,
-) -> list[PositionResult]:
-    """Replay the game and judge each requested position with the player who just moved as
-    setter. A position whose analysis fails is returned with its error; the rest go on.
-    `on_position` is called after each analysed position (live progress)."""
-    reset = getattr(backend, "new_unit", None)
-    if reset is not None:
-        reset()
-    board = chess.Board(unit.start_fen) if unit.start_fen else chess.Board()
-    contexts = dict(zip(unit.plies, unit.contexts, strict=True)) if unit.contexts else {}
-    keys = dict(zip(unit.plies, unit.keys, strict=True)) if unit.keys else {}
-    wanted = set(unit.plies)
-    results: list[PositionResult] = []
-    last = max(unit.plies, default=-1)
-    for ply in range(last + 1):
-        if ply in wanted:
-            played = unit.moves[ply] if ply < len(unit.moves) else None
-            results.append(
-                analyse_position(
-                    backend,
-                    board,
-                    judging,
-                    played=played,
-                    model=model,
-                    corpus=corpus,
-                    context=contexts.get(ply),
-                    key=keys.get(ply),
-                )
-            )
-            if on_position is not None:
-                on_position()
-        if ply < last:
-            board.push(chess.Move.from_uci(unit.moves[ply]))
-    for result, ply in zip(results, sorted(wanted), strict=True):
-        result.ply = ply
-        result.game_id = unit.game_id
-    return results
-
-
 def analyse_position(
     backend: Backend,
     board: chess.Board,
     judging: Judging,
     *,
+    entry: AnalysisEntry | None = None,
     played: str | None = None,
     model: MoveModel | None = None,
     corpus: Corpus | None = None,
     context: MoverContext | None = None,
     key: int | None = None,
 ) -> PositionResult:
-    """`key` is the position's signed Polyglot key when the caller knows it already."""
+    """Judge `board` (with its move stack) with the player who just moved as setter, on the engine's
+    answers kept in `entry` (a fresh one when None; the answers it lacks are added to it). `key` is
+    the position's signed Polyglot key when the caller knows it already. A position whose analysis
+    fails is returned with its error."""
     key = to_signed64(zobrist(board)) if key is None else key
     result = PositionResult(ply=board.ply(), position_key=key)
     setter = not board.turn
     settings = judging.settings
+    lines = TableLines(entry or AnalysisEntry(), backend, board, setter, settings)
     start = time.perf_counter()
     try:
         if not any(board.generate_legal_moves()):
             raise PositionError("no legal reply: the game is over here")
-        judgement = judge_position(
-            backend, board, setter, settings, judging.judges, model=model, corpus=corpus, context=context,
+        judgement = judge_lines(
+            lines, board, setter, settings, judging.judges, model=model, corpus=corpus, context=context,
             also=() if played is None else (played,), key=key,
         )  # fmt: skip
+        common = settings_columns(settings, backend.name)
+        result.response = response_columns(judgement, judging, setter) | common | CHOICES_UNKNOWN
+        if judging.setter_choices:
+            try:
+                result.response |= choice_columns(lines, board, settings)
+            except EngineStartError:
+                raise
+            except DiffimaxError as error:
+                result.error = f"setter choices: {type(error).__name__}: {error}"
+        result.traps = [row | common for row in trap_rows(judgement, board, setter, key)]
     except EngineStartError:
         raise  # no position can be analysed any more: the job stops (see AnalysisWorker)
     except DiffimaxError as error:  # an engine that failed twice, an impossible position
         result.error = f"{type(error).__name__}: {error}"
-        return result
     finally:
         result.seconds = time.perf_counter() - start
-    common = settings_columns(settings, backend.name)
-    result.response = response_columns(judgement, judging, setter) | common | CHOICES_UNKNOWN
-    if judging.setter_choices:
-        try:
-            result.response |= choice_columns(backend, board, settings)
-        except EngineStartError:
-            raise
-        except DiffimaxError as error:
-            result.error = f"setter choices: {type(error).__name__}: {error}"
-    result.traps = [row | common for row in trap_rows(judgement, board, setter, key)]
+        result.engine_calls = lines.asked
     return result
 
 
@@ -195,18 +236,24 @@ class PositionError(DiffimaxError, ValueError):
 CHOICES_UNKNOWN: dict[str, Any] = {"choice_moves": None, "choice_trap_moves": None}
 
 
-def choice_columns(backend: Backend, board: chess.Board, settings: DiffiMaxSettings) -> dict[str, Any]:
+def choice_columns(lines: TableLines, board: chess.Board, settings: DiffiMaxSettings) -> dict[str, Any]:
     """The side to move as a setter: which of its moves are within the safety margin of its best
     (the visited children of a setter root), and which of those lead to a trap node (by the dip
     judge, in the same tree). Needs depth >= 2, so that the nodes after those moves are analysed."""
     if settings.depth < 2:
         raise SettingsError(f"setter choices need depth >= 2, not {settings.depth}")
-    found = backend.analyse(board, board.turn, settings)
-    children = {a.path[0]: a for a in found.analyses if len(a.path) == 1}
-    return {
-        "choice_moves": sorted(children),
-        "choice_trap_moves": sorted(move for move, analysis in children.items() if analysis.trap_node),
-    }
+    entry = lines.entry
+    if entry.choices is None:
+        lines.backend.new_unit()
+        lines.asked += 1
+        lines.changed = True
+        found = lines.backend.analyse(board, board.turn, settings)
+        children = {a.path[0]: a for a in found.analyses if len(a.path) == 1}
+        entry.choices = {
+            "choice_moves": sorted(children),
+            "choice_trap_moves": sorted(move for move, analysis in children.items() if analysis.trap_node),
+        }
+    return dict(entry.choices)
 
 
 def response_columns(judgement: Judgement, judging: Judging, setter: chess.Color) -> dict[str, Any]:
@@ -441,21 +488,34 @@ class ProgressReporter:
 
 
 @dataclass
-class UnitOutcome:
-    """What a worker returns for one unit: the results, or the reason no position can be analysed
-    any more (an engine that cannot start), which stops the job."""
+class PartOutcome:
+    """What a worker returns for the occurrences of one shard that it owns: their rows as Arrow
+    tables (each row with its occurrence's `seq`, so that the shard's writer restores the input
+    order), the occurrences whose analysis failed, and what the work cost; or the reason no
+    position can be analysed any more (an engine that cannot start), which stops the job."""
 
-    game_id: str
-    results: list[PositionResult]
-    seconds: float
+    responses: pa.Table | None = None
+    response_seq: list[int] = field(default_factory=list)
+    traps: pa.Table | None = None
+    trap_seq: list[int] = field(default_factory=list)
+    failures: list[tuple[int, str, int, str]] = field(default_factory=list)
+    """(seq, game id, ply, reason) of each occurrence whose analysis failed."""
+    analysed: int = 0
+    """Occurrences judged on a fresh table entry (their engine work done here)."""
+    reused: int = 0
+    """Occurrences whose entry the table held (what they still lacked, if anything, was searched)."""
+    engine_calls: int = 0
+    seconds: float = 0.0
+    engine_seconds: float = 0.0
+    """Seconds of the judged analyses (engine, model, corpus), as the manifest sums them."""
     fatal: str | None = None
 
 
 class AnalysisWorker:
-    """One engine and its transposition table / hash for the whole job, with the job's human-move
-    model and corpus (a Ray actor in `pipeline.mine.driver`; a plain object in tests). A backend
-    that cannot start is not an exception here, which Ray would answer by restarting the actor
-    forever, but a fatal outcome."""
+    """One engine and its bounded table of engine answers for the whole job, with the job's
+    human-move model and corpus (a Ray actor in `pipeline.mine.actors`; a plain object in tests).
+    A backend that cannot start is not an exception here, which Ray would answer by restarting the
+    actor forever, but a fatal outcome."""
 
     def __init__(
         self,
@@ -464,11 +524,13 @@ class AnalysisWorker:
         judging: Judging,
         human: HumanEvidence | None = None,
         progress: Callable[[int], Any] | None = None,
+        table_mb: float = DEFAULT_TABLE_MB,
     ) -> None:
         self.judging = judging
         self.progress = progress
         self.backend: Backend | None = None
         self.startup_error: str | None = None
+        self.table = AnalysisTable(round(table_mb * MIB))
         human = human or HumanEvidence()
         self.model = load_model(human.model)
         self.corpus = Corpus.load(human.corpus) if human.corpus else None
@@ -477,25 +539,81 @@ class AnalysisWorker:
         except EngineStartError as error:
             self.startup_error = str(error)
 
-    def analyse(self, unit: AnalysisUnit) -> UnitOutcome:
+    def analyse_part(self, occurrences: Sequence[Occurrence] | None) -> PartOutcome:
+        """Judge `occurrences` in order; each is looked up in the table by its analysis key."""
         start = time.perf_counter()
         if self.backend is None:
-            return UnitOutcome(unit.game_id, [], 0.0, fatal=self.startup_error)
+            return PartOutcome(fatal=self.startup_error)
+        outcome = PartOutcome()
+        responses: list[dict[str, Any]] = []
+        traps: list[dict[str, Any]] = []
         reporter = None if self.progress is None else ProgressReporter(self.progress)
         try:
-            results = analyse_unit(
-                self.backend, unit, self.judging, model=self.model, corpus=self.corpus,
-                on_position=None if reporter is None else reporter.position,
-            )  # fmt: skip
+            for occurrence in occurrences or ():
+                self.analyse_one(occurrence, outcome, responses, traps)
+                if reporter is not None:
+                    reporter.position()
         except EngineStartError as error:
-            return UnitOutcome(unit.game_id, [], time.perf_counter() - start, fatal=str(error))
+            return PartOutcome(seconds=time.perf_counter() - start, fatal=str(error))
         finally:
             if reporter is not None:
                 reporter.flush()
-        return UnitOutcome(unit.game_id, results, time.perf_counter() - start)
+        outcome.responses = table_of("responses", responses)
+        outcome.traps = table_of("traps", traps)
+        outcome.seconds = time.perf_counter() - start
+        return outcome
+
+    def analyse_one(
+        self, occurrence: Occurrence, outcome: PartOutcome, responses: list[dict[str, Any]], traps: list[dict[str, Any]]
+    ) -> None:
+        assert self.backend is not None
+        table = self.table
+        entry = table.get(occurrence.key)
+        reused = entry is not None
+        entry = entry or AnalysisEntry()
+        result = analyse_position(
+            self.backend, occurrence.board(), self.judging, entry=entry, played=occurrence.played, model=self.model,
+            corpus=self.corpus, context=occurrence.context, key=occurrence.position_key,
+        )  # fmt: skip
+        if result.engine_calls or not reused:
+            table.put(occurrence.key, entry)
+        outcome.engine_calls += result.engine_calls
+        outcome.engine_seconds += result.seconds
+        if result.error is not None:
+            outcome.failures.append((occurrence.seq, occurrence.game_id, occurrence.ply, result.error))
+            return
+        outcome.reused += reused
+        outcome.analysed += not reused
+        row, trap_rows = occurrence_rows(result, occurrence.game_id, occurrence.ply, occurrence.played or "", reused)
+        row["analysis_key"] = occurrence.key
+        responses.append(row)
+        outcome.response_seq.append(occurrence.seq)
+        traps.extend(trap_rows)
+        outcome.trap_seq.extend([occurrence.seq] * len(trap_rows))
+
+    def analyse(self, occurrences: Sequence[Occurrence]) -> list[PositionResult]:
+        """The judged results of `occurrences` (no rows, no table statistics): for tests and tools."""
+        assert self.backend is not None, self.startup_error
+        found = []
+        for occurrence in occurrences:
+            entry = self.table.get(occurrence.key) or AnalysisEntry()
+            result = analyse_position(
+                self.backend, occurrence.board(), self.judging, entry=entry, played=occurrence.played,
+                model=self.model, corpus=self.corpus, context=occurrence.context, key=occurrence.position_key,
+            )  # fmt: skip
+            self.table.put(occurrence.key, entry)
+            result.game_id = occurrence.game_id
+            found.append(result)
+        return found
 
     def describe(self) -> dict[str, Any]:
         return {} if self.backend is None else self.backend.describe()
 
     def pid(self) -> int:
         return os.getpid()
+
+    def close(self) -> None:
+        if self.backend is not None:
+            self.backend.close()
+        if self.model is not None and hasattr(self.model, "close"):
+            self.model.close()

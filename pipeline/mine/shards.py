@@ -1,0 +1,147 @@
+"""A shard's way through a mining job, as plain functions (no Ray): `prepare_shard` reads it into
+tables and into the occurrences each worker owns, `write_shard` puts the workers' rows back in the
+input order and stages the shard's Parquet files. The Ray tasks in `pipeline.mine.actors` wrap them;
+the driver only passes their results along by reference.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.dataset.store import stage_shard, table_of
+from pipeline.ingest.games import Failed, GameFilter, GameRow, PositionRow, Selected, read_games
+from pipeline.ingest.sources import Shard
+from pipeline.mine.table import partition_of
+from pipeline.mine.work import Occurrence, PartOutcome, occurrences_of
+
+
+@dataclass(frozen=True)
+class ShardCounts:
+    """What reading one shard found (small: the driver may ask for it)."""
+
+    games_read: int = 0
+    games_written: int = 0
+    games_filtered: int = 0
+    games_error: int = 0
+    positions: int = 0
+    bytes_read: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class ShardTables:
+    """The rows of a shard that need no analysis: its games, positions and parse errors."""
+
+    games: pa.Table
+    positions: pa.Table
+    errors: list[dict[str, Any]] = field(default_factory=list)
+
+
+def prepare_shard(
+    shard: Shard, game_filter: GameFilter, limit: int | None, partitions: int
+) -> tuple[ShardCounts, ShardTables, list[list[Occurrence]]]:
+    """Read one shard (`limit` caps the games read): what it found, its tables, and its positions
+    as occurrences, split among `partitions` workers by analysis key (in input order within each)."""
+    start = time.perf_counter()
+    games: list[GameRow] = []
+    positions: list[PositionRow] = []
+    errors: list[dict[str, Any]] = []
+    parts: list[list[Occurrence]] = [[] for _ in range(partitions)]
+    read = filtered = 0
+    for outcome in read_games(shard, game_filter):
+        if limit is not None and read >= limit:
+            break
+        read += 1
+        if isinstance(outcome, Selected):
+            for occurrence in occurrences_of(outcome, len(positions)):
+                parts[partition_of(occurrence.key, partitions)].append(occurrence)
+            games.append(outcome.game)
+            positions.extend(outcome.positions)
+        elif isinstance(outcome, Failed):
+            errors.append({**outcome.error, "stage": "parse"})
+        else:
+            filtered += 1
+    counts = ShardCounts(
+        games_read=read, games_written=len(games), games_filtered=filtered, games_error=len(errors),
+        positions=len(positions), bytes_read=shard.end - shard.start, seconds=time.perf_counter() - start,
+    )  # fmt: skip
+    tables = ShardTables(table_of("games", games), table_of("positions", positions), errors)
+    return counts, tables, parts
+
+
+@dataclass(frozen=True)
+class ShardResult:
+    """What the writer of one shard returns to the driver: where its files wait to be published,
+    its counts (as `_shard.json` records them), and what its analysis cost."""
+
+    shard_id: str
+    staged: str | None
+    counts: dict[str, int]
+    analysis_seconds: float = 0.0
+    engine_seconds: float = 0.0
+    engine_calls: int = 0
+    fatal: str | None = None
+
+
+def write_shard(
+    root: str, shard: Shard, counts: ShardCounts, tables: ShardTables, parts: Sequence[PartOutcome]
+) -> ShardResult:
+    """Put the workers' rows of one shard back in input order and stage its Parquet files under
+    `root` (published by the driver, `DatasetWriter.publish`); nothing is staged if a worker could
+    not analyse at all (`fatal`)."""
+    fatal = next((part.fatal for part in parts if part.fatal is not None), None)
+    analysis = sum(part.seconds for part in parts)
+    engine = sum(part.engine_seconds for part in parts)
+    calls = sum(part.engine_calls for part in parts)
+    if fatal is not None:
+        return ShardResult(shard.shard_id, None, {}, analysis, engine, calls, fatal)
+    responses = in_order([(part.responses, part.response_seq) for part in parts], "responses")
+    traps = in_order([(part.traps, part.trap_seq) for part in parts], "traps")
+    failures = sorted(failure for part in parts for failure in part.failures)
+    errors = [
+        *tables.errors,
+        *(
+            {"source": shard.source, "shard_id": shard.shard_id, "game_index": None, "byte_offset": None,
+             "game_id": game_id, "ply": ply, "stage": "analyse", "reason": reason}
+            for _, game_id, ply, reason in failures
+        ),
+    ]  # fmt: skip
+    shard_counts = {
+        "games_read": counts.games_read,
+        "games_written": counts.games_written,
+        "games_filtered": counts.games_filtered,
+        "games_error": counts.games_error,
+        "positions": counts.positions,
+        "positions_analysed": sum(part.analysed for part in parts),
+        "positions_reused": sum(part.reused for part in parts),
+        "positions_error": len(failures),
+        "traps": traps.num_rows,
+    }
+    staged = stage_shard(
+        root,
+        shard.shard_id,
+        {"games": [tables.games], "positions": [tables.positions], "responses": [responses], "traps": [traps],
+         "errors": errors},
+        {"shard_id": shard.shard_id, "source": shard.source, "counts": shard_counts},
+    )  # fmt: skip
+    return ShardResult(shard.shard_id, str(staged), shard_counts, analysis, engine, calls)
+
+
+def in_order(parts: Sequence[tuple[pa.Table | None, list[int]]], name: str) -> pa.Table:
+    """The rows of `parts` (tables with each row's `seq`) as one table in `seq` order (stable: the
+    rows of one occurrence keep their order)."""
+    tables = [table for table, _ in parts if table is not None and table.num_rows]
+    if not tables:
+        return table_of(name, [])
+    seq = pa.array([s for table, order in parts if table is not None and table.num_rows for s in order], pa.int64())
+    combined = pa.concat_tables(tables)
+    return combined.take(pc.sort_indices(seq))
+
+
+__all__ = ["ShardCounts", "ShardResult", "ShardTables", "prepare_shard", "write_shard"]
