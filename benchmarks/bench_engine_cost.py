@@ -1,21 +1,25 @@
-"""Engine cost per position: the judged analysis (the mining default) against the seed's full
-response analysis (the default before it), in one run, on the same positions.
+"""Engine cost per position: the judged analysis at today's defaults against the one before the
+probe, on the same positions, in one run, and both against one deeper reference.
 
-  python -m benchmarks.bench_engine_cost [--positions 100] [--nodes 100000] [--reference 600000] [--json OUT]
+  python -m benchmarks.bench_engine_cost [--positions 100] [--reference 600000] [--json OUT]
 
-Both analyse each position with the player who just moved as setter, on one Stockfish (Threads 1)
-at `--nodes` per line, interleaved position by position so that a shared machine's load falls on
-both alike:
+Every method judges each position with the player who just moved as setter (the default judges:
+human, model, practical, with the bundled human-move model) on a Stockfish of its own (Threads 1),
+interleaved position by position so that a shared machine's load falls on all alike:
 
-- *seed*: the adaptive response analysis of every reply within R (`--judges dip`);
-- *judged*: the default judges (human, model, practical) with the bundled human-move model: a
-  shallow pass, then deep lines only for the replies a judge finds plausible, deeper ones near a
-  threshold.
+- *before*: the judged analysis as it was before the probe: every plausible reply searched at
+  100,000 nodes per line, a reply near the practical threshold searched again at 4x;
+- *probe* (the default): a probe of the node and of every plausible reply at a quarter of the
+  nodes; the full search (100,000) only for the replies whose class the probe puts near a
+  threshold, and then of the node too; deeper (2x) where that still sits near the threshold;
+- *reference*: *before* at `--reference` nodes per line (deeper at 4x): what both are measured
+  against. The share of positions whose practical candidate set is the reference's, and the mean
+  Jaccard index of the two sets.
 
-Reported: positions per second and engine nodes per position for each, and their ratio; and how
-well each agrees with itself at `--reference` nodes per line (the same method, deeper): the share of
-positions whose candidate set is the same, and the mean Jaccard index of the two sets. Positions:
-every ~7th ply from 10 to 60 of games of two shared files (lichess_100, player_b), first N.
+The move played is valued in every method (an isolated position has no next position to take it
+from, as a mining job does: docs/mining.md). Positions: every ~7th ply from 10 to 60 of the first
+games of two shared files (lichess_100, player_b), half from each; the margins of the probe were
+chosen on positions of two other files (player_a, chesscom_mixed).
 """
 
 from __future__ import annotations
@@ -30,15 +34,18 @@ from typing import Any
 import chess
 import chess.pgn
 
-from pipeline.engines.backends import EngineOptions, open_backend
+from pipeline.engines.process import resolve_engine
+from pipeline.engines.uci import DEFAULT_NODES, EngineLimits, UciBackend
 from pipeline.judging import judge_position, load_model
+from pipeline.mine.plan import cpu_seconds
 from search.judges import JudgeSettings
 from search.settings import UCI_DEFAULT_DEPTH, DiffiMaxSettings
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "games"
 FILES = ("lichess_100.pgn", "lichess_player_b_1089.pgn")
-SEED = JudgeSettings(judges=frozenset({"dip"}))
-JUDGED = JudgeSettings()
+JUDGES = JudgeSettings()
+# The judged analysis before the probe: no probe, deeper at 4x the nodes.
+BEFORE = {"deeper_factor": 4, "probe_divisor": None}
 
 
 def positions(count: int) -> list[tuple[chess.Board, str]]:
@@ -64,80 +71,86 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return 1.0 if not a and not b else len(a & b) / len(a | b)
 
 
+def backend(limits: EngineLimits) -> UciBackend:
+    return UciBackend(resolve_engine("stockfish"), limits=limits)
+
+
 def main(args: argparse.Namespace) -> dict[str, Any]:
     boards = positions(args.positions)
     settings = DiffiMaxSettings(depth=UCI_DEFAULT_DEPTH)
     model = load_model("default")
-    backends = {
-        "cheap": open_backend("stockfish", EngineOptions(nodes=args.nodes)),
-        "reference": open_backend("stockfish", EngineOptions(nodes=args.reference)),
+    assert model is not None
+    methods = {
+        "before": backend(EngineLimits(nodes=DEFAULT_NODES, **BEFORE)),  # type: ignore[arg-type]
+        "probe": backend(EngineLimits()),
     }
+    reference = backend(EngineLimits(nodes=args.reference, **BEFORE))  # type: ignore[arg-type]
     runs: dict[str, dict[str, list[Any]]] = {
-        method: {"seconds": [], "nodes": [], "candidates": [], "reference": []} for method in ("seed", "judged")
+        name: {"seconds": [], "cpu": [], "nodes": [], "candidates": [], "calls": []} for name in methods
     }
+    references: list[frozenset[str]] = []
     try:
         for index, (board, played) in enumerate(boards):
-            for method, judges, primary in (("seed", SEED, "dip"), ("judged", JUDGED, "practical")):
-                setter = not board.turn
-                started = time.perf_counter()
-                found = judge_position(backends["cheap"], board, setter, settings, judges, model=model,
-                                       also=[played])  # fmt: skip
-                runs[method]["seconds"].append(time.perf_counter() - started)
-                runs[method]["nodes"].append(sum(found.nodes.values()))
-                runs[method]["candidates"].append(found.candidates(primary) or frozenset())  # type: ignore[arg-type]
-                if args.reference:
-                    deep = judge_position(backends["reference"], board, setter, settings, judges, model=model)
-                    runs[method]["reference"].append(deep.candidates(primary) or frozenset())  # type: ignore[arg-type]
+            setter = not board.turn
+            for name, engine in methods.items():
+                started, cpu = time.perf_counter(), cpu_seconds()
+                found = judge_position(engine, board, setter, settings, JUDGES, model=model, also=[played])
+                runs[name]["cpu"].append(cpu_seconds() - cpu)
+                runs[name]["seconds"].append(time.perf_counter() - started)
+                runs[name]["nodes"].append(sum(found.nodes.values()))
+                runs[name]["candidates"].append(found.candidates("practical") or frozenset())
+            deep = judge_position(reference, board, setter, settings, JUDGES, model=model)
+            references.append(deep.candidates("practical") or frozenset())
             print(f"{index + 1}/{len(boards)} positions", flush=True)
             if args.json:
-                args.json.write_text(json.dumps(summarise(runs, args), indent=2))
+                args.json.write_text(json.dumps(summarise(runs, references, args), indent=2))
     finally:
-        for backend in backends.values():
-            backend.close()
-        if model is not None and hasattr(model, "close"):
-            model.close()
-    return summarise(runs, args)
+        for engine in (*methods.values(), reference):
+            engine.close()
+        model.close()
+    return summarise(runs, references, args)
 
 
-def summarise(runs: dict[str, dict[str, list[Any]]], args: argparse.Namespace) -> dict[str, Any]:
+def summarise(
+    runs: dict[str, dict[str, list[Any]]], references: list[frozenset[str]], args: argparse.Namespace
+) -> dict[str, Any]:
     """The figures over the positions done so far (written after each, so a cut run keeps them)."""
-    done = len(runs["judged"]["seconds"])
-    report: dict[str, Any] = {"positions": done, "nodes_per_line": args.nodes, "reference": args.reference}
-    for method, run in runs.items():
-        seconds = sum(run["seconds"])
-        row: dict[str, Any] = {
-            "positions_per_second": done / seconds,
-            "nodes_per_position": statistics.mean(run["nodes"]),
-            "mean_candidates": statistics.mean(len(c) for c in run["candidates"]),
+    done = len(references)
+    report: dict[str, Any] = {"positions": done, "reference_nodes": args.reference}
+    for name, run in runs.items():
+        pairs = list(zip(run["candidates"][:done], references, strict=True))
+        report[name] = {
+            "positions_per_second": done / sum(run["seconds"][:done]),
+            "positions_per_cpu_second": done / sum(run["cpu"][:done]),
+            "nodes_per_position": statistics.mean(run["nodes"][:done]),
+            "mean_candidates": statistics.mean(len(c) for c in run["candidates"][:done]),
+            "same_candidates": sum(a == b for a, b in pairs) / done,
+            "mean_jaccard": statistics.mean(jaccard(a, b) for a, b in pairs),
         }
-        if run["reference"]:
-            pairs = list(zip(run["candidates"], run["reference"], strict=True))
-            row["same_candidates"] = sum(a == b for a, b in pairs) / len(pairs)
-            row["mean_jaccard"] = statistics.mean(jaccard(a, b) for a, b in pairs)
-        report[method] = row
-    report["speed_ratio"] = report["judged"]["positions_per_second"] / report["seed"]["positions_per_second"]
-    report["nodes_ratio"] = report["seed"]["nodes_per_position"] / report["judged"]["nodes_per_position"]
+    before, probe = report["before"], report["probe"]
+    report["speed_ratio"] = probe["positions_per_second"] / before["positions_per_second"]
+    report["cpu_ratio"] = probe["positions_per_cpu_second"] / before["positions_per_cpu_second"]
+    report["nodes_ratio"] = before["nodes_per_position"] / probe["nodes_per_position"]
     return report
 
 
 def print_report(report: dict[str, Any]) -> None:
-    print(f"\n{report['positions']} positions, {report['nodes_per_line']:,} nodes per line; reference "
-          f"{report['reference']:,}")  # fmt: skip
-    for method in ("seed", "judged"):
-        row = report[method]
-        agreement = (f", same candidates as the reference {row['same_candidates']:.0%}, mean Jaccard "
-                     f"{row['mean_jaccard']:.2f}") if "same_candidates" in row else ""  # fmt: skip
-        print(f"  {method:>6}: {row['positions_per_second']:.2f} positions/s, {row['nodes_per_position']:,.0f} nodes "
-              f"per position, {row['mean_candidates']:.1f} candidates{agreement}")  # fmt: skip
-    print(f"  judged / seed: {report['speed_ratio']:.2f}x the positions per second, "
-          f"{report['nodes_ratio']:.2f}x fewer nodes")  # fmt: skip
+    print(f"\n{report['positions']} positions; reference: the judging before the probe at "
+          f"{report['reference_nodes']:,} nodes per line")  # fmt: skip
+    for name in ("before", "probe"):
+        row = report[name]
+        print(f"  {name:>6}: {row['positions_per_second']:.2f} positions/s ({row['positions_per_cpu_second']:.2f} per "
+              f"CPU-second), {row['nodes_per_position']:,.0f} nodes per position, {row['mean_candidates']:.2f} "
+              f"candidates, same as the reference {row['same_candidates']:.1%}, mean Jaccard "
+              f"{row['mean_jaccard']:.3f}")  # fmt: skip
+    print(f"  probe / before: {report['speed_ratio']:.2f}x the positions per second, {report['cpu_ratio']:.2f}x per "
+          f"CPU-second, {report['nodes_ratio']:.2f}x fewer nodes")  # fmt: skip
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--positions", type=int, default=100)
-    parser.add_argument("--nodes", type=int, default=100_000)
-    parser.add_argument("--reference", type=int, default=600_000, help="0: no agreement measurement")
+    parser.add_argument("--reference", type=int, default=600_000)
     parser.add_argument("--json", type=Path)
     arguments = parser.parse_args()
     result = main(arguments)

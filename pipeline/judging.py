@@ -37,9 +37,11 @@ from search.judges import (
     judge,
     needs_deep,
     needs_deeper,
+    needs_refinement,
     shallow_ranks,
 )
 from search.settings import DiffiMaxSettings
+from search.values import Value
 
 
 class MoveModel(Protocol):
@@ -53,6 +55,10 @@ class EngineLines(Protocol):
     provider may compute each answer (`BackendLines`) or serve it from a table of earlier answers
     (`pipeline.mine.table.TableLines`). Every answer must depend on the position and the question
     alone, so that served and computed answers are the same."""
+
+    @property
+    def probes(self) -> bool:
+        """Whether the engine has a probe level, cheaper than its full search (`Backend.probes`)."""
 
     def shallow(self) -> ReplyValues:
         """Every reply at the shallow level (`Backend.reply_values` with moves None)."""
@@ -75,6 +81,10 @@ class BackendLines:
     board: chess.Board
     setter: chess.Color
     settings: DiffiMaxSettings
+
+    @property
+    def probes(self) -> bool:
+        return self.backend.probes
 
     def shallow(self) -> ReplyValues:
         return self.backend.reply_values(self.board, self.setter, self.settings, None, "shallow")
@@ -213,6 +223,13 @@ def judge_lines(
     lines: dict[str, tuple[str, ...]] = {}
     seed: DiffiMaxResult | None = None
     dip_candidates: frozenset[str] | None = None
+    probe_v1: Value | None = None
+    extra = {name for name in also if name in fields} if wanted - {"dip"} else set()
+
+    def count(level: str, found: ReplyValues) -> None:
+        nodes[level] = nodes.get(level, 0) + found.nodes
+        lines.update(found.lines)
+
     if "dip" in wanted:
         seed = engine.seed()
         nodes["seed"] = seed.stats.nodes + int(seed.extra.get("qnodes", 0))
@@ -224,38 +241,78 @@ def judge_lines(
             if response.exact:
                 fields[response.move]["deep_value"] = response.value
         lines |= {t.move: t.refutation for t in seed.traps if not t.path}
+    elif engine.probes:
+        # A cheap probe of the node and of every reply a judge finds plausible; the full search
+        # only where a verdict depends on it (`needs_refinement`), and then of the node too.
+        found = engine.best("probe")
+        count("probe", found)
+        assert found.best is not None
+        best, v1 = found.best, found.values[found.best]
+        probe_v1 = v1
+        fields[best]["probe_value"] = v1
+        probed = NodeEvidence(_replies(fields), best, v1, corpus_games, None, probe_v1)
+        wanted_probe = sorted((needs_deep(probed, judges) | extra) - {best})
+        if wanted_probe:
+            found = engine.replies(wanted_probe, "probe")
+            count("probe", found)
+            for name, value in found.values.items():
+                fields[name]["probe_value"] = value
+        probed = NodeEvidence(_replies(fields), best, v1, corpus_games, None, probe_v1)
+        refine = needs_refinement(probed, judges, settings)
+        if refine:
+            found = engine.best("deep")
+            count("deep", found)
+            assert found.best is not None
+            best, v1 = found.best, found.values[found.best]
+            fields[best]["deep_value"] = v1
+            # The full search may name another best reply: a plausible reply the probe did not
+            # measure (the probe's best, now a reply like the others) is searched in full too.
+            refined = NodeEvidence(_replies(fields), best, v1, corpus_games, None, probe_v1)
+            unmeasured = {
+                name for name in needs_deep(refined, judges) if refined.measured(_reply(fields, name)) is None
+            }
+            missing = sorted((refine | unmeasured) - {best})
+            if missing:
+                found = engine.replies(missing, "deep")
+                count("deep", found)
+                for name, value in found.values.items():
+                    fields[name]["deep_value"] = value
     else:
         found = engine.best("deep")
-        nodes["deep"] = found.nodes
+        count("deep", found)
         assert found.best is not None
         best, v1 = found.best, found.values[found.best]
         fields[best]["deep_value"] = v1
-        lines |= found.lines
 
     def evidence() -> NodeEvidence:
-        replies = tuple(ReplyEvidence(**reply) for reply in fields.values())
-        return NodeEvidence(replies, best, v1, corpus_games, dip_candidates)
+        return NodeEvidence(_replies(fields), best, v1, corpus_games, dip_candidates, probe_v1)
 
-    extra = {name for name in also if name in fields} if wanted - {"dip"} else set()
     current = evidence()
-    wanted_deep = needs_deep(current, judges) | extra
-    missing = sorted(name for name in wanted_deep if fields[name].get("deep_value") is None)
-    if missing:
-        deep = engine.replies(missing, "deep")
-        nodes["deep"] = nodes.get("deep", 0) + deep.nodes
-        for name, value in deep.values.items():
-            fields[name]["deep_value"] = value
-        lines |= deep.lines
-        current = evidence()
+    if probe_v1 is None:
+        wanted_deep = needs_deep(current, judges) | extra
+        missing = sorted(name for name in wanted_deep if fields[name].get("deep_value") is None)
+        if missing:
+            found = engine.replies(missing, "deep")
+            count("deep", found)
+            for name, value in found.values.items():
+                fields[name]["deep_value"] = value
+            current = evidence()
     unsettled = sorted(needs_deeper(current, judges))
     if unsettled:
         deeper = engine.replies(unsettled, "deeper")
-        nodes["deeper"] = deeper.nodes
+        count("deeper", deeper)
         for name, value in deeper.values.items():
             fields[name]["deeper_value"] = value
-        lines |= deeper.lines
         current = evidence()
     return Judgement(current, judge(current, judges, settings), lines, seed, nodes)
+
+
+def _replies(fields: Mapping[str, Mapping[str, Any]]) -> tuple[ReplyEvidence, ...]:
+    return tuple(ReplyEvidence(**reply) for reply in fields.values())
+
+
+def _reply(fields: Mapping[str, Mapping[str, Any]], name: str) -> ReplyEvidence:
+    return ReplyEvidence(**fields[name])
 
 
 def evidence_rows(judgement: Judgement, judges: JudgeSettings) -> list[dict[str, Any]]:

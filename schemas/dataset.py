@@ -76,12 +76,17 @@ JUDGE_NAMES = ("dip", "trappy", "human", "model", "practical")
 RESPONSE_ITEM = pa.struct(
     [
         pa.field("move", pa.string()),
-        # Full-depth value; null where no judge needed it. A bound (exact false) only from the dip
+        # The value its verdicts used (full depth, or the probe where that settled them); null where no
+        # judge needed it. A bound (exact false) only from the dip
         # judge's analysis, beyond its thresholds.
         pa.field("value", pa.int32()),
         pa.field("exact", pa.bool_()),
         pa.field("dip", pa.int32()),  # value - v1
         pa.field("win_drop", pa.float32()),  # the responder's loss of win chances (Lichess curve, 0..2)
+        # The probe's value (a cheaper first search, where the engine has one): `value` is the full
+        # search where a verdict needed it and the probe's otherwise; `dip` and `win_drop` are
+        # measured against the node's value at the same level.
+        pa.field("probe_value", pa.int32()),
         pa.field("deeper_value", pa.int32()),  # searched deeper, where its class sat near a threshold
         pa.field("shallow_value", pa.int32()),  # the shallow pass over every reply
         pa.field("shallow_rank", pa.int16()),  # 1 = the shallow pass's best reply

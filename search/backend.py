@@ -23,9 +23,10 @@ from search.ttable import DEFAULT_CAPACITY, TranspositionTable
 from search.values import INFINITY, Value
 
 # How hard a reply is searched: a shallow pass over every reply (the trappy judge's evidence and a
-# first look), the full-depth search the verdicts rest on, and deeper still where a class sits
-# near its threshold.
-Level = Literal["shallow", "deep", "deeper"]
+# first look), a probe (a cheaper search of the same kind as the full one, for engines that have
+# one: it settles the verdicts that lie far from every threshold), the full-depth search the
+# verdicts rest on, and deeper still where a class sits near its threshold.
+Level = Literal["shallow", "probe", "deep", "deeper"]
 # Native engine: plies of the shallow pass (one ply and quiescence: what a hurried look sees).
 NATIVE_SHALLOW_PLIES = 1
 
@@ -42,6 +43,8 @@ class ReplyValues:
 
 class Backend(Protocol):
     name: str
+    probes: bool
+    """Whether the `probe` level is cheaper than `deep` (else judging skips it)."""
 
     def analyse(self, board: chess.Board, setter: chess.Color, settings: DiffiMaxSettings) -> DiffiMaxResult:
         """DiffiMax at `board` (with its move stack, for repetitions) for `setter`."""
@@ -81,6 +84,8 @@ class NativeBackend:
     exact_root: bool = False  # exact values for every root response (explain), not just bounds
     shallow_plies: int = NATIVE_SHALLOW_PLIES  # the shallow pass of `reply_values`
     name: str = "native"
+    # A depth-limited search has no cheaper search of its kind (one ply less is another search).
+    probes: bool = False
     tt: TranspositionTable = field(init=False)
 
     def __post_init__(self) -> None:
@@ -103,7 +108,8 @@ class NativeBackend:
     ) -> ReplyValues:
         """Full-window alpha-beta below each reply: `shallow_plies` for the shallow pass, the
         DiffiMax depth for the deep level, one ply more for the deeper one."""
-        plies = {"shallow": self.shallow_plies, "deep": settings.depth, "deeper": settings.depth + 1}[level]
+        plies = {"shallow": self.shallow_plies, "probe": settings.depth, "deep": settings.depth,
+                 "deeper": settings.depth + 1}[level]  # fmt: skip
         game = ChessGame(board, setter)
         searcher: Searcher[chess.Move] = Searcher(game, tt=self.tt)
         legal = {move.uci(): move for move in game.legal_moves()}
@@ -169,6 +175,7 @@ class MaterialBackend:
     what the pipeline around an engine costs."""
 
     name: str = "material"
+    probes: bool = False
     # The last position valued, and its values: a judged position asks up to three times.
     _last: tuple[Any, chess.Color, dict[str, Value]] | None = field(default=None, init=False, repr=False)
 

@@ -102,6 +102,13 @@ class JudgeSettings:
     stability_margin: float = 0.05
     """Practical: a reply whose loss lies this close to `practical_drop` is searched deeper, and is a
     candidate only if it stays one."""
+    refine_margin: float = 0.03
+    """With an engine that probes first (a cheap search of every plausible reply before the full
+    one): a reply whose loss at the probe lies this close to `practical_drop` is searched at full
+    depth; one further away keeps the probe's verdict (chosen on tuning positions, docs/mining.md)."""
+    refine_margin_cp: int = 20
+    """The same for the judges that test a dip against the trap dip T (trappy, human, model): a
+    reply whose probe dip lies this many centipawns or fewer from T is searched at full depth."""
 
     def __post_init__(self) -> None:
         if not self.judges:
@@ -118,6 +125,11 @@ class JudgeSettings:
             raise SettingsError(f"invalid corpus min games {self.corpus_min_games!r}: must be >= 1")
         if self.rating_band < 0:
             raise SettingsError(f"invalid rating band {self.rating_band!r}: must be >= 0")
+        margin_cp = self.refine_margin_cp
+        if not (0.0 <= self.refine_margin < 2.0) or isinstance(margin_cp, bool) or margin_cp < 0:
+            raise SettingsError(
+                f"invalid refine margins {self.refine_margin!r} / {self.refine_margin_cp!r}: need 0 <= margin"
+            )
         if not (0.0 < self.practical_drop <= 2.0) or not (0.0 <= self.stability_margin < self.practical_drop):
             raise SettingsError(
                 f"invalid practical drop {self.practical_drop!r} / margin {self.stability_margin!r}: "
@@ -137,6 +149,8 @@ class JudgeSettings:
             "practical_shallow_p": self.practical_shallow_p,
             "practical_drop": self.practical_drop,
             "stability_margin": self.stability_margin,
+            "refine_margin": self.refine_margin,
+            "refine_margin_cp": self.refine_margin_cp,
         }
 
 
@@ -148,7 +162,11 @@ class ReplyEvidence:
     excluded: str | None = None
     """"check" or "capture" when the DiffiMax settings exclude it from the alternatives."""
     deep_value: Value | None = None
-    """Its value at full depth, exact (None: not searched deeply, because no judge needed it)."""
+    """Its value at full depth, exact (None: not searched deeply, because no judge needed it, or
+    because its probe settled every verdict)."""
+    probe_value: Value | None = None
+    """Its value at the probe, a cheaper search that comes first where the engine has one (None:
+    not probed)."""
     deeper_value: Value | None = None
     """Its value searched deeper still, where its class was near a threshold (stable classes)."""
     shallow_value: Value | None = None
@@ -172,16 +190,31 @@ class NodeEvidence:
     """Corpus games at this position in the band (None: no corpus)."""
     dip_candidates: frozenset[str] | None = None
     """The seed's judge, decided by `classify_responses` (None: not computed)."""
+    probe_best_value: Value | None = None
+    """The node's value at the probe (None: no probe). When a reply needed a full search, so did
+    the node (`best_value`); a reply its probe settled is measured against this value."""
 
     def meaningful(self) -> int:
         return sum(1 for r in self.replies if r.excluded is None)
 
+    def measured(self, reply: ReplyEvidence) -> tuple[Value, Value] | None:
+        """The reply's value and the node's value it is measured against, at the same level: full
+        depth where the reply was searched so, else the probe (None: neither)."""
+        if reply.deep_value is not None:
+            return reply.deep_value, self.best_value
+        if reply.probe_value is not None and self.probe_best_value is not None:
+            return reply.probe_value, self.probe_best_value
+        return None
+
     def dip(self, reply: ReplyEvidence) -> Value | None:
-        return None if reply.deep_value is None else reply.deep_value - self.best_value
+        found = self.measured(reply)
+        return None if found is None else found[0] - found[1]
 
     def drop(self, reply: ReplyEvidence, *, deeper: bool = False) -> float | None:
-        value = reply.deeper_value if deeper and reply.deeper_value is not None else reply.deep_value
-        return None if value is None else win_drop(self.best_value, value)
+        if deeper and reply.deeper_value is not None:
+            return win_drop(self.best_value, reply.deeper_value)
+        found = self.measured(reply)
+        return None if found is None else win_drop(found[1], found[0])
 
 
 @dataclass(frozen=True)
@@ -234,12 +267,43 @@ def needs_deep(evidence: NodeEvidence, settings: JudgeSettings) -> set[str]:
     return wanted
 
 
+def needs_refinement(evidence: NodeEvidence, settings: JudgeSettings, diffimax: DiffiMaxSettings) -> set[str]:
+    """The replies measured only at the probe whose class, for some enabled judge that finds them
+    plausible, lies near that judge's threshold: they are searched at full depth. The others keep
+    their probe's verdicts (a reply the probe puts far from every threshold stays there)."""
+    wanted: set[str] = set()
+    trap_cp = diffimax.trap_cp
+    for reply in evidence.replies:
+        if reply.deep_value is not None or reply.excluded is not None or reply.move == evidence.best:
+            continue
+        dip, drop = evidence.dip(reply), evidence.drop(reply)
+        if dip is None or drop is None:
+            continue
+        near_cp = abs(dip - trap_cp) <= settings.refine_margin_cp
+        judges = settings.judges
+        near_drop = abs(drop - settings.practical_drop) <= settings.refine_margin
+        if near_drop and "practical" in judges and practical_plausible(evidence, reply, settings):
+            wanted.add(reply.move)
+        if not near_cp:
+            continue
+        if (
+            ("trappy" in judges and reply.shallow_rank is not None and reply.shallow_rank <= settings.trappy_k)
+            or ("model" in judges and reply.model_p is not None and reply.model_p >= settings.model_p)
+            or ("human" in judges and _corpus_plausible(evidence, reply, settings))
+        ):
+            wanted.add(reply.move)
+    return wanted
+
+
 def needs_deeper(evidence: NodeEvidence, settings: JudgeSettings) -> set[str]:
-    """The practical judge's replies whose loss lies within the stability margin of its threshold."""
+    """The practical judge's replies searched at full depth whose loss lies within the stability
+    margin of its threshold."""
     if "practical" not in settings.judges:
         return set()
     wanted = set()
     for reply in evidence.replies:
+        if reply.deep_value is None:
+            continue
         drop = evidence.drop(reply)
         if drop is None or reply.move == evidence.best or not practical_plausible(evidence, reply, settings):
             continue

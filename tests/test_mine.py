@@ -14,14 +14,15 @@ from pipeline.ingest.games import GameFilter
 from pipeline.mine.work import AnalysisWorker, Judging, game_occurrences, played_class
 from search.settings import DiffiMaxSettings
 from tests.conftest import GAMES
-from tests.mining_helpers import MINING_JUDGES, assert_counts_add_up, assert_same_rows, mine, rows
+from tests.mining_helpers import MINING_JUDGES, SERVED, assert_counts_add_up, assert_same_rows, mine, rows
 
 SAMPLE = str(GAMES / "lichess_100.pgn")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def ray_session():
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    # Four logical CPUs, so that a job can have four analysis workers on this two-core machine.
+    ray.init(address="local", num_cpus=4, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     yield
     ray.shutdown()
 
@@ -63,14 +64,29 @@ def test_mine_sample_counts_add_up_and_views_work(tmp_path):
     assert plies == {10, 11}
 
 
-def test_rows_identical_for_one_and_two_workers_and_small_shards(tmp_path):
-    one = tmp_path / "one"
-    two = tmp_path / "two"
+def test_rows_identical_for_one_two_and_four_workers_and_small_shards(tmp_path):
+    one, two, four = tmp_path / "one", tmp_path / "two", tmp_path / "four"
     mine([SAMPLE], one, workers=1, shard_bytes=20_000)
     manifest = mine([SAMPLE], two, workers=2, shard_bytes=20_000)
+    mine([SAMPLE], four, workers=4, shard_bytes=20_000)
     assert len(list((two / "shards").iterdir())) > 1
+    # Each worker owns its keys and runs its parts in shard order, so with tables that never
+    # evict even which repeats were served is the same.
     assert_same_rows(one, two)
+    assert_same_rows(one, four)
     assert_counts_add_up(manifest, two)
+
+
+def test_a_table_too_small_to_serve_changes_no_value(tmp_path):
+    # Plies 0-3, where openings repeat: with tables that hold nothing every repeat is searched
+    # again, with the same answers.
+    window = GameFilter(ply_from=0, ply_to=3)
+    served, searched = tmp_path / "served", tmp_path / "searched"
+    kept = mine([SAMPLE], served, workers=2, game_filter=window)
+    none = mine([SAMPLE], searched, workers=2, game_filter=window, table_mb=0)
+    assert kept["positions_reused"] > 0 and none["positions_reused"] == 0
+    assert none["engine_calls"] > kept["engine_calls"]
+    assert_same_rows(served, searched, ignore=SERVED)
 
 
 def test_repeated_positions_share_their_engine_work(tmp_path):

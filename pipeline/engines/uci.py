@@ -66,8 +66,13 @@ DEFAULT_HASH_MB = 16
 # The shallow pass over every reply: Stockfish at this depth (the trappy judge's "shallow
 # search" and a first look at every reply; chosen with the judge harness, docs/judges.md).
 DEFAULT_SHALLOW_DEPTH = 4
-# A search "deeper" (for a class near its threshold) gets this many times the nodes.
-DEEPER_FACTOR = 4
+# A search "deeper" (for a class near its threshold) gets this many times the nodes: twice agreed
+# with a 600k-node reference as well as four times on tuning positions (docs/mining.md).
+DEEPER_FACTOR = 2
+# The probe (a first search of the node and of every plausible reply, `search.backend.Level`)
+# gets this share of the nodes: a reply whose probe puts it far from every threshold keeps the
+# probe's verdict (docs/mining.md, "Engine cost per position").
+PROBE_DIVISOR = 4
 # Lines asked for per adaptive call after the first: one, so no line is searched in vain (a call
 # for k lines costs k lines whether or not the answer needed them all).
 ADAPTIVE_BATCH = 1
@@ -88,6 +93,11 @@ class EngineLimits:
     """Engine search depth in plies, for every line; deterministic with one thread."""
     movetime: float | None = None
     """Seconds per line; never reproducible."""
+    deeper_factor: int = DEEPER_FACTOR
+    """A search deeper gets this many times the nodes and time (`deeper`)."""
+    probe_divisor: int | None = PROBE_DIVISOR
+    """A probe gets the nodes divided by this (`probe`); None: no probe, every plausible reply gets
+    the full search (the judging before probes, kept to measure against)."""
 
     def __post_init__(self) -> None:
         if self.nodes is None and self.depth is None and self.movetime is None:
@@ -97,14 +107,30 @@ class EngineLimits:
                 raise SettingsError(f"invalid engine {name} {amount!r}: must be a whole number >= 1")
         if self.movetime is not None and not (math.isfinite(self.movetime) and self.movetime > 0):
             raise SettingsError(f"invalid engine movetime {self.movetime!r}: must be > 0 seconds")
+        for name, factor in (("deeper factor", self.deeper_factor), ("probe divisor", self.probe_divisor)):
+            if factor is not None and (isinstance(factor, bool) or not isinstance(factor, int) or factor < 1):
+                raise SettingsError(f"invalid engine {name} {factor!r}: must be a whole number >= 1")
 
     def deeper(self) -> EngineLimits:
-        """The limit of a search one step deeper: DEEPER_FACTOR times the nodes and time, two more
+        """The limit of a search one step deeper: `deeper_factor` times the nodes and time, two more
         plies of depth."""
+        factor = self.deeper_factor
         return EngineLimits(
-            nodes=None if self.nodes is None else self.nodes * DEEPER_FACTOR,
+            nodes=None if self.nodes is None else self.nodes * factor,
             depth=None if self.depth is None else self.depth + 2,
-            movetime=None if self.movetime is None else self.movetime * DEEPER_FACTOR,
+            movetime=None if self.movetime is None else self.movetime * factor,
+        )
+
+    def probe(self) -> EngineLimits:
+        """The limit of a probe: the nodes divided by `probe_divisor` (only node limits have one)."""
+        assert self.nodes is not None and self.probe_divisor is not None
+        return EngineLimits(nodes=max(1, self.nodes // self.probe_divisor))
+
+    @property
+    def probes(self) -> bool:
+        """A probe exists for a node limit alone (a depth or time limit has no cheaper twin)."""
+        return (
+            self.probe_divisor is not None and self.nodes is not None and self.depth is None and self.movetime is None
         )
 
     def for_lines(self, lines: int) -> chess.engine.Limit:
@@ -120,7 +146,9 @@ class EngineLimits:
         return self.movetime is None
 
     def describe(self) -> dict[str, Any]:
-        return {"nodes": self.nodes, "depth": self.depth, "movetime": self.movetime, "per": "line"}
+        probe = self.probe_divisor if self.probes else None
+        return {"nodes": self.nodes, "depth": self.depth, "movetime": self.movetime, "per": "line",
+                "deeper_factor": self.deeper_factor, "probe_divisor": probe}  # fmt: skip
 
 
 def line_value(score: chess.engine.PovScore, setter: chess.Color, ply: int) -> Value:
@@ -203,6 +231,7 @@ class UciBackend:
         self.exact_root = exact_root
         self.engine = UciEngine(path, {"Threads": threads, "Hash": hash_mb}, timeout=timeout)  # fails fast
         self.options = dict(self.engine.options)
+        self.probes = self.limits.probes
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -273,7 +302,9 @@ class UciBackend:
         an empty hash so its value depends on the position and the move alone) at the per-line
         limit, or at `EngineLimits.deeper` of it."""
         _check_position(board)
-        limits = {"shallow": self.shallow_limits, "deep": self.limits, "deeper": self.limits.deeper()}[level]
+        limits = {"shallow": self.shallow_limits, "deep": self.limits, "deeper": self.limits.deeper()}.get(level)
+        if limits is None:  # the probe
+            limits = self.limits.probe() if self.probes else self.limits
 
         def run(process: EngineProcess) -> ReplyValues:
             return UciOracle(self, process, board, setter, settings).reply_values(moves, limits, level)

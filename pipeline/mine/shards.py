@@ -19,6 +19,8 @@ from pipeline.ingest.games import Failed, GameFilter, GameRow, PositionRow, Sele
 from pipeline.ingest.sources import Shard
 from pipeline.mine.table import partition_of
 from pipeline.mine.work import Occurrence, PartOutcome, occurrences_of
+from search.judges import win_drop
+from search.values import is_mate_score
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,7 @@ def write_shard(
     calls = sum(part.engine_calls for part in parts)
     if fatal is not None:
         return ShardResult(shard.shard_id, None, {}, analysis, engine, calls, fatal)
-    responses = in_order([(part.responses, part.response_seq) for part in parts], "responses")
+    responses = played_from_next(in_order([(part.responses, part.response_seq) for part in parts], "responses"))
     traps = in_order([(part.traps, part.trap_seq) for part in parts], "traps")
     failures = sorted(failure for part in parts for failure in part.failures)
     errors = [
@@ -131,6 +133,41 @@ def write_shard(
         {"shard_id": shard.shard_id, "source": shard.source, "counts": shard_counts},
     )  # fmt: skip
     return ShardResult(shard.shard_id, str(staged), shard_counts, analysis, engine, calls)
+
+
+# The columns of a responses row that say how the played move did.
+PLAYED_COLUMNS = ("played_value", "played_dip", "played_exact", "played_win_drop")
+
+
+def played_from_next(responses: pa.Table) -> pa.Table:
+    """The played move's value, where no judge needed it searched at its position, taken from the
+    next position of the same game, whose node value it is (`Occurrence.next_judged`): the search
+    after the move, from the other side. A mate's distance counts one ply more from here."""
+    played = responses.column("played_value").to_pylist()
+    missing = [index for index, value in enumerate(played) if value is None]
+    if not missing:
+        return responses
+    game_ids = responses.column("game_id").to_pylist()
+    plies = responses.column("ply").to_pylist()
+    values = responses.column("value").to_pylist()
+    at = {(game, ply): index for index, (game, ply) in enumerate(zip(game_ids, plies, strict=True))}
+    columns = {name: responses.column(name).to_pylist() for name in PLAYED_COLUMNS}
+    for index in missing:
+        after = at.get((game_ids[index], plies[index] + 1))
+        if after is None:
+            continue
+        following = values[after]
+        value = -following + ((1 if following > 0 else -1) if is_mate_score(following) else 0)
+        columns["played_value"][index] = value
+        columns["played_dip"][index] = value - values[index]
+        columns["played_exact"][index] = True
+        columns["played_win_drop"][index] = win_drop(values[index], value)
+    for name, column in columns.items():
+        position = responses.schema.get_field_index(name)
+        responses = responses.set_column(
+            position, responses.schema.field(position), pa.array(column, responses.schema.field(position).type)
+        )
+    return responses
 
 
 def in_order(parts: Sequence[tuple[pa.Table | None, list[int]]], name: str) -> pa.Table:

@@ -143,6 +143,10 @@ class TableLines:
         self.changed = False
         self.asked = 0
 
+    @property
+    def probes(self) -> bool:
+        return self.backend.probes
+
     def _clean(self) -> None:
         self.asked += 1
         self.changed = True

@@ -33,6 +33,7 @@ from search.chessgame import zobrist
 from search.errors import DiffimaxError
 from search.judges import JUDGES, Judge, JudgeSettings, win_drop
 from search.settings import DiffiMaxSettings, SettingsError
+from search.values import Value
 
 # Moves of history an occurrence carries at least (the human-move model reads the last two moves),
 # and at most (the fifty-move rule: a search sees no further back than 100 plies).
@@ -61,6 +62,9 @@ class Occurrence:
     """The move the human played here."""
     context: MoverContext | None = None
     """The responder (who is to move) and their clock."""
+    next_judged: bool = False
+    """Whether the position after the played move is judged too (in the same shard): its node's
+    value is then the played move's, and no search of the move is needed here."""
 
     def board(self) -> chess.Board:
         board = chess.Board(self.base_fen)
@@ -106,7 +110,7 @@ def game_occurrences(
             key = analysis_key(position_key, board.halfmove_clock, recent[-MAX_HISTORY:])
             played = moves[ply] if ply < len(moves) else None
             yield Occurrence(seq, game_id, ply, position_key, key, base_fen, tuple(moves[ply - history : ply]), played,
-                             context)  # fmt: skip
+                             context, ply + 1 in wanted)  # fmt: skip
             seq += 1
         if ply >= last:
             break
@@ -186,15 +190,17 @@ def analyse_position(
     *,
     entry: AnalysisEntry | None = None,
     played: str | None = None,
+    value_played: bool = True,
     model: MoveModel | None = None,
     corpus: Corpus | None = None,
     context: MoverContext | None = None,
     key: int | None = None,
 ) -> PositionResult:
     """Judge `board` (with its move stack) with the player who just moved as setter, on the engine's
-    answers kept in `entry` (a fresh one when None; the answers it lacks are added to it). `key` is
-    the position's signed Polyglot key when the caller knows it already. A position whose analysis
-    fails is returned with its error."""
+    answers kept in `entry` (a fresh one when None; the answers it lacks are added to it). The
+    `played` move is valued for the analytics when `value_played` (else a judge values it if it
+    needs it). `key` is the position's signed Polyglot key when the caller knows it already. A
+    position whose analysis fails is returned with its error."""
     key = to_signed64(zobrist(board)) if key is None else key
     result = PositionResult(ply=board.ply(), position_key=key)
     setter = not board.turn
@@ -206,7 +212,7 @@ def analyse_position(
             raise PositionError("no legal reply: the game is over here")
         judgement = judge_lines(
             lines, board, setter, settings, judging.judges, model=model, corpus=corpus, context=context,
-            also=() if played is None else (played,), key=key,
+            also=() if played is None or not value_played else (played,), key=key,
         )  # fmt: skip
         common = settings_columns(settings, backend.name)
         result.response = response_columns(judgement, judging, setter) | common | CHOICES_UNKNOWN
@@ -266,16 +272,19 @@ def response_columns(judgement: Judgement, judging: Judging, setter: chess.Color
     items = []
     for reply in evidence.replies:
         seeded = by_move.get(reply.move)
-        exact_value = reply.deep_value
-        value = exact_value if exact_value is not None else (None if seeded is None else seeded.value)
-        drop = None if value is None else win_drop(evidence.best_value, value)
+        measured = evidence.measured(reply)  # (value, the node's value at the same level)
+        value: Value | None = None if seeded is None else seeded.value
+        base = evidence.best_value
+        if measured is not None:
+            value, base = measured
         items.append(
             {
                 "move": reply.move,
                 "value": value,
-                "exact": None if value is None else exact_value is not None,
-                "dip": None if value is None else value - evidence.best_value,
-                "win_drop": drop,
+                "exact": None if value is None else measured is not None,
+                "dip": None if value is None else value - base,
+                "win_drop": None if value is None else win_drop(base, value),
+                "probe_value": reply.probe_value,
                 "deeper_value": reply.deeper_value,
                 "shallow_value": reply.shallow_value,
                 "shallow_rank": reply.shallow_rank,
@@ -322,24 +331,26 @@ def trap_rows(judgement: Judgement, board: chess.Board, setter: chess.Color, roo
     analysis = judgement.root_analysis
     ranks = {} if analysis is None else {r.move: r.alternative_rank for r in analysis.responses}
     named = set().union(*verdicts.values()) if verdicts else set()
-    base = {"root_key": root_key, "setter": color_name(setter), "responder": color_name(not setter)}
+    base_columns = {"root_key": root_key, "setter": color_name(setter), "responder": color_name(not setter)}
     rows = []
     fen = board.fen() if named else ""
     for reply in evidence.replies:
-        if reply.move not in named or reply.deep_value is None:
+        measured = evidence.measured(reply)
+        if reply.move not in named or measured is None:
             continue
+        value, base = measured
         rows.append(
-            base
+            base_columns
             | {
                 "path": [],
                 "node_fen": fen,
                 "node_ply": 0,
                 "best_move": evidence.best,
-                "best_value": evidence.best_value,
+                "best_value": base,
                 "move": reply.move,
-                "value": reply.deep_value,
-                "dip": reply.deep_value - evidence.best_value,
-                "win_drop": win_drop(evidence.best_value, reply.deep_value),
+                "value": value,
+                "dip": value - base,
+                "win_drop": win_drop(base, value),
                 "rank": ranks.get(reply.move),
                 "refutation": list(judgement.lines.get(reply.move, ())),
                 "model_p": reply.model_p,
@@ -352,7 +363,7 @@ def trap_rows(judgement: Judgement, board: chess.Board, setter: chess.Color, roo
         if not record.path:
             continue  # the root's dip candidates are the rows above
         rows.append(
-            base
+            base_columns
             | {
                 "path": list(record.path),
                 "node_fen": record.node,
@@ -572,8 +583,9 @@ class AnalysisWorker:
         reused = entry is not None
         entry = entry or AnalysisEntry()
         result = analyse_position(
-            self.backend, occurrence.board(), self.judging, entry=entry, played=occurrence.played, model=self.model,
-            corpus=self.corpus, context=occurrence.context, key=occurrence.position_key,
+            self.backend, occurrence.board(), self.judging, entry=entry, played=occurrence.played,
+            value_played=not occurrence.next_judged, model=self.model, corpus=self.corpus, context=occurrence.context,
+            key=occurrence.position_key,
         )  # fmt: skip
         if result.engine_calls or not reused:
             table.put(occurrence.key, entry)
