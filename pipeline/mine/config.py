@@ -133,6 +133,8 @@ FLAGS: dict[str, str] = {
     "practical_shallow_k": "--practical-shallow-k",
     "practical_shallow_p": "--practical-shallow-p",
     "stability_margin": "the stability margin",
+    "refine_margin": "the probe's refine margin",
+    "refine_margin_cp": "the probe's refine margin in centipawns",
     "human_model": "--human-model",
     "human_corpus": "--human-corpus",
     "shard_bytes": "--shard-mb",

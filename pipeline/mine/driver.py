@@ -71,8 +71,9 @@ STREAM_LOOKAHEAD = 2
 # Times a shard's pipeline is submitted again after a system failure (a node gone with its
 # objects) before the job gives up; a worker or task that dies is retried by Ray itself first.
 SHARD_ATTEMPTS = 3
-# Seconds the driver waits for any work to finish before it looks again.
-POLL_SECONDS = 0.05
+# Seconds the driver waits for the oldest shard (or the stream's next one) before it looks again
+# (progress, signals).
+WAIT_SECONDS = 0.5
 
 
 class MiningStopped(DiffimaxError, RuntimeError):
@@ -405,9 +406,14 @@ class MiningJob:
             self.show()
             if self.finished():
                 break
-            waiting = [run.result for run in list(self.runs)[:1]] + self.feed.waiting_on()
+            # Wait for the oldest shard, or for the stream's next shard when there is room for it
+            # (a ready shard that cannot be taken yet must not wake the loop: it would spin).
+            waiting = [run.result for run in list(self.runs)[:1]]
+            waiting += [run.counts for run in self.runs if not run.counted][:1]  # --max-games, progress
+            if self.can_take():
+                waiting += self.feed.waiting_on()
             if waiting:
-                ray.wait(waiting, num_returns=1, timeout=POLL_SECONDS * 10)
+                ray.wait(waiting, num_returns=1, timeout=WAIT_SECONDS)
         self.show(final=True)
         return self.write_manifest()
 
@@ -417,12 +423,16 @@ class MiningJob:
     def finished(self) -> bool:
         return self.reading_done() and not self.runs
 
-    def fill(self) -> None:
-        """Keep the window of shards in flight full, in input order. Under --max-games one shard is
+    def can_take(self) -> bool:
+        """Whether the window has room for another shard now. Under --max-games one shard is
         prepared at a time: how many games a shard holds is known only once it is read."""
-        while len(self.runs) < self.window and not self.reading_done():
-            if self.limit_left is not None and any(not run.counted for run in self.runs):
-                return
+        if len(self.runs) >= self.window or self.reading_done():
+            return False
+        return self.limit_left is None or all(run.counted for run in self.runs)
+
+    def fill(self) -> None:
+        """Keep the window of shards in flight full, in input order."""
+        while self.can_take():
             found = self.feed.next()
             if found is None:
                 return
