@@ -21,7 +21,7 @@ import typer
 
 from pipeline.engines.backends import EngineOptions, default_engine, open_backend
 from pipeline.human.commands import human_app
-from pipeline.human.context import MoverContext
+from pipeline.human.context import MoverContext, parse_pool
 from pipeline.mine.config import MineConfig
 from pipeline.mine.plan import SAMPLE_GAMES, SAMPLE_POSITIONS
 from pipeline.outputs.explain import (
@@ -272,6 +272,9 @@ def explain(
     clock: Annotated[
         float | None, typer.Option("--clock", help="The responder's clock in seconds (human evidence).")
     ] = None,
+    pool: Annotated[
+        str, typer.Option("--pool", help="The rating's pool: lichess, chesscom, or auto (unknown).")
+    ] = "auto",
     trappy_k: TrappyKOpt = JudgeSettings.trappy_k,
     model_p: ModelPOpt = JudgeSettings.model_p,
     practical_p: PracticalPOpt = JudgeSettings.practical_p,
@@ -288,6 +291,7 @@ def explain(
     from pipeline.judging import judge_position, load_model
 
     board = board_from_fen(fen)
+    mover_pool = parse_pool(pool)
     if setter is None:
         setter_color = not board.turn
     elif setter.lower() in ("white", "black"):
@@ -320,7 +324,7 @@ def explain(
             seed_settings = dataclasses.replace(judge_settings, judges=judge_settings.judges | {"dip"})
             judgement = judge_position(
                 backend, board, setter_color, settings, seed_settings, model=model, corpus=corpus,
-                context=MoverContext(rating=rating, clock_seconds=clock),
+                context=MoverContext(rating=rating, clock_seconds=clock, pool=mover_pool),
             )  # fmt: skip
             result = judgement.seed
             assert result is not None

@@ -31,7 +31,7 @@ from pipeline.human.features import (
 )
 from pipeline.human.model import DEFAULT_MODEL, MODEL_VERSION, HumanMoveModel, ModelError
 from pipeline.human.train import TrainConfig, TrainError, played_ranks, train
-from tests.conftest import GAMES, ROOT
+from tests.conftest import GAMES, ROOT, run_cli
 
 STOCKFISH = Path("/usr/games/stockfish")
 needs_stockfish = pytest.mark.skipif(not STOCKFISH.exists(), reason="Debian's stockfish package is not installed")
@@ -439,3 +439,113 @@ def test_default_model_predicts_the_obvious_moves():
         assert "e2e4" in top3 or "d2d4" in top3
     finally:
         model.close()
+
+
+# -- damaged model and corpus files, through the real command line ---------------------------
+
+# A position where the responder (Black) is to move: explain judges its replies.
+EXPLAIN_FEN = "rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 1 2"
+
+
+def damaged_model(tmp_path: Path, name: str, damage) -> Path:
+    """The bundled model with one field damaged by `damage(document)`."""
+    document = json.loads(DEFAULT_MODEL.read_text())
+    damage(document)
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def assert_one_line_naming(done: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert done.returncode == 1, (done.returncode, done.stderr[-2000:])
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+@pytest.mark.slow
+def test_the_two_reported_model_files_fail_in_one_line_in_explain_mine_and_eval(data_dir, tmp_path):
+    # Issue 18, item 6: `"features": 42` was a TypeError (exit 70) in explain and mine, and
+    # `engine.depth: "deep"` passed mine's check, started Ray and died in a worker.
+    games = str(GAMES / "lichess_100.pgn")
+    features = damaged_model(tmp_path, "features", lambda d: d.__setitem__("features", 42))
+    depth = damaged_model(tmp_path, "depth", lambda d: d["engine"].__setitem__("depth", "deep"))
+    for path, field in ((features, "'features'"), (depth, "'engine.depth'")):
+        explained = run_cli("explain", EXPLAIN_FEN, "--engine", "native", "--depth", "1", "--human-model", str(path))
+        assert_one_line_naming(explained, field, path.name)
+        out = tmp_path / f"mined-{path.stem}"
+        mined = run_cli("mine", games, "--out", str(out), "--engine", "native", "--human-model", str(path))
+        assert_one_line_naming(mined, field, path.name)
+        assert not out.exists()  # refused before anything started
+        evaluated = run_cli("human", "eval", "--model", str(path), games, "--max-positions", "5")
+        assert_one_line_naming(evaluated, field, path.name)
+
+
+def test_damaged_model_fields_are_named_in_one_line(tmp_path):
+    damages = {
+        "groups": (lambda d: d.__setitem__("groups", ["base", "eng"]), "field 'groups[1]' is 'eng'"),
+        "engine": (lambda d: d["engine"].__setitem__("threads", 2), "field 'engine'"),
+        "hash": (lambda d: d["engine"].__setitem__("hash_mb", -1), "field 'engine.hash_mb' is -1"),
+        "booster": (lambda d: d.__setitem__("booster", 7), "field 'booster' is 7"),
+        "kind": (lambda d: d.pop("kind"), "field 'kind' is missing"),
+        "no engine": (lambda d: d.pop("engine"), "field 'engine' is missing"),
+        "min games": (lambda d: d["book"].__setitem__("min_games", "3"), "field 'book.min_games' is '3'"),
+        "book entry": (
+            lambda d: d["book"]["positions"].__setitem__("00000000000000ff", "e2e4:x"),
+            "field 'book.positions' has an unreadable entry '00000000000000ff'",
+        ),
+        "book move": (
+            lambda d: d["book"]["positions"].__setitem__("00000000000000ff", "zz:3"),
+            "field 'book.positions' has an unreadable entry",
+        ),
+        "not an object": (lambda d: d.__setitem__("metrics", [1]), "field 'metrics' is [1]"),
+    }
+    for name, (damage, expected) in damages.items():
+        path = damaged_model(tmp_path, name.replace(" ", "_"), damage)
+        with pytest.raises(ModelError) as refused:
+            HumanMoveModel.load(path)
+        assert expected in one_line(refused), (name, str(refused.value))
+
+
+def write_table(path: Path, columns: dict[str, list[object]]) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table(columns), path)
+    return path
+
+
+def test_damaged_corpus_files_are_named_in_one_line(tmp_path):
+    from pipeline.human.corpus import Corpus, CorpusError
+
+    good = {"position_key": [1, 2], "mover_rating": [1500, None], "move_uci": ["e2e4", "e7e8q"]}
+    assert len(Corpus.load(write_table(tmp_path / "good.parquet", good))) == 2
+    damages = {
+        "key as text": ({**good, "position_key": ["a", "b"]}, "column 'position_key' holds string"),
+        "rating as text": ({**good, "mover_rating": ["x", "1500"]}, "column 'mover_rating' holds string"),
+        "no move column": ({"position_key": [1], "mover_rating": [1500]}, "column 'move_uci' is missing"),
+        "bad move": ({**good, "move_uci": ["e2e4", "castle"]}, "column 'move_uci' holds 'castle' at row 1"),
+        "empty move": ({**good, "move_uci": ["e2e4", None]}, "column 'move_uci' is empty in 1 row(s)"),
+        "bad rating": ({**good, "mover_rating": [1500, 90000]}, "column 'mover_rating' holds 90000 at row 1"),
+    }
+    for name, (columns, expected) in damages.items():
+        path = write_table(tmp_path / f"{name.replace(' ', '_')}.parquet", columns)
+        with pytest.raises(CorpusError) as refused:
+            Corpus.load(path)
+        message = str(refused.value)
+        assert "\n" not in message and expected in message and path.name in message, (name, message)
+
+
+@pytest.mark.slow
+def test_a_damaged_corpus_fails_in_one_line_in_explain_and_mine(data_dir, tmp_path):
+    corpus = write_table(
+        tmp_path / "corpus.parquet", {"position_key": ["a"], "mover_rating": [1], "move_uci": ["e2e4"]}
+    )
+    explained = run_cli("explain", EXPLAIN_FEN, "--engine", "native", "--depth", "1", "--human-corpus", str(corpus))
+    assert_one_line_naming(explained, "'position_key'", "corpus.parquet")
+    out = tmp_path / "mined"
+    mined = run_cli("mine", str(GAMES / "lichess_100.pgn"), "--out", str(out), "--engine", "native",
+                    "--human-corpus", str(corpus))  # fmt: skip
+    assert_one_line_naming(mined, "'position_key'", "corpus.parquet")
+    assert not out.exists()

@@ -117,6 +117,8 @@ class Book:
 
     @classmethod
     def from_json(cls, data: object) -> Book:
+        """The book of a model file's `book` field; BookError names the first bad entry (a key that
+        is not 16 hex digits, a move that is not UCI, a count that is not a whole number >= 1)."""
         if not isinstance(data, dict) or not isinstance(data.get("positions"), dict):
             raise BookError("book: expected an object with 'min_games' and 'positions'")
         min_games = data.get("min_games")
@@ -125,11 +127,33 @@ class Book:
         entries: dict[int, tuple[int, Mapping[str, int]]] = {}
         for key_text, moves_text in data["positions"].items():
             try:
-                moves = {move: int(count) for move, count in (item.split(":") for item in str(moves_text).split())}
+                if len(key_text) != KEY_DIGITS or not isinstance(moves_text, str):
+                    raise ValueError(key_text)
+                moves = {move: int(count) for move, count in (item.split(":") for item in moves_text.split())}
+                if not moves or min(moves.values()) < 1 or not all(map(_is_uci, moves)):
+                    raise ValueError(key_text)
                 entries[int(key_text, 16)] = (sum(moves.values()), moves)
             except ValueError:
-                raise BookError(f"book: unreadable entry {key_text!r}") from None
+                raise BookError(
+                    f"field 'book.positions' has an unreadable entry {key_text[:20]!r}: expected 16 hex digits -> "
+                    "'move:count ...' (UCI moves, whole counts >= 1)"
+                ) from None
         return cls(entries, min_games)
+
+
+# Hex digits of a book key (a 64-bit Polyglot key).
+KEY_DIGITS: Final = 16
+_UCI_SQUARES: Final = frozenset(chess.SQUARE_NAMES)
+
+
+def _is_uci(move: str) -> bool:
+    """A UCI move's shape: two squares and an optional promotion piece (cheap: no Move object)."""
+    return (
+        len(move) in (4, 5)
+        and move[:2] in _UCI_SQUARES
+        and move[2:4] in _UCI_SQUARES
+        and (len(move) == 4 or move[4] in "nbrq")
+    )
 
 
 def own_counts(pairs: Iterable[tuple[int, str]]) -> dict[int, Counter[str]]:

@@ -14,6 +14,7 @@ from typing import Annotated, Any, cast
 import typer
 
 from pipeline.evaluate.splits import Split
+from pipeline.human.context import parse_pool
 from pipeline.human.engine import EngineSettings
 from pipeline.human.evaluate import EvalConfig, EvalError, evaluate, report_json, report_text
 from pipeline.human.features import parse_groups
@@ -40,15 +41,22 @@ def train_command(
     ],
     out: Annotated[str, typer.Option("--out", help="Model file to write (JSON).")],
     kind: Annotated[str, typer.Option("--kind", help="lightgbm (trees) or linear (conditional logit).")] = "lightgbm",
-    groups: Annotated[str, typer.Option("--groups", help="Feature groups: base, engine, book (comma-separated).")] = (
-        "base,engine,book"
-    ),
+    groups: Annotated[
+        str, typer.Option("--groups", help="Feature groups: base, engine, book, pool (comma-separated).")
+    ] = "base,engine,book,pool",
     engine: Annotated[str, typer.Option("--engine", help="Engine for the engine features.")] = "stockfish",
     engine_depth: Annotated[int, typer.Option("--engine-depth", help="Depth of the engine features.")] = 1,
     sample_rate: Annotated[float, typer.Option("--sample-rate", help="Share of training positions used.")] = 0.05,
     tune_sample_rate: Annotated[
         float, typer.Option("--tune-sample-rate", help="Share of tune positions used for early stopping.")
     ] = 0.1,
+    source_rate: Annotated[
+        list[str] | None,
+        typer.Option("--source-rate", help="FILE=RATE: the share of that file's positions used (repeatable)."),
+    ] = None,
+    pool: Annotated[
+        str, typer.Option("--pool", help="Rating pool of every game: lichess, chesscom, or auto (the Site tag).")
+    ] = "auto",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the samples and of LightGBM.")] = 0,
     book_min_games: Annotated[int, typer.Option("--book-min-games", help="Times a book position was reached.")] = 3,
     num_leaves: Annotated[int, typer.Option("--num-leaves", help="LightGBM leaves per tree.")] = 63,
@@ -67,7 +75,8 @@ def train_command(
         kind=cast(ModelKind, kind),  # checked by TrainConfig
         groups=parse_groups([part.strip() for part in groups.split(",") if part.strip()]),
         engine=EngineSettings(engine, engine_depth),
-        sample_rate=sample_rate, tune_sample_rate=tune_sample_rate, seed=seed, book_min_games=book_min_games,
+        sample_rate=sample_rate, tune_sample_rate=tune_sample_rate, source_rates=parse_source_rates(source_rate or []),
+        pool=parse_pool(pool), seed=seed, book_min_games=book_min_games,
         num_leaves=num_leaves, learning_rate=learning_rate, max_rounds=max_rounds,
         min_data_in_leaf=min_data_in_leaf, threads=threads, workers=workers,
     )  # fmt: skip
@@ -82,6 +91,20 @@ def train_command(
         f"top-3 {100 * tune['top3']:.1f} %, log-loss {tune['log_loss']:.3f}; "
         f"{summary['seconds_total']:.0f} s ({summary['seconds_features']:.0f} s reading and features)"
     )
+
+
+def parse_source_rates(items: list[str]) -> tuple[tuple[str, float], ...]:
+    """`--source-rate FILE=RATE` values as (file name, rate) pairs; TrainError for a malformed one."""
+    pairs = []
+    for item in items:
+        name, _, rate = item.rpartition("=")
+        try:
+            pairs.append((name.strip(), float(rate)))
+        except ValueError:
+            raise TrainError(f"invalid --source-rate {item!r}: expected FILE=RATE, e.g. games.pgn=1") from None
+        if not name.strip():
+            raise TrainError(f"invalid --source-rate {item!r}: expected FILE=RATE, e.g. games.pgn=1")
+    return tuple(pairs)
 
 
 @human_app.command("eval")

@@ -20,6 +20,7 @@ from typing import Final
 import chess
 
 from pipeline.evaluate.splits import Split, file_name, split_of
+from pipeline.human.context import Pool, pool_of
 from search.errors import DiffimaxError
 
 # Sources are read in shards of this many games (the unit of parallel work for compressed files).
@@ -74,10 +75,14 @@ class GameRecord:
     """UCI moves from the start position on."""
     positions: tuple[PositionRecord, ...]
     """The positions with a move after them, by ply (within start_ply .. start_ply + len(moves) - 1)."""
+    pool: Pool | None = None
+    """The rating pool of the players' ratings (`pipeline.human.context.pool_of`)."""
+    byte_offset: int | None = None
+    """Where the game starts in its source (keys the split of a game without an id of its own)."""
 
     @property
     def split(self) -> Split:
-        return split_of(self.source, self.game_id)
+        return split_of(self.source, self.game_id, self.byte_offset)
 
     def mover_name(self, ply: int) -> str | None:
         """The name of the player to move at `ply` (White at even plies of a standard start)."""
@@ -118,11 +123,18 @@ class ReadCounts:
 
 
 def pgn_games(
-    inputs: Sequence[str], *, part: int = 0, parts: int = 1, counts: ReadCounts | None = None, group: int = 0
+    inputs: Sequence[str],
+    *,
+    part: int = 0,
+    parts: int = 1,
+    counts: ReadCounts | None = None,
+    group: int = 0,
+    pool: Pool | None = None,
 ) -> Iterator[GameRecord]:
     """Standard-chess games of PGN inputs (files, directories, globs) read with the project's reader
     (the only place it is called), in input order; games the reader fails or filters are counted
-    in `counts` and skipped. Part `part` of `parts` reads every `parts`-th shard."""
+    in `counts` and skipped. Part `part` of `parts` reads every `parts`-th shard. Each game's
+    rating pool is `pool` when given, else what its Site tag names."""
     from pipeline.ingest.games import Failed, Selected, read_games
     from pipeline.ingest.sources import InputError, iter_shards
 
@@ -154,7 +166,8 @@ def pgn_games(
                 yield GameRecord(
                     (group, shard.source_index, shard.index, outcome.game_index), file_name(game["source"]),
                     game["game_id"], game["white"], game["black"], game["base_seconds"], game["increment_seconds"],
-                    outcome.start_fen, 0, outcome.moves, positions,
+                    outcome.start_fen, 0, outcome.moves, positions, pool_of({"Site": game["site"]}, pool),
+                    game["byte_offset"],
                 )  # fmt: skip
     except InputError as error:
         raise DataError(str(error)) from error
@@ -166,9 +179,12 @@ def part_of(game_id: str, parts: int) -> int:
     return int.from_bytes(digest, "big") % parts
 
 
-def dataset_games(directory: str, group: int = 0, *, part: int = 0, parts: int = 1) -> Iterator[GameRecord]:
+def dataset_games(
+    directory: str, group: int = 0, *, part: int = 0, parts: int = 1, pool: Pool | None = None
+) -> Iterator[GameRecord]:
     """The positions of a mined dataset as games: one record per run of consecutive plies of a game
-    (a dataset may hold a ply window only), boards rebuilt from the run's first FEN."""
+    (a dataset may hold a ply window only), boards rebuilt from the run's first FEN; the pool is
+    `pool` when given, else what the game's site names."""
     from pipeline.dataset.duck import DatasetError, connect
 
     try:
@@ -178,7 +194,8 @@ def dataset_games(directory: str, group: int = 0, *, part: int = 0, parts: int =
     rows = connection.execute(
         """
         select p.game_id, p.ply, p.fen, p.move_uci, p.mover_rating, p.clock_seconds, p.position_key,
-               g.source, g.white, g.black, g.base_seconds, g.increment_seconds
+               g.source, g.white, g.black, g.base_seconds, g.increment_seconds, g.site,
+               g.byte_offset
         from positions p join games g using (game_id)
         order by g.source, p.game_id, p.ply
         """
@@ -197,7 +214,7 @@ def dataset_games(directory: str, group: int = 0, *, part: int = 0, parts: int =
         record = GameRecord(
             (group, 0, run_start, 0), file_name(str(first[7])), str(first[0]), _str(first[8]), _str(first[9]),
             _int(first[10]), _int(first[11]), str(first[2]), int(str(first[1])), tuple(p.move for p in positions),
-            positions,
+            positions, pool_of({"Site": _str(first[12])}, pool), _int(first[13]),
         )  # fmt: skip
         return record
 
@@ -231,25 +248,31 @@ def _str(value: object) -> str | None:
 
 
 def read_inputs(
-    inputs: Sequence[str], *, part: int = 0, parts: int = 1, counts: ReadCounts | None = None
+    inputs: Sequence[str],
+    *,
+    part: int = 0,
+    parts: int = 1,
+    counts: ReadCounts | None = None,
+    pool: Pool | None = None,
 ) -> Iterator[GameRecord]:
     """Games of every input, in order: a mined dataset directory, or PGN (files, directories, globs).
-    Consecutive PGN inputs are read together (one reader pass)."""
+    Consecutive PGN inputs are read together (one reader pass). `pool` overrides every game's
+    rating pool (else each game's Site tag says)."""
     if not inputs:
         raise DataError("no input given: expected PGN files or a mined dataset directory")
     pending: list[str] = []
     for index, item in enumerate(inputs):
         if is_dataset(item):
             if pending:
-                yield from pgn_games(pending, part=part, parts=parts, counts=counts, group=index - 1)
+                yield from pgn_games(pending, part=part, parts=parts, counts=counts, group=index - 1, pool=pool)
                 pending = []
-            yield from dataset_games(item, index, part=part, parts=parts)
+            yield from dataset_games(item, index, part=part, parts=parts, pool=pool)
         elif os.path.isdir(item) and (Path(item) / "shards").is_dir():
             raise DataError(f"no diffimax dataset in {item!r} (expected shards/*/games.parquet)")
         else:
             pending.append(item)
     if pending:
-        yield from pgn_games(pending, part=part, parts=parts, counts=counts, group=len(inputs))
+        yield from pgn_games(pending, part=part, parts=parts, counts=counts, group=len(inputs), pool=pool)
 
 
 def input_digest(inputs: Sequence[str]) -> list[dict[str, object]]:

@@ -35,6 +35,7 @@ import numpy as np
 from pipeline.evaluate.splits import Split
 from pipeline.evaluate.stats import wilson
 from pipeline.human.book import Book, BookBuilder
+from pipeline.human.cluster import project_runtime_env
 from pipeline.human.data import GameRecord, read_inputs
 from pipeline.human.engine import EngineSettings, ShallowEngine
 from pipeline.human.model import HumanMoveModel
@@ -239,22 +240,11 @@ def evaluate(model_path: str, inputs: Sequence[str], config: EvalConfig, echo: E
     if config.workers <= 1:
         parts = [evaluate_part(model_path, inputs, 0, 1, config, corpus)]
     else:
-        import logging
-        import os
-        from pathlib import Path
-
         import ray
 
-        owns_ray = not ray.is_initialized()
-        if owns_ray:
-            root = str(Path(__file__).resolve().parent.parent.parent)
-            path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-            ray.init(
-                address="local",  # its own cluster, even beside a `ray start` one on this machine
-                num_cpus=config.workers, include_dashboard=False, logging_level=logging.WARNING,
-                log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": path}},
-            )  # fmt: skip
-        try:
+        from pipeline.common.cluster import ray_session
+
+        with ray_session(num_cpus=config.workers, runtime_env=project_runtime_env()):
             task: Any = ray.remote(num_cpus=1, max_retries=2)(evaluate_part)
             corpus_ref = ray.put(corpus)
             refs = [
@@ -262,9 +252,6 @@ def evaluate(model_path: str, inputs: Sequence[str], config: EvalConfig, echo: E
                 for part in range(config.workers)
             ]
             parts = ray.get(refs)
-        finally:
-            if owns_ray:
-                ray.shutdown()
     merged = PartResult()
     for part_result in parts:
         merged.outcomes.extend(part_result.outcomes)

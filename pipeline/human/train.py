@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -34,7 +33,8 @@ import numpy.typing as npt
 
 from pipeline.evaluate.splits import Split
 from pipeline.human.book import DEFAULT_MIN_GAMES, Book, BookBuilder, own_counts
-from pipeline.human.context import MoverContext
+from pipeline.human.cluster import project_runtime_env
+from pipeline.human.context import MoverContext, Pool
 from pipeline.human.data import GameRecord, ReadCounts, input_digest, read_inputs
 from pipeline.human.engine import EngineSettings, ShallowEngine
 from pipeline.human.features import (
@@ -81,7 +81,7 @@ class TrainConfig:
 
     kind: ModelKind = "lightgbm"
     """`lightgbm` (trees on the softmax loss) or `linear` (the comparison model)."""
-    groups: tuple[FeatureGroup, ...] = ("base", "engine", "book")
+    groups: tuple[FeatureGroup, ...] = ("base", "engine", "book", "pool")
     """Feature groups (`pipeline.human.features`)."""
     engine: EngineSettings = field(default_factory=EngineSettings)
     """The engine behind the ``engine`` features (ignored without them)."""
@@ -89,6 +89,11 @@ class TrainConfig:
     """Share of training positions used, sampled by a hash of (seed, game id, ply)."""
     tune_sample_rate: float = 0.1
     """Share of tune positions used for early stopping and the recorded metrics."""
+    source_rates: tuple[tuple[str, float], ...] = ()
+    """(file name, share) pairs: the share of that file's training and tune positions used instead
+    of the two above (a small file of a population the others lack, taken whole)."""
+    pool: Pool | None = None
+    """The rating pool of every input game (None: each game's Site tag says)."""
     seed: int = 0
     """Seed of the position samples and of LightGBM."""
     book_min_games: int = DEFAULT_MIN_GAMES
@@ -125,6 +130,10 @@ class TrainConfig:
             value = getattr(self, name)
             if not (0.0 < value <= 1.0):
                 raise TrainError(f"{name} must be in (0, 1], not {value!r}")
+        object.__setattr__(self, "source_rates", tuple(sorted((str(n), float(r)) for n, r in self.source_rates)))
+        for source, rate in self.source_rates:
+            if not (0.0 < rate <= 1.0):
+                raise TrainError(f"the sample rate of {source!r} must be in (0, 1], not {rate!r}")
         for name in ("num_leaves", "max_rounds", "early_stopping", "min_data_in_leaf", "max_bin", "threads", "workers"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -184,6 +193,17 @@ class ExtractSpec:
     """Carved tune share of training games: `train` keeps the rest, `tune` keeps the share."""
     leave_one_out: bool = True
     """Take each game's own occurrences out of the book counts it sees (training games)."""
+    source_rates: tuple[tuple[str, float], ...] = ()
+    """(file name, share) pairs that replace `sample_rate` for that file's positions."""
+    pool: Pool | None = None
+    """The rating pool of every game (None: each game's Site tag says)."""
+
+    def rate_of(self, source: str) -> float:
+        """The share of the positions of `source` (a file name) that is sampled."""
+        for name, rate in self.source_rates:
+            if name == source:
+                return rate
+        return self.sample_rate
 
 
 def position_value(seed: int, game_id: str, ply: int) -> float:
@@ -198,7 +218,7 @@ def carved(game_id: str) -> bool:
 
 
 def context_of(record: GameRecord, rating: int | None, clock: float | None) -> MoverContext:
-    return MoverContext(rating, clock, record.base_seconds, record.increment_seconds)
+    return MoverContext(rating, clock, record.base_seconds, record.increment_seconds, record.pool)
 
 
 def game_examples(
@@ -210,8 +230,9 @@ def game_examples(
     keys: list[tuple[int, ...]] = []
     ratings: list[int | None] = []
     own = own_counts((p.key, p.move) for p in record.positions) if book is not None and spec.leave_one_out else None
+    rate = spec.rate_of(record.source)
     for position, board in record.boards():
-        if position_value(spec.seed, record.game_id, position.ply) >= spec.sample_rate:
+        if position_value(spec.seed, record.game_id, position.ply) >= rate:
             continue
         if sum(1 for _ in board.generate_legal_moves()) < 2:
             continue
@@ -244,7 +265,7 @@ def extract_part(inputs: Sequence[str], part: int, parts: int, spec: ExtractSpec
     sources: list[str] = []
     movers: list[str | None] = []
     try:
-        for record in read_inputs(inputs, part=part, parts=parts):
+        for record in read_inputs(inputs, part=part, parts=parts, pool=spec.pool):
             split = record.split
             if split not in spec.splits:
                 continue
@@ -302,29 +323,16 @@ def extract(
     width = len(feature_names(spec.groups))
     if workers <= 1:
         return merge([extract_part(inputs, 0, 1, spec, book)], width)
-    import logging
-
     import ray
 
-    owns_ray = not ray.is_initialized()
-    if owns_ray:
-        # Workers import this project from where the driver did.
-        root = str(Path(__file__).resolve().parent.parent.parent)
-        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-        ray.init(
-            address="local",  # its own cluster, even beside a `ray start` one on this machine
-            num_cpus=workers, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False,
-            runtime_env={"env_vars": {"PYTHONPATH": path}},
-        )  # fmt: skip
-    try:
+    from pipeline.common.cluster import ray_session
+
+    with ray_session(num_cpus=workers, runtime_env=project_runtime_env()):
         task: Any = ray.remote(num_cpus=1, max_retries=2)(extract_part)
         parts = workers * PARTS_PER_WORKER
         book_ref = ray.put(book)
         refs = [task.remote(list(inputs), part, parts, spec, book_ref) for part in range(parts)]
         results = ray.get(refs)
-    finally:
-        if owns_ray:
-            ray.shutdown()
     return merge(results, width)
 
 
@@ -502,7 +510,11 @@ def training_command(data: Sequence[str], config: TrainConfig, out_name: str) ->
     for name, value in asdict(config).items():
         if name in ("workers", "engine"):
             continue
-        if value != getattr(default, name):
+        if name == "source_rates":
+            parts.extend(f"--source-rate {source}={rate:g}" for source, rate in value)
+        elif name == "pool":
+            parts.extend([f"--pool {value}"] if value is not None else [])
+        elif value != getattr(default, name):
             text = ",".join(value) if isinstance(value, tuple) else str(value)
             parts.append(f"--{name.replace('_', '-')} {text}")
     if "engine" in config.groups and config.engine != default.engine:
@@ -533,7 +545,15 @@ def train(
         book, book_games = build_book(data, config.book_min_games, counts)
         say(f"  {len(book)} positions reached at least {config.book_min_games} times in {book_games} games")
     engine = config.engine if "engine" in config.groups else None
-    train_spec = ExtractSpec(("train",), config.groups, engine, config.sample_rate, config.seed)
+    train_spec = ExtractSpec(
+        ("train",),
+        config.groups,
+        engine,
+        config.sample_rate,
+        config.seed,
+        source_rates=config.source_rates,
+        pool=config.pool,
+    )
     tune_spec = replace(train_spec, splits=("tune",), sample_rate=config.tune_sample_rate, leave_one_out=False)
     say(f"features of {config.tune_sample_rate:g} of the tune positions ({config.workers} worker(s))")
     tune = extract(data, tune_spec, book, config.workers, say)
