@@ -333,7 +333,7 @@ def explain(
         described = backend.describe()
     finally:
         backend.close()
-        if model is not None and hasattr(model, "close"):
+        if model is not None:
             model.close()
     color = {chess.WHITE: "White", chess.BLACK: "Black"}
     data = result_json(

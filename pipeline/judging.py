@@ -47,6 +47,9 @@ class MoveModel(Protocol):
 
     def move_probabilities(self, board: chess.Board, context: MoverContext) -> dict[str, float]: ...
 
+    def close(self) -> None:
+        """End what the model started (an engine process); it may be used again after."""
+
 
 @dataclass(frozen=True)
 class Judgement:

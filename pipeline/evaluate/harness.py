@@ -384,7 +384,7 @@ def _gather_specs(
         return gather(samples, engine, options, settings, judges, model=model, corpus=corpus,
                       shallow_depths=shallow_depths)  # fmt: skip
     finally:
-        if model is not None and hasattr(model, "close"):
+        if model is not None:
             model.close()
 
 
