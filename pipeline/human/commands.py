@@ -20,6 +20,7 @@ from pipeline.human.evaluate import EvalConfig, EvalError, evaluate, report_json
 from pipeline.human.features import parse_groups
 from pipeline.human.model import ModelKind
 from pipeline.human.train import TrainConfig, TrainError, train
+from pipeline.judging import model_path
 
 human_app = typer.Typer(
     help="A model of the moves humans play: train it on games, measure it on held-out games.",
@@ -109,8 +110,19 @@ def parse_source_rates(items: list[str]) -> tuple[tuple[str, float], ...]:
 
 @human_app.command("eval")
 def eval_command(
-    model: Annotated[str, typer.Option("--model", help="Model file (diffimax human train --out).")],
+    model: Annotated[str, typer.Option("--model", help="Model file (diffimax human train --out), or 'default'.")],
     games: Annotated[list[str], typer.Argument(help="PGN files, directories, globs, or a mined dataset.")],
+    reference_model: Annotated[
+        str | None,
+        typer.Option("--reference-model", help="A second model measured on the same positions ('default': bundled)."),
+    ] = None,
+    source_rate: Annotated[
+        list[str] | None,
+        typer.Option("--source-rate", help="FILE=RATE: the share of that file's positions measured (repeatable)."),
+    ] = None,
+    pool: Annotated[
+        str, typer.Option("--pool", help="Rating pool of every game: lichess, chesscom, or auto (the Site tag).")
+    ] = "auto",
     split: Annotated[str, typer.Option("--split", help="held_out, tune, train, or all.")] = "held_out",
     sample_rate: Annotated[float, typer.Option("--sample-rate", help="Share of positions measured.")] = 1.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the position sample.")] = 0,
@@ -139,8 +151,10 @@ def eval_command(
         sample_rate=sample_rate, seed=seed, corpus=tuple(corpus or ()), engine=engine,
         engine_nodes=engine_nodes, engine_depths=tuple(engine_depth or ()), baseline_rate=baseline_rate,
         workers=workers, max_positions=max_positions,
+        reference_model=None if reference_model is None else model_path(reference_model),
+        source_rates=parse_source_rates(source_rate or []), pool=parse_pool(pool),
     )  # fmt: skip
-    result = evaluate(model, games, config, echo=_say)
+    result = evaluate(model_path(model), games, config, echo=_say)
     if not result.outcomes:
         raise EvalError(f"no position of split {split!r} in {', '.join(games)}")
     if json_out:
