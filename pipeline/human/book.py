@@ -18,6 +18,7 @@ from typing import Final
 import chess
 import chess.polyglot
 import numpy as np
+import numpy.typing as npt
 
 from pipeline.human.features import BookCounts
 from search.errors import DiffimaxError
@@ -58,21 +59,24 @@ class BookBuilder:
         self.moves.append(pack_move(move))
 
     def build(self, min_games: int = DEFAULT_MIN_GAMES) -> Book:
-        if min_games < 1:
-            raise BookError(f"book min_games must be at least 1, not {min_games}")
-        if not self.keys:
-            return Book({}, min_games)
-        keys = np.asarray(self.keys, dtype=np.uint64)
-        moves = np.asarray(self.moves, dtype=np.uint64)
-        unique_keys, totals = np.unique(keys, return_counts=True)
-        kept = set(unique_keys[totals >= min_games].tolist())
-        pairs = np.stack([keys, moves], axis=1)
-        unique_pairs, counts = np.unique(pairs, axis=0, return_counts=True)
-        entries: dict[int, dict[str, int]] = {}
-        for (key, move), count in zip(unique_pairs.tolist(), counts.tolist(), strict=True):
-            if key in kept:
-                entries.setdefault(int(key), {})[unpack_move(int(move))] = int(count)
-        return Book({key: (sum(moves.values()), moves) for key, moves in entries.items()}, min_games)
+        return book_from_pairs(np.asarray(self.keys, np.uint64), np.asarray(self.moves, np.uint64), min_games)
+
+
+def book_from_pairs(keys: npt.NDArray[np.uint64], moves: npt.NDArray[np.uint64], min_games: int) -> Book:
+    """The book of (position key, packed move) pairs: positions reached at least `min_games` times."""
+    if min_games < 1:
+        raise BookError(f"book min_games must be at least 1, not {min_games}")
+    if not len(keys):
+        return Book({}, min_games)
+    unique_keys, totals = np.unique(keys, return_counts=True)
+    kept = set(unique_keys[totals >= min_games].tolist())
+    pairs = np.stack([keys, moves], axis=1)
+    unique_pairs, counts = np.unique(pairs, axis=0, return_counts=True)
+    entries: dict[int, dict[str, int]] = {}
+    for (key, move), count in zip(unique_pairs.tolist(), counts.tolist(), strict=True):
+        if key in kept:
+            entries.setdefault(int(key), {})[unpack_move(int(move))] = int(count)
+    return Book({key: (sum(moves.values()), moves) for key, moves in entries.items()}, min_games)
 
 
 @dataclass(frozen=True)

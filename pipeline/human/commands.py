@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, Literal, cast
 
 import typer
 
@@ -66,6 +66,10 @@ def train_command(
     min_data_in_leaf: Annotated[int, typer.Option("--min-data-in-leaf", help="Fewest moves in a leaf.")] = 200,
     threads: Annotated[int, typer.Option("--threads", help="LightGBM threads.")] = 1,
     workers: Annotated[int, typer.Option("--workers", help="Feature-extraction processes (Ray when > 1).")] = 1,
+    trainer: Annotated[
+        str,
+        typer.Option("--trainer", help="local (fit in this process) or ray (dump scale: shards streamed, Ray Train)."),
+    ] = "local",
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     dump_examples: Annotated[
         str | None, typer.Option("--dump-examples", help="Save the extracted examples in this directory.")
@@ -80,6 +84,7 @@ def train_command(
         pool=parse_pool(pool), seed=seed, book_min_games=book_min_games,
         num_leaves=num_leaves, learning_rate=learning_rate, max_rounds=max_rounds,
         min_data_in_leaf=min_data_in_leaf, threads=threads, workers=workers,
+        trainer=cast(Literal["local", "ray"], trainer),  # checked by TrainConfig
     )  # fmt: skip
     summary = train(data, out, config, echo=_say, dump=dump_examples)
     if json_out:

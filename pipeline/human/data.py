@@ -21,6 +21,7 @@ import chess
 
 from pipeline.evaluate.splits import Split, file_name, split_of
 from pipeline.human.context import Pool, pool_of
+from pipeline.ingest.sources import Shard
 from search.errors import DiffimaxError
 
 # Sources are read in shards of this many games (the unit of parallel work for compressed files).
@@ -135,40 +136,53 @@ def pgn_games(
     (the only place it is called), in input order; games the reader fails or filters are counted
     in `counts` and skipped. Part `part` of `parts` reads every `parts`-th shard. Each game's
     rating pool is `pool` when given, else what its Site tag names."""
-    from pipeline.ingest.games import Failed, Selected, read_games
+    for number, shard in enumerate(pgn_shards(inputs)):
+        if number % parts == part:
+            yield from shard_records(shard, counts=counts, group=group, pool=pool)
+
+
+def pgn_shards(inputs: Sequence[str]) -> Iterator[Shard]:
+    """The shards of PGN inputs, in input order (a compressed stream is read as it is cut: one
+    shard's bytes at a time); DataError for an input that names no PGN data."""
     from pipeline.ingest.sources import InputError, iter_shards
 
     try:
-        shards = iter_shards(list(inputs), shard_bytes=SHARD_BYTES, shard_games=SHARD_GAMES)
-        for number, shard in enumerate(shards):
-            if number % parts != part:
+        yield from iter_shards(list(inputs), shard_bytes=SHARD_BYTES, shard_games=SHARD_GAMES)
+    except InputError as error:
+        raise DataError(str(error)) from error
+
+
+def shard_records(
+    shard: Shard, *, counts: ReadCounts | None = None, group: int = 0, pool: Pool | None = None
+) -> Iterator[GameRecord]:
+    """The standard-chess games of one shard (see `pgn_games`): a unit of work a Ray task can take."""
+    from pipeline.ingest.games import Failed, Selected, read_games
+    from pipeline.ingest.sources import InputError
+
+    try:
+        for outcome in read_games(shard):
+            if isinstance(outcome, Failed):
+                if counts is not None:
+                    counts.failed += 1
                 continue
-            for outcome in read_games(shard):
-                if isinstance(outcome, Failed):
-                    if counts is not None:
-                        counts.failed += 1
-                    continue
-                if not isinstance(outcome, Selected):
-                    if counts is not None:
-                        counts.filtered += 1
-                    continue
-                game = outcome.game
-                positions = tuple(
-                    PositionRecord(
-                        row["ply"],
-                        row["move_uci"],
-                        row["mover_rating"],
-                        row["clock_seconds"],
-                        row["position_key"] & KEY_MASK,
-                    )
-                    for row in outcome.positions
+            if not isinstance(outcome, Selected):
+                if counts is not None:
+                    counts.filtered += 1
+                continue
+            game = outcome.game
+            positions = tuple(
+                PositionRecord(
+                    row["ply"], row["move_uci"], row["mover_rating"], row["clock_seconds"],
+                    row["position_key"] & KEY_MASK,
                 )
-                yield GameRecord(
-                    (group, shard.source_index, shard.index, outcome.game_index), file_name(game["source"]),
-                    game["game_id"], game["white"], game["black"], game["base_seconds"], game["increment_seconds"],
-                    outcome.start_fen, 0, outcome.moves, positions, pool_of({"Site": game["site"]}, pool),
-                    game["byte_offset"],
-                )  # fmt: skip
+                for row in outcome.positions
+            )  # fmt: skip
+            yield GameRecord(
+                (group, shard.source_index, shard.index, outcome.game_index), file_name(game["source"]),
+                game["game_id"], game["white"], game["black"], game["base_seconds"], game["increment_seconds"],
+                outcome.start_fen, 0, outcome.moves, positions, pool_of({"Site": game["site"]}, pool),
+                game["byte_offset"],
+            )  # fmt: skip
     except InputError as error:
         raise DataError(str(error)) from error
 

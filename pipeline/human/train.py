@@ -23,7 +23,7 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -121,10 +121,17 @@ class TrainConfig:
     only pays on an idle machine: its threads meet at a barrier hundreds of times per tree)."""
     workers: int = 1
     """Feature-extraction processes: 1 in this process, more on Ray."""
+    trainer: Literal["local", "ray"] = "local"
+    """`local`: examples gathered into this process and fitted here; `ray`: dump scale, streamed
+    over shards and fitted on Ray Train by `workers` LightGBM workers (`pipeline.human.scale`)."""
 
     def __post_init__(self) -> None:
         if self.kind not in ("lightgbm", "linear"):
             raise TrainError(f"unknown model kind {self.kind!r}: expected lightgbm or linear")
+        if self.trainer not in ("local", "ray"):
+            raise TrainError(f"unknown trainer {self.trainer!r}: expected local or ray")
+        if self.trainer == "ray" and self.kind != "lightgbm":
+            raise TrainError("the ray trainer fits lightgbm models only")
         object.__setattr__(self, "groups", parse_groups(self.groups))
         for name in ("sample_rate", "tune_sample_rate"):
             value = getattr(self, name)
@@ -291,6 +298,45 @@ def extract_part(inputs: Sequence[str], part: int, parts: int, spec: ExtractSpec
     )  # fmt: skip
 
 
+def records_examples(records: Iterable[GameRecord], spec: ExtractSpec, book: Book | None) -> Examples:
+    """The examples of the games among `records` that `spec` selects (its splits and carve), with
+    the engine it needs started here and ended before returning."""
+    width = len(feature_names(spec.groups))
+    engine = ShallowEngine(spec.engine) if spec.engine is not None and "engine" in spec.groups else None
+    matrices: list[Matrix] = []
+    labels: list[int] = []
+    keys: list[tuple[int, ...]] = []
+    ratings: list[int | None] = []
+    game_ids: list[str] = []
+    sources: list[str] = []
+    movers: list[str | None] = []
+    try:
+        for record in records:
+            split = record.split
+            if split not in spec.splits:
+                continue
+            if spec.carve != "none" and split == "train" and carved(record.game_id) != (spec.carve == "tune"):
+                continue
+            found = game_examples(record, spec, book, engine)
+            matrices.extend(found[0])
+            labels.extend(found[1])
+            keys.extend(found[2])
+            ratings.extend(found[3])
+            game_ids.extend([record.game_id] * len(found[1]))
+            sources.extend([record.source] * len(found[1]))
+            movers.extend(record.mover_name(key[-1]) for key in found[2])
+    finally:
+        if engine is not None:
+            engine.close()
+    if not matrices:
+        return Examples.empty(width)
+    return Examples(
+        np.concatenate(matrices), np.asarray([len(m) for m in matrices], np.int64), np.asarray(labels, np.int64),
+        np.asarray([math.nan if r is None else float(r) for r in ratings]), np.asarray(keys, np.int64), game_ids,
+        sources, movers,
+    )  # fmt: skip
+
+
 def merge(parts: Sequence[Examples], width: int) -> Examples:
     """The parts' examples in input order (by game order key and ply)."""
     parts = [p for p in parts if p.positions]
@@ -357,12 +403,14 @@ def load_examples(path: Path) -> Examples:
     )  # fmt: skip
 
 
-def build_book(inputs: Sequence[str], min_games: int, counts: ReadCounts | None = None) -> tuple[Book, int]:
+def build_book(
+    inputs: Sequence[str], min_games: int, counts: ReadCounts | None = None, pool: Pool | None = None
+) -> tuple[Book, int]:
     """The book of the training games (tune and held-out games never enter it), and how many
     training games it was built from."""
     builder = BookBuilder()
     games = 0
-    for record in read_inputs(inputs, counts=counts):
+    for record in read_inputs(inputs, counts=counts, pool=pool):
         if record.split != "train":
             continue
         games += 1
@@ -410,9 +458,12 @@ def _targets(examples: Examples) -> FloatArray:
     return y
 
 
-def fit_lightgbm(train: Examples, tune: Examples, config: TrainConfig, echo: Echo) -> tuple[Any, int, list[float]]:
+def fit_lightgbm(
+    train: Examples, tune: Examples, config: TrainConfig, echo: Echo, extra_params: dict[str, Any] | None = None
+) -> tuple[Any, int, list[float]]:
     """Trees on the within-position softmax loss, early-stopped on the tune log-loss. Returns the
-    booster, the best number of trees and the tune log-loss after each tree."""
+    booster, the best number of trees and the tune log-loss after each tree. `extra_params` join
+    LightGBM's (the network of a distributed fit)."""
     import lightgbm
 
     names = list(feature_names(config.groups))
@@ -448,6 +499,7 @@ def fit_lightgbm(train: Examples, tune: Examples, config: TrainConfig, echo: Ech
         "seed": config.seed,
         "verbosity": -1,
         "metric": "None",
+        **(extra_params or {}),
     }
     categorical = [name for name in names if name in CATEGORICAL_FEATURES]
     train_set = lightgbm.Dataset(
@@ -532,70 +584,120 @@ def train(
 ) -> dict[str, Any]:
     """Train a model on the `train` games of `data`, write it to `out`; returns its description.
     `dump` names a directory to save the extracted examples in (train.npz, tune.npz and their
-    .json), for comparing other models on the same data (`benchmarks.bench_human --variants`)."""
+    .json), for comparing other models on the same data (`benchmarks.bench_human --variants`).
+    With `config.trainer == "ray"` the work is `pipeline.human.scale`'s (dump scale)."""
     config = config or TrainConfig()
     say = echo or (lambda line: None)
+    if config.trainer == "ray":
+        if dump is not None:
+            raise TrainError("--dump-examples needs the local trainer: the ray trainer never gathers the examples")
+        from pipeline.human.scale import train_on_ray
+
+        return train_on_ray(data, out, config, say)
     started = time.monotonic()
-    digest = input_digest(data)
     counts = ReadCounts()
     book: Book | None = None
     book_games = 0
     if "book" in config.groups:
         say("counting the book of the training games")
-        book, book_games = build_book(data, config.book_min_games, counts)
+        book, book_games = build_book(data, config.book_min_games, counts, config.pool)
         say(f"  {len(book)} positions reached at least {config.book_min_games} times in {book_games} games")
-    engine = config.engine if "engine" in config.groups else None
-    train_spec = ExtractSpec(
-        ("train",),
-        config.groups,
-        engine,
-        config.sample_rate,
-        config.seed,
-        source_rates=config.source_rates,
-        pool=config.pool,
-    )
-    tune_spec = replace(train_spec, splits=("tune",), sample_rate=config.tune_sample_rate, leave_one_out=False)
+    train_spec, tune_spec = extraction_specs(config)
     say(f"features of {config.tune_sample_rate:g} of the tune positions ({config.workers} worker(s))")
     tune = extract(data, tune_spec, book, config.workers, say)
-    tune_source = "tune split"
+    tune_source = TUNE_SPLIT
     if not tune.positions:
         # No tune games (a user's own files): early-stop on a seeded share of the training games.
         # They are in the book, so they see it without their own occurrences, like training games.
-        tune_source = f"carved: {CARVED_TUNE_SHARE:g} of the training games (seed {CARVE_SEED})"
+        tune_source = CARVED_TUNE
         train_spec = replace(train_spec, carve="train")
-        tune = extract(
-            data, replace(tune_spec, splits=("train",), carve="tune", leave_one_out=True), book, config.workers, say
-        )
+        tune = extract(data, carved_tune_spec(tune_spec), book, config.workers, say)
     say(f"features of {config.sample_rate:g} of the training positions")
     examples = extract(data, train_spec, book, config.workers, say)
-    if examples.positions < 10 or tune.positions < 1:
-        raise TrainError(
-            f"too little data: {examples.positions} training and {tune.positions} tune positions "
-            f"in {', '.join(map(str, data))} (held-out games are never trained on)"
-        )
+    check_enough(examples.positions, tune.positions, data)
     extracted = time.monotonic()
     if dump is not None:
         save_examples(examples, Path(dump) / "train.npz")
         save_examples(tune, Path(dump) / "tune.npz")
     say(f"  {examples.positions} training positions ({len(examples.values)} moves), {tune.positions} tune")
-
-    document: dict[str, Any] = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "kind": config.kind}
-    document["groups"] = list(config.groups)
-    document["features"] = list(feature_names(config.groups))
-    if engine is not None:
-        document["engine"] = asdict(engine)
-    if book is not None:
-        document["book"] = book.to_json()
-    fit: dict[str, Any] = {}
+    document = base_document(config, book)
     say(f"fitting ({config.kind})")
     if config.kind == "lightgbm":
         booster, best, losses = fit_lightgbm(examples, tune, config, say)
         document["booster"] = booster.model_to_string(num_iteration=best)
-        fit = {"trees": best, "tune_log_loss_by_tree": [round(v, 5) for v in losses[:best]]}
+        fit: dict[str, Any] = {"trees": best, "tune_log_loss_by_tree": [round(v, 5) for v in losses[:best]]}
     else:
         scorer = fit_linear(examples, config, say)
         document["linear"] = scorer.to_json()
         fit = {"interacting": list(INTERACTING)}
+    record = TrainingRecord(examples.positions, len(examples.values), book_games, counts, tune_source, fit)
+    return write_model(document, out, data, config, tune, record, (started, extracted))
+
+
+# What the tune examples were, as the model file records it.
+TUNE_SPLIT: Final = "tune split"
+CARVED_TUNE: Final = f"carved: {CARVED_TUNE_SHARE:g} of the training games (seed {CARVE_SEED})"
+
+
+def extraction_specs(config: TrainConfig) -> tuple[ExtractSpec, ExtractSpec]:
+    """What the training and the tune examples are made of."""
+    engine = config.engine if "engine" in config.groups else None
+    train_spec = ExtractSpec(
+        ("train",), config.groups, engine, config.sample_rate, config.seed, source_rates=config.source_rates,
+        pool=config.pool,
+    )  # fmt: skip
+    tune_spec = replace(train_spec, splits=("tune",), sample_rate=config.tune_sample_rate, leave_one_out=False)
+    return train_spec, tune_spec
+
+
+def carved_tune_spec(tune_spec: ExtractSpec) -> ExtractSpec:
+    """The tune examples of inputs without tune games: the carved share of the training games."""
+    return replace(tune_spec, splits=("train",), carve="tune", leave_one_out=True)
+
+
+def check_enough(train_positions: int, tune_positions: int, data: Sequence[str]) -> None:
+    if train_positions < 10 or tune_positions < 1:
+        raise TrainError(
+            f"too little data: {train_positions} training and {tune_positions} tune positions "
+            f"in {', '.join(map(str, data))} (held-out games are never trained on)"
+        )
+
+
+def base_document(config: TrainConfig, book: Book | None) -> dict[str, Any]:
+    """The model file before its fit: format, kind, features, engine and book."""
+    document: dict[str, Any] = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "kind": config.kind}
+    document["groups"] = list(config.groups)
+    document["features"] = list(feature_names(config.groups))
+    if "engine" in config.groups:
+        document["engine"] = asdict(config.engine)
+    if book is not None:
+        document["book"] = book.to_json()
+    return document
+
+
+@dataclass(frozen=True)
+class TrainingRecord:
+    """What a fit was made of, for the model file's `training` field."""
+
+    train_positions: int
+    train_moves: int
+    book_games: int
+    counts: ReadCounts
+    tune_source: str
+    fit: dict[str, Any]
+
+
+def write_model(
+    document: dict[str, Any],
+    out: str,
+    data: Sequence[str],
+    config: TrainConfig,
+    tune: Examples,
+    record: TrainingRecord,
+    times: tuple[float, float],
+) -> dict[str, Any]:
+    """Measure the fitted model on the tune examples, record its training, write the file; the
+    summary `train` returns."""
     model = HumanMoveModel(document, source=out)
     probabilities = softmax_groups(model.raw_scores(tune.values), tune.sizes)
     tune_metrics = group_metrics(probabilities, tune)
@@ -603,26 +705,27 @@ def train(
     config_record = {k: v for k, v in asdict(config).items() if k not in ("workers", "engine")}
     document["training"] = {
         "command": training_command(data, config, out.rsplit("/", 1)[-1]),
-        "data": digest,
-        "split": "pipeline.evaluate.splits.split_of: fitted on 'train', early-stopped on " + tune_source,
+        "data": input_digest(data),
+        "split": "pipeline.evaluate.splits.split_of: fitted on 'train', early-stopped on " + record.tune_source,
         "config": config_record,
-        "train_positions": examples.positions,
-        "train_moves": len(examples.values),
+        "train_positions": record.train_positions,
+        "train_moves": record.train_moves,
         "tune_positions": tune.positions,
-        "book_games": book_games,
-        "games_failed": counts.failed,
-        "games_filtered": counts.filtered,
-        "fit": fit,
+        "book_games": record.book_games,
+        "games_failed": record.counts.failed,
+        "games_filtered": record.counts.filtered,
+        "fit": record.fit,
     }
     text = dumps_model(document)
     with open(out, "w", encoding="utf-8") as handle:
         handle.write(text)
+    started, extracted = times
     finished = time.monotonic()
     return {
         "out": out,
         "bytes": len(text.encode()),
         "tune": tune_metrics,
-        "train_positions": examples.positions,
+        "train_positions": record.train_positions,
         "tune_positions": tune.positions,
         "seconds_features": round(extracted - started, 1),
         "seconds_fit": round(finished - extracted, 1),
