@@ -625,6 +625,9 @@ def evaluate(
     known_traps: Annotated[
         str, typer.Option("--known-traps", help="A known-traps PGN, 'default' (the bundled set) or 'none'.")
     ] = "default",
+    trap_rating: Annotated[
+        int, typer.Option("--trap-rating", help="The rating a known trap's victim is given (0: none).")
+    ] = 1200,
     engine: EngineOpt = None,
     nodes: NodesOpt = None,
     engine_depth: EngineDepthOpt = None,
@@ -659,7 +662,9 @@ def evaluate(
         options = EngineOptions(threads=threads, hash_mb=hash_mb, nodes=nodes, depth=engine_depth)
         samples = harness.game_samples(inputs, split, positions, seed=seed)  # type: ignore[arg-type]
         if known_traps != "none":
-            samples += harness.trap_samples(None if known_traps == "default" else load_known_traps(known_traps))
+            samples += harness.trap_samples(
+                None if known_traps == "default" else load_known_traps(known_traps), trap_rating or None
+            )
         done = [0]
 
         def tell(count: int) -> None:
@@ -672,7 +677,7 @@ def evaluate(
         )  # fmt: skip
         about = {"inputs": list(inputs), "split": split, "positions": positions, "seed": seed, "engine": engine,
                  "nodes": nodes, "depth": settings.depth, "human_model": human_model,
-                 "human_corpus": human_corpus}  # fmt: skip
+                 "human_corpus": human_corpus, "trap_rating": trap_rating or None}  # fmt: skip
         if save:
             harness.save_records(records, save, about)
     games = [r for r in records if r.source != "known_traps"]

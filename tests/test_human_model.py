@@ -549,3 +549,100 @@ def test_a_damaged_corpus_fails_in_one_line_in_explain_and_mine(data_dir, tmp_pa
                     "--human-corpus", str(corpus))  # fmt: skip
     assert_one_line_naming(mined, "'position_key'", "corpus.parquet")
     assert not out.exists()
+
+
+# -- rating pools, the chess.com split, Maia's protocol, the ray trainer ----------------------
+
+
+def test_the_pool_comes_from_site_or_link_and_an_override_wins():
+    from pipeline.human.context import PoolError, parse_pool, pool_of
+
+    assert pool_of({"Site": "https://lichess.org/abcd1234"}) == "lichess"
+    assert pool_of({"Site": "Chess.com"}) == "chesscom"
+    assert pool_of({"Site": "?", "Link": "https://www.chess.com/game/live/1"}) == "chesscom"
+    assert pool_of({"Site": "https://notlichess.org.example/x"}) is None  # a suffix, not a substring
+    assert pool_of({"Site": "Berlin GER"}) is None
+    assert pool_of({"Site": "Chess.com"}, "lichess") == "lichess"
+    assert parse_pool("chess.com") == "chesscom" and parse_pool("auto") is None and parse_pool(None) is None
+    with pytest.raises(PoolError, match="unknown rating pool 'fide'"):
+        parse_pool("fide")
+
+
+def test_the_pool_reaches_the_features_and_the_records(data_dir, tmp_path):
+    board = board_after("e4", "e5")
+    names = feature_names(("base", "pool"))
+    assert names[-1] == "pool_chesscom"
+    chesscom = move_features(board, MoverContext(900, pool="chesscom"), groups=("base", "pool")).values[:, -1]
+    lichess = move_features(board, MoverContext(900, pool="lichess"), groups=("base", "pool")).values[:, -1]
+    unknown = move_features(board, MoverContext(900), groups=("base", "pool")).values[:, -1]
+    assert set(chesscom.tolist()) == {1.0} and set(lichess.tolist()) == {0.0} and np.isnan(unknown).all()
+    text = (GAMES / "chesscom_mixed_1187.pgn").read_text(encoding="utf-8")
+    sample = tmp_path / "mine.pgn"
+    sample.write_text("[Event " + "[Event ".join(text.split("[Event ")[1:4]), encoding="utf-8")
+    assert {record.pool for record in read_inputs([str(sample)])} == {"chesscom"}
+    assert {record.pool for record in read_inputs([str(sample)], pool="lichess")} == {"lichess"}
+    assert {record.pool for record in read_inputs([str(slice_pgn(tmp_path, 3))])} == {"lichess"}
+
+
+def test_the_chesscom_split_does_not_depend_on_the_path_that_names_the_file():
+    from pipeline.evaluate.splits import game_key, split_of
+
+    # The reader's id of a game without a GameId hashes the path as given: two paths, two ids.
+    shares = {"train": 0, "tune": 0, "held_out": 0}
+    for offset in range(0, 400_000, 1000):
+        near = split_of("../shared/data/games/chesscom_mixed_1187.pgn", "pgn-aaaa", offset)
+        far = split_of("/elsewhere/chesscom_mixed_1187.pgn", "pgn-bbbb", offset)
+        assert near == far
+        shares[near] += 1
+    assert 0.25 < shares["held_out"] / 400 < 0.35 and 0.10 < shares["tune"] / 400 < 0.20
+    assert game_key("x/lichess_100.pgn", "AbCdEfGh", 5) == "AbCdEfGh"  # a site id stays the key
+
+
+def outcome(ply: int, clock: float | None, rating: int, pool: str | None, rank: int):
+    from pipeline.human.evaluate import Outcome
+
+    return Outcome("s.pgn", "g", ply, rating, "p", 20, {"model": rank, "reference": 1}, {"model": 0.5,
+                   "reference": 0.25, "uniform": 0.05}, 0.5, False, clock, pool)  # type: ignore[arg-type]  # fmt: skip
+
+
+def test_maia_protocol_leaves_out_the_opening_and_time_trouble():
+    from pipeline.human.protocol import by_pool_and_band, maia_outcomes
+
+    outcomes = [
+        outcome(9, None, 1000, "chesscom", 0),  # a book move: out
+        outcome(10, None, 1000, "chesscom", 0),  # no clock known: in
+        outcome(30, 29.9, 1500, "lichess", 0),  # under 30 s: out
+        outcome(30, 30.0, 1500, "lichess", 3),
+        outcome(40, 100.0, 1500, None, 0),
+    ]
+    kept = maia_outcomes(outcomes)
+    assert [o.ply for o in kept] == [10, 30, 40] and kept[1].clock == 30.0
+    rows = {(row["pool"], row["band"]): row for row in by_pool_and_band(kept, ["model", "reference", "uniform"])}
+    assert rows[("chesscom", "<1200")]["model"]["top1"] == 1.0
+    assert rows[("lichess", "1400-1599")]["model"]["top1"] == 0.0
+    assert rows[("unknown", "all")]["model"]["n"] == 1
+    every = rows[("all", "all")]
+    assert every["model"]["n"] == 3 and math.isclose(every["model"]["top1"], 2 / 3)
+    assert every["reference"]["top1"] == 0.0 and math.isclose(every["reference"]["log_loss"], -math.log(0.25))
+
+
+@pytest.mark.slow
+@pytest.mark.cluster
+def test_the_ray_trainer_streams_shards_and_fits_on_ray_train(data_dir, tmp_path):
+    first = slice_pgn(tmp_path, 30, "first.pgn")
+    text = (GAMES / "lichess_100.pgn").read_text(encoding="utf-8")
+    second = tmp_path / "second.pgn"
+    second.write_text("[Event " + "[Event ".join(text.split("[Event ")[31:61]), encoding="utf-8")
+    out = tmp_path / "ray.json"
+    config = TrainConfig(groups=("base", "book"), sample_rate=1.0, tune_sample_rate=1.0, max_rounds=8,
+                         book_min_games=2, min_data_in_leaf=50, workers=2, trainer="ray")  # fmt: skip
+    summary = train([str(first), str(second)], str(out), config)
+    recorded = json.loads(out.read_text())["training"]
+    assert recorded["fit"]["trainer"] == "ray" and recorded["fit"]["workers"] == 2
+    assert "--trainer ray" in recorded["command"] and summary["train_positions"] > 1000
+    assert 0.15 < summary["tune"]["top1"] < 1  # trees that learnt something (uniform is ~0.04)
+    model = HumanMoveModel.load(out)
+    p = model.move_probabilities(board_after("e4", "e5", "Nf3", "Qg5"), MoverContext(1500))
+    assert max(p, key=lambda m: p[m]) == "f3g5"  # the free queen
+    with pytest.raises(TrainError, match="dump-examples needs the local trainer"):
+        train([str(first)], str(out), config, dump=str(tmp_path / "dump"))

@@ -99,6 +99,11 @@ class Record:
 # -- samples -------------------------------------------------------------------------------------
 
 
+# The rating a known trap's victim is given (the traps record none): the players who fall into
+# the classic opening traps are club players, and the issue's yardstick is stated at 1200.
+KNOWN_TRAP_RATING: Final = 1200
+
+
 def game_samples(
     inputs: Sequence[str], split: Split, count: int, *, seed: int = SAMPLE_SEED, per_game: int = PER_GAME
 ) -> list[Sample]:
@@ -134,8 +139,9 @@ def game_samples(
     return samples[:count]
 
 
-def trap_samples(traps: Iterable[KnownTrap] | None = None) -> list[Sample]:
-    """The known traps as samples: the trap position, the victim's move as the move played."""
+def trap_samples(traps: Iterable[KnownTrap] | None = None, rating: int | None = KNOWN_TRAP_RATING) -> list[Sample]:
+    """The known traps as samples: the trap position, the victim's move as the move played, the
+    victim rated `rating` (pool unknown; None: no rating)."""
     return [
         Sample(
             "known_traps",
@@ -143,7 +149,7 @@ def trap_samples(traps: Iterable[KnownTrap] | None = None) -> list[Sample]:
             trap.trap_ply,
             trap.board.copy(),
             trap.victim_move.uci(),
-            MoverContext(),
+            MoverContext(rating=rating),
             trap.name,
         )
         for trap in (load_known_traps() if traps is None else traps)
