@@ -646,3 +646,15 @@ def test_the_ray_trainer_streams_shards_and_fits_on_ray_train(data_dir, tmp_path
     assert max(p, key=lambda m: p[m]) == "f3g5"  # the free queen
     with pytest.raises(TrainError, match="dump-examples needs the local trainer"):
         train([str(first)], str(out), config, dump=str(tmp_path / "dump"))
+
+
+def test_a_game_sample_reads_a_share_of_a_file_and_a_file_rate_overrides_it(data_dir):
+    from pipeline.human.data import GameSample
+
+    every = [record.game_id for record in read_inputs([str(GAMES / "lichess_100.pgn")])]
+    some = [record.game_id for record in read_inputs([str(GAMES / "lichess_100.pgn")], games=GameSample(0.3))]
+    assert set(some) < set(every) and 15 <= len(some) <= 45
+    again = [record.game_id for record in read_inputs([str(GAMES / "lichess_100.pgn")], games=GameSample(0.3))]
+    assert again == some  # a hash of the game id: the same games every time
+    whole = GameSample(0.3, (("lichess_100.pgn", 1.0),))
+    assert [record.game_id for record in read_inputs([str(GAMES / "lichess_100.pgn")], games=whole)] == every

@@ -55,6 +55,13 @@ def train_command(
         list[str] | None,
         typer.Option("--source-rate", help="FILE=RATE: the share of that file's positions used (repeatable)."),
     ] = None,
+    game_rate: Annotated[
+        float, typer.Option("--game-rate", help="Share of each file's games read at all (cheaper than --sample-rate).")
+    ] = 1.0,
+    source_game_rate: Annotated[
+        list[str] | None,
+        typer.Option("--source-game-rate", help="FILE=RATE: the share of that file's games read (repeatable)."),
+    ] = None,
     pool: Annotated[
         str, typer.Option("--pool", help="Rating pool of every game: lichess, chesscom, or auto (the Site tag).")
     ] = "auto",
@@ -81,7 +88,8 @@ def train_command(
         groups=parse_groups([part.strip() for part in groups.split(",") if part.strip()]),
         engine=EngineSettings(engine, engine_depth),
         sample_rate=sample_rate, tune_sample_rate=tune_sample_rate, source_rates=parse_source_rates(source_rate or []),
-        pool=parse_pool(pool), seed=seed, book_min_games=book_min_games,
+        pool=parse_pool(pool), game_rate=game_rate, source_game_rates=parse_source_rates(source_game_rate or []),
+        seed=seed, book_min_games=book_min_games,
         num_leaves=num_leaves, learning_rate=learning_rate, max_rounds=max_rounds,
         min_data_in_leaf=min_data_in_leaf, threads=threads, workers=workers,
         trainer=cast(Literal["local", "ray"], trainer),  # checked by TrainConfig

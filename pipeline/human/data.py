@@ -30,6 +30,8 @@ SHARD_GAMES: Final = 1000
 SHARD_BYTES: Final = 4 << 20
 # Zobrist keys are kept unsigned (a dataset stores them as signed 64-bit).
 KEY_MASK: Final = (1 << 64) - 1
+# Seed of the game sample (`GameSample`), apart from the split's and the position sample's.
+GAME_SAMPLE_SEED: Final = 104729
 # Bytes hashed at a time for a file digest.
 DIGEST_BLOCK: Final = 1 << 20
 
@@ -123,6 +125,21 @@ class ReadCounts:
     """Games left out by the reader's filter (variants)."""
 
 
+@dataclass(frozen=True)
+class GameSample:
+    """Which share of each file's games is read at all: chosen by a hash of (seed, game id) on the
+    headers, so a game left out costs its headers only (no replay)."""
+
+    rate: float = 1.0
+    """The share of every file's games."""
+    rates: tuple[tuple[str, float], ...] = ()
+    """(file name, share) pairs that replace `rate` for that file."""
+    seed: int = GAME_SAMPLE_SEED
+
+    def rate_of(self, source: str) -> float:
+        return dict(self.rates).get(file_name(source), self.rate)
+
+
 def pgn_games(
     inputs: Sequence[str],
     *,
@@ -131,14 +148,15 @@ def pgn_games(
     counts: ReadCounts | None = None,
     group: int = 0,
     pool: Pool | None = None,
+    games: GameSample | None = None,
 ) -> Iterator[GameRecord]:
     """Standard-chess games of PGN inputs (files, directories, globs) read with the project's reader
     (the only place it is called), in input order; games the reader fails or filters are counted
     in `counts` and skipped. Part `part` of `parts` reads every `parts`-th shard. Each game's
-    rating pool is `pool` when given, else what its Site tag names."""
+    rating pool is `pool` when given, else what its Site tag names; `games` reads a share only."""
     for number, shard in enumerate(pgn_shards(inputs)):
         if number % parts == part:
-            yield from shard_records(shard, counts=counts, group=group, pool=pool)
+            yield from shard_records(shard, counts=counts, group=group, pool=pool, games=games)
 
 
 def pgn_shards(inputs: Sequence[str]) -> Iterator[Shard]:
@@ -153,14 +171,24 @@ def pgn_shards(inputs: Sequence[str]) -> Iterator[Shard]:
 
 
 def shard_records(
-    shard: Shard, *, counts: ReadCounts | None = None, group: int = 0, pool: Pool | None = None
+    shard: Shard,
+    *,
+    counts: ReadCounts | None = None,
+    group: int = 0,
+    pool: Pool | None = None,
+    games: GameSample | None = None,
 ) -> Iterator[GameRecord]:
-    """The standard-chess games of one shard (see `pgn_games`): a unit of work a Ray task can take."""
-    from pipeline.ingest.games import Failed, Selected, read_games
+    """The standard-chess games of one shard (see `pgn_games`): a unit of work a Ray task can take.
+    Games left out by `games` are not counted anywhere."""
+    from pipeline.ingest.games import Failed, Filtered, GameFilter, Selected, read_games
     from pipeline.ingest.sources import InputError
 
+    rate = 1.0 if games is None else games.rate_of(shard.source)
+    chosen = GameFilter(sample_rate=rate, seed=games.seed) if games is not None and rate < 1.0 else None
     try:
-        for outcome in read_games(shard):
+        for outcome in read_games(shard, chosen):
+            if chosen is not None and isinstance(outcome, Filtered) and outcome.rule == "sample":
+                continue
             if isinstance(outcome, Failed):
                 if counts is not None:
                     counts.failed += 1
@@ -268,17 +296,21 @@ def read_inputs(
     parts: int = 1,
     counts: ReadCounts | None = None,
     pool: Pool | None = None,
+    games: GameSample | None = None,
 ) -> Iterator[GameRecord]:
     """Games of every input, in order: a mined dataset directory, or PGN (files, directories, globs).
     Consecutive PGN inputs are read together (one reader pass). `pool` overrides every game's
-    rating pool (else each game's Site tag says)."""
+    rating pool (else each game's Site tag says). `games` reads a share of the PGN games only (a
+    mined dataset is read whole)."""
     if not inputs:
         raise DataError("no input given: expected PGN files or a mined dataset directory")
     pending: list[str] = []
     for index, item in enumerate(inputs):
         if is_dataset(item):
             if pending:
-                yield from pgn_games(pending, part=part, parts=parts, counts=counts, group=index - 1, pool=pool)
+                yield from pgn_games(
+                    pending, part=part, parts=parts, counts=counts, group=index - 1, pool=pool, games=games
+                )
                 pending = []
             yield from dataset_games(item, index, part=part, parts=parts, pool=pool)
         elif os.path.isdir(item) and (Path(item) / "shards").is_dir():
@@ -286,7 +318,7 @@ def read_inputs(
         else:
             pending.append(item)
     if pending:
-        yield from pgn_games(pending, part=part, parts=parts, counts=counts, group=len(inputs), pool=pool)
+        yield from pgn_games(pending, part=part, parts=parts, counts=counts, group=len(inputs), pool=pool, games=games)
 
 
 def input_digest(inputs: Sequence[str]) -> list[dict[str, object]]:

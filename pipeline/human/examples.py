@@ -25,7 +25,7 @@ from pipeline.evaluate.splits import Split
 from pipeline.human.book import Book, own_counts
 from pipeline.human.cluster import project_runtime_env
 from pipeline.human.context import MoverContext, Pool
-from pipeline.human.data import GameRecord, read_inputs
+from pipeline.human.data import GameRecord, GameSample, read_inputs
 from pipeline.human.engine import EngineSettings, ShallowEngine
 from pipeline.human.features import FeatureGroup, Matrix, feature_names, move_features
 
@@ -91,6 +91,8 @@ class ExtractSpec:
     """(file name, share) pairs that replace `sample_rate` for that file's positions."""
     pool: Pool | None = None
     """The rating pool of every game (None: each game's Site tag says)."""
+    games: GameSample | None = None
+    """The share of each file's games read at all (None: every game)."""
 
     def rate_of(self, source: str) -> float:
         """The share of the positions of `source` (a file name) that is sampled."""
@@ -149,7 +151,7 @@ def game_examples(
 
 def extract_part(inputs: Sequence[str], part: int, parts: int, spec: ExtractSpec, book: Book | None) -> Examples:
     """The examples of part `part` of `parts` of the inputs (a plain function: Ray runs it remotely)."""
-    return records_examples(read_inputs(inputs, part=part, parts=parts, pool=spec.pool), spec, book)
+    return records_examples(read_inputs(inputs, part=part, parts=parts, pool=spec.pool, games=spec.games), spec, book)
 
 
 def records_examples(records: Iterable[GameRecord], spec: ExtractSpec, book: Book | None) -> Examples:

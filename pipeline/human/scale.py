@@ -41,7 +41,7 @@ import numpy.typing as npt
 from pipeline.human.book import Book, book_from_pairs, pack_move
 from pipeline.human.cluster import project_runtime_env
 from pipeline.human.context import Pool
-from pipeline.human.data import ReadCounts, pgn_shards, shard_records
+from pipeline.human.data import GameSample, ReadCounts, pgn_shards, shard_records
 from pipeline.human.features import feature_names
 from pipeline.human.train import (
     CARVED_TUNE,
@@ -84,14 +84,16 @@ class ShardedExamples:
         return sum(self.positions)
 
 
-def shard_book_pairs(shard: Shard, pool: Pool | None) -> tuple[UInt64Array, UInt64Array, int, ReadCounts]:
+def shard_book_pairs(
+    shard: Shard, pool: Pool | None, sample: GameSample | None
+) -> tuple[UInt64Array, UInt64Array, int, ReadCounts]:
     """The (position key, packed move) pairs of the training games of one shard, how many training
     games it holds, and what the reader could not use (a Ray task)."""
     counts = ReadCounts()
     keys: list[int] = []
     moves: list[int] = []
     games = 0
-    for record in shard_records(shard, counts=counts, pool=pool):
+    for record in shard_records(shard, counts=counts, pool=pool, games=sample):
         if record.split != "train":
             continue
         games += 1
@@ -103,7 +105,7 @@ def shard_book_pairs(shard: Shard, pool: Pool | None) -> tuple[UInt64Array, UInt
 
 def shard_examples(shard: Shard, spec: ExtractSpec, book: Book | None) -> tuple[Examples, tuple[int, int]]:
     """The examples of one shard and their (positions, rows) count (a Ray task of two returns)."""
-    examples = records_examples(shard_records(shard, pool=spec.pool), spec, book)
+    examples = records_examples(shard_records(shard, pool=spec.pool, games=spec.games), spec, book)
     return examples, (examples.positions, len(examples.values))
 
 
@@ -126,7 +128,9 @@ def _bounded_map(
         yield queue.popleft()
 
 
-def count_book(inputs: Sequence[str], min_games: int, pool: Pool | None, workers: int) -> tuple[Book, int, ReadCounts]:
+def count_book(
+    inputs: Sequence[str], min_games: int, pool: Pool | None, sample: GameSample | None, workers: int
+) -> tuple[Book, int, ReadCounts]:
     """The book of the training games of `inputs`, counted shard by shard on Ray."""
     import ray
 
@@ -135,7 +139,9 @@ def count_book(inputs: Sequence[str], min_games: int, pool: Pool | None, workers
     moves: list[UInt64Array] = []
     games = 0
     counts = ReadCounts()
-    for ref in _bounded_map(pgn_shards(inputs), lambda shard: task.remote(shard, pool), workers * SHARDS_IN_FLIGHT):
+    for ref in _bounded_map(
+        pgn_shards(inputs), lambda shard: task.remote(shard, pool, sample), workers * SHARDS_IN_FLIGHT
+    ):
         shard_keys, shard_moves, shard_games, shard_counts = ray.get(ref)
         keys.append(shard_keys)
         moves.append(shard_moves)
@@ -254,7 +260,9 @@ def train_on_ray(data: Sequence[str], out: str, config: TrainConfig, echo: Echo)
         counts = ReadCounts()
         if "book" in config.groups:
             echo("counting the book of the training games (shard by shard)")
-            book, book_games, counts = count_book(data, config.book_min_games, config.pool, config.workers)
+            book, book_games, counts = count_book(
+                data, config.book_min_games, config.pool, config.games, config.workers
+            )
             echo(f"  {len(book)} positions reached at least {config.book_min_games} times in {book_games} games")
         train_spec, tune_spec = extraction_specs(config)
         echo(f"features of {config.tune_sample_rate:g} of the tune positions ({config.workers} worker(s))")

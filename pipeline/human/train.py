@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from pipeline.human.book import DEFAULT_MIN_GAMES, Book, BookBuilder
 from pipeline.human.context import Pool
-from pipeline.human.data import ReadCounts, input_digest, read_inputs
+from pipeline.human.data import GameSample, ReadCounts, input_digest, read_inputs
 from pipeline.human.engine import EngineSettings
 from pipeline.human.examples import (
     CARVE_SEED,
@@ -106,6 +106,19 @@ class TrainConfig:
     of the two above (a small file of a population the others lack, taken whole)."""
     pool: Pool | None = None
     """The rating pool of every input game (None: each game's Site tag says)."""
+    game_rate: float = 1.0
+    """Share of each file's games read at all (by a hash of the game id, on the headers: a game
+    left out is never replayed, which is what makes it cheaper than a lower `sample_rate`)."""
+    source_game_rates: tuple[tuple[str, float], ...] = ()
+    """(file name, share) pairs that replace `game_rate` for that file."""
+
+    @property
+    def games(self) -> GameSample | None:
+        """The game sample of `game_rate` and `source_game_rates` (None: every game)."""
+        if self.game_rate >= 1.0 and all(rate >= 1.0 for _, rate in self.source_game_rates):
+            return None
+        return GameSample(self.game_rate, self.source_game_rates)
+
     seed: int = 0
     """Seed of the position samples and of LightGBM."""
     book_min_games: int = DEFAULT_MIN_GAMES
@@ -150,7 +163,11 @@ class TrainConfig:
             if not (0.0 < value <= 1.0):
                 raise TrainError(f"{name} must be in (0, 1], not {value!r}")
         object.__setattr__(self, "source_rates", tuple(sorted((str(n), float(r)) for n, r in self.source_rates)))
-        for source, rate in self.source_rates:
+        games = tuple(sorted((str(n), float(r)) for n, r in self.source_game_rates))
+        object.__setattr__(self, "source_game_rates", games)
+        if not (0.0 < self.game_rate <= 1.0):
+            raise TrainError(f"game_rate must be in (0, 1], not {self.game_rate!r}")
+        for source, rate in (*self.source_rates, *games):
             if not (0.0 < rate <= 1.0):
                 raise TrainError(f"the sample rate of {source!r} must be in (0, 1], not {rate!r}")
         for name in ("num_leaves", "max_rounds", "early_stopping", "min_data_in_leaf", "max_bin", "threads", "workers"):
@@ -167,13 +184,17 @@ class TrainConfig:
 
 
 def build_book(
-    inputs: Sequence[str], min_games: int, counts: ReadCounts | None = None, pool: Pool | None = None
+    inputs: Sequence[str],
+    min_games: int,
+    counts: ReadCounts | None = None,
+    pool: Pool | None = None,
+    sample: GameSample | None = None,
 ) -> tuple[Book, int]:
     """The book of the training games (tune and held-out games never enter it), and how many
     training games it was built from."""
     builder = BookBuilder()
     games = 0
-    for record in read_inputs(inputs, counts=counts, pool=pool):
+    for record in read_inputs(inputs, counts=counts, pool=pool, games=sample):
         if record.split != "train":
             continue
         games += 1
@@ -325,8 +346,9 @@ def training_command(data: Sequence[str], config: TrainConfig, out_name: str) ->
     for name, value in asdict(config).items():
         if name in ("workers", "engine"):
             continue
-        if name == "source_rates":
-            parts.extend(f"--source-rate {source}={rate:g}" for source, rate in value)
+        if name in ("source_rates", "source_game_rates"):
+            option = "--source-rate" if name == "source_rates" else "--source-game-rate"
+            parts.extend(f"{option} {source}={rate:g}" for source, rate in value)
         elif name == "pool":
             parts.extend([f"--pool {value}"] if value is not None else [])
         elif value != getattr(default, name):
@@ -363,7 +385,7 @@ def train(
     book_games = 0
     if "book" in config.groups:
         say("counting the book of the training games")
-        book, book_games = build_book(data, config.book_min_games, counts, config.pool)
+        book, book_games = build_book(data, config.book_min_games, counts, config.pool, config.games)
         say(f"  {len(book)} positions reached at least {config.book_min_games} times in {book_games} games")
     train_spec, tune_spec = extraction_specs(config)
     say(f"features of {config.tune_sample_rate:g} of the tune positions ({config.workers} worker(s))")
@@ -407,7 +429,7 @@ def extraction_specs(config: TrainConfig) -> tuple[ExtractSpec, ExtractSpec]:
     engine = config.engine if "engine" in config.groups else None
     train_spec = ExtractSpec(
         ("train",), config.groups, engine, config.sample_rate, config.seed, source_rates=config.source_rates,
-        pool=config.pool,
+        pool=config.pool, games=config.games,
     )  # fmt: skip
     tune_spec = replace(train_spec, splits=("tune",), sample_rate=config.tune_sample_rate, leave_one_out=False)
     return train_spec, tune_spec
