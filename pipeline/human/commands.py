@@ -15,6 +15,7 @@ import typer
 
 from pipeline.evaluate.splits import Split
 from pipeline.human.context import parse_pool
+from pipeline.human.data import GameSample
 from pipeline.human.engine import EngineSettings
 from pipeline.human.evaluate import EvalConfig, EvalError, evaluate, report_json, report_text
 from pipeline.human.features import parse_groups
@@ -107,6 +108,14 @@ def train_command(
     )
 
 
+def game_sample(rate: float, rates: tuple[tuple[str, float], ...]) -> GameSample | None:
+    """The game sample of `--game-rate` and `--source-game-rate` (None: every game)."""
+    for name, value in (("--game-rate", rate), *rates):
+        if not (0.0 < value <= 1.0):
+            raise EvalError(f"the game rate of {name} must be in (0, 1], not {value!r}")
+    return None if rate >= 1.0 and all(value >= 1.0 for _, value in rates) else GameSample(rate, rates)
+
+
 def parse_source_rates(items: list[str]) -> tuple[tuple[str, float], ...]:
     """`--source-rate FILE=RATE` values as (file name, rate) pairs; TrainError for a malformed one."""
     pairs = []
@@ -136,6 +145,11 @@ def eval_command(
     pool: Annotated[
         str, typer.Option("--pool", help="Rating pool of every game: lichess, chesscom, or auto (the Site tag).")
     ] = "auto",
+    game_rate: Annotated[float, typer.Option("--game-rate", help="Share of each file's games read at all.")] = 1.0,
+    source_game_rate: Annotated[
+        list[str] | None,
+        typer.Option("--source-game-rate", help="FILE=RATE: the share of that file's games read (repeatable)."),
+    ] = None,
     split: Annotated[str, typer.Option("--split", help="held_out, tune, train, or all.")] = "held_out",
     sample_rate: Annotated[float, typer.Option("--sample-rate", help="Share of positions measured.")] = 1.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the position sample.")] = 0,
@@ -166,6 +180,7 @@ def eval_command(
         workers=workers, max_positions=max_positions,
         reference_model=None if reference_model is None else model_path(reference_model),
         source_rates=parse_source_rates(source_rate or []), pool=parse_pool(pool),
+        games=game_sample(game_rate, parse_source_rates(source_game_rate or [])),
     )  # fmt: skip
     result = evaluate(model_path(model), games, config, echo=_say)
     if not result.outcomes:

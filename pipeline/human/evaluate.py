@@ -37,7 +37,7 @@ from pipeline.evaluate.stats import wilson
 from pipeline.human.book import Book, BookBuilder
 from pipeline.human.cluster import project_runtime_env
 from pipeline.human.context import Pool
-from pipeline.human.data import GameRecord, read_inputs
+from pipeline.human.data import GameRecord, GameSample, read_inputs
 from pipeline.human.engine import EngineSettings, ShallowEngine
 from pipeline.human.model import HumanMoveModel
 from pipeline.human.train import context_of, position_value
@@ -94,6 +94,8 @@ class EvalConfig:
     """(file name, share) pairs that replace `sample_rate` for that file's positions."""
     pool: Pool | None = None
     """The rating pool of every game (None: each game's Site tag says)."""
+    games: GameSample | None = None
+    """The share of each file's games read at all (None: every game)."""
 
     def __post_init__(self) -> None:
         for name in ("sample_rate", "baseline_rate"):
@@ -184,7 +186,7 @@ def evaluate_part(
     for depth in config.engine_depths:
         engines[f"sf_depth_{depth}"] = ShallowEngine(EngineSettings(config.engine, depth=depth, hash_mb=16))
     try:
-        for record in read_inputs(inputs, part=part, parts=parts, pool=config.pool):
+        for record in read_inputs(inputs, part=part, parts=parts, pool=config.pool, games=config.games):
             split = record.split
             if split == "train":
                 names = result.training_names.setdefault(record.source, set())
