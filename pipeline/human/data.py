@@ -26,8 +26,9 @@ from search.errors import DiffimaxError
 
 # Sources are read in shards of this many games (the unit of parallel work for compressed files).
 SHARD_GAMES: Final = 1000
-# Uncompressed PGN files are cut in byte ranges of this size.
-SHARD_BYTES: Final = 4 << 20
+# Uncompressed PGN files are cut in byte ranges of this size: small enough that a file of a few
+# thousand games (chesscom_mixed_1187.pgn, 850 KB) is dealt to several workers, not one.
+SHARD_BYTES: Final = 256 << 10
 # Zobrist keys are kept unsigned (a dataset stores them as signed 64-bit).
 KEY_MASK: Final = (1 << 64) - 1
 # Seed of the game sample (`GameSample`), apart from the split's and the position sample's.
