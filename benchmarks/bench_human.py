@@ -3,6 +3,7 @@
   python -m benchmarks.bench_human [--sample-rate R] [--baseline-rate B] [--nodes N] [--depths 1,5]
                                    [--model MODEL] [--retrain] [--workers W]
   python -m benchmarks.bench_human --variants [--cache DIR] [--train-rate R] [--tune-rate T]
+  python -m benchmarks.bench_human --scale [--scale-games 1500] [--scale-rate 0.1] [--workers 2]
 
 Default mode (the figures of docs/human.md): evaluates MODEL (the bundled default) on the held-out
 games of the shared data (`pipeline.evaluate.splits`: player_b and lichess_100 whole, a seeded 10 %
@@ -11,6 +12,12 @@ frequency of the shared training games, Stockfish at a node limit and at fixed d
 ones on a sub-sample), prints the tables, writes docs/human_calibration.png, and reports the load
 time, the time per position and (with --retrain) the training time, checking that retraining with
 the recorded command gives the same bytes.
+
+--scale (training at dump scale): `diffimax human train --trainer ray` on the first N and the first
+4N games of player_a (plain PGN copies, so a user's own games: a carved tune share), one after
+the other in one invocation; wall time of each run and peak resident memory, sampled every 0.2 s
+from /proc, of the driver and of the largest Ray process (shard tasks, Ray Train workers), and
+the ratios 4x / 1x.
 
 --variants (the model choice): features of a sample of the training and tune games are extracted
 once (all groups, cached in DIR), then each candidate model is fitted on the training sample and
@@ -268,6 +275,88 @@ def retrain(model_path: Path) -> dict[str, Any]:
     return {"command": command, "seconds": round(seconds, 1), "identical_bytes": same}
 
 
+def first_games(source: Path, count: int, path: Path) -> Path:
+    """The first `count` games of a .pgn.zst as a plain PGN file."""
+    import io
+
+    import zstandard
+
+    with source.open("rb") as raw, path.open("w", encoding="utf-8") as out:
+        text = io.TextIOWrapper(zstandard.ZstdDecompressor().stream_reader(raw), encoding="utf-8")
+        games = 0
+        for line in text:
+            if line.startswith("[Event "):
+                games += 1
+                if games > count:
+                    break
+            out.write(line)
+    return path
+
+
+def timed_train(data: Path, out: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """One `human train --trainer ray` run: wall seconds, peak RSS of the driver and of the largest
+    Ray process (MiB), from /proc every 0.2 s."""
+    import threading
+
+    from benchmarks.bench_scale import rss_kib
+
+    command = [sys.executable, "-m", "pipeline.cli", "human", "train", "--data", str(data), "--out", str(out),
+               "--trainer", "ray", "--workers", str(args.workers), "--sample-rate", str(args.scale_rate),
+               "--groups", args.scale_groups, "--json"]  # fmt: skip
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peaks = {"driver": 0, "ray": 0}
+
+    def sample() -> None:
+        while process.poll() is None:
+            peaks["driver"] = max(peaks["driver"], rss_kib(process.pid))
+            for pid in ray_pids():
+                peaks["ray"] = max(peaks["ray"], rss_kib(pid))
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = process.communicate()
+    sampler.join()
+    if process.returncode != 0:
+        raise SystemExit(f"train failed ({process.returncode}): {stderr[-2000:]}")
+    summary = json.loads(stdout)
+    return {"wall": time.perf_counter() - started, "driver_mib": peaks["driver"] / 1024,
+            "ray_mib": peaks["ray"] / 1024, "train_positions": summary["train_positions"]}  # fmt: skip
+
+
+def ray_pids() -> list[int]:
+    """This machine's Ray task and actor processes (their titles start with `ray::`)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes().startswith(b"ray::"):
+                    found.append(int(entry.name))
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                continue
+    return found
+
+
+def run_scale(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        runs = {}
+        for factor in (1, 4):
+            data = first_games(
+                GAMES / TRAIN_FILES[0], factor * args.scale_games, Path(directory) / f"games_{factor}x.pgn"
+            )
+            say(f"{factor}x: {factor * args.scale_games} games")
+            runs[factor] = timed_train(data, Path(directory) / f"model_{factor}x.json", args)
+            run = runs[factor]
+            print(f"{factor}x ({factor * args.scale_games} games, {run['train_positions']} training positions): "
+                  f"{run['wall']:.0f} s, driver peak {run['driver_mib']:.0f} MiB, "
+                  f"largest Ray process {run['ray_mib']:.0f} MiB", flush=True)  # fmt: skip
+    small, big = runs[1], runs[4]
+    print(f"4x / 1x: time {big['wall'] / small['wall']:.2f}x, "
+          f"driver peak {big['driver_mib'] / small['driver_mib']:.2f}x, "
+          f"largest Ray process {big['ray_mib'] / small['ray_mib']:.2f}x")  # fmt: skip
+
+
 def run_main(args: argparse.Namespace) -> None:
     model_path = Path(args.model)
     started = time.monotonic()
@@ -326,8 +415,14 @@ def main() -> None:
     parser.add_argument("--examples", default=None, help="--variants: examples saved by train --dump-examples")
     parser.add_argument("--positions", type=int, default=40_000, help="--variants: training positions per fit")
     parser.add_argument("--only", default="", help="--variants: run the variants whose name has one of these words")
+    parser.add_argument("--scale", action="store_true", help="time training with --trainer ray at 1x and 4x")
+    parser.add_argument("--scale-games", type=int, default=1500, help="--scale: games at 1x")
+    parser.add_argument("--scale-rate", type=float, default=0.1, help="--scale: share of training positions")
+    parser.add_argument("--scale-groups", default="base,engine,book,pool", help="--scale: feature groups")
     args = parser.parse_args()
-    if args.variants:
+    if args.scale:
+        run_scale(args)
+    elif args.variants:
         run_variants(args)
     else:
         run_main(args)

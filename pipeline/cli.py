@@ -21,7 +21,7 @@ import typer
 
 from pipeline.engines.backends import EngineOptions, default_engine, open_backend
 from pipeline.human.commands import human_app
-from pipeline.human.context import MoverContext
+from pipeline.human.context import MoverContext, parse_pool
 from pipeline.mine.config import MineConfig
 from pipeline.mine.plan import SAMPLE_GAMES, SAMPLE_POSITIONS
 from pipeline.mine.table import DEFAULT_TABLE_MB
@@ -273,6 +273,9 @@ def explain(
     clock: Annotated[
         float | None, typer.Option("--clock", help="The responder's clock in seconds (human evidence).")
     ] = None,
+    pool: Annotated[
+        str, typer.Option("--pool", help="The rating's pool: lichess, chesscom, or auto (unknown).")
+    ] = "auto",
     trappy_k: TrappyKOpt = JudgeSettings.trappy_k,
     model_p: ModelPOpt = JudgeSettings.model_p,
     practical_p: PracticalPOpt = JudgeSettings.practical_p,
@@ -289,6 +292,7 @@ def explain(
     from pipeline.judging import judge_position, load_model
 
     board = board_from_fen(fen)
+    mover_pool = parse_pool(pool)
     if setter is None:
         setter_color = not board.turn
     elif setter.lower() in ("white", "black"):
@@ -321,7 +325,7 @@ def explain(
             seed_settings = dataclasses.replace(judge_settings, judges=judge_settings.judges | {"dip"})
             judgement = judge_position(
                 backend, board, setter_color, settings, seed_settings, model=model, corpus=corpus,
-                context=MoverContext(rating=rating, clock_seconds=clock),
+                context=MoverContext(rating=rating, clock_seconds=clock, pool=mover_pool),
             )  # fmt: skip
             result = judgement.seed
             assert result is not None
@@ -330,7 +334,7 @@ def explain(
         described = backend.describe()
     finally:
         backend.close()
-        if model is not None and hasattr(model, "close"):
+        if model is not None:
             model.close()
     color = {chess.WHITE: "White", chess.BLACK: "Black"}
     data = result_json(
@@ -627,6 +631,9 @@ def evaluate(
     known_traps: Annotated[
         str, typer.Option("--known-traps", help="A known-traps PGN, 'default' (the bundled set) or 'none'.")
     ] = "default",
+    trap_rating: Annotated[
+        int, typer.Option("--trap-rating", help="The rating a known trap's victim is given (0: none).")
+    ] = 1200,
     engine: EngineOpt = None,
     nodes: NodesOpt = None,
     engine_depth: EngineDepthOpt = None,
@@ -661,7 +668,9 @@ def evaluate(
         options = EngineOptions(threads=threads, hash_mb=hash_mb, nodes=nodes, depth=engine_depth)
         samples = harness.game_samples(inputs, split, positions, seed=seed)  # type: ignore[arg-type]
         if known_traps != "none":
-            samples += harness.trap_samples(None if known_traps == "default" else load_known_traps(known_traps))
+            samples += harness.trap_samples(
+                None if known_traps == "default" else load_known_traps(known_traps), trap_rating or None
+            )
         done = [0]
 
         def tell(count: int) -> None:
@@ -674,7 +683,7 @@ def evaluate(
         )  # fmt: skip
         about = {"inputs": list(inputs), "split": split, "positions": positions, "seed": seed, "engine": engine,
                  "nodes": nodes, "depth": settings.depth, "human_model": human_model,
-                 "human_corpus": human_corpus}  # fmt: skip
+                 "human_corpus": human_corpus, "trap_rating": trap_rating or None}  # fmt: skip
         if save:
             harness.save_records(records, save, about)
     games = [r for r in records if r.source != "known_traps"]

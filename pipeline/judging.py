@@ -49,6 +49,9 @@ class MoveModel(Protocol):
 
     def move_probabilities(self, board: chess.Board, context: MoverContext) -> dict[str, float]: ...
 
+    def close(self) -> None:
+        """End what the model started (an engine process); it may be used again after."""
+
 
 class EngineLines(Protocol):
     """The engine's answers at one position for one setter, as the judging asks for them: a

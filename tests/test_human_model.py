@@ -31,7 +31,7 @@ from pipeline.human.features import (
 )
 from pipeline.human.model import DEFAULT_MODEL, MODEL_VERSION, HumanMoveModel, ModelError
 from pipeline.human.train import TrainConfig, TrainError, played_ranks, train
-from tests.conftest import GAMES, ROOT
+from tests.conftest import GAMES, ROOT, run_cli
 
 STOCKFISH = Path("/usr/games/stockfish")
 needs_stockfish = pytest.mark.skipif(not STOCKFISH.exists(), reason="Debian's stockfish package is not installed")
@@ -439,3 +439,222 @@ def test_default_model_predicts_the_obvious_moves():
         assert "e2e4" in top3 or "d2d4" in top3
     finally:
         model.close()
+
+
+# -- damaged model and corpus files, through the real command line ---------------------------
+
+# A position where the responder (Black) is to move: explain judges its replies.
+EXPLAIN_FEN = "rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 1 2"
+
+
+def damaged_model(tmp_path: Path, name: str, damage) -> Path:
+    """The bundled model with one field damaged by `damage(document)`."""
+    document = json.loads(DEFAULT_MODEL.read_text())
+    damage(document)
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def assert_one_line_naming(done: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert done.returncode == 1, (done.returncode, done.stderr[-2000:])
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+@pytest.mark.slow
+def test_the_two_reported_model_files_fail_in_one_line_in_explain_mine_and_eval(data_dir, tmp_path):
+    # Issue 18, item 6: `"features": 42` was a TypeError (exit 70) in explain and mine, and
+    # `engine.depth: "deep"` passed mine's check, started Ray and died in a worker.
+    games = str(GAMES / "lichess_100.pgn")
+    features = damaged_model(tmp_path, "features", lambda d: d.__setitem__("features", 42))
+    depth = damaged_model(tmp_path, "depth", lambda d: d["engine"].__setitem__("depth", "deep"))
+    for path, field in ((features, "'features'"), (depth, "'engine.depth'")):
+        explained = run_cli("explain", EXPLAIN_FEN, "--engine", "native", "--depth", "1", "--human-model", str(path))
+        assert_one_line_naming(explained, field, path.name)
+        out = tmp_path / f"mined-{path.stem}"
+        mined = run_cli("mine", games, "--out", str(out), "--engine", "native", "--human-model", str(path))
+        assert_one_line_naming(mined, field, path.name)
+        assert not out.exists()  # refused before anything started
+        evaluated = run_cli("human", "eval", "--model", str(path), games, "--max-positions", "5")
+        assert_one_line_naming(evaluated, field, path.name)
+
+
+def test_damaged_model_fields_are_named_in_one_line(tmp_path):
+    damages = {
+        "groups": (lambda d: d.__setitem__("groups", ["base", "eng"]), "field 'groups[1]' is 'eng'"),
+        "engine": (lambda d: d["engine"].__setitem__("threads", 2), "field 'engine'"),
+        "hash": (lambda d: d["engine"].__setitem__("hash_mb", -1), "field 'engine.hash_mb' is -1"),
+        "booster": (lambda d: d.__setitem__("booster", 7), "field 'booster' is 7"),
+        "kind": (lambda d: d.pop("kind"), "field 'kind' is missing"),
+        "no engine": (lambda d: d.pop("engine"), "field 'engine' is missing"),
+        "min games": (lambda d: d["book"].__setitem__("min_games", "3"), "field 'book.min_games' is '3'"),
+        "book entry": (
+            lambda d: d["book"]["positions"].__setitem__("00000000000000ff", "e2e4:x"),
+            "field 'book.positions' has an unreadable entry '00000000000000ff'",
+        ),
+        "book move": (
+            lambda d: d["book"]["positions"].__setitem__("00000000000000ff", "zz:3"),
+            "field 'book.positions' has an unreadable entry",
+        ),
+        "not an object": (lambda d: d.__setitem__("metrics", [1]), "field 'metrics' is [1]"),
+    }
+    for name, (damage, expected) in damages.items():
+        path = damaged_model(tmp_path, name.replace(" ", "_"), damage)
+        with pytest.raises(ModelError) as refused:
+            HumanMoveModel.load(path)
+        assert expected in one_line(refused), (name, str(refused.value))
+
+
+def write_table(path: Path, columns: dict[str, list[object]]) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table(columns), path)
+    return path
+
+
+def test_damaged_corpus_files_are_named_in_one_line(tmp_path):
+    from pipeline.human.corpus import Corpus, CorpusError
+
+    good = {"position_key": [1, 2], "mover_rating": [1500, None], "move_uci": ["e2e4", "e7e8q"]}
+    assert len(Corpus.load(write_table(tmp_path / "good.parquet", good))) == 2
+    damages = {
+        "key as text": ({**good, "position_key": ["a", "b"]}, "column 'position_key' holds string"),
+        "rating as text": ({**good, "mover_rating": ["x", "1500"]}, "column 'mover_rating' holds string"),
+        "no move column": ({"position_key": [1], "mover_rating": [1500]}, "column 'move_uci' is missing"),
+        "bad move": ({**good, "move_uci": ["e2e4", "castle"]}, "column 'move_uci' holds 'castle' at row 1"),
+        "empty move": ({**good, "move_uci": ["e2e4", None]}, "column 'move_uci' is empty in 1 row(s)"),
+        "bad rating": ({**good, "mover_rating": [1500, 90000]}, "column 'mover_rating' holds 90000 at row 1"),
+    }
+    for name, (columns, expected) in damages.items():
+        path = write_table(tmp_path / f"{name.replace(' ', '_')}.parquet", columns)
+        with pytest.raises(CorpusError) as refused:
+            Corpus.load(path)
+        message = str(refused.value)
+        assert "\n" not in message and expected in message and path.name in message, (name, message)
+
+
+@pytest.mark.slow
+def test_a_damaged_corpus_fails_in_one_line_in_explain_and_mine(data_dir, tmp_path):
+    corpus = write_table(
+        tmp_path / "corpus.parquet", {"position_key": ["a"], "mover_rating": [1], "move_uci": ["e2e4"]}
+    )
+    explained = run_cli("explain", EXPLAIN_FEN, "--engine", "native", "--depth", "1", "--human-corpus", str(corpus))
+    assert_one_line_naming(explained, "'position_key'", "corpus.parquet")
+    out = tmp_path / "mined"
+    mined = run_cli("mine", str(GAMES / "lichess_100.pgn"), "--out", str(out), "--engine", "native",
+                    "--human-corpus", str(corpus))  # fmt: skip
+    assert_one_line_naming(mined, "'position_key'", "corpus.parquet")
+    assert not out.exists()
+
+
+# -- rating pools, the chess.com split, Maia's protocol, the ray trainer ----------------------
+
+
+def test_the_pool_comes_from_site_or_link_and_an_override_wins():
+    from pipeline.human.context import PoolError, parse_pool, pool_of
+
+    assert pool_of({"Site": "https://lichess.org/abcd1234"}) == "lichess"
+    assert pool_of({"Site": "Chess.com"}) == "chesscom"
+    assert pool_of({"Site": "?", "Link": "https://www.chess.com/game/live/1"}) == "chesscom"
+    assert pool_of({"Site": "https://notlichess.org.example/x"}) is None  # a suffix, not a substring
+    assert pool_of({"Site": "Berlin GER"}) is None
+    assert pool_of({"Site": "Chess.com"}, "lichess") == "lichess"
+    assert parse_pool("chess.com") == "chesscom" and parse_pool("auto") is None and parse_pool(None) is None
+    with pytest.raises(PoolError, match="unknown rating pool 'fide'"):
+        parse_pool("fide")
+
+
+def test_the_pool_reaches_the_features_and_the_records(data_dir, tmp_path):
+    board = board_after("e4", "e5")
+    names = feature_names(("base", "pool"))
+    assert names[-1] == "pool_chesscom"
+    chesscom = move_features(board, MoverContext(900, pool="chesscom"), groups=("base", "pool")).values[:, -1]
+    lichess = move_features(board, MoverContext(900, pool="lichess"), groups=("base", "pool")).values[:, -1]
+    unknown = move_features(board, MoverContext(900), groups=("base", "pool")).values[:, -1]
+    assert set(chesscom.tolist()) == {1.0} and set(lichess.tolist()) == {0.0} and np.isnan(unknown).all()
+    text = (GAMES / "chesscom_mixed_1187.pgn").read_text(encoding="utf-8")
+    sample = tmp_path / "mine.pgn"
+    sample.write_text("[Event " + "[Event ".join(text.split("[Event ")[1:4]), encoding="utf-8")
+    assert {record.pool for record in read_inputs([str(sample)])} == {"chesscom"}
+    assert {record.pool for record in read_inputs([str(sample)], pool="lichess")} == {"lichess"}
+    assert {record.pool for record in read_inputs([str(slice_pgn(tmp_path, 3))])} == {"lichess"}
+
+
+def test_the_chesscom_split_does_not_depend_on_the_path_that_names_the_file():
+    from pipeline.evaluate.splits import game_key, split_of
+
+    # The reader's id of a game without a GameId hashes the path as given: two paths, two ids.
+    shares = {"train": 0, "tune": 0, "held_out": 0}
+    for offset in range(0, 400_000, 1000):
+        near = split_of("../shared/data/games/chesscom_mixed_1187.pgn", "pgn-aaaa", offset)
+        far = split_of("/elsewhere/chesscom_mixed_1187.pgn", "pgn-bbbb", offset)
+        assert near == far
+        shares[near] += 1
+    assert 0.25 < shares["held_out"] / 400 < 0.35 and 0.10 < shares["tune"] / 400 < 0.20
+    assert game_key("x/lichess_100.pgn", "AbCdEfGh", 5) == "AbCdEfGh"  # a site id stays the key
+
+
+def outcome(ply: int, clock: float | None, rating: int, pool: str | None, rank: int):
+    from pipeline.human.evaluate import Outcome
+
+    return Outcome("s.pgn", "g", ply, rating, "p", 20, {"model": rank, "reference": 1}, {"model": 0.5,
+                   "reference": 0.25, "uniform": 0.05}, 0.5, False, clock, pool)  # type: ignore[arg-type]  # fmt: skip
+
+
+def test_maia_protocol_leaves_out_the_opening_and_time_trouble():
+    from pipeline.human.protocol import by_pool_and_band, maia_outcomes
+
+    outcomes = [
+        outcome(9, None, 1000, "chesscom", 0),  # a book move: out
+        outcome(10, None, 1000, "chesscom", 0),  # no clock known: in
+        outcome(30, 29.9, 1500, "lichess", 0),  # under 30 s: out
+        outcome(30, 30.0, 1500, "lichess", 3),
+        outcome(40, 100.0, 1500, None, 0),
+    ]
+    kept = maia_outcomes(outcomes)
+    assert [o.ply for o in kept] == [10, 30, 40] and kept[1].clock == 30.0
+    rows = {(row["pool"], row["band"]): row for row in by_pool_and_band(kept, ["model", "reference", "uniform"])}
+    assert rows[("chesscom", "<1200")]["model"]["top1"] == 1.0
+    assert rows[("lichess", "1400-1599")]["model"]["top1"] == 0.0
+    assert rows[("unknown", "all")]["model"]["n"] == 1
+    every = rows[("all", "all")]
+    assert every["model"]["n"] == 3 and math.isclose(every["model"]["top1"], 2 / 3)
+    assert every["reference"]["top1"] == 0.0 and math.isclose(every["reference"]["log_loss"], -math.log(0.25))
+
+
+@pytest.mark.slow
+@pytest.mark.cluster
+def test_the_ray_trainer_streams_shards_and_fits_on_ray_train(data_dir, tmp_path):
+    first = slice_pgn(tmp_path, 30, "first.pgn")
+    text = (GAMES / "lichess_100.pgn").read_text(encoding="utf-8")
+    second = tmp_path / "second.pgn"
+    second.write_text("[Event " + "[Event ".join(text.split("[Event ")[31:61]), encoding="utf-8")
+    out = tmp_path / "ray.json"
+    config = TrainConfig(groups=("base", "book"), sample_rate=1.0, tune_sample_rate=1.0, max_rounds=8,
+                         book_min_games=2, min_data_in_leaf=50, workers=2, trainer="ray")  # fmt: skip
+    summary = train([str(first), str(second)], str(out), config)
+    recorded = json.loads(out.read_text())["training"]
+    assert recorded["fit"]["trainer"] == "ray" and recorded["fit"]["workers"] == 2
+    assert "--trainer ray" in recorded["command"] and summary["train_positions"] > 1000
+    assert 0.15 < summary["tune"]["top1"] < 1  # trees that learnt something (uniform is ~0.04)
+    model = HumanMoveModel.load(out)
+    p = model.move_probabilities(board_after("e4", "e5", "Nf3", "Qg5"), MoverContext(1500))
+    assert max(p, key=lambda m: p[m]) == "f3g5"  # the free queen
+    with pytest.raises(TrainError, match="dump-examples needs the local trainer"):
+        train([str(first)], str(out), config, dump=str(tmp_path / "dump"))
+
+
+def test_a_game_sample_reads_a_share_of_a_file_and_a_file_rate_overrides_it(data_dir):
+    from pipeline.human.data import GameSample
+
+    every = [record.game_id for record in read_inputs([str(GAMES / "lichess_100.pgn")])]
+    some = [record.game_id for record in read_inputs([str(GAMES / "lichess_100.pgn")], games=GameSample(0.3))]
+    assert set(some) < set(every) and 15 <= len(some) <= 45
+    again = [record.game_id for record in read_inputs([str(GAMES / "lichess_100.pgn")], games=GameSample(0.3))]
+    assert again == some  # a hash of the game id: the same games every time
+    whole = GameSample(0.3, (("lichess_100.pgn", 1.0),))
+    assert [record.game_id for record in read_inputs([str(GAMES / "lichess_100.pgn")], games=whole)] == every

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import statistics
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +32,8 @@ from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.evaluate.known_traps import KnownTrap, load_known_traps
 from pipeline.evaluate.splits import Split, split_of
 from pipeline.evaluate.stats import wilson
-from pipeline.human.context import MoverContext
+from pipeline.human.cluster import project_runtime_env
+from pipeline.human.context import MoverContext, pool_of
 from pipeline.human.corpus import Corpus
 from pipeline.ingest.games import GameFilter, Selected, read_games, sample_value
 from pipeline.ingest.sources import iter_shards
@@ -99,6 +99,11 @@ class Record:
 # -- samples -------------------------------------------------------------------------------------
 
 
+# The rating a known trap's victim is given (the traps record none): the players who fall into
+# the classic opening traps are club players, and the issue's yardstick is stated at 1200.
+KNOWN_TRAP_RATING: Final = 1200
+
+
 def game_samples(
     inputs: Sequence[str], split: Split, count: int, *, seed: int = SAMPLE_SEED, per_game: int = PER_GAME
 ) -> list[Sample]:
@@ -107,7 +112,9 @@ def game_samples(
     games: list[Selected] = []
     for shard in iter_shards(inputs, shard_games=2000):
         for outcome in read_games(shard, GameFilter(ply_from=MIN_PLY, ply_to=MAX_PLY)):
-            if isinstance(outcome, Selected) and split_of(shard.source, outcome.game["game_id"]) == split:
+            if not isinstance(outcome, Selected):
+                continue
+            if split_of(shard.source, outcome.game["game_id"], outcome.game["byte_offset"]) == split:
                 games.append(outcome)
     if not games:
         raise HarnessError(f"no {split} games in {', '.join(inputs)}")
@@ -120,7 +127,7 @@ def game_samples(
             if row in rows[:per_game] and board.legal_moves.count() >= 2:
                 context = MoverContext(
                     row["mover_rating"], row["clock_seconds"], game.game["base_seconds"],
-                    game.game["increment_seconds"],
+                    game.game["increment_seconds"], pool_of({"Site": game.game["site"]}),
                 )  # fmt: skip
                 samples.append(
                     Sample(
@@ -132,8 +139,9 @@ def game_samples(
     return samples[:count]
 
 
-def trap_samples(traps: Iterable[KnownTrap] | None = None) -> list[Sample]:
-    """The known traps as samples: the trap position, the victim's move as the move played."""
+def trap_samples(traps: Iterable[KnownTrap] | None = None, rating: int | None = KNOWN_TRAP_RATING) -> list[Sample]:
+    """The known traps as samples: the trap position, the victim's move as the move played, the
+    victim rated `rating` (pool unknown; None: no rating)."""
     return [
         Sample(
             "known_traps",
@@ -141,7 +149,7 @@ def trap_samples(traps: Iterable[KnownTrap] | None = None) -> list[Sample]:
             trap.trap_ply,
             trap.board.copy(),
             trap.victim_move.uci(),
-            MoverContext(),
+            MoverContext(rating=rating),
             trap.name,
         )
         for trap in (load_known_traps() if traps is None else traps)
@@ -382,7 +390,7 @@ def _gather_specs(
         return gather(samples, engine, options, settings, judges, model=model, corpus=corpus,
                       shallow_depths=shallow_depths)  # fmt: skip
     finally:
-        if model is not None and hasattr(model, "close"):
+        if model is not None:
             model.close()
 
 
@@ -402,14 +410,11 @@ def gather_parallel(
     """`gather` on a local Ray cluster, one task per batch; records come back in sample order."""
     import ray
 
+    from pipeline.common.cluster import ray_session
+
     if workers <= 1:
         return _gather_specs(list(samples), engine, options, settings, judges, model, corpus, shallow_depths)
-    owns = not ray.is_initialized()
-    if owns:
-        ray.init(
-            address="local", num_cpus=workers, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False
-        )
-    try:
+    with ray_session(num_cpus=workers, runtime_env=project_runtime_env()):
         task = ray.remote(num_cpus=1, max_retries=2)(_gather_specs)
         parts = min(len(samples), workers * 4)  # small batches: progress, and an even finish
         order = [list(range(len(samples)))[index::parts] for index in range(parts)]
@@ -430,9 +435,6 @@ def gather_parallel(
                 if on_batch is not None:
                     on_batch(len(refs[ref]))
         return [record for record in records if record is not None]
-    finally:
-        if owns:
-            ray.shutdown()
 
 
 def table(rows: Sequence[dict[str, Any]]) -> str:

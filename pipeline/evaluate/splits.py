@@ -9,13 +9,19 @@ every run, whatever the sharding, the order of the inputs or the number of worke
   `lichess_player_b_1089.pgn` (two accounts that never appear in the other files) and
   `lichess_100.pgn`.
 - `lichess_player_a_37221.pgn.zst` and `lichess_eval_clk_10024.pgn.zst` are split by game, by a
-  hash of (HOLDOUT_SEED, game id): the lowest HELD_OUT_SHARE held out, the next TUNE_SHARE for
-  tuning, the rest for training.
+  hash of (HOLDOUT_SEED, game id): the lowest 10 % held out, the next 10 % for tuning, the rest
+  for training.
+- `chesscom_mixed_1187.pgn` (chess.com players of every level, median ~900) is split the same way
+  with larger shares, 30 % held out and 15 % for tuning: its bands are small, and every published
+  band wants 2,000 held-out positions. Its games have no GameId tag, so their key is the file
+  name and the game's byte offset (`game_key`), not the reader's id (which hashes the path as
+  given, and would move games between parts when the file is named by another path).
 - Any other file (a user's own games) counts as training data.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Final, Literal
 
@@ -28,11 +34,18 @@ SPLITS: Final[tuple[Split, ...]] = ("train", "tune", "held_out")
 HOLDOUT_SEED: Final = 20261201
 # Shared files held out whole (other players than the training files).
 HELD_OUT_FILES: Final = frozenset({"lichess_player_b_1089.pgn", "lichess_100.pgn"})
-# Shared files split game by game.
-SPLIT_FILES: Final = frozenset({"lichess_player_a_37221.pgn.zst", "lichess_eval_clk_10024.pgn.zst"})
-# Share of a split file's games held out, and the share after it kept for tuning.
+# Share of a split file's games held out, and the share after it kept for tuning (defaults).
 HELD_OUT_SHARE: Final = 0.10
 TUNE_SHARE: Final = 0.10
+# Shared files split game by game -> (held-out share, tune share).
+SPLIT_SHARES: Final[Mapping[str, tuple[float, float]]] = {
+    "lichess_player_a_37221.pgn.zst": (HELD_OUT_SHARE, TUNE_SHARE),
+    "lichess_eval_clk_10024.pgn.zst": (HELD_OUT_SHARE, TUNE_SHARE),
+    "chesscom_mixed_1187.pgn": (0.30, 0.15),
+}
+SPLIT_FILES: Final = frozenset(SPLIT_SHARES)
+# The reader's id of a game without a site id: "pgn-" and a hash of the path as given.
+PATH_ID_PREFIX: Final = "pgn-"
 
 
 def file_name(source: str) -> str:
@@ -40,16 +53,27 @@ def file_name(source: str) -> str:
     return PurePosixPath(source.rstrip("/")).name
 
 
-def split_of(source: str, game_id: str) -> Split:
-    """Which part a game belongs to; `source` is the file's path or URL (only its name counts)."""
+def game_key(source: str, game_id: str, byte_offset: int | None) -> str:
+    """What a game's split is a hash of: its id when the game names one (a GameId or a URL Site
+    tag), else the file name and the game's byte offset (the same whatever path names the file)."""
+    if game_id.startswith(PATH_ID_PREFIX) and byte_offset is not None:
+        return f"{file_name(source)}#{byte_offset}"
+    return game_id
+
+
+def split_of(source: str, game_id: str, byte_offset: int | None = None) -> Split:
+    """Which part a game belongs to; `source` is the file's path or URL (only its name counts),
+    `byte_offset` where the game starts in it (it keys games that name no id of their own)."""
     name = file_name(source)
     if name in HELD_OUT_FILES:
         return "held_out"
-    if name not in SPLIT_FILES:
+    shares = SPLIT_SHARES.get(name)
+    if shares is None:
         return "train"
-    value = sample_value(HOLDOUT_SEED, game_id)
-    if value < HELD_OUT_SHARE:
+    held_out, tune = shares
+    value = sample_value(HOLDOUT_SEED, game_key(source, game_id, byte_offset))
+    if value < held_out:
         return "held_out"
-    if value < HELD_OUT_SHARE + TUNE_SHARE:
+    if value < held_out + tune:
         return "tune"
     return "train"

@@ -18,6 +18,7 @@ from typing import Final
 import chess
 import chess.polyglot
 import numpy as np
+import numpy.typing as npt
 
 from pipeline.human.features import BookCounts
 from search.errors import DiffimaxError
@@ -58,21 +59,24 @@ class BookBuilder:
         self.moves.append(pack_move(move))
 
     def build(self, min_games: int = DEFAULT_MIN_GAMES) -> Book:
-        if min_games < 1:
-            raise BookError(f"book min_games must be at least 1, not {min_games}")
-        if not self.keys:
-            return Book({}, min_games)
-        keys = np.asarray(self.keys, dtype=np.uint64)
-        moves = np.asarray(self.moves, dtype=np.uint64)
-        unique_keys, totals = np.unique(keys, return_counts=True)
-        kept = set(unique_keys[totals >= min_games].tolist())
-        pairs = np.stack([keys, moves], axis=1)
-        unique_pairs, counts = np.unique(pairs, axis=0, return_counts=True)
-        entries: dict[int, dict[str, int]] = {}
-        for (key, move), count in zip(unique_pairs.tolist(), counts.tolist(), strict=True):
-            if key in kept:
-                entries.setdefault(int(key), {})[unpack_move(int(move))] = int(count)
-        return Book({key: (sum(moves.values()), moves) for key, moves in entries.items()}, min_games)
+        return book_from_pairs(np.asarray(self.keys, np.uint64), np.asarray(self.moves, np.uint64), min_games)
+
+
+def book_from_pairs(keys: npt.NDArray[np.uint64], moves: npt.NDArray[np.uint64], min_games: int) -> Book:
+    """The book of (position key, packed move) pairs: positions reached at least `min_games` times."""
+    if min_games < 1:
+        raise BookError(f"book min_games must be at least 1, not {min_games}")
+    if not len(keys):
+        return Book({}, min_games)
+    unique_keys, totals = np.unique(keys, return_counts=True)
+    kept = set(unique_keys[totals >= min_games].tolist())
+    pairs = np.stack([keys, moves], axis=1)
+    unique_pairs, counts = np.unique(pairs, axis=0, return_counts=True)
+    entries: dict[int, dict[str, int]] = {}
+    for (key, move), count in zip(unique_pairs.tolist(), counts.tolist(), strict=True):
+        if key in kept:
+            entries.setdefault(int(key), {})[unpack_move(int(move))] = int(count)
+    return Book({key: (sum(moves.values()), moves) for key, moves in entries.items()}, min_games)
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,8 @@ class Book:
 
     @classmethod
     def from_json(cls, data: object) -> Book:
+        """The book of a model file's `book` field; BookError names the first bad entry (a key that
+        is not 16 hex digits, a move that is not UCI, a count that is not a whole number >= 1)."""
         if not isinstance(data, dict) or not isinstance(data.get("positions"), dict):
             raise BookError("book: expected an object with 'min_games' and 'positions'")
         min_games = data.get("min_games")
@@ -125,11 +131,33 @@ class Book:
         entries: dict[int, tuple[int, Mapping[str, int]]] = {}
         for key_text, moves_text in data["positions"].items():
             try:
-                moves = {move: int(count) for move, count in (item.split(":") for item in str(moves_text).split())}
+                if len(key_text) != KEY_DIGITS or not isinstance(moves_text, str):
+                    raise ValueError(key_text)
+                moves = {move: int(count) for move, count in (item.split(":") for item in moves_text.split())}
+                if not moves or min(moves.values()) < 1 or not all(map(_is_uci, moves)):
+                    raise ValueError(key_text)
                 entries[int(key_text, 16)] = (sum(moves.values()), moves)
             except ValueError:
-                raise BookError(f"book: unreadable entry {key_text!r}") from None
+                raise BookError(
+                    f"field 'book.positions' has an unreadable entry {key_text[:20]!r}: expected 16 hex digits -> "
+                    "'move:count ...' (UCI moves, whole counts >= 1)"
+                ) from None
         return cls(entries, min_games)
+
+
+# Hex digits of a book key (a 64-bit Polyglot key).
+KEY_DIGITS: Final = 16
+_UCI_SQUARES: Final = frozenset(chess.SQUARE_NAMES)
+
+
+def _is_uci(move: str) -> bool:
+    """A UCI move's shape: two squares and an optional promotion piece (cheap: no Move object)."""
+    return (
+        len(move) in (4, 5)
+        and move[:2] in _UCI_SQUARES
+        and move[2:4] in _UCI_SQUARES
+        and (len(move) == 4 or move[4] in "nbrq")
+    )
 
 
 def own_counts(pairs: Iterable[tuple[int, str]]) -> dict[int, Counter[str]]:

@@ -9,16 +9,19 @@ from __future__ import annotations
 import json
 import math
 import sys
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, Literal, cast
 
 import typer
 
 from pipeline.evaluate.splits import Split
+from pipeline.human.context import parse_pool
+from pipeline.human.data import GameSample
 from pipeline.human.engine import EngineSettings
 from pipeline.human.evaluate import EvalConfig, EvalError, evaluate, report_json, report_text
 from pipeline.human.features import parse_groups
 from pipeline.human.model import ModelKind
 from pipeline.human.train import TrainConfig, TrainError, train
+from pipeline.judging import model_path
 
 human_app = typer.Typer(
     help="A model of the moves humans play: train it on games, measure it on held-out games.",
@@ -40,15 +43,29 @@ def train_command(
     ],
     out: Annotated[str, typer.Option("--out", help="Model file to write (JSON).")],
     kind: Annotated[str, typer.Option("--kind", help="lightgbm (trees) or linear (conditional logit).")] = "lightgbm",
-    groups: Annotated[str, typer.Option("--groups", help="Feature groups: base, engine, book (comma-separated).")] = (
-        "base,engine,book"
-    ),
+    groups: Annotated[
+        str, typer.Option("--groups", help="Feature groups: base, engine, book, pool (comma-separated).")
+    ] = "base,engine,book,pool",
     engine: Annotated[str, typer.Option("--engine", help="Engine for the engine features.")] = "stockfish",
     engine_depth: Annotated[int, typer.Option("--engine-depth", help="Depth of the engine features.")] = 1,
     sample_rate: Annotated[float, typer.Option("--sample-rate", help="Share of training positions used.")] = 0.05,
     tune_sample_rate: Annotated[
         float, typer.Option("--tune-sample-rate", help="Share of tune positions used for early stopping.")
     ] = 0.1,
+    source_rate: Annotated[
+        list[str] | None,
+        typer.Option("--source-rate", help="FILE=RATE: the share of that file's positions used (repeatable)."),
+    ] = None,
+    game_rate: Annotated[
+        float, typer.Option("--game-rate", help="Share of each file's games read at all (cheaper than --sample-rate).")
+    ] = 1.0,
+    source_game_rate: Annotated[
+        list[str] | None,
+        typer.Option("--source-game-rate", help="FILE=RATE: the share of that file's games read (repeatable)."),
+    ] = None,
+    pool: Annotated[
+        str, typer.Option("--pool", help="Rating pool of every game: lichess, chesscom, or auto (the Site tag).")
+    ] = "auto",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the samples and of LightGBM.")] = 0,
     book_min_games: Annotated[int, typer.Option("--book-min-games", help="Times a book position was reached.")] = 3,
     num_leaves: Annotated[int, typer.Option("--num-leaves", help="LightGBM leaves per tree.")] = 63,
@@ -57,6 +74,10 @@ def train_command(
     min_data_in_leaf: Annotated[int, typer.Option("--min-data-in-leaf", help="Fewest moves in a leaf.")] = 200,
     threads: Annotated[int, typer.Option("--threads", help="LightGBM threads.")] = 1,
     workers: Annotated[int, typer.Option("--workers", help="Feature-extraction processes (Ray when > 1).")] = 1,
+    trainer: Annotated[
+        str,
+        typer.Option("--trainer", help="local (fit in this process) or ray (dump scale: shards streamed, Ray Train)."),
+    ] = "local",
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     dump_examples: Annotated[
         str | None, typer.Option("--dump-examples", help="Save the extracted examples in this directory.")
@@ -67,9 +88,12 @@ def train_command(
         kind=cast(ModelKind, kind),  # checked by TrainConfig
         groups=parse_groups([part.strip() for part in groups.split(",") if part.strip()]),
         engine=EngineSettings(engine, engine_depth),
-        sample_rate=sample_rate, tune_sample_rate=tune_sample_rate, seed=seed, book_min_games=book_min_games,
+        sample_rate=sample_rate, tune_sample_rate=tune_sample_rate, source_rates=parse_source_rates(source_rate or []),
+        pool=parse_pool(pool), game_rate=game_rate, source_game_rates=parse_source_rates(source_game_rate or []),
+        seed=seed, book_min_games=book_min_games,
         num_leaves=num_leaves, learning_rate=learning_rate, max_rounds=max_rounds,
         min_data_in_leaf=min_data_in_leaf, threads=threads, workers=workers,
+        trainer=cast(Literal["local", "ray"], trainer),  # checked by TrainConfig
     )  # fmt: skip
     summary = train(data, out, config, echo=_say, dump=dump_examples)
     if json_out:
@@ -84,10 +108,48 @@ def train_command(
     )
 
 
+def game_sample(rate: float, rates: tuple[tuple[str, float], ...]) -> GameSample | None:
+    """The game sample of `--game-rate` and `--source-game-rate` (None: every game)."""
+    for name, value in (("--game-rate", rate), *rates):
+        if not (0.0 < value <= 1.0):
+            raise EvalError(f"the game rate of {name} must be in (0, 1], not {value!r}")
+    return None if rate >= 1.0 and all(value >= 1.0 for _, value in rates) else GameSample(rate, rates)
+
+
+def parse_source_rates(items: list[str]) -> tuple[tuple[str, float], ...]:
+    """`--source-rate FILE=RATE` values as (file name, rate) pairs; TrainError for a malformed one."""
+    pairs = []
+    for item in items:
+        name, _, rate = item.rpartition("=")
+        try:
+            pairs.append((name.strip(), float(rate)))
+        except ValueError:
+            raise TrainError(f"invalid --source-rate {item!r}: expected FILE=RATE, e.g. games.pgn=1") from None
+        if not name.strip():
+            raise TrainError(f"invalid --source-rate {item!r}: expected FILE=RATE, e.g. games.pgn=1")
+    return tuple(pairs)
+
+
 @human_app.command("eval")
 def eval_command(
-    model: Annotated[str, typer.Option("--model", help="Model file (diffimax human train --out).")],
+    model: Annotated[str, typer.Option("--model", help="Model file (diffimax human train --out), or 'default'.")],
     games: Annotated[list[str], typer.Argument(help="PGN files, directories, globs, or a mined dataset.")],
+    reference_model: Annotated[
+        str | None,
+        typer.Option("--reference-model", help="A second model measured on the same positions ('default': bundled)."),
+    ] = None,
+    source_rate: Annotated[
+        list[str] | None,
+        typer.Option("--source-rate", help="FILE=RATE: the share of that file's positions measured (repeatable)."),
+    ] = None,
+    pool: Annotated[
+        str, typer.Option("--pool", help="Rating pool of every game: lichess, chesscom, or auto (the Site tag).")
+    ] = "auto",
+    game_rate: Annotated[float, typer.Option("--game-rate", help="Share of each file's games read at all.")] = 1.0,
+    source_game_rate: Annotated[
+        list[str] | None,
+        typer.Option("--source-game-rate", help="FILE=RATE: the share of that file's games read (repeatable)."),
+    ] = None,
     split: Annotated[str, typer.Option("--split", help="held_out, tune, train, or all.")] = "held_out",
     sample_rate: Annotated[float, typer.Option("--sample-rate", help="Share of positions measured.")] = 1.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the position sample.")] = 0,
@@ -116,8 +178,11 @@ def eval_command(
         sample_rate=sample_rate, seed=seed, corpus=tuple(corpus or ()), engine=engine,
         engine_nodes=engine_nodes, engine_depths=tuple(engine_depth or ()), baseline_rate=baseline_rate,
         workers=workers, max_positions=max_positions,
+        reference_model=None if reference_model is None else model_path(reference_model),
+        source_rates=parse_source_rates(source_rate or []), pool=parse_pool(pool),
+        games=game_sample(game_rate, parse_source_rates(source_game_rate or [])),
     )  # fmt: skip
-    result = evaluate(model, games, config, echo=_say)
+    result = evaluate(model_path(model), games, config, echo=_say)
     if not result.outcomes:
         raise EvalError(f"no position of split {split!r} in {', '.join(games)}")
     if json_out:

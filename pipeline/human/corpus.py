@@ -34,6 +34,10 @@ CORPUS_SCHEMA = pa.schema(
 )
 # Stands for an unknown rating in the arrays (outside every band).
 NO_RATING = -(1 << 30)
+# A UCI move: two squares and an optional promotion piece.
+UCI_PATTERN = "^[a-h][1-8][a-h][1-8][nbrq]?$"
+# The highest rating a corpus may hold (a rating above is a damaged column, not a player).
+MAX_RATING = 4000
 
 
 class CorpusError(DiffimaxError, ValueError):
@@ -74,11 +78,17 @@ class Corpus:
                     raise CorpusError(f"corpus {str(source)!r} is no mined dataset with committed shards")
                 table = reader.read_table("positions")
             elif source.is_file():
+                problem = corpus_schema_problem(pq.read_schema(source))
+                if problem is not None:
+                    raise CorpusError(f"corpus {str(source)!r}: {problem}")
                 table = pq.read_table(source, columns=CORPUS_SCHEMA.names)
             else:
                 raise CorpusError(f"corpus not found: {str(source)!r}")
         except (OSError, pa.ArrowInvalid, KeyError) as error:
-            raise CorpusError(f"cannot read corpus {str(source)!r}: {error}") from None
+            raise CorpusError(f"cannot read corpus {str(source)!r}: {' '.join(str(error).split())}") from None
+        problem = corpus_schema_problem(table.schema) or corpus_values_problem(table)
+        if problem is not None:
+            raise CorpusError(f"corpus {str(source)!r}: {problem}")
         return cls(table, str(source))
 
     def __len__(self) -> int:
@@ -97,6 +107,46 @@ class Corpus:
             low, high = low + start, low + end
         moves = Counter(int(code) for code in self.moves[low:high])
         return CorpusCounts(int(high - low), {self.names[code]: count for code, count in moves.items()})
+
+
+def corpus_schema_problem(schema: pa.Schema) -> str | None:
+    """What keeps a table of this schema from being a corpus (a missing column, or one of another
+    type: the key and the rating whole numbers, the move a string), naming the column; None if
+    it can be one."""
+    checks = {
+        "position_key": (pa.types.is_integer, "whole numbers (64-bit Zobrist keys)"),
+        "mover_rating": (lambda kind: pa.types.is_integer(kind) or pa.types.is_null(kind), "whole numbers"),
+        "move_uci": (lambda kind: pa.types.is_string(kind) or pa.types.is_large_string(kind), "strings (UCI)"),
+    }
+    for name, (accepts, expected) in checks.items():
+        index = schema.get_field_index(name)
+        if index < 0:
+            return f"column {name!r} is missing (expected {', '.join(CORPUS_SCHEMA.names)})"
+        kind = schema.field(index).type
+        if not accepts(kind):
+            return f"column {name!r} holds {kind}: expected {expected}"
+    return None
+
+
+def corpus_values_problem(table: pa.Table) -> str | None:
+    """What is wrong with a corpus's values (an empty key or move, a move that is not UCI, a
+    rating outside 0..4000), naming the column and the first bad row; None if nothing is."""
+    import pyarrow.compute as pc
+
+    for name in ("position_key", "move_uci"):
+        nulls = table[name].null_count
+        if nulls:
+            return f"column {name!r} is empty in {nulls} row(s)"
+    bad_move = pc.invert(pc.match_substring_regex(table["move_uci"], UCI_PATTERN))
+    if pc.any(bad_move).as_py():
+        row = pc.index(bad_move, True).as_py()
+        return f"column 'move_uci' holds {table['move_uci'][row].as_py()!r} at row {row}: expected a UCI move"
+    ratings = table["mover_rating"]
+    bad_rating = pc.or_(pc.less(ratings, 0), pc.greater(ratings, MAX_RATING))
+    if pc.any(bad_rating).as_py():
+        row = pc.index(bad_rating, True).as_py()
+        return f"column 'mover_rating' holds {ratings[row].as_py()} at row {row}: expected 0..{MAX_RATING}"
+    return None
 
 
 def write_corpus(rows: pa.Table, path: str | Path) -> Path:

@@ -20,14 +20,19 @@ from typing import Final
 import chess
 
 from pipeline.evaluate.splits import Split, file_name, split_of
+from pipeline.human.context import Pool, pool_of
+from pipeline.ingest.sources import Shard
 from search.errors import DiffimaxError
 
 # Sources are read in shards of this many games (the unit of parallel work for compressed files).
 SHARD_GAMES: Final = 1000
-# Uncompressed PGN files are cut in byte ranges of this size.
-SHARD_BYTES: Final = 4 << 20
+# Uncompressed PGN files are cut in byte ranges of this size: small enough that a file of a few
+# thousand games (chesscom_mixed_1187.pgn, 850 KB) is dealt to several workers, not one.
+SHARD_BYTES: Final = 256 << 10
 # Zobrist keys are kept unsigned (a dataset stores them as signed 64-bit).
 KEY_MASK: Final = (1 << 64) - 1
+# Seed of the game sample (`GameSample`), apart from the split's and the position sample's.
+GAME_SAMPLE_SEED: Final = 104729
 # Bytes hashed at a time for a file digest.
 DIGEST_BLOCK: Final = 1 << 20
 
@@ -74,10 +79,14 @@ class GameRecord:
     """UCI moves from the start position on."""
     positions: tuple[PositionRecord, ...]
     """The positions with a move after them, by ply (within start_ply .. start_ply + len(moves) - 1)."""
+    pool: Pool | None = None
+    """The rating pool of the players' ratings (`pipeline.human.context.pool_of`)."""
+    byte_offset: int | None = None
+    """Where the game starts in its source (keys the split of a game without an id of its own)."""
 
     @property
     def split(self) -> Split:
-        return split_of(self.source, self.game_id)
+        return split_of(self.source, self.game_id, self.byte_offset)
 
     def mover_name(self, ply: int) -> str | None:
         """The name of the player to move at `ply` (White at even plies of a standard start)."""
@@ -117,45 +126,92 @@ class ReadCounts:
     """Games left out by the reader's filter (variants)."""
 
 
+@dataclass(frozen=True)
+class GameSample:
+    """Which share of each file's games is read at all: chosen by a hash of (seed, game id) on the
+    headers, so a game left out costs its headers only (no replay)."""
+
+    rate: float = 1.0
+    """The share of every file's games."""
+    rates: tuple[tuple[str, float], ...] = ()
+    """(file name, share) pairs that replace `rate` for that file."""
+    seed: int = GAME_SAMPLE_SEED
+
+    def rate_of(self, source: str) -> float:
+        return dict(self.rates).get(file_name(source), self.rate)
+
+
 def pgn_games(
-    inputs: Sequence[str], *, part: int = 0, parts: int = 1, counts: ReadCounts | None = None, group: int = 0
+    inputs: Sequence[str],
+    *,
+    part: int = 0,
+    parts: int = 1,
+    counts: ReadCounts | None = None,
+    group: int = 0,
+    pool: Pool | None = None,
+    games: GameSample | None = None,
 ) -> Iterator[GameRecord]:
     """Standard-chess games of PGN inputs (files, directories, globs) read with the project's reader
     (the only place it is called), in input order; games the reader fails or filters are counted
-    in `counts` and skipped. Part `part` of `parts` reads every `parts`-th shard."""
-    from pipeline.ingest.games import Failed, Selected, read_games
+    in `counts` and skipped. Part `part` of `parts` reads every `parts`-th shard. Each game's
+    rating pool is `pool` when given, else what its Site tag names; `games` reads a share only."""
+    for number, shard in enumerate(pgn_shards(inputs)):
+        if number % parts == part:
+            yield from shard_records(shard, counts=counts, group=group, pool=pool, games=games)
+
+
+def pgn_shards(inputs: Sequence[str]) -> Iterator[Shard]:
+    """The shards of PGN inputs, in input order (a compressed stream is read as it is cut: one
+    shard's bytes at a time); DataError for an input that names no PGN data."""
     from pipeline.ingest.sources import InputError, iter_shards
 
     try:
-        shards = iter_shards(list(inputs), shard_bytes=SHARD_BYTES, shard_games=SHARD_GAMES)
-        for number, shard in enumerate(shards):
-            if number % parts != part:
+        yield from iter_shards(list(inputs), shard_bytes=SHARD_BYTES, shard_games=SHARD_GAMES)
+    except InputError as error:
+        raise DataError(str(error)) from error
+
+
+def shard_records(
+    shard: Shard,
+    *,
+    counts: ReadCounts | None = None,
+    group: int = 0,
+    pool: Pool | None = None,
+    games: GameSample | None = None,
+) -> Iterator[GameRecord]:
+    """The standard-chess games of one shard (see `pgn_games`): a unit of work a Ray task can take.
+    Games left out by `games` are not counted anywhere."""
+    from pipeline.ingest.games import Failed, Filtered, GameFilter, Selected, read_games
+    from pipeline.ingest.sources import InputError
+
+    rate = 1.0 if games is None else games.rate_of(shard.source)
+    chosen = GameFilter(sample_rate=rate, seed=games.seed) if games is not None and rate < 1.0 else None
+    try:
+        for outcome in read_games(shard, chosen):
+            if chosen is not None and isinstance(outcome, Filtered) and outcome.rule == "sample":
                 continue
-            for outcome in read_games(shard):
-                if isinstance(outcome, Failed):
-                    if counts is not None:
-                        counts.failed += 1
-                    continue
-                if not isinstance(outcome, Selected):
-                    if counts is not None:
-                        counts.filtered += 1
-                    continue
-                game = outcome.game
-                positions = tuple(
-                    PositionRecord(
-                        row["ply"],
-                        row["move_uci"],
-                        row["mover_rating"],
-                        row["clock_seconds"],
-                        row["position_key"] & KEY_MASK,
-                    )
-                    for row in outcome.positions
+            if isinstance(outcome, Failed):
+                if counts is not None:
+                    counts.failed += 1
+                continue
+            if not isinstance(outcome, Selected):
+                if counts is not None:
+                    counts.filtered += 1
+                continue
+            game = outcome.game
+            positions = tuple(
+                PositionRecord(
+                    row["ply"], row["move_uci"], row["mover_rating"], row["clock_seconds"],
+                    row["position_key"] & KEY_MASK,
                 )
-                yield GameRecord(
-                    (group, shard.source_index, shard.index, outcome.game_index), file_name(game["source"]),
-                    game["game_id"], game["white"], game["black"], game["base_seconds"], game["increment_seconds"],
-                    outcome.start_fen, 0, outcome.moves, positions,
-                )  # fmt: skip
+                for row in outcome.positions
+            )  # fmt: skip
+            yield GameRecord(
+                (group, shard.source_index, shard.index, outcome.game_index), file_name(game["source"]),
+                game["game_id"], game["white"], game["black"], game["base_seconds"], game["increment_seconds"],
+                outcome.start_fen, 0, outcome.moves, positions, pool_of({"Site": game["site"]}, pool),
+                game["byte_offset"],
+            )  # fmt: skip
     except InputError as error:
         raise DataError(str(error)) from error
 
@@ -166,9 +222,12 @@ def part_of(game_id: str, parts: int) -> int:
     return int.from_bytes(digest, "big") % parts
 
 
-def dataset_games(directory: str, group: int = 0, *, part: int = 0, parts: int = 1) -> Iterator[GameRecord]:
+def dataset_games(
+    directory: str, group: int = 0, *, part: int = 0, parts: int = 1, pool: Pool | None = None
+) -> Iterator[GameRecord]:
     """The positions of a mined dataset as games: one record per run of consecutive plies of a game
-    (a dataset may hold a ply window only), boards rebuilt from the run's first FEN."""
+    (a dataset may hold a ply window only), boards rebuilt from the run's first FEN; the pool is
+    `pool` when given, else what the game's site names."""
     from pipeline.dataset.duck import DatasetError, connect
 
     try:
@@ -178,7 +237,8 @@ def dataset_games(directory: str, group: int = 0, *, part: int = 0, parts: int =
     rows = connection.execute(
         """
         select p.game_id, p.ply, p.fen, p.move_uci, p.mover_rating, p.clock_seconds, p.position_key,
-               g.source, g.white, g.black, g.base_seconds, g.increment_seconds
+               g.source, g.white, g.black, g.base_seconds, g.increment_seconds, g.site,
+               g.byte_offset
         from positions p join games g using (game_id)
         order by g.source, p.game_id, p.ply
         """
@@ -197,7 +257,7 @@ def dataset_games(directory: str, group: int = 0, *, part: int = 0, parts: int =
         record = GameRecord(
             (group, 0, run_start, 0), file_name(str(first[7])), str(first[0]), _str(first[8]), _str(first[9]),
             _int(first[10]), _int(first[11]), str(first[2]), int(str(first[1])), tuple(p.move for p in positions),
-            positions,
+            positions, pool_of({"Site": _str(first[12])}, pool), _int(first[13]),
         )  # fmt: skip
         return record
 
@@ -231,25 +291,35 @@ def _str(value: object) -> str | None:
 
 
 def read_inputs(
-    inputs: Sequence[str], *, part: int = 0, parts: int = 1, counts: ReadCounts | None = None
+    inputs: Sequence[str],
+    *,
+    part: int = 0,
+    parts: int = 1,
+    counts: ReadCounts | None = None,
+    pool: Pool | None = None,
+    games: GameSample | None = None,
 ) -> Iterator[GameRecord]:
     """Games of every input, in order: a mined dataset directory, or PGN (files, directories, globs).
-    Consecutive PGN inputs are read together (one reader pass)."""
+    Consecutive PGN inputs are read together (one reader pass). `pool` overrides every game's
+    rating pool (else each game's Site tag says). `games` reads a share of the PGN games only (a
+    mined dataset is read whole)."""
     if not inputs:
         raise DataError("no input given: expected PGN files or a mined dataset directory")
     pending: list[str] = []
     for index, item in enumerate(inputs):
         if is_dataset(item):
             if pending:
-                yield from pgn_games(pending, part=part, parts=parts, counts=counts, group=index - 1)
+                yield from pgn_games(
+                    pending, part=part, parts=parts, counts=counts, group=index - 1, pool=pool, games=games
+                )
                 pending = []
-            yield from dataset_games(item, index, part=part, parts=parts)
+            yield from dataset_games(item, index, part=part, parts=parts, pool=pool)
         elif os.path.isdir(item) and (Path(item) / "shards").is_dir():
             raise DataError(f"no diffimax dataset in {item!r} (expected shards/*/games.parquet)")
         else:
             pending.append(item)
     if pending:
-        yield from pgn_games(pending, part=part, parts=parts, counts=counts, group=len(inputs))
+        yield from pgn_games(pending, part=part, parts=parts, counts=counts, group=len(inputs), pool=pool, games=games)
 
 
 def input_digest(inputs: Sequence[str]) -> list[dict[str, object]]:

@@ -35,7 +35,9 @@ import numpy as np
 from pipeline.evaluate.splits import Split
 from pipeline.evaluate.stats import wilson
 from pipeline.human.book import Book, BookBuilder
-from pipeline.human.data import GameRecord, read_inputs
+from pipeline.human.cluster import project_runtime_env
+from pipeline.human.context import Pool
+from pipeline.human.data import GameRecord, GameSample, read_inputs
 from pipeline.human.engine import EngineSettings, ShallowEngine
 from pipeline.human.model import HumanMoveModel
 from pipeline.human.train import context_of, position_value
@@ -47,8 +49,9 @@ Echo = Callable[[str], None]
 BAND_EDGES: Final = (0, 1200, 1400, 1600, 1800, 2000, 2200, 2500, 2800)
 # Calibration bins of predicted probability.
 CALIBRATION_BINS: Final = 10
-# Predictors that give a full distribution (have a log-loss).
-DISTRIBUTIONS: Final = frozenset({"model", "uniform"})
+# Predictors that give a full distribution (have a log-loss). `reference` is a second model
+# measured on the same positions (today's bundled model beside a new one).
+DISTRIBUTIONS: Final = frozenset({"model", "reference", "uniform"})
 # Seed offset of the engine-baseline sub-sample (independent of the position sample).
 BASELINE_SEED_OFFSET: Final = 1_000_003
 # A played move outside a predictor's ranked list gets this rank (beyond any top-k).
@@ -85,12 +88,27 @@ class EvalConfig:
     """Stop after this many positions per part (a quick look)."""
     engine_override: str | None = None
     """Engine for the model's own engine features (None: the one recorded in the model)."""
+    reference_model: str | None = None
+    """A second model file measured on the same positions as predictor `reference`."""
+    source_rates: tuple[tuple[str, float], ...] = ()
+    """(file name, share) pairs that replace `sample_rate` for that file's positions."""
+    pool: Pool | None = None
+    """The rating pool of every game (None: each game's Site tag says)."""
+    games: GameSample | None = None
+    """The share of each file's games read at all (None: every game)."""
 
     def __post_init__(self) -> None:
         for name in ("sample_rate", "baseline_rate"):
             value = getattr(self, name)
             if not (0.0 < value <= 1.0):
                 raise EvalError(f"{name} must be in (0, 1], not {value!r}")
+        for source, rate in self.source_rates:
+            if not (0.0 < rate <= 1.0):
+                raise EvalError(f"the sample rate of {source!r} must be in (0, 1], not {rate!r}")
+
+    def rate_of(self, source: str) -> float:
+        """The share of the positions of `source` (a file name) that is measured."""
+        return dict(self.source_rates).get(source, self.sample_rate)
         if self.workers < 1:
             raise EvalError(f"workers must be at least 1, not {self.workers}")
 
@@ -113,6 +131,10 @@ class Outcome:
     """The model's highest probability at the position (its confidence)."""
     in_baseline: bool = False
     """Whether the engine baselines ran here."""
+    clock: float | None = None
+    """The mover's clock in seconds, where the game records it."""
+    pool: Pool | None = None
+    """The rating pool of the mover's rating."""
 
 
 @dataclass
@@ -124,6 +146,7 @@ class PartResult:
     """Source -> the player names of its training games (to tell unseen opponents)."""
     model_seconds: float = 0.0
     model_positions: int = 0
+    reference_seconds: float = 0.0
 
 
 def rank_by_scores(scores: dict[str, float], played: str, tie_order: Sequence[str] | None = None) -> int:
@@ -154,24 +177,29 @@ def evaluate_part(
     """The outcomes of part `part` of `parts` of the inputs (a plain function: Ray runs it remotely)."""
     result = PartResult()
     model = HumanMoveModel.load(model_path, engine=config.engine_override)
+    reference = None
+    if config.reference_model is not None:
+        reference = HumanMoveModel.load(config.reference_model, engine=config.engine_override)
     engines: dict[str, ShallowEngine] = {}
     if config.engine_nodes is not None:
         engines["sf_nodes"] = ShallowEngine(EngineSettings(config.engine), lines=3, nodes=config.engine_nodes)
     for depth in config.engine_depths:
         engines[f"sf_depth_{depth}"] = ShallowEngine(EngineSettings(config.engine, depth=depth, hash_mb=16))
     try:
-        for record in read_inputs(inputs, part=part, parts=parts):
+        for record in read_inputs(inputs, part=part, parts=parts, pool=config.pool, games=config.games):
             split = record.split
             if split == "train":
                 names = result.training_names.setdefault(record.source, set())
                 names.update(name for name in (record.white, record.black) if name)
             if config.split is not None and split != config.split:
                 continue
-            _measure_game(record, model, engines, config, corpus, result)
+            _measure_game(record, (model, reference), engines, config, corpus, result)
             if config.max_positions is not None and len(result.outcomes) >= config.max_positions:
                 break
     finally:
         model.close()
+        if reference is not None:
+            reference.close()
         for engine in engines.values():
             engine.close()
     return result
@@ -179,25 +207,34 @@ def evaluate_part(
 
 def _measure_game(
     record: GameRecord,
-    model: HumanMoveModel,
+    models: tuple[HumanMoveModel, HumanMoveModel | None],
     engines: dict[str, ShallowEngine],
     config: EvalConfig,
     corpus: Book | None,
     result: PartResult,
 ) -> None:
+    model, reference = models
+    rate = config.rate_of(record.source)
     for position, board in record.boards():
-        if position_value(config.seed, record.game_id, position.ply) >= config.sample_rate:
+        if position_value(config.seed, record.game_id, position.ply) >= rate:
             continue
         legal = [move.uci() for move in board.generate_legal_moves()]
         if len(legal) < 2:
             continue
         played = position.move
+        context = context_of(record, position.rating, position.clock_seconds)
         started = time.perf_counter()
-        probabilities = model.move_probabilities(board, context_of(record, position.rating, position.clock_seconds))
+        probabilities = model.move_probabilities(board, context)
         result.model_seconds += time.perf_counter() - started
         result.model_positions += 1
         ranks = {"model": rank_by_scores(probabilities, played, legal)}
         played_probability = {"model": probabilities[played], "uniform": 1.0 / len(legal)}
+        if reference is not None:
+            started = time.perf_counter()
+            other = reference.move_probabilities(board, context)
+            result.reference_seconds += time.perf_counter() - started
+            ranks["reference"] = rank_by_scores(other, played, legal)
+            played_probability["reference"] = other[played]
         for move, p in probabilities.items():
             bin_index = min(CALIBRATION_BINS - 1, int(p * CALIBRATION_BINS))
             cell = result.calibration[bin_index]
@@ -221,6 +258,7 @@ def _measure_game(
             Outcome(
                 record.source, record.game_id, position.ply, position.rating, record.mover_name(position.ply),
                 len(legal), ranks, played_probability, max(probabilities.values()), in_baseline,
+                position.clock_seconds, record.pool,
             )
         )  # fmt: skip
         if config.max_positions is not None and len(result.outcomes) >= config.max_positions:
@@ -231,6 +269,8 @@ def evaluate(model_path: str, inputs: Sequence[str], config: EvalConfig, echo: E
     """Every part's outcomes merged (in part order), on Ray when `config.workers > 1`."""
     say = echo or (lambda line: None)
     HumanMoveModel.load(model_path, engine=config.engine_override).close()  # refuse a bad file early
+    if config.reference_model is not None:
+        HumanMoveModel.load(config.reference_model, engine=config.engine_override).close()
     corpus = None
     if config.corpus:
         say("counting the corpus of training games")
@@ -239,22 +279,11 @@ def evaluate(model_path: str, inputs: Sequence[str], config: EvalConfig, echo: E
     if config.workers <= 1:
         parts = [evaluate_part(model_path, inputs, 0, 1, config, corpus)]
     else:
-        import logging
-        import os
-        from pathlib import Path
-
         import ray
 
-        owns_ray = not ray.is_initialized()
-        if owns_ray:
-            root = str(Path(__file__).resolve().parent.parent.parent)
-            path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-            ray.init(
-                address="local",  # its own cluster, even beside a `ray start` one on this machine
-                num_cpus=config.workers, include_dashboard=False, logging_level=logging.WARNING,
-                log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": path}},
-            )  # fmt: skip
-        try:
+        from pipeline.common.cluster import ray_session
+
+        with ray_session(num_cpus=config.workers, runtime_env=project_runtime_env()):
             task: Any = ray.remote(num_cpus=1, max_retries=2)(evaluate_part)
             corpus_ref = ray.put(corpus)
             refs = [
@@ -262,9 +291,6 @@ def evaluate(model_path: str, inputs: Sequence[str], config: EvalConfig, echo: E
                 for part in range(config.workers)
             ]
             parts = ray.get(refs)
-        finally:
-            if owns_ray:
-                ray.shutdown()
     merged = PartResult()
     for part_result in parts:
         merged.outcomes.extend(part_result.outcomes)
@@ -275,6 +301,7 @@ def evaluate(model_path: str, inputs: Sequence[str], config: EvalConfig, echo: E
             merged.training_names.setdefault(source, set()).update(names)
         merged.model_seconds += part_result.model_seconds
         merged.model_positions += part_result.model_positions
+        merged.reference_seconds += part_result.reference_seconds
     merged.outcomes.sort(key=lambda o: (o.source, o.game_id, o.ply))
     return merged
 
@@ -397,7 +424,7 @@ def confidence_rows(outcomes: Sequence[Outcome]) -> list[dict[str, float]]:
 def predictors_of(result: PartResult) -> list[str]:
     """Predictors present in any outcome, in table order."""
     names = {name for outcome in result.outcomes for name in outcome.ranks}
-    ordered = ["model", "uniform", "corpus", "sf_nodes"]
+    ordered = ["model", "reference", "uniform", "corpus", "sf_nodes"]
     depths = sorted((n for n in names if n.startswith("sf_depth_")), key=lambda n: int(n.rsplit("_", 1)[1]))
     return [n for n in ordered if n in names or n == "uniform"] + depths
 
@@ -417,7 +444,7 @@ def format_table(rows: Sequence[dict[str, Any]], predictors: Sequence[str], key:
             if not s["n"]:
                 cells.append("—")
                 continue
-            n_note = "" if name in ("model", "uniform") or s["n"] == row["model"]["n"] else f" (n {s['n']})"
+            n_note = "" if name in DISTRIBUTIONS or s["n"] == row["model"]["n"] else f" (n {s['n']})"
             cells.append(
                 f"{percent(s['top1'])} [{percent(s['top1_low'])}-{percent(s['top1_high'])}] / "
                 f"{percent(s['top3'])}{n_note}"
@@ -430,10 +457,13 @@ def format_table(rows: Sequence[dict[str, Any]], predictors: Sequence[str], key:
 
 def report_text(result: PartResult, title: str = "") -> str:
     """The evaluation as Markdown: by rating band, by player, calibration."""
+    from pipeline.human.protocol import maia_section
+
     predictors = predictors_of(result)
     lines = [title] if title else []
     lines += ["Move matching by rating band (top-1 [95 % interval] / top-3, %):", ""]
     lines.append(format_table(by_band(result.outcomes, predictors), predictors))
+    lines += maia_section(result.outcomes, predictors)
     baseline = [o for o in result.outcomes if o.in_baseline]
     if baseline and any(name.startswith("sf_") for name in predictors):
         lines += ["", f"The same on the {len(baseline)} positions where the engine baselines ran:", ""]
@@ -467,10 +497,14 @@ def report_text(result: PartResult, title: str = "") -> str:
     if result.model_positions:
         per = 1000 * result.model_seconds / result.model_positions
         lines += ["", f"Model: {per:.2f} ms per position ({result.model_positions} positions)."]
+        if result.reference_seconds:
+            lines.append(f"Reference model: {1000 * result.reference_seconds / result.model_positions:.2f} ms.")
     return "\n".join(lines)
 
 
 def report_json(result: PartResult) -> dict[str, Any]:
+    from pipeline.human.protocol import maia_json
+
     predictors = predictors_of(result)
     groups = player_groups(result)
     covered = [o for o in result.outcomes if "corpus" in o.ranks]
@@ -483,6 +517,10 @@ def report_json(result: PartResult) -> dict[str, Any]:
         "calibration": calibration_rows(result),
         "top1_calibration": confidence_rows(result.outcomes),
         "ms_per_position": 1000 * result.model_seconds / result.model_positions if result.model_positions else None,
+        "reference_ms_per_position": (
+            1000 * result.reference_seconds / result.model_positions if result.reference_seconds else None
+        ),
+        "maia_protocol": maia_json(result.outcomes, predictors),
     }
 
 

@@ -15,6 +15,8 @@ Three groups of columns:
   elsewhere, see `pipeline.human.engine`): score, gap to the best move, rank.
 - ``book``: how often the training games played this move in this exact position (given as
   `BookCounts`; see `pipeline.human.book`).
+- ``pool``: the rating pool of the mover's rating (`MoverContext.pool`): a chess.com 900 is not
+  a Lichess 900, and the trees learn what a rating means in each pool.
 
 The static exchange evaluation is the textbook swap algorithm: the least valuable attacker
 captures next, x-ray attackers behind a capturer join in, pins are ignored, a king may capture
@@ -35,8 +37,8 @@ import numpy.typing as npt
 from pipeline.human.context import MoverContext
 from search.errors import DiffimaxError
 
-FeatureGroup = Literal["base", "engine", "book"]
-FEATURE_GROUPS: Final[tuple[FeatureGroup, ...]] = ("base", "engine", "book")
+FeatureGroup = Literal["base", "engine", "book", "pool"]
+FEATURE_GROUPS: Final[tuple[FeatureGroup, ...]] = ("base", "engine", "book", "pool")
 Matrix = npt.NDArray[np.float32]
 # Engine scores of moves, centipawns from the mover's view (a mate is +-MATE_CP less its moves).
 EngineScores = Mapping[str, int]
@@ -84,10 +86,14 @@ ENGINE_FEATURES: Final = (
     "engine_cp", "engine_gap", "engine_rank", "engine_win", "engine_win_gap", "engine_best_cp", "engine_near_best",
 )  # fmt: skip
 BOOK_FEATURES: Final = ("book_games", "book_share", "book_count")
+# The rating pool as a number (a chess.com 900 is not a Lichess 900): 1 chess.com, 0 Lichess.
+POOL_FEATURES: Final = ("pool_chesscom",)
+POOL_CODES: Final[Mapping[str, float]] = {"lichess": 0.0, "chesscom": 1.0}
 GROUP_FEATURES: Final[dict[FeatureGroup, tuple[str, ...]]] = {
     "base": CONTEXT_FEATURES + MOVE_FEATURES,
     "engine": ENGINE_FEATURES,
     "book": BOOK_FEATURES,
+    "pool": POOL_FEATURES,
 }
 # Columns that hold a category code, not a quantity (LightGBM splits them as categories).
 CATEGORICAL_FEATURES: Final = frozenset({"piece", "promotion"})
@@ -310,6 +316,10 @@ def move_features(
         _append_engine(rows, legal, engine)
     if "book" in chosen:
         _append_book(rows, legal, book)
+    if "pool" in chosen:
+        code = math.nan if context.pool is None else POOL_CODES[context.pool]
+        for row in rows:
+            row.append(code)
     names = feature_names(chosen)
     values = np.asarray(rows, dtype=np.float32)
     assert values.shape == (len(legal), len(names)), (values.shape, len(names))

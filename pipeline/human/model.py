@@ -45,6 +45,7 @@ from pipeline.human.features import (
     move_features,
     parse_groups,
 )
+from pipeline.human.schema import model_document_problem
 from search.errors import DiffimaxError
 
 __all__ = ["DEFAULT_MODEL", "HumanMoveModel", "ModelError", "MoverContext"]
@@ -115,6 +116,9 @@ class HumanMoveModel:
 
     def __init__(self, document: dict[str, Any], *, engine: str | None = None, source: str = "<memory>") -> None:
         """Build from a parsed model file (see `load`); ModelError if it is inconsistent."""
+        problem = model_document_problem(document)
+        if problem is not None:
+            raise ModelError(f"model {source}: {problem}")
         self.document = document
         self.source = source
         self.kind: ModelKind = _check_kind(document.get("kind"), source)

@@ -19,10 +19,7 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -32,17 +29,31 @@ from typing import Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.evaluate.splits import Split
-from pipeline.human.book import DEFAULT_MIN_GAMES, Book, BookBuilder, own_counts
-from pipeline.human.context import MoverContext
-from pipeline.human.data import GameRecord, ReadCounts, input_digest, read_inputs
-from pipeline.human.engine import EngineSettings, ShallowEngine
+from pipeline.human.book import DEFAULT_MIN_GAMES, Book, BookBuilder
+from pipeline.human.context import Pool
+from pipeline.human.data import GameSample, ReadCounts, input_digest, read_inputs
+from pipeline.human.engine import EngineSettings
+from pipeline.human.examples import (
+    CARVE_SEED,
+    CARVED_TUNE_SHARE,
+    PARTS_PER_WORKER,
+    Examples,
+    ExtractSpec,
+    carved,
+    context_of,
+    extract,
+    extract_part,
+    game_examples,
+    load_examples,
+    merge,
+    position_value,
+    records_examples,
+    save_examples,
+)
 from pipeline.human.features import (
     CATEGORICAL_FEATURES,
     FeatureGroup,
-    Matrix,
     feature_names,
-    move_features,
     parse_groups,
 )
 from pipeline.human.model import (
@@ -57,18 +68,19 @@ from pipeline.human.model import (
 )
 from search.errors import DiffimaxError
 
+# The examples' names stay importable from here (callers, and work Ray pickled by reference).
+__all__ = [
+    "CARVED_TUNE_SHARE", "CARVE_SEED", "PARTS_PER_WORKER", "Examples", "ExtractSpec", "TrainConfig", "TrainError",
+    "carved", "context_of", "extract", "extract_part", "fit_lightgbm", "fit_linear", "game_examples", "load_examples",
+    "merge", "played_ranks", "position_value", "records_examples", "save_examples", "train",
+]  # fmt: skip
+
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 Echo = Callable[[str], None]
 
-# Share of the training games kept for early stopping when the inputs hold no tune games.
-CARVED_TUNE_SHARE: Final = 0.1
-# Seed of that carve (apart from the sampling seed, so changing one leaves the other alone).
-CARVE_SEED: Final = 7919
 # Probabilities are floored at this in the log-loss (a played move the model calls impossible).
 PROBABILITY_FLOOR: Final = 1e-9
-# Parts per Ray worker: each part re-reads (not re-parses) every compressed source, so few.
-PARTS_PER_WORKER: Final = 1
 
 
 class TrainError(DiffimaxError, ValueError):
@@ -81,7 +93,7 @@ class TrainConfig:
 
     kind: ModelKind = "lightgbm"
     """`lightgbm` (trees on the softmax loss) or `linear` (the comparison model)."""
-    groups: tuple[FeatureGroup, ...] = ("base", "engine", "book")
+    groups: tuple[FeatureGroup, ...] = ("base", "engine", "book", "pool")
     """Feature groups (`pipeline.human.features`)."""
     engine: EngineSettings = field(default_factory=EngineSettings)
     """The engine behind the ``engine`` features (ignored without them)."""
@@ -89,6 +101,24 @@ class TrainConfig:
     """Share of training positions used, sampled by a hash of (seed, game id, ply)."""
     tune_sample_rate: float = 0.1
     """Share of tune positions used for early stopping and the recorded metrics."""
+    source_rates: tuple[tuple[str, float], ...] = ()
+    """(file name, share) pairs: the share of that file's training and tune positions used instead
+    of the two above (a small file of a population the others lack, taken whole)."""
+    pool: Pool | None = None
+    """The rating pool of every input game (None: each game's Site tag says)."""
+    game_rate: float = 1.0
+    """Share of each file's games read at all (by a hash of the game id, on the headers: a game
+    left out is never replayed, which is what makes it cheaper than a lower `sample_rate`)."""
+    source_game_rates: tuple[tuple[str, float], ...] = ()
+    """(file name, share) pairs that replace `game_rate` for that file."""
+
+    @property
+    def games(self) -> GameSample | None:
+        """The game sample of `game_rate` and `source_game_rates` (None: every game)."""
+        if self.game_rate >= 1.0 and all(rate >= 1.0 for _, rate in self.source_game_rates):
+            return None
+        return GameSample(self.game_rate, self.source_game_rates)
+
     seed: int = 0
     """Seed of the position samples and of LightGBM."""
     book_min_games: int = DEFAULT_MIN_GAMES
@@ -116,15 +146,30 @@ class TrainConfig:
     only pays on an idle machine: its threads meet at a barrier hundreds of times per tree)."""
     workers: int = 1
     """Feature-extraction processes: 1 in this process, more on Ray."""
+    trainer: Literal["local", "ray"] = "local"
+    """`local`: examples gathered into this process and fitted here; `ray`: dump scale, streamed
+    over shards and fitted on Ray Train by `workers` LightGBM workers (`pipeline.human.scale`)."""
 
     def __post_init__(self) -> None:
         if self.kind not in ("lightgbm", "linear"):
             raise TrainError(f"unknown model kind {self.kind!r}: expected lightgbm or linear")
+        if self.trainer not in ("local", "ray"):
+            raise TrainError(f"unknown trainer {self.trainer!r}: expected local or ray")
+        if self.trainer == "ray" and self.kind != "lightgbm":
+            raise TrainError("the ray trainer fits lightgbm models only")
         object.__setattr__(self, "groups", parse_groups(self.groups))
         for name in ("sample_rate", "tune_sample_rate"):
             value = getattr(self, name)
             if not (0.0 < value <= 1.0):
                 raise TrainError(f"{name} must be in (0, 1], not {value!r}")
+        object.__setattr__(self, "source_rates", tuple(sorted((str(n), float(r)) for n, r in self.source_rates)))
+        games = tuple(sorted((str(n), float(r)) for n, r in self.source_game_rates))
+        object.__setattr__(self, "source_game_rates", games)
+        if not (0.0 < self.game_rate <= 1.0):
+            raise TrainError(f"game_rate must be in (0, 1], not {self.game_rate!r}")
+        for source, rate in (*self.source_rates, *games):
+            if not (0.0 < rate <= 1.0):
+                raise TrainError(f"the sample rate of {source!r} must be in (0, 1], not {rate!r}")
         for name in ("num_leaves", "max_rounds", "early_stopping", "min_data_in_leaf", "max_bin", "threads", "workers"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -138,223 +183,18 @@ class TrainConfig:
 # -- examples -----------------------------------------------------------------------------
 
 
-@dataclass
-class Examples:
-    """Sampled positions as feature rows: position i owns rows offsets[i] .. offsets[i] + sizes[i]."""
-
-    values: Matrix
-    sizes: IntArray
-    labels: IntArray
-    """Index of the played move within its position's rows."""
-    ratings: FloatArray
-    """The mover's rating (NaN unknown)."""
-    orders: IntArray
-    """(n, 5): the game's order key and the ply: sorts positions in input order."""
-    game_ids: list[str]
-    sources: list[str]
-    movers: list[str | None]
-
-    @property
-    def positions(self) -> int:
-        return len(self.sizes)
-
-    @property
-    def offsets(self) -> IntArray:
-        result: IntArray = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
-        return result
-
-    @classmethod
-    def empty(cls, width: int) -> Examples:
-        return cls(
-            np.zeros((0, width), np.float32), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0),
-            np.zeros((0, 5), np.int64), [], [], [],
-        )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class ExtractSpec:
-    """What one extraction part does (sent to Ray workers)."""
-
-    splits: tuple[Split, ...]
-    groups: tuple[FeatureGroup, ...]
-    engine: EngineSettings | None
-    sample_rate: float
-    seed: int
-    carve: Literal["none", "train", "tune"] = "none"
-    """Carved tune share of training games: `train` keeps the rest, `tune` keeps the share."""
-    leave_one_out: bool = True
-    """Take each game's own occurrences out of the book counts it sees (training games)."""
-
-
-def position_value(seed: int, game_id: str, ply: int) -> float:
-    """A uniform number in [0, 1) from (seed, game id, ply): the position is sampled below the rate."""
-    digest = hashlib.blake2b(f"{seed}:{game_id}:{ply}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2.0**64
-
-
-def carved(game_id: str) -> bool:
-    """Whether a training game falls in the carved tune share (inputs without tune games)."""
-    return position_value(CARVE_SEED, game_id, -1) < CARVED_TUNE_SHARE
-
-
-def context_of(record: GameRecord, rating: int | None, clock: float | None) -> MoverContext:
-    return MoverContext(rating, clock, record.base_seconds, record.increment_seconds)
-
-
-def game_examples(
-    record: GameRecord, spec: ExtractSpec, book: Book | None, engine: ShallowEngine | None
-) -> tuple[list[Matrix], list[int], list[tuple[int, ...]], list[int | None]]:
-    """The sampled, unforced positions of one game: feature rows, label, (order..., ply), rating."""
-    matrices: list[Matrix] = []
-    labels: list[int] = []
-    keys: list[tuple[int, ...]] = []
-    ratings: list[int | None] = []
-    own = own_counts((p.key, p.move) for p in record.positions) if book is not None and spec.leave_one_out else None
-    for position, board in record.boards():
-        if position_value(spec.seed, record.game_id, position.ply) >= spec.sample_rate:
-            continue
-        if sum(1 for _ in board.generate_legal_moves()) < 2:
-            continue
-        scores = engine.scores(board) if engine is not None else None
-        counts = book.lookup(position.key, own) if book is not None else None
-        matrix = move_features(
-            board, context_of(record, position.rating, position.clock_seconds), groups=spec.groups, engine=scores,
-            book=counts,
-        )  # fmt: skip
-        try:
-            label = matrix.moves.index(position.move)
-        except ValueError:
-            continue  # cannot happen for a replayed game: the reader checked every move
-        matrices.append(matrix.values)
-        labels.append(label)
-        keys.append((*record.order, position.ply))
-        ratings.append(position.rating)
-    return matrices, labels, keys, ratings
-
-
-def extract_part(inputs: Sequence[str], part: int, parts: int, spec: ExtractSpec, book: Book | None) -> Examples:
-    """The examples of part `part` of `parts` of the inputs (a plain function: Ray runs it remotely)."""
-    width = len(feature_names(spec.groups))
-    engine = ShallowEngine(spec.engine) if spec.engine is not None and "engine" in spec.groups else None
-    matrices: list[Matrix] = []
-    labels: list[int] = []
-    keys: list[tuple[int, ...]] = []
-    ratings: list[int | None] = []
-    game_ids: list[str] = []
-    sources: list[str] = []
-    movers: list[str | None] = []
-    try:
-        for record in read_inputs(inputs, part=part, parts=parts):
-            split = record.split
-            if split not in spec.splits:
-                continue
-            if spec.carve != "none" and split == "train" and carved(record.game_id) != (spec.carve == "tune"):
-                continue
-            found = game_examples(record, spec, book, engine)
-            matrices.extend(found[0])
-            labels.extend(found[1])
-            keys.extend(found[2])
-            ratings.extend(found[3])
-            game_ids.extend([record.game_id] * len(found[1]))
-            sources.extend([record.source] * len(found[1]))
-            movers.extend(record.mover_name(key[-1]) for key in found[2])
-    finally:
-        if engine is not None:
-            engine.close()
-    if not matrices:
-        return Examples.empty(width)
-    return Examples(
-        np.concatenate(matrices), np.asarray([len(m) for m in matrices], np.int64), np.asarray(labels, np.int64),
-        np.asarray([math.nan if r is None else float(r) for r in ratings]), np.asarray(keys, np.int64), game_ids,
-        sources, movers,
-    )  # fmt: skip
-
-
-def merge(parts: Sequence[Examples], width: int) -> Examples:
-    """The parts' examples in input order (by game order key and ply)."""
-    parts = [p for p in parts if p.positions]
-    if not parts:
-        return Examples.empty(width)
-    orders = np.concatenate([p.orders for p in parts])
-    sizes = np.concatenate([p.sizes for p in parts])
-    values = np.concatenate([p.values for p in parts])
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    permutation = np.lexsort(orders.T[::-1])
-    new_sizes = sizes[permutation]
-    # Row index of every row in the new order: each chosen position's rows, in turn.
-    owner_starts = np.repeat(starts[permutation], new_sizes)
-    within = np.arange(int(new_sizes.sum())) - np.repeat(np.cumsum(new_sizes) - new_sizes, new_sizes)
-    game_ids = [g for p in parts for g in p.game_ids]
-    sources = [s for p in parts for s in p.sources]
-    movers = [m for p in parts for m in p.movers]
-    order = permutation.tolist()
-    return Examples(
-        values[owner_starts + within], new_sizes, np.concatenate([p.labels for p in parts])[permutation],
-        np.concatenate([p.ratings for p in parts])[permutation], orders[permutation], [game_ids[i] for i in order],
-        [sources[i] for i in order], [movers[i] for i in order],
-    )  # fmt: skip
-
-
-def extract(
-    inputs: Sequence[str], spec: ExtractSpec, book: Book | None, workers: int = 1, echo: Echo | None = None
-) -> Examples:
-    """Examples of every input game in `spec.splits`, on `workers` processes (Ray when > 1)."""
-    width = len(feature_names(spec.groups))
-    if workers <= 1:
-        return merge([extract_part(inputs, 0, 1, spec, book)], width)
-    import logging
-
-    import ray
-
-    owns_ray = not ray.is_initialized()
-    if owns_ray:
-        # Workers import this project from where the driver did.
-        root = str(Path(__file__).resolve().parent.parent.parent)
-        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-        ray.init(
-            address="local",  # its own cluster, even beside a `ray start` one on this machine
-            num_cpus=workers, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False,
-            runtime_env={"env_vars": {"PYTHONPATH": path}},
-        )  # fmt: skip
-    try:
-        task: Any = ray.remote(num_cpus=1, max_retries=2)(extract_part)
-        parts = workers * PARTS_PER_WORKER
-        book_ref = ray.put(book)
-        refs = [task.remote(list(inputs), part, parts, spec, book_ref) for part in range(parts)]
-        results = ray.get(refs)
-    finally:
-        if owns_ray:
-            ray.shutdown()
-    return merge(results, width)
-
-
-def save_examples(examples: Examples, path: Path) -> None:
-    """Examples as .npz (arrays) beside a .json (game ids, sources, movers)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(
-        path, values=examples.values, sizes=examples.sizes, labels=examples.labels, ratings=examples.ratings,
-        orders=examples.orders,
-    )  # fmt: skip
-    path.with_suffix(".json").write_text(
-        json.dumps({"game_ids": examples.game_ids, "sources": examples.sources, "movers": examples.movers})
-    )
-
-
-def load_examples(path: Path) -> Examples:
-    arrays = np.load(path)
-    meta = json.loads(path.with_suffix(".json").read_text())
-    return Examples(
-        arrays["values"], arrays["sizes"], arrays["labels"], arrays["ratings"], arrays["orders"], meta["game_ids"],
-        meta["sources"], meta["movers"],
-    )  # fmt: skip
-
-
-def build_book(inputs: Sequence[str], min_games: int, counts: ReadCounts | None = None) -> tuple[Book, int]:
+def build_book(
+    inputs: Sequence[str],
+    min_games: int,
+    counts: ReadCounts | None = None,
+    pool: Pool | None = None,
+    sample: GameSample | None = None,
+) -> tuple[Book, int]:
     """The book of the training games (tune and held-out games never enter it), and how many
     training games it was built from."""
     builder = BookBuilder()
     games = 0
-    for record in read_inputs(inputs, counts=counts):
+    for record in read_inputs(inputs, counts=counts, pool=pool, games=sample):
         if record.split != "train":
             continue
         games += 1
@@ -402,9 +242,12 @@ def _targets(examples: Examples) -> FloatArray:
     return y
 
 
-def fit_lightgbm(train: Examples, tune: Examples, config: TrainConfig, echo: Echo) -> tuple[Any, int, list[float]]:
+def fit_lightgbm(
+    train: Examples, tune: Examples, config: TrainConfig, echo: Echo, extra_params: dict[str, Any] | None = None
+) -> tuple[Any, int, list[float]]:
     """Trees on the within-position softmax loss, early-stopped on the tune log-loss. Returns the
-    booster, the best number of trees and the tune log-loss after each tree."""
+    booster, the best number of trees and the tune log-loss after each tree. `extra_params` join
+    LightGBM's (the network of a distributed fit)."""
     import lightgbm
 
     names = list(feature_names(config.groups))
@@ -440,6 +283,7 @@ def fit_lightgbm(train: Examples, tune: Examples, config: TrainConfig, echo: Ech
         "seed": config.seed,
         "verbosity": -1,
         "metric": "None",
+        **(extra_params or {}),
     }
     categorical = [name for name in names if name in CATEGORICAL_FEATURES]
     train_set = lightgbm.Dataset(
@@ -502,7 +346,12 @@ def training_command(data: Sequence[str], config: TrainConfig, out_name: str) ->
     for name, value in asdict(config).items():
         if name in ("workers", "engine"):
             continue
-        if value != getattr(default, name):
+        if name in ("source_rates", "source_game_rates"):
+            option = "--source-rate" if name == "source_rates" else "--source-game-rate"
+            parts.extend(f"{option} {source}={rate:g}" for source, rate in value)
+        elif name == "pool":
+            parts.extend([f"--pool {value}"] if value is not None else [])
+        elif value != getattr(default, name):
             text = ",".join(value) if isinstance(value, tuple) else str(value)
             parts.append(f"--{name.replace('_', '-')} {text}")
     if "engine" in config.groups and config.engine != default.engine:
@@ -520,62 +369,120 @@ def train(
 ) -> dict[str, Any]:
     """Train a model on the `train` games of `data`, write it to `out`; returns its description.
     `dump` names a directory to save the extracted examples in (train.npz, tune.npz and their
-    .json), for comparing other models on the same data (`benchmarks.bench_human --variants`)."""
+    .json), for comparing other models on the same data (`benchmarks.bench_human --variants`).
+    With `config.trainer == "ray"` the work is `pipeline.human.scale`'s (dump scale)."""
     config = config or TrainConfig()
     say = echo or (lambda line: None)
+    if config.trainer == "ray":
+        if dump is not None:
+            raise TrainError("--dump-examples needs the local trainer: the ray trainer never gathers the examples")
+        from pipeline.human.scale import train_on_ray
+
+        return train_on_ray(data, out, config, say)
     started = time.monotonic()
-    digest = input_digest(data)
     counts = ReadCounts()
     book: Book | None = None
     book_games = 0
     if "book" in config.groups:
         say("counting the book of the training games")
-        book, book_games = build_book(data, config.book_min_games, counts)
+        book, book_games = build_book(data, config.book_min_games, counts, config.pool, config.games)
         say(f"  {len(book)} positions reached at least {config.book_min_games} times in {book_games} games")
-    engine = config.engine if "engine" in config.groups else None
-    train_spec = ExtractSpec(("train",), config.groups, engine, config.sample_rate, config.seed)
-    tune_spec = replace(train_spec, splits=("tune",), sample_rate=config.tune_sample_rate, leave_one_out=False)
+    train_spec, tune_spec = extraction_specs(config)
     say(f"features of {config.tune_sample_rate:g} of the tune positions ({config.workers} worker(s))")
     tune = extract(data, tune_spec, book, config.workers, say)
-    tune_source = "tune split"
+    tune_source = TUNE_SPLIT
     if not tune.positions:
         # No tune games (a user's own files): early-stop on a seeded share of the training games.
         # They are in the book, so they see it without their own occurrences, like training games.
-        tune_source = f"carved: {CARVED_TUNE_SHARE:g} of the training games (seed {CARVE_SEED})"
+        tune_source = CARVED_TUNE
         train_spec = replace(train_spec, carve="train")
-        tune = extract(
-            data, replace(tune_spec, splits=("train",), carve="tune", leave_one_out=True), book, config.workers, say
-        )
+        tune = extract(data, carved_tune_spec(tune_spec), book, config.workers, say)
     say(f"features of {config.sample_rate:g} of the training positions")
     examples = extract(data, train_spec, book, config.workers, say)
-    if examples.positions < 10 or tune.positions < 1:
-        raise TrainError(
-            f"too little data: {examples.positions} training and {tune.positions} tune positions "
-            f"in {', '.join(map(str, data))} (held-out games are never trained on)"
-        )
+    check_enough(examples.positions, tune.positions, data)
     extracted = time.monotonic()
     if dump is not None:
         save_examples(examples, Path(dump) / "train.npz")
         save_examples(tune, Path(dump) / "tune.npz")
     say(f"  {examples.positions} training positions ({len(examples.values)} moves), {tune.positions} tune")
-
-    document: dict[str, Any] = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "kind": config.kind}
-    document["groups"] = list(config.groups)
-    document["features"] = list(feature_names(config.groups))
-    if engine is not None:
-        document["engine"] = asdict(engine)
-    if book is not None:
-        document["book"] = book.to_json()
-    fit: dict[str, Any] = {}
+    document = base_document(config, book)
     say(f"fitting ({config.kind})")
     if config.kind == "lightgbm":
         booster, best, losses = fit_lightgbm(examples, tune, config, say)
         document["booster"] = booster.model_to_string(num_iteration=best)
-        fit = {"trees": best, "tune_log_loss_by_tree": [round(v, 5) for v in losses[:best]]}
+        fit: dict[str, Any] = {"trees": best, "tune_log_loss_by_tree": [round(v, 5) for v in losses[:best]]}
     else:
         scorer = fit_linear(examples, config, say)
         document["linear"] = scorer.to_json()
         fit = {"interacting": list(INTERACTING)}
+    record = TrainingRecord(examples.positions, len(examples.values), book_games, counts, tune_source, fit)
+    return write_model(document, out, data, config, tune, record, (started, extracted))
+
+
+# What the tune examples were, as the model file records it.
+TUNE_SPLIT: Final = "tune split"
+CARVED_TUNE: Final = f"carved: {CARVED_TUNE_SHARE:g} of the training games (seed {CARVE_SEED})"
+
+
+def extraction_specs(config: TrainConfig) -> tuple[ExtractSpec, ExtractSpec]:
+    """What the training and the tune examples are made of."""
+    engine = config.engine if "engine" in config.groups else None
+    train_spec = ExtractSpec(
+        ("train",), config.groups, engine, config.sample_rate, config.seed, source_rates=config.source_rates,
+        pool=config.pool, games=config.games,
+    )  # fmt: skip
+    tune_spec = replace(train_spec, splits=("tune",), sample_rate=config.tune_sample_rate, leave_one_out=False)
+    return train_spec, tune_spec
+
+
+def carved_tune_spec(tune_spec: ExtractSpec) -> ExtractSpec:
+    """The tune examples of inputs without tune games: the carved share of the training games."""
+    return replace(tune_spec, splits=("train",), carve="tune", leave_one_out=True)
+
+
+def check_enough(train_positions: int, tune_positions: int, data: Sequence[str]) -> None:
+    if train_positions < 10 or tune_positions < 1:
+        raise TrainError(
+            f"too little data: {train_positions} training and {tune_positions} tune positions "
+            f"in {', '.join(map(str, data))} (held-out games are never trained on)"
+        )
+
+
+def base_document(config: TrainConfig, book: Book | None) -> dict[str, Any]:
+    """The model file before its fit: format, kind, features, engine and book."""
+    document: dict[str, Any] = {"format": MODEL_FORMAT, "version": MODEL_VERSION, "kind": config.kind}
+    document["groups"] = list(config.groups)
+    document["features"] = list(feature_names(config.groups))
+    if "engine" in config.groups:
+        document["engine"] = asdict(config.engine)
+    if book is not None:
+        document["book"] = book.to_json()
+    return document
+
+
+@dataclass(frozen=True)
+class TrainingRecord:
+    """What a fit was made of, for the model file's `training` field."""
+
+    train_positions: int
+    train_moves: int
+    book_games: int
+    counts: ReadCounts
+    tune_source: str
+    fit: dict[str, Any]
+
+
+def write_model(
+    document: dict[str, Any],
+    out: str,
+    data: Sequence[str],
+    config: TrainConfig,
+    tune: Examples,
+    record: TrainingRecord,
+    times: tuple[float, float],
+) -> dict[str, Any]:
+    """Measure the fitted model on the tune examples, record its training, write the file; the
+    summary `train` returns."""
     model = HumanMoveModel(document, source=out)
     probabilities = softmax_groups(model.raw_scores(tune.values), tune.sizes)
     tune_metrics = group_metrics(probabilities, tune)
@@ -583,26 +490,27 @@ def train(
     config_record = {k: v for k, v in asdict(config).items() if k not in ("workers", "engine")}
     document["training"] = {
         "command": training_command(data, config, out.rsplit("/", 1)[-1]),
-        "data": digest,
-        "split": "pipeline.evaluate.splits.split_of: fitted on 'train', early-stopped on " + tune_source,
+        "data": input_digest(data),
+        "split": "pipeline.evaluate.splits.split_of: fitted on 'train', early-stopped on " + record.tune_source,
         "config": config_record,
-        "train_positions": examples.positions,
-        "train_moves": len(examples.values),
+        "train_positions": record.train_positions,
+        "train_moves": record.train_moves,
         "tune_positions": tune.positions,
-        "book_games": book_games,
-        "games_failed": counts.failed,
-        "games_filtered": counts.filtered,
-        "fit": fit,
+        "book_games": record.book_games,
+        "games_failed": record.counts.failed,
+        "games_filtered": record.counts.filtered,
+        "fit": record.fit,
     }
     text = dumps_model(document)
     with open(out, "w", encoding="utf-8") as handle:
         handle.write(text)
+    started, extracted = times
     finished = time.monotonic()
     return {
         "out": out,
         "bytes": len(text.encode()),
         "tune": tune_metrics,
-        "train_positions": examples.positions,
+        "train_positions": record.train_positions,
         "tune_positions": tune.positions,
         "seconds_features": round(extracted - started, 1),
         "seconds_fit": round(finished - extracted, 1),
