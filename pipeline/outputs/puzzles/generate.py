@@ -30,6 +30,7 @@ from pipeline.outputs.puzzles.records import (
     PuzzleKind,
     PuzzleReport,
 )
+from pipeline.outputs.puzzles.setting import PRACTICAL_FLOOR, SAFETY_CP
 from pipeline.outputs.puzzles.standards import Standard, standard_of
 from pipeline.outputs.puzzles.themes import cook
 from pipeline.outputs.puzzles.verify import Verification, VerifyTask, run_verification
@@ -184,8 +185,12 @@ def generate_puzzles(
 
 def _task(members: Sequence[Candidate]) -> VerifyTask:
     first = members[0]
-    rating = first.setting.opponent_rating if first.setting is not None else None
-    return VerifyTask(first.fen, first.moves, first.fixed, tuple(sorted({c.game.game_id for c in members})), rating)
+    games = tuple(sorted({c.game.game_id for c in members}))
+    setting = first.setting
+    if setting is None:
+        return VerifyTask(first.fen, first.moves, first.fixed, games)
+    practical = setting.dip is not None and setting.dip <= SAFETY_CP and setting.trap_chance >= PRACTICAL_FLOOR
+    return VerifyTask(first.fen, first.moves, first.fixed, games, setting.opponent_rating, practical)
 
 
 def _puzzles(

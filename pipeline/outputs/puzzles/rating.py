@@ -35,16 +35,18 @@ from pipeline.judging import MoveModel
 REFERENCE_RATING = 1500  # the solver rating the model is asked at
 FLOOR_P = 1e-6  # a solution move the model gives no chance still costs a finite surprisal
 QUANTILES = tuple(q / 20 for q in range(21))  # calibration knots: every 5 %
-# Quantile knots (surprisal -> rating), fitted on the tune file by `fit_calibration`.
+# Quantile knots (surprisal -> rating), fitted on the tune file by `fit_calibration`
+# (`python -m benchmarks.bench_puzzles rating` prints them).
 SURPRISAL_KNOTS: tuple[float, ...] = (
-    0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 5.5, 6.0, 6.5, 7.0, 7.5, 8.0, 9.0, 10.0, 12.0, 20.0,
+    0.0818, 0.7805, 0.9808, 1.2116, 1.3788, 1.5019, 1.6537, 1.7958, 1.9442, 2.0877, 2.1878, 2.3472, 2.4853,
+    2.6866, 2.9007, 3.1462, 3.4263, 3.8835, 4.5128, 5.4511, 11.2053,
 )  # fmt: skip
 RATING_KNOTS: tuple[float, ...] = (
-    600, 800, 900, 1000, 1100, 1200, 1300, 1400, 1500, 1550, 1600, 1650, 1700, 1800, 1900, 2000, 2100, 2200, 2300,
-    2500, 2900,
+    835, 1231, 1265, 1296, 1332, 1363, 1391, 1415, 1442, 1470, 1491, 1511, 1536, 1556, 1585, 1613, 1644, 1689,
+    1741, 1834, 2147,
 )  # fmt: skip
 # Root-mean-square error on the tune file per band of the estimate: (upper bound, deviation).
-DEVIATION_BANDS: tuple[tuple[float, int], ...] = ((1200, 400), (1600, 450), (2000, 500), (math.inf, 550))
+DEVIATION_BANDS: tuple[tuple[float, int], ...] = ((1200, 372), (1600, 202), (2000, 274), (math.inf, 515))
 
 
 @dataclass(frozen=True)

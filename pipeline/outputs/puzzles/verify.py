@@ -88,6 +88,9 @@ class VerifyTask:
     """The games the candidate was found in (the lichess standard keeps one puzzle per game)."""
     opponent_rating: int | None = None
     """Set puzzles: the rating of the player replying to the setting move (the practical rule)."""
+    practical: bool = False
+    """Set puzzles: the dataset's screen found the setting move safe with a trap chance of at least
+    PRACTICAL_FLOOR, so the practical rule is tried where the only-move rule fails."""
 
 
 # What the engine made of one task: the verified line, or why it was dropped.
@@ -116,7 +119,7 @@ class Verifier:
         """One candidate from an empty hash (the same on the driver and in an actor)."""
         self.engine.new_puzzle()
         judge = None
-        if task.fixed == 3 and "practical" in self.how.standard.set_rules and self.how.model is not None:
+        if task.practical and "practical" in self.how.standard.set_rules and self.how.model is not None:
             judge = self._practical(task)
         return check_candidate(task.fen, task.moves, task.fixed, self.engine, self.how.standard, judge)
 
