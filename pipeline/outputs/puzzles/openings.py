@@ -68,7 +68,7 @@ class OpeningTable:
         for line in path.read_text(encoding="utf-8").splitlines()[1:]:
             eco, name, pgn = line.split("\t")
             board = chess.Board()
-            sans = [token for token in pgn.split() if not token.endswith(".")]
+            sans = re.sub(r"\d+\.(?:\.\.)?", " ", pgn).split()
             for san in sans:
                 board.push_san(san)
             by_epd.setdefault(board.epd(), name)
