@@ -35,7 +35,9 @@ cp, mate = chess.engine.Cp, chess.engine.Mate
 @pytest.mark.skipif(not HELD_OUT.exists(), reason="shared puzzles not found")
 def test_the_tagger_agrees_with_lichess_on_the_held_out_puzzles() -> None:
     with HELD_OUT.open(newline="", encoding="utf-8") as handle:
-        rows = [r for r in csv.DictReader(handle) if {"oneMove", "short", "long", "veryLong"} & set(r["Themes"].split())]
+        rows = [
+            r for r in csv.DictReader(handle) if {"oneMove", "short", "long", "veryLong"} & set(r["Themes"].split())
+        ]
     assert len(rows) > 1_400  # 74 rows hold a phase alone: not tagged by Lichess's tagger, left out
     hits: Counter[str] = Counter()
     found: Counter[str] = Counter()
@@ -113,7 +115,11 @@ def test_the_lichess_standard_is_stricter_than_the_default() -> None:
 
 
 def test_at_most_one_puzzle_per_game_under_the_lichess_standard() -> None:
-    tasks = [VerifyTask("f", ("a",), 1, ("g1",)), VerifyTask("f", ("b",), 1, ("g1", "g2")), VerifyTask("f", ("c",), 1, ("g2",))]
+    tasks = [
+        VerifyTask("f", ("a",), 1, ("g1",)),
+        VerifyTask("f", ("b",), 1, ("g1", "g2")),
+        VerifyTask("f", ("c",), 1, ("g2",)),
+    ]
     collector = Collector(tasks, None, one_per_game=True)
     for _ in tasks:
         collector.take(object())  # type: ignore[arg-type]  # any verdict that is not a drop reason
