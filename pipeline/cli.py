@@ -601,22 +601,47 @@ def puzzles(
     limit: Annotated[int | None, typer.Option("--limit", help="Write at most this many puzzles.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="Comma list: csv, pgn, html.")] = "csv,pgn,html",
     engine: Annotated[str, typer.Option("--engine", help="stockfish, or a UCI engine's path.")] = "stockfish",
-    nodes: Annotated[int, typer.Option("--nodes", help="Engine nodes per verification search.")] = 500_000,
+    standard: Annotated[
+        str, typer.Option("--standard", help="default (margin 0.3, 500k nodes) or lichess (lichess-puzzler's rules).")
+    ] = "default",
+    nodes: Annotated[
+        int | None, typer.Option("--nodes", help="Engine nodes per verification search (default: the standard's).")
+    ] = None,
     margin: Annotated[
-        float, typer.Option("--margin", help="Win chances (-1..1) the best move must beat the second best by.")
-    ] = 0.3,
+        float | None,
+        typer.Option(
+            "--margin", help="Win chances (-1..1) the best must beat the second by (default: the standard's)."
+        ),
+    ] = None,
     workers: Annotated[
         int | None,
         typer.Option("--workers", help="Verifying engines, on Ray (default: all CPUs; 1: serially, no Ray)."),
     ] = None,
+    human_model: HumanModelOpt = "default",
 ) -> None:
-    """Engine-verified puzzles from a dataset's traps: Lichess CSV, PGN and an HTML puzzle book."""
+    """Engine-verified puzzles from a dataset's traps: Lichess CSV, PGN and an interactive HTML puzzle book."""
     from pipeline.outputs.puzzles import generate_puzzles, parse_formats, parse_kind
 
     report = generate_puzzles(
-        data, out, kind=parse_kind(kind), min_dip=min_dip, limit=limit, formats=parse_formats(fmt),
-        engine=engine, nodes=nodes, margin=margin, workers=workers,
+        data, out, kind=parse_kind(kind), min_dip=min_dip, limit=limit, formats=parse_formats(fmt), engine=engine,
+        standard=standard, nodes=nodes, margin=margin, workers=workers,
+        human_model=None if human_model.lower() == "none" else human_model,
     )  # fmt: skip
+    typer.echo(report.summary())
+
+
+@app.command()
+def tag(
+    puzzles_csv: Annotated[str, typer.Argument(metavar="PUZZLES.csv", help="A Lichess puzzle CSV (FEN, Moves, ...).")],
+    out: Annotated[
+        str, typer.Option("--out", help="The CSV written: every row, plus DiffimaxThemes and DiffimaxRating.")
+    ],
+    human_model: HumanModelOpt = "default",
+) -> None:
+    """Our theme tagger and difficulty rating on any Lichess puzzle CSV, beside Lichess's own columns."""
+    from pipeline.outputs.puzzles import tag_csv
+
+    report = tag_csv(puzzles_csv, out, human_model=None if human_model.lower() == "none" else human_model)
     typer.echo(report.summary())
 
 

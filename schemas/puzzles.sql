@@ -3,19 +3,17 @@
 -- $min_dip_cp is the smallest trap dip asked for, in centipawns (setter's view).
 
 -- name: punish-candidates
--- Root trap records the human fell into, with the root position and the game's headers.
+-- Root trap records the human fell into, with the root position.
 with final as (
-    select t.game_id, t.ply, p.fen, t.move, t.dip, t.refutation,
-           g.site, g.event, g.date, g.white, g.black, g.white_elo, g.black_elo, g.opening, g.eco
+    select t.game_id, t.ply, p.fen, t.move, t.dip, t.refutation
     from root_candidates t
     join positions p on p.game_id = t.game_id and p.ply = t.ply
-    join games g on g.game_id = t.game_id
     where t.by_primary and t.fell and t.dip >= $min_dip_cp and p.move_uci = t.move
 )
 select * from final order by game_id, ply;
 
 -- name: set-candidates
--- One trap per root (the one the human played, else the deepest dip), the two plies before it, and the miner's own view of the setting move (the setter's turn at ply - 1).
+-- One trap per root (the one the human played, else the deepest dip), the two plies before it, the miner's own view of the setting move (the setter's turn at ply - 1) and the root's practical trap chance.
 with picked as (
     select t.*, row_number() over (
         partition by t.game_id, t.ply order by t.fell desc nulls last, t.dip desc, t.move
@@ -23,18 +21,35 @@ with picked as (
     from root_candidates t
     where t.by_primary and t.dip >= $min_dip_cp
 ),
+chances as (
+    select game_id, ply, coalesce(sum(model_p) filter (where by_practical), 0) as trap_chance
+    from root_candidates
+    group by game_id, ply
+),
 final as (
     select c.game_id, c.ply, c.move, c.dip, c.refutation, c.fell,
            before.fen as fen, before.move_uci as prior_move, setting.move_uci as setting_move,
            screen.move_played = screen.best_move as setting_best,
            list_min([r.dip for r in screen.responses if r.move <> screen.best_move and r.excluded is null])
                as second_dip,
-           g.site, g.event, g.date, g.white, g.black, g.white_elo, g.black_elo, g.opening, g.eco
+           screen.played_dip as setting_dip, root.mover_rating as opponent_rating, k.trap_chance
     from picked c
-    join games g on g.game_id = c.game_id
+    join chances k on k.game_id = c.game_id and k.ply = c.ply
+    left join positions root on root.game_id = c.game_id and root.ply = c.ply
     left join positions before on before.game_id = c.game_id and before.ply = c.ply - 2
     left join positions setting on setting.game_id = c.game_id and setting.ply = c.ply - 1
     left join responses screen on screen.game_id = c.game_id and screen.ply = c.ply - 1
     where c.pick = 1
 )
 select * from final order by game_id, ply;
+
+-- name: puzzle-games
+-- Every column of the games the candidates come from ($game_ids: a list of ids).
+with final as (
+    select * from games where list_contains($game_ids, game_id)
+)
+select * from final order by game_id;
+
+-- name: game-count
+-- Games in the dataset (the yield's denominator).
+select count(*) as games from games;

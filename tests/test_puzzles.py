@@ -34,6 +34,7 @@ from pipeline.outputs.puzzles import (
     BATCHES_PER_WORKER,
     FORMATS,
     LICHESS_COLUMNS,
+    STANDARDS,
     VERIFY_BATCH,
     Analyse,
     Candidate,
@@ -47,23 +48,20 @@ from pipeline.outputs.puzzles import (
     PuzzleReport,
     SolverCheck,
     check_candidate,
-    clean_text,
     game_url,
     generate_puzzles,
     is_only_move,
     opening_tags,
     parse_formats,
     parse_kind,
-    pgn_value,
     render_csv,
     render_html,
     render_pgn,
-    safe_url,
-    spreadsheet_safe,
     themes_for,
     trim_line,
     win_chances,
 )
+from pipeline.outputs.sanitize import clean_text, pgn_value, safe_url, spreadsheet_safe
 from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings
 from tests.conftest import GAMES, ROOT
@@ -91,6 +89,7 @@ MINE_PLIES = (6, 23)
 # practical judge a setting move is rarely the setter's clear best (60 games: 55 set candidates,
 # none verified).
 PUZZLE_JUDGES = JudgeSettings(judges=frozenset({"dip"}))
+DEFAULT = STANDARDS["default"]
 DIFFIMAX = [sys.executable, "-m", "pipeline.cli"]
 
 SCRIPT_NAME = "<script>alert(1)</script>"
@@ -166,7 +165,7 @@ def scripted(table: Table) -> Analyse:
     """A stand-in engine: the lines for each position (by EPD), best first; PV = the move and,
     when given as 'move reply', the expected reply."""
 
-    def analyse(board: chess.Board) -> list[EngineLine]:
+    def analyse(board: chess.Board, lines: int = 2) -> list[EngineLine]:
         lines = []
         for text, score in table[board.epd()]:
             pv = tuple(chess.Move.from_uci(m) for m in text.split())
@@ -195,32 +194,32 @@ def test_check_candidate_passes_trims_and_drops() -> None:
         after_trap: [("f3e5 g4d1", cp(400)), ("h2h3", cp(0))],
         after_second: [("c4f7 e8e7", cp(500)), ("c3d1", cp(-300))],
     }
-    checked = check_candidate(BEFORE_TRAP, ["g7g6", "f3e5"], 1, scripted(table), 0.3)
+    checked = check_candidate(BEFORE_TRAP, ["g7g6", "f3e5"], 1, scripted(table), DEFAULT)
     assert checked == Checked(("g7g6", "f3e5"), (SolverCheck(1, cp(400), cp(0)),), trimmed=False, mate=False)
     # Nxe5 wins a pawn but Bxd1 captures back (the queen): the line goes on to Bxf7+, and the
     # trailing reply Ke7 is dropped so that the puzzle ends on a solver move.
     line = ["g7g6", "f3e5", "g4d1", "c4f7", "e8e7"]
-    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(table), 0.3)
+    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(table), DEFAULT)
     assert not isinstance(checked, str) and checked.moves == tuple(line[:4]) and not checked.trimmed
     assert [c.index for c in checked.checks] == [1, 3]
     # The engine prefers another move, or the second best is close: dropped.
     other = {after_trap: [("h2h3", cp(400)), ("f3e5", cp(0))]}
-    assert check_candidate(BEFORE_TRAP, ["g7g6", "f3e5"], 1, scripted(other), 0.3) == "not_best"
+    assert check_candidate(BEFORE_TRAP, ["g7g6", "f3e5"], 1, scripted(other), DEFAULT) == "not_best"
     close = {after_trap: [("f3e5", cp(150)), ("h2h3", cp(0))]}
-    assert check_candidate(BEFORE_TRAP, ["g7g6", "f3e5"], 1, scripted(close), 0.3) == "not_unique"
+    assert check_candidate(BEFORE_TRAP, ["g7g6", "f3e5"], 1, scripted(close), DEFAULT) == "not_unique"
     # A later solver move that fails ends the line at the solver move before it.
     later = {**table, after_second: [("c3d1", cp(500)), ("c4f7", cp(450))]}
-    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(later), 0.3)
+    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(later), DEFAULT)
     assert not isinstance(checked, str) and checked.moves == ("g7g6", "f3e5") and checked.trimmed
     # So does a reply the engine does not expect (the solver's next move answers another move).
     unexpected = {after_trap: [("f3e5 d6e5", cp(400)), ("h2h3", cp(0))]}
-    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(unexpected), 0.3)
+    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(unexpected), DEFAULT)
     assert not isinstance(checked, str) and checked.moves == ("g7g6", "f3e5") and checked.trimmed
     # Illegal given moves, illegal or unparseable refutations, no refutation.
-    assert check_candidate(BEFORE_TRAP, ["e2e4", "f3e5"], 1, scripted(table), 0.3) == "illegal"
-    assert check_candidate(BEFORE_TRAP, ["g7g6", "e1e5"], 1, scripted(table), 0.3) == "illegal"
-    assert check_candidate(BEFORE_TRAP, ["g7g6", "zz"], 1, scripted(table), 0.3) == "illegal"
-    assert check_candidate(BEFORE_TRAP, ["g7g6"], 1, scripted(table), 0.3) == "empty_line"
+    assert check_candidate(BEFORE_TRAP, ["e2e4", "f3e5"], 1, scripted(table), DEFAULT) == "illegal"
+    assert check_candidate(BEFORE_TRAP, ["g7g6", "e1e5"], 1, scripted(table), DEFAULT) == "illegal"
+    assert check_candidate(BEFORE_TRAP, ["g7g6", "zz"], 1, scripted(table), DEFAULT) == "illegal"
+    assert check_candidate(BEFORE_TRAP, ["g7g6"], 1, scripted(table), DEFAULT) == "empty_line"
 
 
 def test_a_line_that_mates_is_tagged_mate() -> None:
@@ -231,9 +230,11 @@ def test_a_line_that_mates_is_tagged_mate() -> None:
         epd_after(BEFORE_TRAP, *line[:3]): [("c4f7 e8e7", mate(2)), ("c3d1", cp(-300))],
         epd_after(BEFORE_TRAP, *line[:5]): [("c3d5", mate(1)), ("h2h3", cp(100))],
     }
-    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(table), 0.3)
+    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(table), DEFAULT)
     assert not isinstance(checked, str) and checked.mate and checked.moves == tuple(line)
-    assert themes_for("punish", checked) == ("diffimaxPunish", "long", "mate", "mateIn3")
+    themes = themes_for("punish", checked, BEFORE_TRAP)
+    assert {"diffimaxPunish", "diffimaxStandardDefault", "long", "mate", "mateIn3", "opening"} <= set(themes)
+    assert list(themes) == sorted(themes)
 
 
 def test_set_candidates_check_the_setting_move_and_skip_the_trap_reply() -> None:
@@ -245,11 +246,11 @@ def test_set_candidates_check_the_setting_move_and_skip_the_trap_reply() -> None
         epd_after(fen, "c8g4"): [("b1c3 g7g6", cp(60)), ("h2h3", cp(-200))],
         epd_after(fen, "c8g4", "b1c3", "g7g6"): [("f3e5", cp(400)), ("h2h3", cp(50))],
     }
-    checked = check_candidate(fen, line, 3, scripted(table), 0.3)
+    checked = check_candidate(fen, line, 3, scripted(table), DEFAULT)
     assert not isinstance(checked, str) and checked.moves == tuple(line)
     assert [c.index for c in checked.checks] == [1, 3]  # g6 (index 2) is the trap, not checked
     table[epd_after(fen, "c8g4")] = [("b1c3", cp(60)), ("h2h3", cp(40))]
-    assert check_candidate(fen, line, 3, scripted(table), 0.3) == "not_unique"
+    assert check_candidate(fen, line, 3, scripted(table), DEFAULT) == "not_unique"
 
 
 @pytest.mark.parametrize("prefix", ["=", "+", "-", "@", "\t", "\r"])
@@ -302,9 +303,9 @@ def test_game_url_carries_the_lichess_ply_anchor() -> None:
             "Queen's Gambit Declined: Exchange Variation, Positional",
             "Queens_Gambit_Declined Queens_Gambit_Declined_Exchange_Variation",
         ),
-        ("Caro-Kann Defense", "Caro-Kann_Defense"),
-        ("Réti Opening", "Reti_Opening"),
-        (FORMULA_NAME, "cmd_C_calcA0"),
+        ("Caro-Kann Defense", "Caro-Kann_Defense Caro-Kann_Defense_Other_variations"),  # Lichess's form
+        ("Réti Opening", "Reti_Opening Reti_Opening_Other_variations"),
+        (FORMULA_NAME, "cmd_C_calcA0 cmd_C_calcA0_Other_variations"),
         ("?", ""),
         (None, ""),
     ],
@@ -330,9 +331,10 @@ def test_a_mate_in_one_with_a_winning_second_best_is_not_an_only_move() -> None:
         epd_after(BEFORE_TRAP, *line[:3]): [("c4f7 e8e7", mate(2)), ("c3d1", cp(-300))],
         epd_after(BEFORE_TRAP, *line[:5]): [("c3d5", mate(1)), ("c3d1", cp(700))],  # 0.86 > 0.6
     }
-    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(table), 0.3)
+    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(table), DEFAULT)
     assert not isinstance(checked, str) and checked.moves == tuple(line[:4]) and checked.trimmed
-    assert themes_for("punish", checked) == ("crushing", "diffimaxPunish", "short")
+    themes = themes_for("punish", checked, BEFORE_TRAP)
+    assert {"crushing", "diffimaxPunish", "short"} <= set(themes) and "mate" not in themes
 
 
 def test_bad_settings_fail_with_one_clear_line(tmp_path: Path) -> None:
@@ -659,7 +661,8 @@ def test_csv_pgn_and_html_agree_and_are_well_formed(generated: PuzzleReport) -> 
     assert csv_text.splitlines()[0] == ",".join(LICHESS_COLUMNS)
     for row in rows:
         assert re.fullmatch(r"[0-9a-f]{10}", row["PuzzleId"])
-        assert row["Rating"] == row["RatingDeviation"] == row["Popularity"] == row["NbPlays"] == ""
+        assert row["Rating"].isdigit() and row["RatingDeviation"].isdigit()  # the human model's estimate
+        assert row["Popularity"] == row["NbPlays"] == ""  # no one has played these yet
         assert row["GameUrl"].startswith("https://lichess.org/") and "#" in row["GameUrl"]
         themes = row["Themes"].split()
         assert themes == sorted(themes) and ("diffimaxPunish" in themes) != ("diffimaxSet" in themes)
@@ -676,7 +679,7 @@ def test_csv_pgn_and_html_agree_and_are_well_formed(generated: PuzzleReport) -> 
     sections = [a for t, a in parser.tags if t == "section"]
     assert [a["id"] for a in sections] == [row["PuzzleId"] for row in rows]
     images = sum(1 for t, _ in parser.tags if t == "img")
-    assert images == sum(len(row["Moves"].split()) + 1 for row in rows)
+    assert images == sum(len(row["Moves"].split()) + 2 for row in rows)  # the play board, then one per step
 
 
 def outputs(report: PuzzleReport) -> dict[str, bytes]:

@@ -1,0 +1,236 @@
+"""`generate_puzzles`: candidates from a mined dataset, verified under a standard, written as a
+Lichess CSV, a PGN file and an interactive HTML book."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pipeline.engines.process import check_engine
+from pipeline.outputs.puzzles.book import render_html
+from pipeline.outputs.puzzles.candidates import evidence_order, load_candidates
+from pipeline.outputs.puzzles.csv_out import render_csv
+from pipeline.outputs.puzzles.line import PuzzleLine
+from pipeline.outputs.puzzles.links import game_url, source_games
+from pipeline.outputs.puzzles.openings import puzzle_opening_tags
+from pipeline.outputs.puzzles.pgn_out import render_pgn
+from pipeline.outputs.puzzles.records import (
+    FORMATS,
+    KINDS,
+    Candidate,
+    Checked,
+    KindChoice,
+    OutputFormat,
+    Puzzle,
+    PuzzleError,
+    PuzzleKind,
+    PuzzleReport,
+)
+from pipeline.outputs.puzzles.setting import PRACTICAL_FLOOR, SAFETY_CP
+from pipeline.outputs.puzzles.standards import Standard, standard_of
+from pipeline.outputs.puzzles.themes import cook
+from pipeline.outputs.puzzles.verify import Verification, VerifyTask, run_verification
+
+
+def puzzle_id(key: tuple[str, tuple[str, ...]]) -> str:
+    """A short deterministic id: the solver's position and the solution, whichever game it came from."""
+    epd, rest = key
+    return hashlib.sha256(f"{epd}|{' '.join(rest)}".encode()).hexdigest()[:10]
+
+
+def themes_for(kind: PuzzleKind, checked: Checked, fen: str, standard: str = "default") -> tuple[str, ...]:
+    """Lichess's themes of the verified line (`cook`, with the engine's final score), and ours:
+    the kind, the practical setting rule, the standard met. Sorted."""
+    final = checked.checks[-1].best.score(mate_score=100_000)
+    tags = set(cook(PuzzleLine(fen, checked.moves, None if checked.mate else final)))
+    tags.add("diffimaxPunish" if kind == "punish" else "diffimaxSet")
+    if checked.set_rule == "practical":
+        tags.add("diffimaxPractical")
+    tags.add("diffimaxStandardLichess" if standard == "lichess" else "diffimaxStandardDefault")
+    return tuple(sorted(tags))
+
+
+def parse_kind(text: str) -> KindChoice:
+    """`punish`, `set` or `both` (any case); raises PuzzleError otherwise."""
+    choices: dict[str, KindChoice] = {"punish": "punish", "set": "set", "both": "both"}
+    kind = choices.get(text.strip().lower())
+    if kind is not None:
+        return kind
+    raise PuzzleError(f"invalid kind {text!r}: expected punish, set or both")
+
+
+def parse_formats(formats: str | Sequence[str]) -> tuple[OutputFormat, ...]:
+    """`csv,pgn` or ["csv", "pgn"] -> ("csv", "pgn"); raises PuzzleError on an unknown name."""
+    names = formats.split(",") if isinstance(formats, str) else list(formats)
+    chosen: list[OutputFormat] = []
+    for raw in names:
+        name = raw.strip().lower()
+        if name not in FORMATS:
+            raise PuzzleError(f"invalid format {raw!r}: expected csv, pgn or html")
+        if name not in chosen:
+            chosen.append(name)
+    if not chosen:
+        raise PuzzleError("no output format: expected csv, pgn and/or html")
+    return tuple(chosen)
+
+
+def write_atomic(path: Path, text: str) -> Path:
+    """Write `text` to `path` through a temporary file and a rename (never half a file)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with temporary.open("w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _count(table: dict[str, int], key: str, amount: int = 1) -> None:
+    table[key] = table.get(key, 0) + amount
+
+
+def _check_settings(kind: str, limit: int | None, min_dip: float, workers: int | None) -> None:
+    if kind not in ("punish", "set", "both"):
+        raise PuzzleError(f"invalid kind {kind!r}: expected punish, set or both")
+    if limit is not None and limit < 1:
+        raise PuzzleError(f"invalid limit {limit!r}: expected at least 1")
+    if min_dip < 0 or not math.isfinite(min_dip):
+        raise PuzzleError(f"invalid min dip {min_dip!r}: expected pawns >= 0")
+    if workers is not None and workers < 1:
+        raise PuzzleError(f"invalid workers {workers!r}: expected at least 1")
+
+
+def generate_puzzles(
+    data: str | Path,
+    out: str | Path,
+    *,
+    kind: KindChoice = "both",
+    min_dip: float = 1.0,
+    limit: int | None = None,
+    formats: Sequence[str] = FORMATS,
+    engine: str = "stockfish",
+    standard: str = "default",
+    nodes: int | None = None,
+    margin: float | None = None,
+    title: str = "diffimax puzzles",
+    workers: int | None = None,
+    human_model: str | None = "default",
+) -> PuzzleReport:
+    """Verified puzzles from the dataset `data`, written to `out` as puzzles.csv / .pgn / .html.
+
+    `standard` names the rules (`standards.STANDARDS`); `nodes` and `margin` override its budget
+    and margin. `min_dip` is in pawns (setter's view); `limit` caps the puzzles written (candidates
+    are verified in order of the evidence that humans fall, `evidence_order`, and verification
+    stops at the limit). `workers` engines verify (see `run_verification`); the output is the same
+    whatever their number. `human_model` rates the puzzles and judges practical setting moves
+    (None: no rating, set puzzles by the only-move rule alone).
+    """
+    started = time.monotonic()
+    _check_settings(kind, limit, min_dip, workers)
+    kinds: tuple[PuzzleKind, ...] = KINDS if kind == "both" else (kind,)
+    chosen = parse_formats(formats)
+    rules = standard_of(standard, margin=margin, nodes=nodes)
+    engine_name = check_engine(engine)  # an unusable engine is one line before the dataset is read
+    model = None
+    if human_model is not None:
+        from pipeline.judging import load_model  # the model (LightGBM) loads on demand
+
+        model = load_model(human_model)
+    candidates, early, games = load_candidates(data, kinds, round(min_dip * 100), rules)
+    report = PuzzleReport(engine=engine_name, nodes=rules.nodes, margin=rules.margin, standard=rules.name, games=games)
+    for name in kinds:
+        report.candidates[name] = sum(early[name].values())
+        report.dropped[name] = dict(early[name])
+        report.duplicates_merged[name] = report.verified[name] = report.trimmed[name] = 0
+    groups: dict[tuple[PuzzleKind, tuple[str, tuple[str, ...]]], list[Candidate]] = {}
+    for candidate in candidates:
+        _count(report.candidates, candidate.kind)
+        groups.setdefault((candidate.kind, candidate.key()), []).append(candidate)
+    for (puzzle_kind, _), members in groups.items():
+        _count(report.duplicates_merged, puzzle_kind, len(members) - 1)
+    ordered = sorted(groups.items(), key=lambda item: evidence_order(item[1], puzzle_id(item[0][1])))
+    for _, members in ordered:
+        members.sort(key=lambda c: (c.game.game_id, c.ply))  # the representative: the smallest game id
+    tasks = [_task(members) for _, members in ordered]
+    how = Verification(engine, rules, human_model)
+    verdicts, report.discarded, report.workers = run_verification(tasks, how, limit, workers)
+    report.not_checked = len(ordered) - len(verdicts)
+    passed: list[tuple[PuzzleKind, tuple[str, tuple[str, ...]], list[Candidate], Checked]] = []
+    for ((puzzle_kind, key), members), result in zip(ordered, verdicts, strict=False):
+        if isinstance(result, str):
+            _count(report.dropped[puzzle_kind], result)
+            continue
+        _count(report.verified, puzzle_kind)
+        _count(report.trimmed, puzzle_kind, int(result.trimmed))
+        passed.append((puzzle_kind, key, members, result))
+    report.puzzles = _puzzles(passed, rules, model)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    writers: dict[OutputFormat, tuple[str, Callable[[Sequence[Puzzle]], str]]] = {
+        "csv": ("puzzles.csv", render_csv),
+        "pgn": ("puzzles.pgn", render_pgn),
+        "html": ("puzzles.html", lambda puzzles: render_html(puzzles, title=title)),
+    }
+    for fmt in chosen:
+        filename, render = writers[fmt]
+        report.written[fmt] = write_atomic(Path(out) / filename, render(report.puzzles))
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _task(members: Sequence[Candidate]) -> VerifyTask:
+    first = members[0]
+    games = tuple(sorted({c.game.game_id for c in members}))
+    setting = first.setting
+    if setting is None:
+        return VerifyTask(first.fen, first.moves, first.fixed, games)
+    practical = setting.dip is not None and setting.dip <= SAFETY_CP and setting.trap_chance >= PRACTICAL_FLOOR
+    return VerifyTask(first.fen, first.moves, first.fixed, games, setting.opponent_rating, practical)
+
+
+def _puzzles(
+    passed: Sequence[tuple[PuzzleKind, tuple[str, tuple[str, ...]], list[Candidate], Checked]],
+    rules: Standard,
+    model: object,
+) -> list[Puzzle]:
+    """The written records: themes, the rating, and what is read back from the games' sources
+    (a chess.com game's Link, the moves that name its opening)."""
+    from pipeline.outputs.puzzles.rating import rate
+
+    wanted = [(m[0].game.game_id, m[0].game.source, m[0].game.byte_offset) for _, _, m, _ in passed]
+    sources = source_games((g, s, o) for g, s, o in wanted if s is not None and o is not None)
+    puzzles = []
+    for puzzle_kind, key, members, result in passed:
+        first = members[0]
+        read = sources.get(first.game.game_id)
+        link = first.game.link or (read.link if read else None)
+        rating, deviation = rate(model, first.fen, result.moves) if model is not None else (None, None)  # type: ignore[arg-type]
+        puzzles.append(
+            Puzzle(
+                puzzle_id=puzzle_id(key),
+                kind=puzzle_kind,
+                fen=first.fen,
+                moves=result.moves,
+                themes=themes_for(puzzle_kind, result, first.fen, rules.name),
+                game_url=game_url(first.game.site, first.fen, first.ply, link),
+                opening_tags=puzzle_opening_tags(
+                    first.fen, read.moves if read else None, first.game.opening, first.game.eco, first.game.start_fen
+                ),
+                checks=result.checks,
+                game_ids=tuple(sorted({c.game.game_id for c in members})),
+                game=first.game,
+                ply=first.ply,
+                dip=first.dip,
+                standard=rules.name,
+                rating=rating,
+                rating_deviation=deviation,
+                set_rule=result.set_rule,
+                practical=result.practical,
+            )
+        )
+    return puzzles

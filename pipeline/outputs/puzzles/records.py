@@ -1,0 +1,287 @@
+"""The records `diffimax puzzles` passes between its parts: candidates as mined, engine verdicts,
+verified puzzles and the run's report; the settings' vocabularies and the errors a user can cause."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import chess
+import chess.engine
+
+from search.errors import DiffimaxError
+
+PuzzleKind = Literal["punish", "set"]
+KindChoice = Literal["punish", "set", "both"]
+OutputFormat = Literal["csv", "pgn", "html"]
+# How a set puzzle's setting move was judged: the only good move (engine), or the clear practical
+# best (the largest chance that a human falls into a trap after it, within the safety margin).
+SetRule = Literal["only", "practical"]
+# Why a candidate was not written. See `DROP_REASONS` for each one's meaning.
+DropReason = Literal[
+    "history_missing",
+    "screened",
+    "illegal",
+    "empty_line",
+    "not_best",
+    "not_unique",
+    "not_practical",
+    "not_winning",
+    "too_short",
+    "same_game",
+]
+
+KINDS: tuple[PuzzleKind, ...] = ("punish", "set")
+FORMATS: tuple[OutputFormat, ...] = ("csv", "pgn", "html")
+DROP_REASONS: dict[DropReason, str] = {
+    "history_missing": "set: the two plies before the root are not in the dataset (outside --plies)",
+    "screened": "set: the miner's own analysis already rules the setting move out (see docs/puzzles.md)",
+    "illegal": "a move of the line is not legal where it is played",
+    "empty_line": "no solver move left (no refutation was mined)",
+    "not_best": "the engine prefers another move at the first solver move (or the setting move)",
+    "not_unique": "the engine agrees, but the second best is within the margin",
+    "not_practical": "set: the setting move is neither the only good move nor the clear practical best",
+    "not_winning": "lichess standard: a solver move of a line without mate keeps less than 200 cp",
+    "too_short": "lichess standard: a puzzle without mate needs at least two solver moves",
+    "same_game": "lichess standard: the source game already gave a puzzle (at most one per game)",
+}
+
+LICHESS_COLUMNS = (
+    "PuzzleId",
+    "FEN",
+    "Moves",
+    "Rating",
+    "RatingDeviation",
+    "Popularity",
+    "NbPlays",
+    "Themes",
+    "GameUrl",
+    "OpeningTags",
+)
+
+
+class PuzzleError(DiffimaxError, ValueError):
+    """A puzzle setting that cannot be used (kind, format, margin, limit, nodes, standard)."""
+
+
+class VerificationStopped(DiffimaxError, RuntimeError):
+    """A verification worker died more often than it may be restarted."""
+
+
+@dataclass(frozen=True)
+class GameInfo:
+    """The source game's headers as mined (untrusted text, unescaped)."""
+
+    game_id: str
+    site: str | None = None
+    event: str | None = None
+    date: str | None = None
+    white: str | None = None
+    black: str | None = None
+    white_elo: int | None = None
+    black_elo: int | None = None
+    opening: str | None = None
+    eco: str | None = None
+    link: str | None = None
+    """The `Link` header (chess.com's game address), where the dataset or the source has one."""
+    source: str | None = None
+    """Where the game was mined from, and its byte offset there (to read its Link and moves back)."""
+    byte_offset: int | None = None
+    start_fen: str | None = None
+    """The game's own start position (a `FEN` header), if it did not start from the usual one."""
+
+
+@dataclass(frozen=True)
+class SettingEvidence:
+    """What the dataset says about a set candidate's setting move (the setter's turn at ply - 1)."""
+
+    only: bool
+    """The miner rated it the setter's best, the next best at least SET_SCREEN_CP worse."""
+    dip: int | None
+    """Its dip below the miner's best there, centipawns (None: not valued)."""
+    trap_chance: float
+    """Human-model probability that the opponent then plays one of the practical judge's trap
+    candidates at the root (0 where the dataset has no practical verdicts)."""
+    opponent_rating: int | None
+    """The rating of the player who replies to the setting move (the trap's responder)."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One puzzle as mined, before the engine has seen it."""
+
+    kind: PuzzleKind
+    game: GameInfo
+    ply: int
+    """Plies played before `fen` in the source game."""
+    fen: str
+    """Lichess FEN: the position before the opponent's move `moves[0]`."""
+    moves: tuple[str, ...]
+    """UCI: the fixed moves (`fixed` of them), then the mined refutation, untrimmed."""
+    fixed: int
+    """Leading moves that are given, not searched: 1 (punish: the trap) or 3 (set)."""
+    dip: int
+    """The trap's dip in centipawns, setter's view (mined)."""
+    fell: bool = True
+    """The human in the source game played the trap move (a punish puzzle always)."""
+    setting: SettingEvidence | None = None
+    """Set candidates: the miner's view of the setting move."""
+
+    def key(self) -> tuple[str, tuple[str, ...]]:
+        """What makes two candidates the same puzzle: the solver's first position and the rest."""
+        board = chess.Board(self.fen)
+        board.push_uci(self.moves[0])
+        return board.epd(), self.moves[1:]
+
+
+@dataclass(frozen=True)
+class EngineLine:
+    """One MultiPV line: the first move, its score for the side to move, the principal variation."""
+
+    move: chess.Move
+    score: chess.engine.Score
+    pv: tuple[chess.Move, ...]
+
+
+@dataclass(frozen=True)
+class SolverCheck:
+    """The engine's verdict at one solver move (index into the puzzle's `Moves`)."""
+
+    index: int
+    best: chess.engine.Score
+    """Score of the solver's move, solver's view (it is the engine's best)."""
+    second: chess.engine.Score | None
+    """Score of the engine's second best, None when the move was the only legal one."""
+
+
+@dataclass(frozen=True)
+class PracticalCheck:
+    """The practical rule's verdict on a set puzzle's setting move (see `pipeline.outputs.puzzles.setting`)."""
+
+    chance: float
+    """The setting move's practical trap chance: the human-model probability that the opponent's
+    reply is one of the practical judge's trap candidates."""
+    runner_up: float
+    """The same for the best other move within the safety margin (0 when there is none)."""
+    runner_up_move: str | None
+    """That move (UCI)."""
+    loss: int
+    """What the setting move gives up against the engine's best move, centipawns (>= 0)."""
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A candidate that passed: the trimmed Lichess move list and the verdicts behind it."""
+
+    moves: tuple[str, ...]
+    checks: tuple[SolverCheck, ...]
+    trimmed: bool
+    """The engine cut the mined line short (a later solver move or reply it disagrees with)."""
+    mate: bool
+    """The line ends in checkmate."""
+    set_rule: SetRule | None = None
+    """Set puzzles: how the setting move passed."""
+    practical: PracticalCheck | None = None
+
+
+@dataclass(frozen=True)
+class Puzzle:
+    """A verified puzzle, ready to write."""
+
+    puzzle_id: str
+    kind: PuzzleKind
+    fen: str
+    moves: tuple[str, ...]
+    themes: tuple[str, ...]
+    game_url: str
+    """The source game's http(s) URL with the ply anchor, or empty."""
+    opening_tags: str
+    checks: tuple[SolverCheck, ...]
+    game_ids: tuple[str, ...]
+    """Every game the puzzle was found in (sorted); the first one supplies the headers."""
+    game: GameInfo
+    ply: int
+    dip: int
+    standard: str = "default"
+    """The verification standard the puzzle met (`STANDARDS`)."""
+    rating: int | None = None
+    """The estimated rating of a solver who finds the solution half the time (`rating.py`)."""
+    rating_deviation: int | None = None
+    set_rule: SetRule | None = None
+    practical: PracticalCheck | None = None
+
+
+@dataclass
+class PuzzleReport:
+    """What `generate_puzzles` did: counts per kind and the files it wrote."""
+
+    candidates: dict[str, int] = field(default_factory=dict)
+    """Candidate rows read from the dataset, per kind (one per game and ply)."""
+    duplicates_merged: dict[str, int] = field(default_factory=dict)
+    """Candidates folded into an identical puzzle from another game or ply, per kind."""
+    verified: dict[str, int] = field(default_factory=dict)
+    """Distinct puzzles that passed the engine, per kind."""
+    trimmed: dict[str, int] = field(default_factory=dict)
+    """Verified puzzles whose mined line the engine cut short, per kind."""
+    dropped: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Distinct puzzles dropped, per kind and reason (see DROP_REASONS)."""
+    not_checked: int = 0
+    """Distinct candidates past the `limit` cut: not verified, or verified ahead by a worker of the
+    pool and discarded (see `discarded`), as if never verified."""
+    discarded: int = 0
+    """Of `not_checked`, those a worker of the pool had verified ahead before the limit was known
+    to be reached (0 with one worker); their verdicts count nowhere."""
+    games: int = 0
+    """Games in the dataset (the yield's denominator)."""
+    written: dict[str, Path] = field(default_factory=dict)
+    puzzles: list[Puzzle] = field(default_factory=list)
+    engine: str = ""
+    nodes: int = 0
+    margin: float = 0.0
+    standard: str = "default"
+    workers: int = 1
+    """Engines that verified: 1 on the driver, else Ray actors."""
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "candidates": self.candidates,
+            "duplicates_merged": self.duplicates_merged,
+            "verified": self.verified,
+            "trimmed": self.trimmed,
+            "dropped": self.dropped,
+            "not_checked": self.not_checked,
+            "discarded": self.discarded,
+            "games": self.games,
+            "written": {name: str(path) for name, path in self.written.items()},
+            "engine": self.engine,
+            "nodes": self.nodes,
+            "margin": self.margin,
+            "standard": self.standard,
+            "workers": self.workers,
+            "seconds": round(self.seconds, 1),
+        }
+
+    def summary(self) -> str:
+        """A few lines for the command line."""
+        lines = []
+        for kind in self.candidates:
+            dropped = ", ".join(f"{n} {reason}" for reason, n in sorted(self.dropped[kind].items())) or "none"
+            lines.append(
+                f"{kind}: {self.candidates[kind]:,} candidates, {self.duplicates_merged[kind]:,} repeats merged, "
+                f"{self.verified[kind]:,} verified ({self.trimmed[kind]:,} trimmed); dropped: {dropped}"
+            )
+        if self.not_checked:
+            ahead = f" ({self.discarded:,} verified ahead by the pool, discarded)" if self.discarded else ""
+            lines.append(f"limit reached: {self.not_checked:,} distinct candidates not checked{ahead}")
+        if self.games:
+            per_100 = 100 * len(self.puzzles) / self.games
+            lines.append(f"{len(self.puzzles):,} puzzles from {self.games:,} games: {per_100:.1f} per 100 games")
+        where = "on the driver" if self.workers == 1 else f"on {self.workers} workers"
+        lines.append(
+            f"standard {self.standard}: engine {self.engine}, {self.nodes:,} nodes per search, "
+            f"margin {self.margin:g}, {where}; {self.seconds:.1f} s"
+        )
+        lines += [f"wrote {path}" for path in self.written.values()]
+        return "\n".join(lines)

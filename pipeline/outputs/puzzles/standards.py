@@ -1,0 +1,79 @@
+"""The verification standards a puzzle can meet: what `--standard` names.
+
+`default` is this project's: Lichess's *blunder* margin (0.3 win chances) at 500,000 nodes, any
+number of puzzles per game, and set puzzles whose setting move is either the only good move or the
+clear practical best (`setting.py`). `lichess` is lichess-puzzler's generator (`generator.py`,
+version 49): margin 0.7 at its node budget (25,000,000 per MultiPV-2 search), several mates in one
+allowed when the best non-mating move keeps at most 0.6, every solver move of a line without mate
+still >= 200 cp, at least two solver moves unless it mates, a final only-legal move dropped, and at
+most one puzzle per game; its set puzzles need the only-move rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from pipeline.outputs.puzzles.records import PuzzleError, SetRule
+
+DEFAULT_MARGIN = 0.3  # win chances on [-1, 1] best must beat second best by (lila: a 0.3 drop is a blunder)
+DEFAULT_NODES = 500_000  # Stockfish nodes per MultiPV-2 search (~0.5 s, depth ~19 on a 2020s core)
+LICHESS_MARGIN = 0.7  # lichess-puzzler's is_valid_attack: win(best) > win(second) + 0.7
+LICHESS_NODES = 25_000_000  # lichess-puzzler's pair_limit (with depth 50 and 30 s, whichever first)
+LICHESS_WINNING_CP = 200  # lichess-puzzler's cook_advantage: "not winning enough" below this
+MATE_IN_ONE_SECOND_MAX = 0.6  # puzzler: a mate in one is unique if the best non-mate is at most this
+
+
+@dataclass(frozen=True)
+class Standard:
+    """What a solver move must pass, and what a puzzle must be, to be written."""
+
+    name: str
+    margin: float
+    """Win chances on [-1, 1] the best move must beat the second best by."""
+    nodes: int
+    """Engine nodes per MultiPV-2 search."""
+    several_mates_in_one: bool = False
+    """A solver move that mates in one passes where other moves mate too, if the best non-mating
+    move keeps at most MATE_IN_ONE_SECOND_MAX (Lichess accepts any mate as the last move)."""
+    one_per_game: bool = False
+    """At most one puzzle per source game (the first in the evidence order)."""
+    min_solver_moves: int = 1
+    """Solver moves a puzzle without mate needs."""
+    winning_cp: int | None = None
+    """Every solver move of a line without mate keeps at least this (solver's view)."""
+    drop_final_only_move: bool = False
+    """A last solver move that is the only legal move is no puzzle move: the line ends before it."""
+    set_rules: tuple[SetRule, ...] = ("only",)
+    """How a set puzzle's setting move may pass (`setting.py` for `practical`)."""
+
+
+STANDARDS: dict[str, Standard] = {
+    "default": Standard("default", DEFAULT_MARGIN, DEFAULT_NODES, set_rules=("only", "practical")),
+    "lichess": Standard(
+        "lichess",
+        LICHESS_MARGIN,
+        LICHESS_NODES,
+        several_mates_in_one=True,
+        one_per_game=True,
+        min_solver_moves=2,
+        winning_cp=LICHESS_WINNING_CP,
+        drop_final_only_move=True,
+    ),
+}
+
+
+def standard_of(name: str, *, margin: float | None = None, nodes: int | None = None) -> Standard:
+    """The named standard, with its margin or node budget overridden where given (a lighter
+    `lichess` run keeps every rule but the budget: say so when you report it)."""
+    chosen = STANDARDS.get(name.strip().lower())
+    if chosen is None:
+        raise PuzzleError(f"invalid standard {name!r}: expected {' or '.join(STANDARDS)}")
+    if margin is not None:
+        if not 0 < margin < 2:
+            raise PuzzleError(f"invalid margin {margin!r}: expected win chances in (0, 2)")
+        chosen = replace(chosen, margin=margin)
+    if nodes is not None:
+        if nodes < 1:
+            raise PuzzleError(f"invalid nodes {nodes!r}: expected at least 1")
+        chosen = replace(chosen, nodes=nodes)
+    return chosen

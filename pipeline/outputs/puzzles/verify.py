@@ -1,0 +1,313 @@
+"""Engine verification: one engine per verifier (`EngineVerifier`), serially on the driver or on a
+pool of Ray actors (`VerifyWorker`), verdicts taken back in the serial order (`Collector`), so the
+output is the same whatever the number of workers."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import chess
+import chess.engine
+import ray
+import ray.exceptions
+
+from pipeline.engines.process import DEFAULT_TIMEOUT, EngineError, EngineStartError, UciEngine
+from pipeline.outputs.puzzles.records import Checked, DropReason, EngineLine, PracticalCheck, VerificationStopped
+from pipeline.outputs.puzzles.rules import check_candidate
+from pipeline.outputs.puzzles.standards import Standard
+
+ENGINE_HASH_MB = 16  # UCI Hash per engine; cleared (ucinewgame) before every candidate
+SLOWEST_NPS = 150_000  # nodes per second an engine may fall to under load before a search is "hung"
+VERIFY_BATCH = 2  # distinct candidates per call to a verification actor (a call costs ~1 ms; a candidate >= 2 searches)
+BATCHES_PER_WORKER = 2  # calls queued per actor, so that none waits for the driver between two calls
+WORKER_RESTARTS = 3  # times a verification actor whose process died is restarted (its batch re-verified)
+
+
+def search_timeout(nodes: int) -> float:
+    """Seconds a search of `nodes` may take before the engine counts as hung."""
+    return DEFAULT_TIMEOUT + nodes / SLOWEST_NPS
+
+
+class EngineVerifier:
+    """Owns one UCI engine (`pipeline.engines.process.UciEngine`: timeouts, one restart after a
+    crash, no orphan): MultiPV 2 at `nodes` per search, Threads 1, Hash ENGINE_HASH_MB.
+
+    Call `new_puzzle()` before each candidate: the next search starts with `ucinewgame` (hash
+    cleared), so a candidate's verdict depends on nothing verified before it, in this engine or in
+    which engine of a pool verifies it. An engine that cannot start raises `EngineStartError`; one
+    that crashes twice or hangs during a search, `EngineError` (one line each).
+    """
+
+    def __init__(self, engine: str = "stockfish", *, nodes: int = 500_000, timeout: float | None = None) -> None:
+        wait = search_timeout(nodes) if timeout is None else timeout
+        self.engine = UciEngine.open(engine, {"Threads": 1, "Hash": ENGINE_HASH_MB}, timeout=wait)
+        self.path = self.engine.path
+        self.name = self.engine.name
+        self.limit = chess.engine.Limit(nodes=nodes)
+        self._game = object()
+        self.searches = 0
+
+    def new_puzzle(self) -> None:
+        self._game = object()
+
+    def __call__(self, board: chess.Board, lines: int = 2) -> list[EngineLine]:
+        result = self.engine.search(board, lines, self.limit, game=self._game)
+        self.searches += 1
+        found = []
+        for info in result.infos:
+            pv = info.get("pv")
+            score = info.get("score")
+            if pv and score is not None:
+                found.append(EngineLine(pv[0], score.relative, tuple(pv)))
+        if not found:
+            raise EngineError(f"engine {self.path} returned no line on FEN {board.fen()!r}")
+        return found
+
+    def close(self) -> None:
+        """Stop the engine process (also after it died or hung)."""
+        self.engine.close()
+
+    def __enter__(self) -> EngineVerifier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass(frozen=True)
+class VerifyTask:
+    """One distinct candidate to verify (its group's representative): what `check_candidate` needs."""
+
+    fen: str
+    moves: tuple[str, ...]
+    fixed: int
+    games: tuple[str, ...] = ()
+    """The games the candidate was found in (the lichess standard keeps one puzzle per game)."""
+    opponent_rating: int | None = None
+    """Set puzzles: the rating of the player replying to the setting move (the practical rule)."""
+    practical: bool = False
+    """Set puzzles: the dataset's screen found the setting move safe with a trap chance of at least
+    PRACTICAL_FLOOR, so the practical rule is tried where the only-move rule fails."""
+
+
+# What the engine made of one task: the verified line, or why it was dropped.
+Verdict = Checked | DropReason
+
+
+@dataclass(frozen=True)
+class Verification:
+    """How to verify: the engine, the standard, and the practical rule's human-move model."""
+
+    engine: str
+    standard: Standard
+    model: str | None = "default"
+    """The human-move model of the practical set rule (`load_model`), None: no practical rule."""
+
+
+class Verifier:
+    """One engine, and the practical rule's judge when a set task needs it (started on demand)."""
+
+    def __init__(self, how: Verification) -> None:
+        self.how = how
+        self.engine = EngineVerifier(how.engine, nodes=how.standard.nodes)
+        self.setting: Any = None
+
+    def __call__(self, task: VerifyTask) -> Verdict:
+        """One candidate from an empty hash (the same on the driver and in an actor)."""
+        self.engine.new_puzzle()
+        judge = None
+        if task.practical and "practical" in self.how.standard.set_rules and self.how.model is not None:
+            judge = self._practical(task)
+        return check_candidate(task.fen, task.moves, task.fixed, self.engine, self.how.standard, judge)
+
+    def _practical(self, task: VerifyTask) -> Any:
+        if self.setting is None:
+            from pipeline.outputs.puzzles.setting import SettingJudge  # loads the model on demand
+
+            self.setting = SettingJudge(self.how.engine, model=self.how.model or "default")
+
+        def judge(board: chess.Board, move: chess.Move) -> PracticalCheck | None:
+            return self.setting(board, move, task.opponent_rating)  # type: ignore[no-any-return]
+
+        return judge
+
+    def close(self) -> None:
+        self.engine.close()
+        if self.setting is not None:
+            self.setting.close()
+
+    def __enter__(self) -> Verifier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Collector:
+    """Takes verdicts in task order: the standard's one-puzzle-per-game rule, and the `limit` of
+    puzzles kept, applied to that order (so a pool cuts where the serial run cuts)."""
+
+    def __init__(self, tasks: Sequence[VerifyTask], limit: int | None, one_per_game: bool) -> None:
+        self.tasks = tasks
+        self.limit = limit
+        self.one_per_game = one_per_game
+        self.verdicts: list[Verdict] = []
+        self.kept = 0
+        self.games: set[str] = set()
+
+    @property
+    def full(self) -> bool:
+        return self.limit is not None and self.kept >= self.limit
+
+    def take(self, verdict: Verdict) -> None:
+        task = self.tasks[len(self.verdicts)]
+        if not isinstance(verdict, str) and self.one_per_game:
+            if self.games.intersection(task.games):
+                verdict = "same_game"
+            else:
+                self.games.update(task.games)
+        self.verdicts.append(verdict)
+        self.kept += not isinstance(verdict, str)
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """What a verification actor returns for one batch: a verdict per task, in order, or the one
+    line that stops the job (an engine that cannot start, or crashed twice, or hung)."""
+
+    verdicts: tuple[Verdict, ...]
+    fatal: str | None = None
+    start_failed: bool = False
+    """`fatal` is the engine failing to start (`EngineStartError`), not failing a search."""
+
+
+class VerifyWorker:
+    """The Ray actor: its own `Verifier` for the whole run, verifying a batch per call. An engine
+    that cannot start is not an exception here (Ray would answer it by restarting the actor) but a
+    fatal outcome of every call."""
+
+    def __init__(self, how: Verification) -> None:
+        self.verifier: Verifier | None = None
+        self.startup_error: str | None = None
+        try:
+            self.verifier = Verifier(how)
+        except EngineStartError as error:
+            self.startup_error = str(error)
+
+    def __call__(self, batch: Sequence[VerifyTask]) -> BatchOutcome:
+        if self.verifier is None:
+            return BatchOutcome((), fatal=self.startup_error, start_failed=True)
+        try:
+            return BatchOutcome(tuple(self.verifier(task) for task in batch))
+        except EngineError as error:
+            return BatchOutcome((), fatal=str(error), start_failed=isinstance(error, EngineStartError))
+
+
+def verify_serial(tasks: Sequence[VerifyTask], how: Verification, limit: int | None) -> list[Verdict]:
+    """Verify `tasks` in order on one engine here, stopping once `limit` of them are kept."""
+    collector = Collector(tasks, limit, how.standard.one_per_game)
+    with Verifier(how) as verifier:
+        for task in tasks:
+            if collector.full:
+                break
+            collector.take(verifier(task))
+    return collector.verdicts
+
+
+def verify_on_pool(
+    tasks: Sequence[VerifyTask], how: Verification, limit: int | None, workers: int
+) -> tuple[list[Verdict], int]:
+    """Verify `tasks` on `workers` Ray actors (one engine each) in batches of VERIFY_BATCH; the
+    verdicts of the same prefix of `tasks` that `verify_serial` verifies, in order, and how many
+    verdicts past that prefix were computed and discarded.
+
+    Verdicts are taken in task order, so the limit cut falls where it falls serially. With a
+    limit, no batch is sent more than BATCHES_PER_WORKER * workers batches ahead of the first
+    unfinished one, so at most VERIFY_BATCH * BATCHES_PER_WORKER * workers - 1 tasks past the cut
+    are verified in vain. Ray must be initialised.
+    """
+    batches = [tuple(tasks[start : start + VERIFY_BATCH]) for start in range(0, len(tasks), VERIFY_BATCH)]
+    window = BATCHES_PER_WORKER * workers
+    actor_class: Any = ray.remote(num_cpus=1, max_restarts=WORKER_RESTARTS, max_task_retries=WORKER_RESTARTS)(
+        VerifyWorker
+    )
+    actors = [actor_class.remote(how) for _ in range(workers)]
+    collector = Collector(tasks, limit, how.standard.one_per_game)
+    load = [0] * workers  # calls queued per actor
+    in_flight: dict[Any, tuple[int, int]] = {}  # call -> (batch index, actor index)
+    finished: dict[int, tuple[Verdict, ...]] = {}  # batch index -> its verdicts, until taken in order
+    taken = sent = 0  # batches taken in order; batches sent
+    try:
+        while True:
+            while taken in finished:
+                for verdict in finished.pop(taken):
+                    if not collector.full:
+                        collector.take(verdict)
+                taken += 1
+            if taken == len(batches) or collector.full:
+                computed = sum(len(batch) for batch in batches[:taken]) + sum(map(len, finished.values()))
+                return collector.verdicts, computed - len(collector.verdicts)
+            while sent < len(batches) and len(in_flight) < window and (limit is None or sent < taken + window):
+                index = min(range(workers), key=lambda i: load[i])
+                load[index] += 1
+                in_flight[actors[index].__call__.remote(batches[sent])] = (sent, index)
+                sent += 1
+            done, _ = ray.wait(list(in_flight), num_returns=1)
+            for ref in done:
+                batch_index, actor_index = in_flight.pop(ref)
+                load[actor_index] -= 1
+                try:
+                    outcome: BatchOutcome = ray.get(ref)
+                except ray.exceptions.RayActorError as error:
+                    raise VerificationStopped(
+                        f"a verification worker died {WORKER_RESTARTS + 1} times: {' '.join(str(error).split())[:300]}"
+                    ) from None
+                if outcome.fatal is not None:
+                    raise (EngineStartError if outcome.start_failed else EngineError)(outcome.fatal)
+                finished[batch_index] = outcome.verdicts
+    finally:
+        # Calls still queued are not needed: cancelled first, so that Ray does not retry them (and
+        # say so) when their actor is killed; the engines end with the actors.
+        for ref in in_flight:
+            ray.cancel(ref)
+        for actor in actors:
+            ray.kill(actor, no_restart=True)
+
+
+def run_verification(
+    tasks: Sequence[VerifyTask], how: Verification, limit: int | None, workers: int | None
+) -> tuple[list[Verdict], int, int]:
+    """The verdicts of `tasks` in order, up to the one that makes `limit` puzzles (all without a
+    limit); the verdicts computed past that and discarded; the engines that verified.
+
+    `workers` 1 verifies here, serially, without Ray; None means one per CPU of the Ray cluster.
+    Ray is used as found, or a local cluster is started for the call (and stopped after it). A
+    pool is never larger than the batches to verify, and a single batch is verified here.
+    """
+    if workers == 1 or len(tasks) <= VERIFY_BATCH:
+        return verify_serial(tasks, how, limit), 0, 1
+    from pipeline.common.cluster import start_ray, stderr_aside  # the miner's quiet local cluster
+
+    owns_ray = not ray.is_initialized()
+    try:
+        if owns_ray:
+            start_ray(None)
+        if workers is None:
+            cluster: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
+            workers = max(1, int(cluster.get("CPU", 1)))
+        workers = min(workers, math.ceil(len(tasks) / VERIFY_BATCH))
+        if workers == 1:
+            return verify_serial(tasks, how, limit), 0, 1
+        verdicts, discarded = verify_on_pool(tasks, how, limit, workers)
+        return verdicts, discarded, workers
+    except KeyboardInterrupt:
+        if owns_ray:  # Ray's dying workers say so at length: not in the user's terminal
+            with stderr_aside():
+                ray.shutdown()
+        raise
+    finally:
+        if owns_ray and ray.is_initialized():
+            ray.shutdown()

@@ -1,0 +1,65 @@
+"""What each move of a puzzle is, in our own words (no untrusted text): shared by the PGN comments
+and the HTML book's captions."""
+
+from __future__ import annotations
+
+import chess
+import chess.engine
+
+from pipeline.outputs.puzzles.records import Puzzle, SolverCheck
+
+
+def format_score(score: chess.engine.Score | None) -> str:
+    """`+1.25` (pawns) or `#3` / `#-2`, from the score's side."""
+    if score is None:
+        return "none"
+    mate = score.mate()
+    if mate is not None:
+        return f"#{mate}"
+    cp = score.score()
+    assert cp is not None
+    return f"{cp / 100:+.2f}"
+
+
+def verdict(check: SolverCheck) -> str:
+    if check.second is None:
+        return f"only legal move, {format_score(check.best)}"
+    return f"only move: {format_score(check.best)}, next best {format_score(check.second)}"
+
+
+def practical_words(p: Puzzle) -> str:
+    """How a practical setting move passed: its trap chance against the next safe move's."""
+    assert p.practical is not None
+    runner = f" ({p.practical.runner_up_move})" if p.practical.runner_up_move else ""
+    return (
+        f"sets the likeliest trap: a {p.practical.chance:.0%} chance the opponent falls into one, "
+        f"next safe move {p.practical.runner_up:.0%}{runner}; gives up {p.practical.loss / 100:.2f}"
+    )
+
+
+def role(p: Puzzle, index: int) -> str:
+    """What move `index` of the puzzle is, in words."""
+    if index == 0:
+        return "the trap" if p.kind == "punish" else "the opponent's move"
+    if p.kind == "set" and index == 2:
+        return f"the trap reply (dip {p.dip / 100:.2f} mined)"
+    if p.kind == "set" and index == 1 and p.set_rule == "practical" and p.practical is not None:
+        return practical_words(p)
+    check = next((c for c in p.checks if c.index == index), None)
+    return verdict(check) if check else "reply"
+
+
+def colour_names(p: Puzzle) -> tuple[str, str]:
+    """(opponent, solver) colour names: the opponent moves first in the Lichess format."""
+    board = chess.Board(p.fen)
+    colour = {chess.WHITE: "White", chess.BLACK: "Black"}
+    return colour[board.turn], colour[not board.turn]
+
+
+def task(p: Puzzle) -> str:
+    """The solver's task in a few words (the book's heading)."""
+    if p.kind == "punish":
+        return "punish the trap"
+    if p.set_rule == "practical":
+        return "set the likeliest trap (a safe move)"
+    return "set a trap"
