@@ -403,6 +403,10 @@ def mine_config(
         float,
         typer.Option("--table-mb", help="MiB of each worker's table of engine answers (repeats reuse them; 0: none)."),
     ] = DEFAULT_TABLE_MB,
+    pool: Annotated[
+        str,
+        typer.Option("--pool", help="The games' rating pool: lichess, chesscom, or auto (each game's Site/Link)."),
+    ] = "auto",
     shallow_depth: ShallowDepthOpt = None,
     judges: JudgesOpt = None,
     human_model: HumanModelOpt = "default",
@@ -475,6 +479,7 @@ def mine_config(
         shard_games=shard_games,
         shard_bytes=shard_bytes_of(shard_mb),
         table_mb=table_mb,
+        pool=parse_pool(pool),
     )
 
 

@@ -33,6 +33,7 @@ GAMES = pa.schema(
         pa.field("byte_offset", pa.int64()),  # where the game starts in its source (uncompressed bytes)
         pa.field("event", pa.string()),
         pa.field("site", pa.string()),
+        pa.field("link", pa.string()),  # the Link tag (chess.com's game address)
         pa.field("date", pa.string()),
         pa.field("white", pa.string()),
         pa.field("black", pa.string()),

@@ -582,7 +582,7 @@ def test_game_row() -> None:
     assert isinstance(outcome, Selected)
     assert outcome.game == {
         "game_id": "j1dkb5dw", "source": "<bytes>", "shard_id": "bytes", "game_index": 0, "byte_offset": 0,
-        "event": "Rated Classical game", "site": "https://lichess.org/j1dkb5dw", "date": "2012.12.31",
+        "event": "Rated Classical game", "site": "https://lichess.org/j1dkb5dw", "link": None, "date": "2012.12.31",
         "white": "BFG9k", "black": "mamalak", "white_elo": 1639, "black_elo": 1403, "time_control": "600+8",
         "base_seconds": 600, "increment_seconds": 8, "time_control_class": "rapid", "result": "1-0",
         "termination": "Normal", "opening": "French Defense: Normal Variation", "eco": "C00", "plies": 25,

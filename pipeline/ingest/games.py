@@ -133,6 +133,7 @@ class GameRow(TypedDict):
     byte_offset: int
     event: str | None
     site: str | None
+    link: str | None
     date: str | None
     white: str | None
     black: str | None
@@ -721,7 +722,8 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
         self.row = {
             "game_id": self.game_id, "source": self.where.source, "shard_id": self.where.shard_id,
             "game_index": self.where.game_index, "byte_offset": self.where.byte_offset, "event": get("Event"),
-            "site": get("Site"), "date": get("UTCDate") or get("Date"), "white": get("White"), "black": get("Black"),
+            "site": get("Site"), "link": get("Link"), "date": get("UTCDate") or get("Date"), "white": get("White"),
+            "black": get("Black"),
             "white_elo": white_elo, "black_elo": black_elo, "time_control": tc, "base_seconds": base,
             "increment_seconds": increment, "time_control_class": speed, "result": get("Result"),
             "termination": get("Termination"), "opening": get("Opening"), "eco": get("ECO"), "plies": plies,

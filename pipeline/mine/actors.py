@@ -18,6 +18,7 @@ from typing import Any
 import ray
 
 from pipeline.engines.backends import EngineOptions
+from pipeline.human.context import Pool
 from pipeline.ingest.games import GameFilter
 from pipeline.ingest.sources import Shard, source_shards
 from pipeline.mine.shards import ShardCounts, ShardResult, ShardTables, prepare_shard, write_shard
@@ -63,14 +64,19 @@ class PositionCounter:
 
 
 def prepare(
-    shard: Shard, data: bytes | None, game_filter: GameFilter, limit: int | None, partitions: int
+    shard: Shard,
+    data: bytes | None,
+    game_filter: GameFilter,
+    limit: int | None,
+    partitions: int,
+    pool: Pool | None = None,
 ) -> tuple[Any, ...]:
     """`prepare_shard` as the prepare task returns it: counts, tables, then one object per worker
     (`num_returns = partitions + 2`), so that each worker fetches only its own occurrences. A stream
     shard's bytes come as a separate object (`data`), read by the stream reader."""
     if data is not None:
         shard = dataclasses.replace(shard, data=data)
-    counts, tables, parts = prepare_shard(shard, game_filter, limit, partitions)
+    counts, tables, parts = prepare_shard(shard, game_filter, limit, partitions, pool)
     return (counts, tables, *parts)
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.engines.backends import EngineOptions, effective_engine_options
+from pipeline.human.context import Pool
 from pipeline.ingest.games import GameFilter
 from pipeline.mine.table import DEFAULT_TABLE_MB
 from pipeline.mine.work import HumanEvidence, Judging, primary_judge
@@ -58,6 +59,8 @@ class MineConfig:
     """Bytes per shard of an uncompressed local file."""
     shard_games: int = 500
     """Games per shard of a compressed file or a URL."""
+    pool: Pool | None = None
+    """The rating pool of every game's ratings (`--pool`); None: each game's Site / Link tag says."""
     table_mb: float = DEFAULT_TABLE_MB
     """Each worker's table of engine answers, in MiB (`--table-mb`); 0 keeps none (no reuse)."""
 
@@ -139,6 +142,7 @@ FLAGS: dict[str, str] = {
     "human_corpus": "--human-corpus",
     "shard_bytes": "--shard-mb",
     "shard_games": "--shard-games",
+    "pool": "--pool",
 }
 
 
@@ -170,6 +174,7 @@ def job_identity(
         "setter_choices": config.setter_choices,
         "shard_bytes": config.shard_bytes,
         "shard_games": config.shard_games,
+        "pool": config.pool,
         **config.judges.describe(),
         "human_model": (human or {}).get("human_model"),
         "human_corpus": (human or {}).get("human_corpus"),

@@ -386,7 +386,7 @@ class MiningJob:
         which is shard order."""
         partitions = len(self.actors)
         refs: Any = self.prepare_task.options(num_returns=partitions + 2).remote(
-            run.shard, run.data, self.config.game_filter, self.limit_left, partitions
+            run.shard, run.data, self.config.game_filter, self.limit_left, partitions, self.config.pool
         )
         counts, tables, parts = refs[0], refs[1], refs[2:]
         outcomes = [actor.analyse_part.remote(part) for actor, part in zip(self.actors, parts, strict=True)]

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.dataset.store import stage_shard, table_of
+from pipeline.human.context import Pool
 from pipeline.ingest.games import Failed, GameFilter, GameRow, PositionRow, Selected, read_games
 from pipeline.ingest.sources import Shard
 from pipeline.mine.table import partition_of
@@ -46,10 +47,11 @@ class ShardTables:
 
 
 def prepare_shard(
-    shard: Shard, game_filter: GameFilter, limit: int | None, partitions: int
+    shard: Shard, game_filter: GameFilter, limit: int | None, partitions: int, pool: Pool | None = None
 ) -> tuple[ShardCounts, ShardTables, list[list[Occurrence]]]:
     """Read one shard (`limit` caps the games read): what it found, its tables, and its positions
-    as occurrences, split among `partitions` workers by analysis key (in input order within each)."""
+    as occurrences, split among `partitions` workers by analysis key (in input order within each);
+    `pool` overrides the rating pool the games' tags name."""
     start = time.perf_counter()
     games: list[GameRow] = []
     positions: list[PositionRow] = []
@@ -61,7 +63,7 @@ def prepare_shard(
             break
         read += 1
         if isinstance(outcome, Selected):
-            for occurrence in occurrences_of(outcome, len(positions)):
+            for occurrence in occurrences_of(outcome, len(positions), pool):
                 parts[partition_of(occurrence.key, partitions)].append(occurrence)
             games.append(outcome.game)
             positions.extend(outcome.positions)

@@ -22,7 +22,7 @@ import pyarrow as pa
 from pipeline.dataset.store import table_of
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.engines.process import EngineStartError
-from pipeline.human.context import MoverContext
+from pipeline.human.context import MoverContext, Pool, pool_of
 from pipeline.human.corpus import Corpus
 from pipeline.ingest.games import Selected
 from pipeline.judging import Judgement, MoveModel, judge_lines, load_model
@@ -73,12 +73,17 @@ class Occurrence:
         return board
 
 
-def occurrences_of(selected: Selected, first_seq: int = 0) -> Iterator[Occurrence]:
-    """The occurrences of a selected game's positions, in ply order (`seq` from `first_seq`)."""
+def occurrences_of(selected: Selected, first_seq: int = 0, pool_override: Pool | None = None) -> Iterator[Occurrence]:
+    """The occurrences of a selected game's positions, in ply order (`seq` from `first_seq`); the
+    mover's rating pool from the game's Site / Link tags, or `pool_override`."""
     game = selected.game
     base, increment = game["base_seconds"], game["increment_seconds"]
+    pool = pool_of({"Site": game["site"], "Link": game["link"]}, pool_override)
     wanted = {
-        row["ply"]: (MoverContext(row["mover_rating"], row["clock_seconds"], base, increment), row["position_key"])
+        row["ply"]: (
+            MoverContext(row["mover_rating"], row["clock_seconds"], base, increment, pool),
+            row["position_key"],
+        )
         for row in selected.positions
     }
     return game_occurrences(game["game_id"], selected.moves, wanted, start_fen=selected.start_fen, first_seq=first_seq)
