@@ -22,7 +22,7 @@ for each. Finally the whole path a worker takes (iter_shards, I/O, zstd, read_ga
 the two uncompressed files and the 2,000-game slice written to a temporary .pgn.zst.
 
 --job-share re-runs the ingest of finished mining jobs (`diffimax mine ... --out DATASET`): the
-same inputs, filter, game limit and default shard sizes, through `pipeline.mine.driver.ingest_shard`
+same inputs, filter, game limit and default shard sizes, through `pipeline.mine.shards.prepare_shard`
 in this process (best of --repeats), and sets it beside the job's manifest: wall seconds, and
 `analysis_seconds` (what the analysis actors spent on their units). Ingest's share of the job's
 work is ingest CPU / (ingest CPU + analysis seconds).
@@ -48,7 +48,8 @@ import zstandard
 
 from pipeline.ingest.games import GameFilter, Selected, read_games, read_pgn_bytes, to_signed64
 from pipeline.ingest.sources import iter_shards
-from pipeline.mine.driver import MineConfig, ingest_shard
+from pipeline.mine.config import MineConfig
+from pipeline.mine.shards import prepare_shard
 from search.chessgame import zobrist
 
 GAMES = Path(__file__).resolve().parents[2] / "shared" / "data" / "games"
@@ -180,11 +181,11 @@ def ingest_once(manifest: dict[str, Any]) -> tuple[float, float, int, int]:
     for shard in shards:
         if limit is not None and limit <= 0:
             break
-        ingest = ingest_shard(shard, game_filter, limit)
+        counts, _, _ = prepare_shard(shard, game_filter, limit, 1)
         if limit is not None:
-            limit -= ingest.games_read
-        games += ingest.games_read
-        positions += len(ingest.positions)
+            limit -= counts.games_read
+        games += counts.games_read
+        positions += counts.positions
     return time.perf_counter() - wall, time.process_time() - cpu, games, positions
 
 

@@ -6,13 +6,13 @@
 Each run is the real command (`python -m pipeline.cli mine`) in a process of its own, on a fresh
 local Ray cluster, over `lichess_player_a_37221.pgn.zst` (its first N games); the driver's
 resident memory is sampled from /proc every 0.2 s (the driver process alone), and so is that of
-Ray's processes of the job by kind (analysis workers, ingest tasks, reuse caches). Runs, side by
+Ray's processes of the job by kind (analysis workers, prepare and write tasks, the stream reader). Runs, side by
 side in one invocation:
 
 1. the pipeline ceiling: `--engine material` (the material count, no search; judges trappy and
    practical, no human model — the judged analysis with every engine level and the trap rows, and
    nothing an engine would add) with 1 worker and with 2: positions (analysed + reused) per
-   second of the manifest's `wall_seconds` (ingest, route, analyse, commit; the local cluster's
+   second of the manifest's `wall_seconds` (read, prepare, analyse, write, publish; the local cluster's
    start of a few seconds included), and per core of the machine;
 2. the driver's peak RSS at N games and at `--scale` times N games, material backend, 2 workers
    (`--shard-games` 100 by default, so that N games already fill the driver's window of shards in
@@ -52,8 +52,10 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-# Ray's processes by their titles: the analysis actors, the ingest tasks, the reuse caches.
-RAY_KINDS = {"ray::MiningWorker": "worker", "ray::ingest_shard": "ingest", "ray::ReuseCache": "cache"}
+# Ray's processes by their titles: the analysis actors, the prepare and write tasks, the stream reader.
+RAY_KINDS = {
+    "ray::MiningWorker": "worker", "ray::prepare": "prepare", "ray::write": "write", "ray::read_stream": "reader",
+}  # fmt: skip
 
 
 def ray_processes() -> dict[int, str]:

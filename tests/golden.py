@@ -5,6 +5,12 @@ under version 1's names, and drops what depends on where the files lie (the sour
 hash in shard ids). The digests in `tests/golden/` were made from datasets mined by the code as
 it stood before the trap judges (commit a8a59fe), so a change to any value, dip, rank, verdict,
 refutation or node count of the seed's analysis fails the test.
+
+Two columns changed on purpose since, with the per-worker tables (issue 17), and only they:
+`nodes` of the native runs (each position now starts from an empty native table, so its node count
+is its own: +5.8 % on famous.pgn) and `reused` (now: served from the worker's table). Before their
+digests were taken again, the datasets of the code before that change (3f309e4) and after it were
+compared row by row and column by column: every other column of every row was equal.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ ORDER = {
     "traps": ["game_id", "ply", "path", "move"],
     "errors": ["source", "shard_id", "game_index", "game_id", "ply", "reason"],
 }
+# Columns of the games table added after version 1 (not the seed's analysis).
+LATER_GAME_COLUMNS = frozenset({"link"})
 SHARD_HASH = re.compile(r"-[0-9a-f]{8}-(\d{6})$")
 # Version 1's columns of the seed's analysis, and where version 2 keeps them.
 RESPONSE_COLUMNS = {
@@ -90,6 +98,8 @@ def _project(name: str, row: dict[str, Any], version: int) -> dict[str, Any]:
         return out
     if name == "traps":
         return {old: row[new] for old, new in TRAP_COLUMNS.items()}
+    if name == "games":
+        return {column: value for column, value in row.items() if column not in LATER_GAME_COLUMNS}
     return row
 
 

@@ -98,12 +98,21 @@ class AnalysisTable:
             return None
         self.hits += 1
         self.entries.move_to_end(key)
+        return self.unpack(packed)
+
+    @staticmethod
+    def pack(entry: AnalysisEntry) -> bytes:
+        """An entry as the table keeps it."""
+        return zlib.compress(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL), 1)
+
+    @staticmethod
+    def unpack(packed: bytes) -> AnalysisEntry:
         entry: AnalysisEntry = pickle.loads(zlib.decompress(packed))
         return entry
 
     def put(self, key: int, entry: AnalysisEntry) -> None:
         """Keep `entry` (replacing what `key` held), then evict down to the budget."""
-        packed = zlib.compress(pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        packed = self.pack(entry)
         old = self.entries.pop(key, None)
         if old is not None:
             self.bytes -= len(old)
