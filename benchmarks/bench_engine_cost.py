@@ -83,6 +83,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     methods = {
         "before": backend(EngineLimits(nodes=DEFAULT_NODES, **BEFORE)),  # type: ignore[arg-type]
         "probe": backend(EngineLimits()),
+        **{f"probe/{divisor}": backend(EngineLimits(probe_divisor=divisor)) for divisor in args.also_divisor},
     }
     reference = backend(EngineLimits(nodes=args.reference, **BEFORE))  # type: ignore[arg-type]
     runs: dict[str, dict[str, list[Any]]] = {
@@ -137,9 +138,9 @@ def summarise(
 def print_report(report: dict[str, Any]) -> None:
     print(f"\n{report['positions']} positions; reference: the judging before the probe at "
           f"{report['reference_nodes']:,} nodes per line")  # fmt: skip
-    for name in ("before", "probe"):
+    for name in [name for name in report if name == "before" or name.startswith("probe")]:
         row = report[name]
-        print(f"  {name:>6}: {row['positions_per_second']:.2f} positions/s ({row['positions_per_cpu_second']:.2f} per "
+        print(f"  {name:>8}: {row['positions_per_second']:.2f} positions/s ({row['positions_per_cpu_second']:.2f} per "
               f"CPU-second), {row['nodes_per_position']:,.0f} nodes per position, {row['mean_candidates']:.2f} "
               f"candidates, same as the reference {row['same_candidates']:.1%}, mean Jaccard "
               f"{row['mean_jaccard']:.3f}")  # fmt: skip
@@ -152,6 +153,8 @@ if __name__ == "__main__":
     parser.add_argument("--positions", type=int, default=100)
     parser.add_argument("--reference", type=int, default=600_000)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--also-divisor", type=int, action="append", default=[],
+                        help="also a probe at nodes / N (another probe divisor), beside the default's")  # fmt: skip
     arguments = parser.parse_args()
     result = main(arguments)
     print_report(result)

@@ -44,9 +44,25 @@ CLUSTER_MODULES = frozenset(
 )  # fmt: skip
 
 
+# tryfirst: pytest-xdist reads the `xdist_group` marks in its own pytest_collection_modifyitems, which
+# otherwise runs before this one (plugins registered later are called first), and then no test has one:
+# the cluster tests ran in both workers at once, and the module fixtures they share were built twice.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in CLUSTER_MODULES:
             item.add_marker(pytest.mark.cluster)
         if item.get_closest_marker("cluster") is not None:
             item.add_marker(pytest.mark.xdist_group("cluster"))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Under `--dist loadgroup` (in each xdist worker) every cluster test must carry its group in its
+    id, or the cluster tests run in both workers at once: refuse to run rather than run that way."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    ungrouped = [item.nodeid for item in session.items if item.get_closest_marker("cluster") and "@" not in item.nodeid]
+    if ungrouped:
+        raise pytest.UsageError(f"{len(ungrouped)} cluster tests lost their xdist group (e.g. {ungrouped[0]}): "
+                                "pytest-xdist cannot group them with this pytest")  # fmt: skip

@@ -1,8 +1,9 @@
 """Live progress of a mining job: a progress bar on a terminal, sparse single lines otherwise.
 
 The unit of progress is a judged position (an occurrence, served from its worker's table or
-searched), counted as each one finishes on a worker (not when its shard commits). The total is known once the inputs are read; before that it is
-estimated from the share of the input bytes routed so far, when the input size is known.
+searched), counted as each one finishes on a worker (not when its shard commits). The total is
+known once the inputs are read; before that it is estimated from the share of the input bytes
+routed so far, when the input size is known.
 """
 
 from __future__ import annotations
