@@ -198,8 +198,7 @@ def judge_lines(
         raise ValueError(f"no legal reply in FEN {board.fen()!r}")
     wanted = judges.judges
     nodes: dict[str, int] = {}
-    # Each reply's evidence as plain fields while it is gathered (a frozen record per change would
-    # cost more than the material backend's whole analysis); records are built per decision.
+    # Each reply's evidence as plain fields while it is gathered (`_Records`).
     fields: dict[str, dict[str, Any]] = {
         name: {"move": name, "excluded": excluded_as(board, move, settings)} for name, move in legal.items()
     }
@@ -223,6 +222,7 @@ def judge_lines(
         for name, reply in fields.items():
             reply["corpus_count"] = counted.moves.get(name, 0)
 
+    records = _Records(fields)
     lines: dict[str, tuple[str, ...]] = {}
     seed: DiffiMaxResult | None = None
     dip_candidates: frozenset[str] | None = None
@@ -242,7 +242,7 @@ def judge_lines(
         dip_candidates = frozenset(r.move for r in analysis.candidates)
         for response in analysis.responses:
             if response.exact:
-                fields[response.move]["deep_value"] = response.value
+                records.set(response.move, "deep_value", response.value)
         lines |= {t.move: t.refutation for t in seed.traps if not t.path}
     elif engine.probes:
         # A cheap probe of the node and of every reply a judge finds plausible; the full search
@@ -252,70 +252,87 @@ def judge_lines(
         assert found.best is not None
         best, v1 = found.best, found.values[found.best]
         probe_v1 = v1
-        fields[best]["probe_value"] = v1
-        probed = NodeEvidence(_replies(fields), best, v1, corpus_games, None, probe_v1)
+        records.set(best, "probe_value", v1)
+        probed = NodeEvidence(records.replies(), best, v1, corpus_games, None, probe_v1)
         wanted_probe = sorted((needs_deep(probed, judges) | extra) - {best})
         if wanted_probe:
             found = engine.replies(wanted_probe, "probe")
             count("probe", found)
             for name, value in found.values.items():
-                fields[name]["probe_value"] = value
-        probed = NodeEvidence(_replies(fields), best, v1, corpus_games, None, probe_v1)
+                records.set(name, "probe_value", value)
+        probed = NodeEvidence(records.replies(), best, v1, corpus_games, None, probe_v1)
         refine = needs_refinement(probed, judges, settings)
         if refine:
             found = engine.best("deep")
             count("deep", found)
             assert found.best is not None
             best, v1 = found.best, found.values[found.best]
-            fields[best]["deep_value"] = v1
+            records.set(best, "deep_value", v1)
             # The full search may name another best reply: a plausible reply the probe did not
             # measure (the probe's best, now a reply like the others) is searched in full too.
-            refined = NodeEvidence(_replies(fields), best, v1, corpus_games, None, probe_v1)
-            unmeasured = {
-                name for name in needs_deep(refined, judges) if refined.measured(_reply(fields, name)) is None
-            }
+            refined = NodeEvidence(records.replies(), best, v1, corpus_games, None, probe_v1)
+            unmeasured = {name for name in needs_deep(refined, judges) if refined.measured(records.reply(name)) is None}
             missing = sorted((refine | unmeasured) - {best})
             if missing:
                 found = engine.replies(missing, "deep")
                 count("deep", found)
                 for name, value in found.values.items():
-                    fields[name]["deep_value"] = value
+                    records.set(name, "deep_value", value)
     else:
         found = engine.best("deep")
         count("deep", found)
         assert found.best is not None
         best, v1 = found.best, found.values[found.best]
-        fields[best]["deep_value"] = v1
+        records.set(best, "deep_value", v1)
 
     def evidence() -> NodeEvidence:
-        return NodeEvidence(_replies(fields), best, v1, corpus_games, dip_candidates, probe_v1)
+        return NodeEvidence(records.replies(), best, v1, corpus_games, dip_candidates, probe_v1)
 
     current = evidence()
     if probe_v1 is None:
         wanted_deep = needs_deep(current, judges) | extra
-        missing = sorted(name for name in wanted_deep if fields[name].get("deep_value") is None)
+        missing = sorted(name for name in wanted_deep if records.get(name, "deep_value") is None)
         if missing:
             found = engine.replies(missing, "deep")
             count("deep", found)
             for name, value in found.values.items():
-                fields[name]["deep_value"] = value
+                records.set(name, "deep_value", value)
             current = evidence()
     unsettled = sorted(needs_deeper(current, judges))
     if unsettled:
         deeper = engine.replies(unsettled, "deeper")
         count("deeper", deeper)
         for name, value in deeper.values.items():
-            fields[name]["deeper_value"] = value
+            records.set(name, "deeper_value", value)
         current = evidence()
     return Judgement(current, judge(current, judges, settings), lines, seed, nodes)
 
 
-def _replies(fields: Mapping[str, Mapping[str, Any]]) -> tuple[ReplyEvidence, ...]:
-    return tuple(ReplyEvidence(**reply) for reply in fields.values())
+class _Records:
+    """Each reply's evidence as plain fields while it is gathered, and its frozen record, rebuilt
+    only when a field changed (a record per reply per look cost more than the material backend's
+    whole analysis of a position)."""
 
+    def __init__(self, fields: dict[str, dict[str, Any]]) -> None:
+        self.fields = fields
+        self.records: dict[str, ReplyEvidence] = {}
+        self.changed: set[str] = set(fields)
 
-def _reply(fields: Mapping[str, Mapping[str, Any]], name: str) -> ReplyEvidence:
-    return ReplyEvidence(**fields[name])
+    def set(self, move: str, name: str, value: Any) -> None:
+        self.fields[move][name] = value
+        self.changed.add(move)
+
+    def get(self, move: str, name: str) -> Any:
+        return self.fields[move].get(name)
+
+    def reply(self, move: str) -> ReplyEvidence:
+        if move in self.changed:
+            self.records[move] = ReplyEvidence(**self.fields[move])
+            self.changed.discard(move)
+        return self.records[move]
+
+    def replies(self) -> tuple[ReplyEvidence, ...]:
+        return tuple(self.reply(move) for move in self.fields)
 
 
 def evidence_rows(judgement: Judgement, judges: JudgeSettings) -> list[dict[str, Any]]:

@@ -224,13 +224,15 @@ class MaterialBackend:
         level: Level,
     ) -> ReplyValues:
         values = self._values(board, setter)
+        if moves is not None:  # named replies: no best to find (a position asks for them one by one)
+            chosen = {move: values[move] for move in moves}
+            return ReplyValues(chosen, dict.fromkeys(chosen, ()), None, len(values))
         sign = 1 if board.turn != setter else -1
         best = min(values, key=lambda move: (sign * values[move], move)) if values else None
-        if moves is None and level != "shallow":
+        if level != "shallow":
             assert best is not None
             return ReplyValues({best: values[best]}, {best: ()}, best, len(values))
-        chosen = values if moves is None else {move: values[move] for move in moves}
-        return ReplyValues(chosen, dict.fromkeys(chosen, ()), best if moves is None else None, len(values))
+        return ReplyValues(values, dict.fromkeys(values, ()), best, len(values))
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -120,6 +120,28 @@ def test_removed_node(tmp_path, reference):
         cluster.shutdown()
 
 
+def test_four_nodes_give_the_rows_of_one(tmp_path, reference):
+    """A head and three worker nodes (`ray.cluster_utils.Cluster`), a worker per node: every key is
+    owned by one worker wherever it runs, so the rows are the one-node run's, which repeats were
+    served included (nothing is evicted or restarted here)."""
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    for _ in range(3):
+        cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
+    try:
+        out = tmp_path / "run"
+        manifest = mine([SAMPLE], out, **{**JOB, "workers": 4})
+        nodes = {node["NodeID"] for node in ray.nodes() if node["Alive"]}
+        assert len(nodes) == 4
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    assert manifest["workers"] == 4
+    assert_counts_add_up(manifest, out)
+    assert_same_rows(reference, out)
+
+
 def test_resume_after_the_driver_is_killed(tmp_path, reference):
     out = tmp_path / "run"
     command = [

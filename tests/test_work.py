@@ -96,7 +96,7 @@ def test_an_answer_served_from_the_table_is_the_answer_a_fresh_search_gives(engi
     judging = Judging(DiffiMaxSettings(depth=1), JudgeSettings(judges=frozenset({"dip", "trappy", "practical"})), "dip")
     occurrences = list(game_occurrences("g", GAME, range(len(GAME))))
     repeats = [o.__class__(o.seq + len(GAME), "h", *[getattr(o, f) for f in ("ply", "position_key", "key",
-               "base_fen", "moves", "played", "context")]) for o in occurrences]  # fmt: skip
+               "base", "moves", "played", "context")]) for o in occurrences]  # fmt: skip
     warm = AnalysisWorker(engine, EngineOptions(), judging)
     served = warm.analyse_part(occurrences + repeats)
     cold = AnalysisWorker(engine, EngineOptions(), judging, table_mb=0)

@@ -73,7 +73,7 @@ STREAM_LOOKAHEAD = 2
 SHARD_ATTEMPTS = 3
 # Seconds the driver waits for the oldest shard (or the stream's next one) before it looks again
 # (progress, signals).
-WAIT_SECONDS = 0.5
+WAIT_SECONDS = 1.0
 
 
 class MiningStopped(DiffimaxError, RuntimeError):

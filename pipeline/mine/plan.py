@@ -93,6 +93,14 @@ COMMIT_PROBE_POSITIONS = 2000
 RAY_START_SECONDS = 10.0
 # The normal quantile of a two-sided 90 % interval.
 Z90 = 1.645
+# The driver's own CPU seconds per shard, and per analysis worker per shard (each shard's pipeline
+# is one prepare task, one call to every worker, one write task, one publication): measured on this
+# machine (benchmarks/bench_cluster.py and the submit micro-benchmark in docs/mining.md). Planning
+# starts no Ray, so these are assumed, not measured per plan.
+DRIVER_SECONDS_PER_SHARD = 0.005
+DRIVER_SECONDS_PER_WORKER_CALL = 0.0009
+# Worker counts the scaling table of a plan shows.
+SCALING_WORKERS = (100, 1_000, 10_000)
 
 
 class PlanError(DiffimaxError, ValueError):
@@ -221,6 +229,23 @@ class Sample:
 
 
 @dataclass(frozen=True)
+class Scaling:
+    """The job's wall time with `workers` workers (a core each), and what bounds it."""
+
+    workers: int
+    wall_seconds: float
+    bound: str
+    """engine (the analysis over the workers), driver (its serial submissions and publications),
+    writer (the shard writers on the driver's node) or reader (a stream's serial decompression)."""
+    engine_seconds: float
+    driver_seconds: float
+    writer_seconds: float
+    reader_seconds: float
+    shard_games_for_driver: int | None
+    """Games per shard at which the driver would no longer be the bound (None: it is not)."""
+
+
+@dataclass(frozen=True)
 class Plan:
     """What a mining job will read, analyse and cost, and how each figure was obtained."""
 
@@ -271,6 +296,8 @@ class Plan:
     """Wall time of the job for `workers` workers."""
     shards: int
     """Shards the job will commit."""
+    scaling: tuple[Scaling, ...]
+    """The wall time at SCALING_WORKERS workers, each bound named."""
     sample: Sample
     """What planning read and ran."""
     planning_seconds: float
@@ -830,6 +857,38 @@ def _shards(config: MineConfig, counts: Sequence[SourceCount], scale: float) -> 
     return max(1, shards), compressed
 
 
+def scale_to(
+    workers: int,
+    core_seconds: float,
+    shards: int,
+    games: float,
+    writer_seconds: float,
+    head_cores: int,
+    reader_seconds: float,
+    startup: float,
+    last_unit: float,
+) -> Scaling:
+    """The wall time with `workers` workers, a core each: the analysis and the parse spread over
+    them; the driver's submissions, the writers on the driver's node and a stream's reader each
+    serial; the largest of these bounds the job."""
+    driver = shards * (DRIVER_SECONDS_PER_SHARD + DRIVER_SECONDS_PER_WORKER_CALL * workers)
+    parts = {
+        "engine": core_seconds / workers,
+        "driver": driver,
+        "writer": writer_seconds / head_cores,
+        "reader": reader_seconds,
+    }
+    bound = max(parts, key=lambda name: parts[name])
+    # Shards of g games cost the driver (games / g) x (per shard + per worker call); it stops being
+    # the bound when that falls below the analysis's share per worker.
+    per_shard = DRIVER_SECONDS_PER_SHARD + DRIVER_SECONDS_PER_WORKER_CALL * workers
+    suggested = math.ceil(games * per_shard / parts["engine"]) if bound == "driver" and parts["engine"] > 0 else None
+    return Scaling(
+        workers, startup + parts[bound] + last_unit, bound, parts["engine"], driver, parts["writer"], reader_seconds,
+        suggested,
+    )  # fmt: skip
+
+
 def plan(
     config: MineConfig,
     *,
@@ -920,31 +979,41 @@ def plan(
     core_hours = Figure(distinct * cpu_mean / 3600, "analysed x CPU seconds per position / 3600",
                         distinct * cpu_low / 3600, distinct * cpu_high / 3600)  # fmt: skip
     analysis_seconds = Figure(distinct * worker_per_position, "analysed x worker seconds per position (replay too)")
-    # 5: the pipeline's own work (parse in ingest tasks; cut and commit on the driver), and the wall.
+    # 5: the pipeline's own work (parse in prepare tasks, the stream reader's cut, the shard writers
+    # on the driver's node, the driver's submissions), and the wall.
     parse_per_game = sample.parse_seconds / max(1, sample.games_read)
     cut_per_game = sample.cut_seconds / sample.cut_games if sample.cut_games else 0.0
     ingest = Figure(read * parse_per_game, "games read x parse seconds per game (measured here)")
     shards, compressed_games = _shards(config, counts, read / max(1, counted_games))
     per_shard = figures.positions.value / shards
     probe_positions, probe_seconds = time_commit(games, results, min(COMMIT_PROBE_POSITIONS, max(1, round(per_shard))))
-    commit_total = shards * probe_seconds * per_shard / probe_positions if probe_positions else 0.0
-    driver = Figure(compressed_games * cut_per_game + commit_total,
-                    "games of compressed streams x cut seconds per game + shards x the commit of a shard "
-                    "(both measured here)")  # fmt: skip
+    writer_total = shards * probe_seconds * per_shard / probe_positions if probe_positions else 0.0
+    reader_total = compressed_games * cut_per_game  # one source at a time, each read once, in order
+    driver = Figure(shards * (DRIVER_SECONDS_PER_SHARD + DRIVER_SECONDS_PER_WORKER_CALL * worker_n),
+                    f"shards x ({DRIVER_SECONDS_PER_SHARD * 1000:g} ms + {DRIVER_SECONDS_PER_WORKER_CALL * 1000:g} ms "
+                    "per worker), measured once on this machine")  # fmt: skip
     startup = (0.0 if config.address else RAY_START_SECONDS) + worker_start
     last_unit = worker_per_position * distinct / max(1.0, job_kept)  # one game's new positions, on one worker
+    head_cores = os.cpu_count() or 1
 
     def wall_for(worker_seconds: float) -> float:
-        busy = worker_seconds + ingest.value + driver.value
-        return startup + max(busy / worker_n, driver.value) + last_unit
+        busy = worker_seconds + ingest.value
+        serial = max(driver.value, writer_total / head_cores, reader_total)
+        return startup + max(busy / worker_n, serial) + last_unit
 
     replay = worker_per_position - engine_mean  # per position, outside the engine
     wall_seconds = Figure(
         wall_for(analysis_seconds.value),
-        f"start-up {startup:.1f} s + max(core-seconds / {worker_n} workers, the driver's seconds) + the last "
-        f"unit {last_unit:.1f} s",
+        f"start-up {startup:.1f} s + max(core-seconds / {worker_n} workers, the driver's, the writers' "
+        f"({head_cores} cores) and the stream reader's seconds) + the last unit {last_unit:.1f} s",
         wall_for(distinct * (engine_low + replay)),
         wall_for(distinct * (engine_high + replay)),
+    )
+    games_total = max(1.0, read)
+    cluster_seconds = distinct * (cpu_mean / threads + replay) + ingest.value  # a core per worker
+    scaling = tuple(
+        scale_to(n, cluster_seconds, shards, games_total, writer_total, head_cores, reader_total, startup, last_unit)
+        for n in SCALING_WORKERS
     )
     assumptions = [
         f"{worker_n} workers ({workers_how}), "
@@ -992,6 +1061,7 @@ def plan(
         driver_seconds=driver,
         wall_seconds=wall_seconds,
         shards=shards,
+        scaling=scaling,
         sample=Sample(
             blocks=len(sample.blocks),
             games_read=sample.games_read,
@@ -1073,8 +1143,19 @@ def plan_text(plan: Plan) -> str:
         f"engine time:         {_range(plan.engine_seconds, _duration)}",
         f"engine core-hours:   {_range(plan.engine_core_hours, _hours)}",
         f"pipeline:            ingest {_duration(plan.ingest_seconds.value)} of cores, driver "
-        f"{_duration(plan.driver_seconds.value)} ({plan.shards:,} shard{'s' if plan.shards != 1 else ''})",
+        f"{_duration(plan.driver_seconds.value)} serial ({plan.shards:,} shard{'s' if plan.shards != 1 else ''})",
         f"wall time:           {_range(plan.wall_seconds, _duration)} with {plan.workers} workers",
+        *(
+            f"  {row.workers:>6,} workers: {_duration(row.wall_seconds)}, bound by the {row.bound} (engine "
+            f"{_duration(row.engine_seconds)}, driver {_duration(row.driver_seconds)}, writers "
+            f"{_duration(row.writer_seconds)}, reader {_duration(row.reader_seconds)})"
+            + (
+                f"; the driver stops bounding it at --shard-games {row.shard_games_for_driver:,}"
+                if row.shard_games_for_driver
+                else ""
+            )
+            for row in plan.scaling
+        ),
         f"sample:              {sample.games_read:,} games in {sample.blocks} blocks"
         f"{' (the whole job)' if sample.whole_job else ''}, {sample.positions:,} positions, {sample.distinct:,} "
         f"distinct; warm-up {sample.warmup_seconds:.2f} s, worker start {sample.worker_start_seconds:.2f} s",

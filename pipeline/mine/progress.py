@@ -1,7 +1,7 @@
 """Live progress of a mining job: a progress bar on a terminal, sparse single lines otherwise.
 
-The unit of progress is an analysed position, counted as each one finishes on a worker (not
-when its shard commits). The total is known once the inputs are read; before that it is
+The unit of progress is a judged position (an occurrence, served from its worker's table or
+searched), counted as each one finishes on a worker (not when its shard commits). The total is known once the inputs are read; before that it is
 estimated from the share of the input bytes routed so far, when the input size is known.
 """
 
@@ -22,6 +22,9 @@ from rich.progress import Progress as RichProgress
 REFRESH_SECONDS = 0.5
 # Seconds between two progress lines when the output is not a terminal.
 LINE_SECONDS = 30.0
+# Seconds between two looks at the workers' counter when only lines are printed (the rate over the
+# last RATE_WINDOW_SECONDS needs a few samples).
+LINE_REFRESH_SECONDS = 5.0
 # Seconds of history the rate is measured over (a rate since the start would include start-up).
 RATE_WINDOW_SECONDS = 60.0
 
@@ -130,8 +133,11 @@ class Progress:
             self.task = self.bar.add_task("mining", total=None, of="?", pace="", eta="", traps="")
 
     def due(self) -> bool:
-        """Is it time for a new snapshot (the driver then asks the workers' counter)?"""
-        return self.clock() - self.last_look >= REFRESH_SECONDS
+        """Is it time for a new snapshot (the driver then asks the workers' counter)? A bar is
+        redrawn every REFRESH_SECONDS; lines are printed every LINE_SECONDS, so they need fewer
+        looks (each costs the driver a Ray call)."""
+        every = REFRESH_SECONDS if self.bar is not None else LINE_REFRESH_SECONDS
+        return self.clock() - self.last_look >= every
 
     def update(self, status: Status) -> None:
         self.last_look = self.clock()

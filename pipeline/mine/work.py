@@ -41,6 +41,31 @@ MIN_HISTORY = 2
 MAX_HISTORY = 100
 
 
+# A position's pieces, side to move, castling rights, en passant square and clocks as plain ints:
+# python-chess's public board fields, without a move stack. Written and read back in microseconds,
+# where a FEN costs a hundred or more each way (most of an occurrence's cost with a cheap engine).
+PackedBoard = tuple[int, int, int, int, int, int, int, int, int, bool, int, int | None, int, int]
+
+
+def pack_board(board: chess.Board) -> PackedBoard:
+    return (
+        board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
+        board.occupied_co[chess.WHITE], board.occupied_co[chess.BLACK], board.promoted, board.turn,
+        board.castling_rights, board.ep_square, board.halfmove_clock, board.fullmove_number,
+    )  # fmt: skip
+
+
+def unpack_board(packed: PackedBoard) -> chess.Board:
+    board = chess.Board.empty()
+    (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings, white, black,
+     board.promoted, board.turn, board.castling_rights, board.ep_square, board.halfmove_clock,
+     board.fullmove_number) = packed  # fmt: skip
+    board.occupied_co[chess.WHITE] = white
+    board.occupied_co[chess.BLACK] = black
+    board.occupied = white | black
+    return board
+
+
 @dataclass(frozen=True, slots=True)
 class Occurrence:
     """One position of one game to judge, with the player who just moved as setter."""
@@ -53,8 +78,8 @@ class Occurrence:
     """Signed Polyglot key of the position."""
     key: int
     """Its analysis key (`pipeline.mine.table.analysis_key`): what the worker's table is keyed by."""
-    base_fen: str
-    """The position `len(moves)` plies earlier."""
+    base: PackedBoard
+    """The position `len(moves)` plies earlier (`pack_board`)."""
     moves: tuple[str, ...]
     """The UCI moves from `base_fen` to the position: every move since the last irreversible one
     (which a search needs for repetitions), and at least the last two (the human-move model)."""
@@ -67,7 +92,7 @@ class Occurrence:
     value is then the played move's, and no search of the move is needed here."""
 
     def board(self) -> chess.Board:
-        board = chess.Board(self.base_fen)
+        board = unpack_board(self.base)
         for move in self.moves:
             board.push(chess.Move.from_uci(move))
         return board
@@ -102,30 +127,43 @@ def game_occurrences(
     otherwise). The move played at a ply is the game's next move (None after the last)."""
     wanted = {ply: (None, None) for ply in plies} if not isinstance(plies, Mapping) else dict(plies)
     board = chess.Board(start_fen) if start_fen else chess.Board()
-    fens: list[str] = []  # the FEN before each ply, kept back to MAX_HISTORY plies
-    recent: list[int] = []  # Polyglot keys of the positions since the last irreversible move
+    # The positions an occurrence may start from: the last two, and the one after the last
+    # irreversible move.
+    kept: dict[int, PackedBoard] = {}
+    zero = 0  # the ply of the position after the last irreversible move
+    recent: list[int] = []  # Polyglot keys of the positions since then
     seq = first_seq
     last = max(wanted, default=-1)
     for ply in range(last + 1):
-        if ply in wanted:
-            context, known_key = wanted[ply]
-            position_key = to_signed64(zobrist(board)) if known_key is None else known_key
-            history = min(len(fens), MAX_HISTORY, max(board.halfmove_clock, MIN_HISTORY))
-            base_fen = fens[-history] if history else board.fen()
+        if board.halfmove_clock == 0:
+            zero = ply
+        kept[ply] = pack_board(board)
+        for old in [old for old in kept if old < ply - 2 and old != zero]:
+            del kept[old]
+        known = wanted.get(ply)
+        position_key = None if known is None else known[1]
+        if known is not None:
+            context = known[0]
+            if position_key is None:
+                position_key = to_signed64(zobrist(board))
+            history = min(ply, MAX_HISTORY, max(board.halfmove_clock, MIN_HISTORY))
+            base = ply - history
+            if base not in kept:  # further back than the last irreversible move (a FEN's own clock)
+                base = min(kept)
+                history = ply - base
             key = analysis_key(position_key, board.halfmove_clock, recent[-MAX_HISTORY:])
             played = moves[ply] if ply < len(moves) else None
-            yield Occurrence(seq, game_id, ply, position_key, key, base_fen, tuple(moves[ply - history : ply]), played,
-                             context, ply + 1 in wanted)  # fmt: skip
+            since = tuple(moves[ply - history : ply])
+            then = ply + 1 in wanted
+            yield Occurrence(seq, game_id, ply, position_key, key, kept[base], since, played, context, then)
             seq += 1
         if ply >= last:
             break
         move = chess.Move.from_uci(moves[ply])
-        fens.append(board.fen())
-        del fens[:-MAX_HISTORY]
         if board.is_zeroing(move):
             recent.clear()
         else:
-            recent.append(to_signed64(zobrist(board)))
+            recent.append(to_signed64(zobrist(board)) if position_key is None else position_key)
         board.push(move)
 
 
