@@ -194,6 +194,19 @@ def listed_records(entry: Any) -> dict[str, FileRecord] | None:
     return {name: record for name, data in files.items() if (record := record_of(data)) is not None}
 
 
+def manifest_records(root: Path) -> dict[str, Mapping[str, FileRecord] | None]:
+    """The file records the manifest lists per shard; empty without a readable manifest (a
+    resumed run rewrites it, so an unreadable one is no reason to refuse the run)."""
+    try:
+        manifest = read_json(root / MANIFEST_FILE) if (root / MANIFEST_FILE).is_file() else {}
+    except DamagedDatasetError:
+        return {}
+    listed = manifest.get("shards") if isinstance(manifest, dict) else None
+    if not isinstance(listed, dict):
+        return {}
+    return {shard_id: listed_records(entry) for shard_id, entry in listed.items()}
+
+
 def shard_problem(shards: Path, shard_id: str, expected: Mapping[str, FileRecord] | None = None) -> str | None:
     """What is wrong with one committed shard, cheaply (presence, `_shard.json`, sizes, footers),
     against `expected` (the manifest's records) or else its own `_shard.json`; None if nothing."""
@@ -239,7 +252,8 @@ def file_problem(path: Path, record: FileRecord | None) -> str | None:
     return None
 
 
-def damaged(root: Path, shard_id: str, problem: str) -> DamagedDatasetError:
+def damaged_error(root: Path, shard_id: str, problem: str) -> DamagedDatasetError:
+    """The one line about a damaged shard: which, what, and how to repair it."""
     path = str(root / "shards" / shard_id)
     return DamagedDatasetError(
         f"shard {shard_id} of {str(root)!r} is damaged: {problem}; " + REPAIR.format(path=repr(path))
@@ -283,7 +297,7 @@ def check_dataset(root: str | Path, *, allow_partial: bool = False) -> DatasetSt
         elif allow_partial:
             state.missing.append(f"{shard_id} ({problem})")
         else:
-            raise damaged(base, shard_id, problem)
+            raise damaged_error(base, shard_id, problem)
     return state
 
 
@@ -318,7 +332,7 @@ def locate_damage(root: Path, shard_ids: list[str]) -> DamagedDatasetError | Non
             try:
                 read_verified(path)
             except (pa.ArrowException, OSError) as error:
-                return damaged(root, shard_id, f"{name} fails its page checksums ({first_line(error)})")
+                return damaged_error(root, shard_id, f"{name} fails its page checksums ({first_line(error)})")
     return None
 
 
@@ -386,7 +400,8 @@ def verify_dataset(root: str | Path) -> VerifyReport:
         if problem is not None:
             report.problems.append(f"shard {shard_id}: {problem}")
     for extra in sorted(on_disk - set(names)):
-        report.problems.append(f"shard {extra}: in shards/ but not in {MANIFEST_FILE if listed is not None else 'a record'}")
+        where = MANIFEST_FILE if listed is not None else "a record"
+        report.problems.append(f"shard {extra}: in shards/ but not in {where}")
     return report
 
 
@@ -409,6 +424,7 @@ def deep_problem(directory: Path, report: VerifyReport, expected: Mapping[str, F
 
 __all__ = [
     "FILES", "JOB_FILE", "MANIFEST_FILE", "SHARD_MARKER", "DamagedDatasetError", "DatasetError", "DatasetState",
-    "FileRecord", "IncompleteDatasetError", "VerifyReport", "check_dataset", "damage_named", "file_record",
-    "is_damage", "locate_damage", "read_verified", "scan", "shard_problem", "verify_dataset",
+    "FileRecord", "IncompleteDatasetError", "VerifyReport", "check_dataset", "damage_named", "damaged_error",
+    "file_record", "first_line", "is_damage", "locate_damage", "manifest_records", "read_verified", "scan",
+    "shard_problem", "verify_dataset",
 ]  # fmt: skip

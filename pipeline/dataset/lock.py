@@ -110,7 +110,8 @@ def _acquire(descriptor: int, root: Path) -> None:
             return  # stale: its holder is gone
     who = holder.describe() if holder is not None else "a job that has not said who it is yet"
     raise LockedError(
-        f"{str(root)!r} is in use by another diffimax job ({who}): wait for it to end or stop it, or choose another --out"
+        f"{str(root)!r} is in use by another diffimax job ({who}): "
+        "wait for it to end or stop it, or choose another --out"
     )
 
 

@@ -36,7 +36,10 @@ from pipeline.dataset.integrity import (
     MANIFEST_FILE,
     SHARD_MARKER,
     DamagedDatasetError,
+    damaged_error,
     file_record,
+    first_line,
+    manifest_records,
     read_json,
     shard_problem,
 )
@@ -70,9 +73,18 @@ class DatasetReader:
         return info
 
     def damaged(self) -> dict[str, str]:
-        """The committed shards that fail the cheap check against their own `_shard.json`
-        (`pipeline.dataset.integrity.shard_problem`), and why."""
-        found = {shard: shard_problem(self.shards, shard) for shard in sorted(self.committed())}
+        """The shard directories that fail the cheap check (`pipeline.dataset.integrity.shard_problem`:
+        presence, `_shard.json`, sizes, footers) against the manifest's records where it lists
+        them, else their own `_shard.json`, and why. A directory without `_shard.json` counts: it
+        would block the shard's publication."""
+        if not self.shards.is_dir():
+            return {}
+        listed = manifest_records(self.root)
+        found = {
+            path.name: shard_problem(self.shards, path.name, listed.get(path.name))
+            for path in sorted(self.shards.iterdir())
+            if path.is_dir()
+        }
         return {shard: problem for shard, problem in found.items() if problem is not None}
 
     def read_table(self, name: str, shard_ids: Iterable[str] | None = None) -> pa.Table:
@@ -85,8 +97,8 @@ class DatasetReader:
             try:
                 tables.append(pq.read_table(path, page_checksum_verification=True))
             except (pa.ArrowException, OSError) as error:
-                problem = " ".join(str(error).split())[:200]
-                raise DamagedDatasetError(f"shard {shard} of {str(self.root)!r} is damaged: {name}.parquet: {problem}") from None
+                problem = f"{name}.parquet fails its page checksums ({first_line(error)})"
+                raise damaged_error(self.root, shard, problem) from None
         if not tables:
             return versioned(name).empty_table()
         return pa.concat_tables(tables)
@@ -192,15 +204,24 @@ class DatasetWriter(DatasetReader):
         return writer
 
     @classmethod
-    def reopen(cls, root: str | os.PathLike[str]) -> DatasetWriter:
+    def reopen(cls, root: str | os.PathLike[str], *, repair: bool = False) -> DatasetWriter:
         """Continue a run (its lock held): leftovers of an interrupted run are cleared, and the
-        manifest goes until the run ends, so that no reader takes the dataset for a finished one."""
+        manifest goes until the run ends, so that no reader takes the dataset for a finished one.
+        A damaged shard (`damaged`) refuses the run in one line, changing nothing, unless `repair`:
+        then it is removed, and the run mines it again."""
         check_output(root, resume=True)
         writer = cls(root)
+        damaged = writer.damaged()
+        if damaged and not repair:
+            shard_id, problem = next(iter(damaged.items()))
+            more = f" ({len(damaged) - 1} more damaged shard(s))" if len(damaged) > 1 else ""
+            raise damaged_error(writer.root, shard_id, problem + more)
         shutil.rmtree(writer.staging, ignore_errors=True)  # leftovers of an interrupted run
         writer.shards.mkdir(exist_ok=True)
         writer.staging.mkdir()
         (writer.root / MANIFEST_FILE).unlink(missing_ok=True)
+        for shard_id in damaged:
+            writer.remove_shard(shard_id)
         return writer
 
     def remove_shard(self, shard_id: str) -> None:

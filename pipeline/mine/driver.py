@@ -47,6 +47,7 @@ import ray.exceptions
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from pipeline.common.cluster import StderrAside, start_ray
+from pipeline.dataset.lock import output_lock
 from pipeline.dataset.store import DatasetWriter, check_output
 from pipeline.engines.backends import check_backend
 from pipeline.human.corpus import Corpus
@@ -125,22 +126,34 @@ def run(
     progress: Progress | None = None,
     *,
     verbose: bool = False,
+    repair: bool = False,
 ) -> dict[str, Any]:
     """Run a mining job; returns the manifest (also written to OUT/manifest.json). `progress`
     shows the job as it runs (default: lines through `echo`, or nothing when `echo` is given and
-    swallows them). `verbose` lets a local cluster's own log lines reach the terminal."""
+    swallows them). `verbose` lets a local cluster's own log lines reach the terminal. `repair`
+    (with `config.resume`) takes damaged shards out so that the run mines them again; without it a
+    damaged shard stops a resumed run in one line."""
     # Everything that can be wrong with the request is found before anything is created.
     sources = expand_inputs(config.inputs)
     check_output(config.out, resume=config.resume)
     engine_name = check_backend(config.engine)
     identity = job_identity(config, sources, engine_name, check_human_evidence(config.human))
-    if config.resume:
-        before = DatasetWriter(config.out).job() or {}
-        check_resume(config.out, before.get("identity"), identity)
-        store = DatasetWriter.reopen(config.out)
-    else:
-        store = DatasetWriter.create(config.out, {"identity": identity, "created": time.time()})
-    shown = progress or Progress(echo=echo)
+    fresh = not Path(config.out).exists()
+    with output_lock(config.out):  # one job per output directory, for the whole job
+        if config.resume:
+            before = DatasetWriter(config.out).job() or {}
+            check_resume(config.out, before.get("identity"), identity)
+            store = DatasetWriter.reopen(config.out, repair=repair)
+        else:
+            store = DatasetWriter.create(config.out, {"identity": identity, "created": time.time()})
+            store.created = fresh  # the lock made the directory: a failed first run removes it
+        return _run_job(config, store, identity, progress or Progress(echo=echo), verbose=verbose)
+
+
+def _run_job(
+    config: MineConfig, store: DatasetWriter, identity: dict[str, Any], shown: Progress, *, verbose: bool
+) -> dict[str, Any]:
+    """The job on Ray, its output directory opened (and locked)."""
     started = time.time()
     owns_ray = not ray.is_initialized()
     aside = StderrAside()
