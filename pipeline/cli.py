@@ -22,6 +22,7 @@ import typer
 from pipeline.engines.backends import EngineOptions, default_engine, open_backend
 from pipeline.human.commands import human_app
 from pipeline.human.context import MoverContext, parse_pool
+from pipeline.ingest.sources import MAX_GAME_BYTES
 from pipeline.mine.config import MineConfig
 from pipeline.mine.plan import SAMPLE_GAMES, SAMPLE_POSITIONS
 from pipeline.mine.table import DEFAULT_TABLE_MB
@@ -408,6 +409,10 @@ def mine_config(
     ] = False,
     shard_games: Annotated[int, typer.Option("--shard-games", help="Games per shard of a compressed stream.")] = 500,
     shard_mb: Annotated[float, typer.Option("--shard-mb", help="MiB per shard of an uncompressed file.")] = 16.0,
+    max_game_mb: Annotated[
+        float,
+        typer.Option("--max-game-mb", help="Largest game of a compressed file or URL; a larger one is an error row."),
+    ] = MAX_GAME_BYTES / (1 << 20),
     table_mb: Annotated[
         float,
         typer.Option("--table-mb", help="MiB of each worker's table of engine answers (repeats reuse them; 0: none)."),
@@ -487,6 +492,7 @@ def mine_config(
         setter_choices=setter_choices,
         shard_games=shard_games,
         shard_bytes=shard_bytes_of(shard_mb),
+        max_game_bytes=shard_bytes_of(max_game_mb, "--max-game-mb"),
         table_mb=table_mb,
         pool=parse_pool(pool),
     )

@@ -96,6 +96,20 @@ def output_lock(directory: str | os.PathLike[str], command: str | None = None) -
         os.close(descriptor)  # releases the lock
 
 
+def check_unlocked(directory: str | os.PathLike[str]) -> None:
+    """LockedError if another job holds `directory`'s lock; creates nothing (a directory or lock
+    file that does not exist is not locked). For checks made before the lock is taken."""
+    path = Path(directory) / LOCK_FILE
+    try:
+        descriptor = os.open(path, os.O_RDWR)
+    except OSError:
+        return
+    try:
+        _acquire(descriptor, Path(directory))
+    finally:
+        os.close(descriptor)  # releases what `_acquire` took
+
+
 def _acquire(descriptor: int, root: Path) -> None:
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -115,4 +129,4 @@ def _acquire(descriptor: int, root: Path) -> None:
     )
 
 
-__all__ = ["LOCK_FILE", "Holder", "LockedError", "output_lock"]
+__all__ = ["LOCK_FILE", "Holder", "LockedError", "check_unlocked", "output_lock"]

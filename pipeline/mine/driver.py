@@ -47,10 +47,11 @@ import ray.exceptions
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from pipeline.common.cluster import StderrAside, start_ray
-from pipeline.dataset.lock import output_lock
+from pipeline.dataset.lock import check_unlocked, output_lock
 from pipeline.dataset.store import DatasetWriter, check_output
 from pipeline.engines.backends import check_backend
 from pipeline.human.corpus import Corpus
+from pipeline.ingest.pins import input_pin
 from pipeline.ingest.sources import Shard, expand_inputs, is_stream, source_shards
 from pipeline.judging import load_model, model_path
 from pipeline.mine.actors import MiningWorker, PositionCounter, prepare, read_stream, write
@@ -135,9 +136,11 @@ def run(
     damaged shard stops a resumed run in one line."""
     # Everything that can be wrong with the request is found before anything is created.
     sources = expand_inputs(config.inputs)
+    check_unlocked(config.out)  # a job running there is the one thing to say about it
     check_output(config.out, resume=config.resume)
     engine_name = check_backend(config.engine)
-    identity = job_identity(config, sources, engine_name, check_human_evidence(config.human))
+    pins = [input_pin(source) for source in sources]  # what --resume must find unchanged
+    identity = job_identity(config, sources, engine_name, check_human_evidence(config.human), pins)
     fresh = not Path(config.out).exists()
     with output_lock(config.out):  # one job per output directory, for the whole job
         if config.resume:
@@ -290,7 +293,7 @@ class ShardFeed:
                 index, source = self.sources.pop(0)
                 if is_stream(source):
                     self.stream = self.reader.options(_generator_backpressure_num_objects=2 * STREAM_LOOKAHEAD).remote(
-                        source, index, config.shard_bytes, config.shard_games
+                        source, index, config.shard_bytes, config.shard_games, config.max_game_bytes
                     )
                 else:
                     self.ranges = source_shards(
