@@ -29,11 +29,11 @@ from tests.mining_helpers import SERVED, assert_same_rows
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
-# The input's games (the first of lichess_100.pgn), one position each, in shards of ~10 KB
-# (four or five shards).
+# The input's games (the first of lichess_100.pgn), one position each, in shards of ~5 KB
+# (four shards).
 GAMES_MINED = 24
 JOB = ["--engine", "native", "--depth", "1", "--plies", "10-10", "--workers", "1",
-       "--judges", "dip,trappy", "--human-model", "none", "--shard-mb", "0.01"]  # fmt: skip
+       "--judges", "dip,trappy", "--human-model", "none", "--shard-mb", "0.005"]  # fmt: skip
 CHECKSUM_SQL = "select count(*), sum(hash(position_key)), sum(hash(fen)), sum(hash(move_uci)) from positions"
 
 

@@ -26,8 +26,9 @@ from tests.processes import assert_session_ends
 pytestmark = pytest.mark.cluster
 
 SAMPLE = str(GAMES / "lichess_100.pgn")
-# Long enough to still be running when the second job starts: every game, plies 10-25, 5 shards.
-LONG = ["--engine", "native", "--depth", "1", "--plies", "10-25", "--shard-mb", str(15_000 / (1 << 20)),
+# Long enough to still be running while the second job is refused: every game, plies 10-11, in
+# shards of 5 KB.
+LONG = ["--engine", "native", "--depth", "1", "--plies", "10-11", "--shard-mb", str(5_000 / (1 << 20)),
         "--workers", "1", "--judges", "dip,trappy", "--human-model", "none"]  # fmt: skip
 # Holds OUT's lock until killed, as a job would.
 HOLDER = "import sys, time\nfrom pipeline.dataset.lock import output_lock\nwith output_lock(sys.argv[1]):\n" \
@@ -83,7 +84,7 @@ def test_a_second_job_on_a_running_jobs_out_refuses_and_the_first_finishes(tmp_p
                              start_new_session=True)  # fmt: skip
     try:
         deadline = time.monotonic() + 180
-        while not (out / "_staging").is_dir() and first.poll() is None:
+        while not (out / "job.json").is_file() and first.poll() is None:
             assert time.monotonic() < deadline, "the first job did not start"
             time.sleep(0.1)
         for args in (["--resume"], []):

@@ -314,7 +314,9 @@ STREAM_ERRORS: tuple[type[BaseException], ...] = (
 )  # fmt: skip
 
 
-def iter_shards(inputs: Sequence[str], *, shard_bytes: int = 32 << 20, shard_games: int = 2000) -> Iterator[Shard]:
+def iter_shards(
+    inputs: Sequence[str], *, shard_bytes: int = 32 << 20, shard_games: int = 2000, max_game_bytes: int = MAX_GAME_BYTES
+) -> Iterator[Shard]:
     """Every shard of every input, lazily and in input order.
 
     The inputs are expanded (and checked) before the first shard. An uncompressed local file is
@@ -325,7 +327,9 @@ def iter_shards(inputs: Sequence[str], *, shard_bytes: int = 32 << 20, shard_gam
         raise ValueError(f"shard sizes must be positive: shard_bytes={shard_bytes}, shard_games={shard_games}")
     sources = expand_inputs(inputs)
     for source_index, source in enumerate(sources):
-        yield from source_shards(source, source_index, shard_bytes=shard_bytes, shard_games=shard_games)
+        yield from source_shards(
+            source, source_index, shard_bytes=shard_bytes, shard_games=shard_games, max_game_bytes=max_game_bytes
+        )
 
 
 def is_stream(source: str) -> bool:
