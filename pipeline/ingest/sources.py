@@ -467,7 +467,9 @@ class _StreamCutter:
             yield self.shard(len(self.buffer), len(self.starts), stream_error=error)
 
 
-def _stream_shards(source: str, source_index: int, shard_games: int, max_game_bytes: int) -> Iterator[Shard]:
+def _stream_shards(
+    source: str, source_index: int, shard_games: int, max_game_bytes: int = MAX_GAME_BYTES
+) -> Iterator[Shard]:
     """Cut the decompressed stream before every `shard_games`-th game start. The first shard also
     holds whatever precedes the first game. A game above `max_game_bytes` is skipped up to the
     next game start and becomes a shard of its own, with no bytes, that says so (`Shard.skipped`):

@@ -683,11 +683,12 @@ def write_report(data: str | Path, out: str | Path, *, allow_partial: bool = Fal
     earlier report atomically.
     """
     dataset = Path(data)
+    manifest = read_manifest(dataset)  # an unreadable one is its own error, before the shards' check
     state = open_dataset(dataset, allow_partial=allow_partial)
     connection = connect(state)
     try:
         with damage_named(state):
-            sections = report_sections(state, connection)
+            sections = report_sections(state, manifest, connection)
     finally:
         connection.close()
     written = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -702,10 +703,11 @@ def write_report(data: str | Path, out: str | Path, *, allow_partial: bool = Fal
     return path
 
 
-def report_sections(state: DatasetState, connection: duckdb.DuckDBPyConnection) -> list[Html]:
-    """The page's sections, from the checked dataset `state` and its open `connection`."""
+def report_sections(
+    state: DatasetState, manifest: dict[str, Any] | None, connection: duckdb.DuckDBPyConnection
+) -> list[Html]:
+    """The page's sections, from the checked dataset `state`, its manifest and its open `connection`."""
     dataset = state.root
-    manifest = read_manifest(dataset)
     queries = saved_queries()
     results: dict[str, QueryResult] = {}
     unmet: dict[str, str] = {}  # saved queries this dataset cannot answer, and why
