@@ -52,7 +52,7 @@ from pipeline.dataset.store import DatasetWriter, check_output
 from pipeline.engines.backends import check_backend
 from pipeline.human.corpus import Corpus
 from pipeline.ingest.pins import input_pin
-from pipeline.ingest.sources import Shard, expand_inputs, is_stream, source_shards
+from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url, source_shards
 from pipeline.judging import load_model, model_path
 from pipeline.mine.actors import MiningWorker, PositionCounter, prepare, read_stream, write
 from pipeline.mine.config import MineConfig, check_resume, job_identity
@@ -132,8 +132,7 @@ def run(
     """Run a mining job; returns the manifest (also written to OUT/manifest.json). `progress`
     shows the job as it runs (default: lines through `echo`, or nothing when `echo` is given and
     swallows them). `verbose` lets a local cluster's own log lines reach the terminal. `repair`
-    (with `config.resume`) takes damaged shards out so that the run mines them again; without it a
-    damaged shard stops a resumed run in one line."""
+    (with --resume) mines damaged shards again; without it they stop a resumed run in one line."""
     # Everything that can be wrong with the request is found before anything is created.
     sources = expand_inputs(config.inputs)
     check_unlocked(config.out)  # a job running there is the one thing to say about it
@@ -356,6 +355,7 @@ class MiningJob:
         self.limit_left = config.max_games - self.counts.games_read if config.max_games else None
         self.feed = ShardFeed(config)
         self.runs: deque[ShardRun] = deque()
+        self.broken: str | None = None  # why a URL's stream broke off (the job then ends non-zero)
         self.engine_seconds = 0.0
         self.analysis_seconds = 0.0
         self.engine_calls = 0
@@ -421,6 +421,8 @@ class MiningJob:
             self.publish()
             self.show()
             if self.finished():
+                if self.broken is not None:
+                    raise MiningStopped(self.broken)
                 break
             # Wait for the oldest shard, or for the stream's next shard when there is room for it
             # (a ready shard that cannot be taken yet must not wake the loop: it would spin).
@@ -453,6 +455,12 @@ class MiningJob:
             if found is None:
                 return
             shard, data = found
+            if shard.stream_error is not None and is_url(shard.source):
+                # A URL cut short: its last shard is never committed; the job ends non-zero once the
+                # shards in flight are published, and --resume reads the URL again.
+                self.broken = f"stopped: {shard.source!r} broke off after byte {shard.end:,} ({shard.stream_error})"
+                self.feed.exhausted = True
+                return
             if shard.shard_id in self.committed:
                 continue
             run = ShardRun(shard, data)
