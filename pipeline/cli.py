@@ -22,6 +22,7 @@ import typer
 from pipeline.engines.backends import EngineOptions, default_engine, open_backend
 from pipeline.human.commands import human_app
 from pipeline.human.context import MoverContext, parse_pool
+from pipeline.ingest.sources import MAX_GAME_BYTES
 from pipeline.mine.config import MineConfig
 from pipeline.mine.plan import SAMPLE_GAMES, SAMPLE_POSITIONS
 from pipeline.mine.table import DEFAULT_TABLE_MB
@@ -119,6 +120,15 @@ PracticalShallowPOpt = Annotated[
 CorpusShareOpt = Annotated[float, typer.Option("--corpus-share", help="Human judge: smallest share of games.")]
 CorpusGamesOpt = Annotated[
     int, typer.Option("--corpus-min-games", help="Human judge: fewest corpus games for a verdict.")
+]
+
+
+AllowPartialOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-partial",
+        help="Read a dataset with missing or damaged shards, or an unfinished one: says what is left out.",
+    ),
 ]
 
 
@@ -399,6 +409,10 @@ def mine_config(
     ] = False,
     shard_games: Annotated[int, typer.Option("--shard-games", help="Games per shard of a compressed stream.")] = 500,
     shard_mb: Annotated[float, typer.Option("--shard-mb", help="MiB per shard of an uncompressed file.")] = 16.0,
+    max_game_mb: Annotated[
+        float,
+        typer.Option("--max-game-mb", help="Largest game of a compressed file or URL; a larger one is an error row."),
+    ] = MAX_GAME_BYTES / (1 << 20),
     table_mb: Annotated[
         float,
         typer.Option("--table-mb", help="MiB of each worker's table of engine answers (repeats reuse them; 0: none)."),
@@ -478,6 +492,7 @@ def mine_config(
         setter_choices=setter_choices,
         shard_games=shard_games,
         shard_bytes=shard_bytes_of(shard_mb),
+        max_game_bytes=shard_bytes_of(max_game_mb, "--max-game-mb"),
         table_mb=table_mb,
         pool=parse_pool(pool),
     )
@@ -521,12 +536,17 @@ def mine(
     job: JobConfig,
     out: Annotated[str, typer.Option("--out", help="Output directory of the Parquet dataset.")],
     resume: Annotated[bool, typer.Option("--resume", help="Continue a run: skip committed shards.")] = False,
+    repair: Annotated[
+        bool, typer.Option("--repair", help="With --resume: remove damaged shards and mine them again.")
+    ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", help="Show Ray's own log lines too.")] = False,
 ) -> None:
     """Mine PGN databases for traps: DiffiMax at every selected position on Ray, Parquet out."""
     from pipeline.mine.driver import run
 
-    manifest = run(job(out, resume), verbose=verbose)
+    if repair and not resume:
+        raise UsageError("--repair continues a run: give it with --resume")
+    manifest = run(job(out, resume), verbose=verbose, repair=repair)
     typer.echo(summary_text(manifest, out))
 
 
@@ -570,8 +590,10 @@ def query(
     saved: Annotated[str | None, typer.Option("--saved", help="Run a saved query by name.")] = None,
     list_saved: Annotated[bool, typer.Option("--list", help="List the saved queries.")] = False,
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    allow_partial: AllowPartialOpt = False,
 ) -> None:
     """Query a trap dataset with SQL (DuckDB), or run a saved query."""
+    from pipeline.dataset.duck import open_dataset
     from pipeline.dataset.queries import render, run_query, run_saved, saved_queries
 
     if list_saved:
@@ -582,19 +604,40 @@ def query(
         raise UsageError("--data DIR is required (the output directory of diffimax mine)")
     if (sql is None) == (saved is None):
         raise UsageError("give either SQL or --saved NAME")
-    result = run_saved(data, saved) if saved else run_query(data, sql or "")
+    state = open_dataset(data, allow_partial=allow_partial)
+    if state.partial:
+        typer.echo(f"diffimax: warning: {state.note()}", err=True)
+    result = run_saved(state, saved) if saved else run_query(state, sql or "")
     typer.echo(render(result, fmt))
+
+
+@app.command()
+def verify(
+    data: Annotated[str, typer.Argument(help="The dataset directory (diffimax mine --out).")],
+) -> None:
+    """Check every file of a dataset: its SHA-256 against the manifest, and every page checksum."""
+    from pipeline.dataset.integrity import REPAIR, DamagedDatasetError, verify_dataset
+
+    found = verify_dataset(data)
+    for problem in found.problems:
+        typer.echo(problem)
+    if found.problems:
+        raise DamagedDatasetError(f"{data}: {found.summary()}; " + REPAIR.format(path="each damaged shard"))
+    typer.echo(found.summary())
 
 
 @app.command()
 def report(
     data: Annotated[str, typer.Option("--data", help="The dataset directory (diffimax mine --out).")],
     out: Annotated[str, typer.Option("--out", help="Output directory; the page is OUT/report.html.")],
+    allow_partial: AllowPartialOpt = False,
 ) -> None:
     """Write a self-contained HTML report (plots, boards, tables) of a trap dataset."""
+    from pipeline.dataset.lock import output_lock
     from pipeline.outputs.report import write_report
 
-    typer.echo(f"Report written to {write_report(data, out)}")
+    with output_lock(out):
+        typer.echo(f"Report written to {write_report(data, out, allow_partial=allow_partial)}")
 
 
 @app.command()
@@ -625,13 +668,15 @@ def puzzles(
     human_model: HumanModelOpt = "default",
 ) -> None:
     """Engine-verified puzzles from a dataset's traps: Lichess CSV, PGN and an interactive HTML puzzle book."""
+    from pipeline.dataset.lock import output_lock
     from pipeline.outputs.puzzles import generate_puzzles, parse_formats, parse_kind
 
-    report = generate_puzzles(
-        data, out, kind=parse_kind(kind), min_dip=min_dip, limit=limit, formats=parse_formats(fmt), engine=engine,
-        standard=standard, nodes=nodes, margin=margin, workers=workers,
-        human_model=None if human_model.lower() == "none" else human_model,
-    )  # fmt: skip
+    with output_lock(out):
+        report = generate_puzzles(
+            data, out, kind=parse_kind(kind), min_dip=min_dip, limit=limit, formats=parse_formats(fmt),
+            engine=engine, standard=standard, nodes=nodes, margin=margin, workers=workers,
+            human_model=None if human_model.lower() == "none" else human_model,
+        )  # fmt: skip
     typer.echo(report.summary())
 
 

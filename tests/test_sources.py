@@ -9,6 +9,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import http.server
+import itertools
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -389,3 +390,42 @@ def test_missing_url_is_one_clear_error(server: _Server) -> None:
     with pytest.raises(InputError) as raised:
         list(iter_shards([url]))
     assert str(raised.value) == f"cannot open {url!r}: HTTP 404 Not Found"
+
+
+# -- issue 18, item 2: a game larger than the cap is an error row, and reading goes on -------------
+
+
+def oversized_game(size: int, newline: bool) -> bytes:
+    """One game of `size` bytes of movetext: moves, or (newline=False) one endless line."""
+    body = b"e4 e5 " * (size // 6) if newline else b"x" * size
+    return b'[Event "Bomb"]\n[Site "?"]\n\n1. ' + body + b"\n\n"
+
+
+@pytest.mark.parametrize("where", ["middle", "end", "start"])
+@pytest.mark.parametrize("newline", [True, False])
+def test_a_game_above_the_cap_is_skipped_to_the_next_game_and_counted(
+    tmp_path: Path, where: str, newline: bool
+) -> None:
+    games = [raw for _, raw in split_games(LICHESS_100.read_bytes())][:12]
+    big = oversized_game(50_000, newline)
+    before, after = {"middle": (games[:5], games[5:]), "end": (games, []), "start": ([], games)}[where]
+    path = tmp_path / "bomb.pgn.zst"
+    path.write_bytes(zstandard.ZstdCompressor().compress(b"".join(before) + big + b"".join(after)))
+    shards = list(iter_shards([str(path)], shard_games=4, max_game_bytes=4_000))
+    skipped = [shard for shard in shards if shard.skipped is not None]
+    assert len(skipped) == 1 and "cap" in (skipped[0].skipped or "")
+    # Every other byte is kept, in order, the offsets tile the stream, the games are numbered in order.
+    assert b"".join(shard_bytes_of(shard) for shard in shards if shard.skipped is None) == b"".join(before + after)
+    assert all(first.end == second.start for first, second in itertools.pairwise(shards))
+    assert skipped[0].end - skipped[0].start == len(big) and skipped[0].first_game == len(before)
+    outcomes = [outcome for shard in shards for outcome in read_games(shard)]
+    failed = [outcome for outcome in outcomes if isinstance(outcome, Failed)]
+    assert len(outcomes) == len(games) + 1 and [f.reason for f in failed if "cap" in f.reason] != []
+    assert sum(isinstance(outcome, Selected) for outcome in outcomes) >= len(games) - 1
+
+
+def test_the_cap_changes_no_shard_of_real_files() -> None:
+    for path in (PLAYER_A, EVAL_CLK):
+        capped = [(shard.shard_id, shard.start, shard.end) for shard in iter_shards([str(path)], shard_games=500)]
+        shards = iter_shards([str(path)], shard_games=500, max_game_bytes=1 << 40)
+        assert capped == [(shard.shard_id, shard.start, shard.end) for shard in shards]

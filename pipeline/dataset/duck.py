@@ -1,50 +1,32 @@
 """DuckDB over a diffimax dataset: the views of `schemas/views.sql` on the Parquet files.
 
-The files are listed here, in Python, and handed to DuckDB as an explicit list, each with its glob
-characters escaped: DuckDB reads every path it is given as a glob pattern, so a dataset directory
-named `run*` would also read `run1/` beside it, and one named `a[1]` would look for `a1/`.
-DuckDB still scans the files lazily (only the columns and row groups a query needs).
+The dataset is checked first (`pipeline.dataset.integrity.check_dataset`: its manifest, each
+shard's presence, sizes and footers), and only the shards that passed are read. The files are
+listed here, in Python, and handed to DuckDB as Arrow datasets that verify every page's checksum
+as they read it (DuckDB's own Parquet reader ignores page checksums), so no path is ever read as
+a glob pattern (a dataset directory named `run*` never reads `run1/` beside it). DuckDB still
+scans lazily: only the columns and row groups a query needs.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Final
 
 import duckdb
 import pyarrow.parquet as pq
 
+from pipeline.dataset.integrity import DatasetError as DatasetError  # re-exported: readers catch it from here
+from pipeline.dataset.integrity import DatasetState, check_dataset, damage_named, scan
 from pipeline.dataset.sql import sql_text
 from schemas.dataset import SCHEMA_VERSION, TABLES, schema_version_of, versioned
-from search.errors import DiffimaxError
-
-# What DuckDB's globbing reads as a pattern, each written as a bracket class matching only itself
-# (`]` and `{}` are literal to it).
-GLOB_ESCAPES: Final = {"*": "[*]", "?": "[?]", "[": "[[]"}
 
 
-class DatasetError(DiffimaxError, ValueError):
-    """The directory holds no diffimax dataset."""
-
-
-def sql_literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def duckdb_path(path: Path) -> str:
-    """`path` as a pattern DuckDB matches to that one file only."""
-    text = str(path)
-    if not any(char in text for char in GLOB_ESCAPES):
-        return text
-    if "\\" in text:
-        # DuckDB splits a pattern at backslashes as well as slashes, so no escape can keep one.
-        raise DatasetError(f"cannot read {text!r}: its path holds both a backslash and one of * ? [")
-    return "".join(GLOB_ESCAPES.get(char, char) for char in text)
-
-
-def table_files(root: Path, table: str) -> list[Path]:
-    """The committed shards' Parquet files of `table` under `root` (taken as it is, no pattern)."""
-    return sorted((root / "shards").glob(f"*/{table}.parquet"))
+def table_files(root: Path, table: str, shard_ids: list[str] | None = None) -> list[Path]:
+    """The Parquet files of `table` of the shards `shard_ids` (default: every committed shard)
+    under `root` (taken as it is, no pattern)."""
+    if shard_ids is None:
+        return sorted((root / "shards").glob(f"*/{table}.parquet"))
+    return [root / "shards" / shard / f"{table}.parquet" for shard in sorted(shard_ids)]
 
 
 def check_schema_version(path: Path) -> None:
@@ -65,30 +47,33 @@ def is_dataset(root: Path) -> bool:
     )
 
 
-def connect(dataset: str | Path) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with the dataset's views defined."""
+def open_dataset(dataset: str | Path, *, allow_partial: bool = False) -> DatasetState:
+    """The checked state of a dataset directory (`check_dataset`), after making sure it is one."""
     root = Path(dataset)
     if not is_dataset(root):
         raise DatasetError(f"no diffimax dataset in {str(root)!r} (expected the output directory of diffimax mine)")
-    files_of = {table: table_files(root.resolve(), table) for table in TABLES}
-    shards = max(len(files) for files in files_of.values())
-    for table, files in files_of.items():
-        if len(files) != shards:  # every commit writes all five tables
-            raise DatasetError(
-                f"incomplete dataset in {str(root)!r}: {len(files)} of {shards} shards have {table}.parquet"
-            )
-    for files in files_of.values():
-        if files:
-            check_schema_version(files[0])
+    state = check_dataset(root, allow_partial=allow_partial)
+    state.root = root
+    return state
+
+
+def connect(dataset: str | Path | DatasetState, *, allow_partial: bool = False) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with the dataset's views defined over the shards that pass
+    the check (`open_dataset`; a partial read only when `allow_partial`); a read that meets a
+    damaged page fails (see `pipeline.dataset.integrity.damage_named`)."""
+    state = dataset if isinstance(dataset, DatasetState) else open_dataset(dataset, allow_partial=allow_partial)
+    root = state.root.resolve()
+    files_of = {table: table_files(root, table, state.shards) for table in TABLES}
+    with damage_named(state):
+        for files in files_of.values():
+            if files:
+                check_schema_version(files[0])
     connection = duckdb.connect()
     views = sql_text("views")
     for table, files in files_of.items():
-        if files:
-            listed = "[" + ", ".join(sql_literal(duckdb_path(path)) for path in files) + "]"
-            scan = f"read_parquet({listed}, union_by_name = true)"
-        else:  # a job that committed nothing (yet): the views exist, empty
-            scan = f"empty_{table}"
-            connection.register(scan, versioned(table).empty_table())
-        views = views.replace(f"{{{table}}}", scan)
+        name = f"scan_{table}"
+        # A job that committed nothing (yet) has the views too, empty.
+        connection.register(name, scan(files, versioned(table)) if files else versioned(table).empty_table())
+        views = views.replace(f"{{{table}}}", name)
     connection.execute(views)
     return connection

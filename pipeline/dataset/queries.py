@@ -17,7 +17,8 @@ from typing import Any
 
 import duckdb
 
-from pipeline.dataset.duck import connect
+from pipeline.dataset.duck import connect, open_dataset
+from pipeline.dataset.integrity import DatasetState, damage_named, is_damage
 from pipeline.dataset.sql import NamedQuery, named_queries
 from pipeline.outputs.sanitize import spreadsheet_safe, terminal_visible, truncate_cell
 from search.errors import DiffimaxError
@@ -54,6 +55,8 @@ def _execute(connection: duckdb.DuckDBPyConnection, sql: str) -> QueryResult:
     try:
         cursor = connection.execute(sql)
     except duckdb.Error as error:
+        if is_damage(error):
+            raise  # a damaged file, not bad SQL: `damage_named` names its shard
         # DuckDB quotes the data in some messages (a failed cast of a player's name, ...).
         message = terminal_visible(str(error).splitlines()[0])
         raise QueryError(f"query failed: {message}") from None
@@ -63,30 +66,35 @@ def _execute(connection: duckdb.DuckDBPyConnection, sql: str) -> QueryResult:
     return QueryResult(columns, cursor.fetchall())
 
 
-def run_query(dataset: str | Path, sql: str) -> QueryResult:
-    """The result of `sql` over the views of `dataset`; QueryError for empty or failing SQL."""
+def run_query(dataset: str | Path | DatasetState, sql: str, *, allow_partial: bool = False) -> QueryResult:
+    """The result of `sql` over the views of `dataset` (checked first, `open_dataset`; a partial
+    dataset only with `allow_partial`); QueryError for empty or failing SQL."""
     if not sql.strip():
         raise QueryError('empty SQL: give a statement, e.g. "select * from traps limit 10"')
-    connection = connect(dataset)
+    state = dataset if isinstance(dataset, DatasetState) else open_dataset(dataset, allow_partial=allow_partial)
+    connection = connect(state)
     try:
-        return _execute(connection, sql)
+        with damage_named(state):
+            return _execute(connection, sql)
     finally:
         connection.close()
 
 
-def run_saved(dataset: str | Path, name: str) -> QueryResult:
+def run_saved(dataset: str | Path | DatasetState, name: str, *, allow_partial: bool = False) -> QueryResult:
     """The saved query `name` over `dataset`; RequirementError when the dataset lacks what it needs."""
     queries = saved_queries()
     if name not in queries:
         raise QueryError(f"no saved query {name!r}: `diffimax query --list` shows them")
-    connection = connect(dataset)
+    state = dataset if isinstance(dataset, DatasetState) else open_dataset(dataset, allow_partial=allow_partial)
+    connection = connect(state)
     try:
-        need = requirements().get(name)
-        if need is not None:
-            ((met,),) = _execute(connection, need.sql).rows
-            if not met:
-                raise RequirementError(f"saved query {name!r} {need.description}")
-        return _execute(connection, queries[name].sql)
+        with damage_named(state):
+            need = requirements().get(name)
+            if need is not None:
+                ((met,),) = _execute(connection, need.sql).rows
+                if not met:
+                    raise RequirementError(f"saved query {name!r} {need.description}")
+            return _execute(connection, queries[name].sql)
     finally:
         connection.close()
 

@@ -4,13 +4,17 @@ Layout under the output directory:
 
     job.json                                                             the job's identity (written first)
     shards/<shard_id>/{games,positions,responses,traps,errors}.parquet   committed shards
-    shards/<shard_id>/_shard.json                                        the shard's counts
+    shards/<shard_id>/_shard.json                                        the shard's counts and file records
     _staging/                                                            shards being written
-    manifest.json                                                        the run (rewritten at the end)
+    manifest.json                                                        the finished run, every shard's records
+    .lock                                                                the job's lock (`pipeline.dataset.lock`)
 
-A shard is written completely under `_staging/` and then renamed into `shards/` in one
-`os.rename`, so a reader or a resumed job sees a shard entirely or not at all, and a rerun can
-never duplicate rows. `DatasetReader` only reads; `DatasetWriter` is the one thing that writes.
+A shard is written completely under `_staging/`, its files with page checksums and flushed to
+disk, and then renamed into `shards/` in one `os.rename`, so a reader or a resumed job sees a
+shard entirely or not at all, and a rerun can never duplicate rows. `_shard.json` records each
+file's size and digests (`pipeline.dataset.integrity`), and the manifest, written when the job
+ends (and removed while a resumed run works), records every shard's: what readers check against.
+`DatasetReader` only reads; `DatasetWriter` is the one thing that writes.
 """
 
 from __future__ import annotations
@@ -26,12 +30,22 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.dataset.integrity import (
+    FILES,
+    JOB_FILE,
+    MANIFEST_FILE,
+    SHARD_MARKER,
+    DamagedDatasetError,
+    damaged_error,
+    file_record,
+    first_line,
+    manifest_records,
+    read_json,
+    shard_problem,
+)
+from pipeline.dataset.lock import LOCK_FILE
 from schemas.dataset import TABLES, versioned
 from search.errors import DiffimaxError
-
-SHARD_MARKER = "_shard.json"
-JOB_FILE = "job.json"
-MANIFEST_FILE = "manifest.json"
 
 
 class OutputError(DiffimaxError, ValueError):
@@ -49,13 +63,42 @@ class DatasetReader:
         return {path.parent.name for path in self.shards.glob(f"*/{SHARD_MARKER}")}
 
     def shard_info(self) -> dict[str, dict[str, Any]]:
-        return {
-            path.parent.name: json.loads(path.read_text()) for path in sorted(self.shards.glob(f"*/{SHARD_MARKER}"))
+        """Every committed shard's `_shard.json`; DamagedDatasetError names one that is unreadable."""
+        info = {}
+        for path in sorted(self.shards.glob(f"*/{SHARD_MARKER}")):
+            data = read_json(path)
+            if not isinstance(data, dict):
+                raise DamagedDatasetError(f"cannot read {str(path)!r}: not a shard record")
+            info[path.parent.name] = data
+        return info
+
+    def damaged(self) -> dict[str, str]:
+        """The shard directories that fail the cheap check (`pipeline.dataset.integrity.shard_problem`:
+        presence, `_shard.json`, sizes, footers) against the manifest's records where it lists
+        them, else their own `_shard.json`, and why. A directory without `_shard.json` counts: it
+        would block the shard's publication."""
+        if not self.shards.is_dir():
+            return {}
+        listed = manifest_records(self.root)
+        found = {
+            path.name: shard_problem(self.shards, path.name, listed.get(path.name))
+            for path in sorted(self.shards.iterdir())
+            if path.is_dir()
         }
+        return {shard: problem for shard, problem in found.items() if problem is not None}
 
     def read_table(self, name: str, shard_ids: Iterable[str] | None = None) -> pa.Table:
+        """Table `name` of the shards `shard_ids` (default: every committed one), every page's
+        checksum verified as it is read."""
         ids = sorted(self.committed() if shard_ids is None else shard_ids)
-        tables = [pq.read_table(self.shards / shard / f"{name}.parquet") for shard in ids]
+        tables = []
+        for shard in ids:
+            path = self.shards / shard / f"{name}.parquet"
+            try:
+                tables.append(pq.read_table(path, page_checksum_verification=True))
+            except (pa.ArrowException, OSError) as error:
+                problem = f"{name}.parquet fails its page checksums ({first_line(error)})"
+                raise damaged_error(self.root, shard, problem) from None
         if not tables:
             return versioned(name).empty_table()
         return pa.concat_tables(tables)
@@ -88,7 +131,7 @@ def check_output(root: str | os.PathLike[str], *, resume: bool) -> None:
         if not path.is_dir() or not (path / JOB_FILE).is_file():
             raise OutputError(f"nothing to resume in {str(path)!r}: no {JOB_FILE} (start the run without --resume)")
         return
-    if path.exists() and any(path.iterdir()):
+    if path.exists() and any(entry.name != LOCK_FILE for entry in path.iterdir()):
         raise OutputError(
             f"output directory {str(path)!r} is not empty: use --resume to continue that run, or choose a new --out"
         )
@@ -111,16 +154,34 @@ def stage_shard(
     table comes as its rows, or as Arrow tables of its rows in order (`table_of`: a caller that
     converts as it goes never holds a whole shard's rows as Python objects)."""
     temporary = Path(root) / "_staging" / f"{shard_id}.{uuid.uuid4().hex[:8]}"
-    temporary.mkdir()
-    for name in TABLES:
-        given = list(rows.get(name, ()))
-        if given and all(isinstance(part, pa.Table) for part in given):
-            table = pa.concat_tables(given).combine_chunks()
-        else:
-            table = table_of(name, given)
-        pq.write_table(table, temporary / f"{name}.parquet", compression="zstd")
-    (temporary / SHARD_MARKER).write_text(json.dumps(info, indent=2, sort_keys=True))
+    try:
+        temporary.mkdir()
+        files = {}
+        for name, file in zip(TABLES, FILES, strict=True):
+            given = list(rows.get(name, ()))
+            if given and all(isinstance(part, pa.Table) for part in given):
+                table = pa.concat_tables(given).combine_chunks()
+            else:
+                table = table_of(name, given)
+            pq.write_table(table, temporary / file, compression="zstd", write_page_checksum=True)
+            files[file] = file_record(temporary / file).describe()
+        (temporary / SHARD_MARKER).write_text(json.dumps({**info, "files": files}, indent=2, sort_keys=True))
+        for file in [*FILES, SHARD_MARKER]:
+            flush_to_disk(temporary / file)
+        flush_to_disk(temporary)
+    except OSError as error:  # a full disk, a directory gone: one line, and no half-written shard left
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise OutputError(f"cannot write shard {shard_id} under {str(root)!r}: {error.strerror or error}") from None
     return temporary
+
+
+def flush_to_disk(path: Path) -> None:
+    """`fsync` a file or a directory, so that a rename published after it survives a crash."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 class DatasetWriter(DatasetReader):
@@ -143,13 +204,32 @@ class DatasetWriter(DatasetReader):
         return writer
 
     @classmethod
-    def reopen(cls, root: str | os.PathLike[str]) -> DatasetWriter:
+    def reopen(cls, root: str | os.PathLike[str], *, repair: bool = False) -> DatasetWriter:
+        """Continue a run (its lock held): leftovers of an interrupted run are cleared, and the
+        manifest goes until the run ends, so that no reader takes the dataset for a finished one.
+        A damaged shard (`damaged`) refuses the run in one line, changing nothing, unless `repair`:
+        then it is removed, and the run mines it again."""
         check_output(root, resume=True)
         writer = cls(root)
+        damaged = writer.damaged()
+        if damaged and not repair:
+            shard_id, problem = next(iter(damaged.items()))
+            more = f" ({len(damaged) - 1} more damaged shard(s))" if len(damaged) > 1 else ""
+            raise damaged_error(writer.root, shard_id, problem + more)
         shutil.rmtree(writer.staging, ignore_errors=True)  # leftovers of an interrupted run
         writer.shards.mkdir(exist_ok=True)
         writer.staging.mkdir()
+        (writer.root / MANIFEST_FILE).unlink(missing_ok=True)
+        for shard_id in damaged:
+            writer.remove_shard(shard_id)
         return writer
+
+    def remove_shard(self, shard_id: str) -> None:
+        """Take a damaged shard out of the dataset (`--repair`), so that the run mines it again:
+        renamed into staging first (one step), then deleted."""
+        aside = self.staging / f"{shard_id}.removed.{uuid.uuid4().hex[:8]}"
+        os.rename(self.shards / shard_id, aside)
+        shutil.rmtree(aside, ignore_errors=True)
 
     def commit(
         self, shard_id: str, rows: Mapping[str, Iterable[Mapping[str, Any]] | list[pa.Table]], info: dict[str, Any]
@@ -165,9 +245,13 @@ class DatasetWriter(DatasetReader):
         if final.exists():
             raise OutputError(f"shard {shard_id} is already committed in {str(self.root)!r}")
         os.rename(staged, final)
+        flush_to_disk(self.shards)
 
     def write_manifest(self, manifest: dict[str, Any]) -> Path:
-        path = self._write_json(MANIFEST_FILE, manifest)
+        """The finished run's manifest, with every committed shard's file records (what readers
+        check the dataset against)."""
+        shards = {shard: {"files": info.get("files")} for shard, info in self.shard_info().items()}
+        path = self._write_json(MANIFEST_FILE, {**manifest, "shards": shards})
         shutil.rmtree(self.staging, ignore_errors=True)
         return path
 
@@ -176,7 +260,7 @@ class DatasetWriter(DatasetReader):
         behind that would refuse the corrected command."""
         if self.committed():
             return
-        for name in (JOB_FILE, MANIFEST_FILE):
+        for name in (JOB_FILE, MANIFEST_FILE, LOCK_FILE):
             (self.root / name).unlink(missing_ok=True)
         shutil.rmtree(self.staging, ignore_errors=True)
         shutil.rmtree(self.shards, ignore_errors=True)

@@ -20,6 +20,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.dataset.integrity import check_dataset
 from pipeline.dataset.store import DatasetReader
 from schemas.dataset import to_signed64
 from search.errors import DiffimaxError
@@ -76,7 +77,8 @@ class Corpus:
                 reader = DatasetReader(source)
                 if not reader.committed():
                     raise CorpusError(f"corpus {str(source)!r} is no mined dataset with committed shards")
-                table = reader.read_table("positions")
+                # A missing, cut or damaged shard is one line naming it, never a smaller corpus.
+                table = reader.read_table("positions", check_dataset(source).shards)
             elif source.is_file():
                 problem = corpus_schema_problem(pq.read_schema(source))
                 if problem is not None:

@@ -840,6 +840,12 @@ class GameReader:
         for outcome in self.read(loaded.data, source=shard.source, shard_id=shard.shard_id, base_offset=loaded.offset):
             index += 1
             yield outcome
+        if shard.skipped is not None:  # one game too large to read: it counts, with its reason
+            yield Failed(
+                {"source": shard.source, "shard_id": shard.shard_id, "game_index": index, "byte_offset": shard.start,
+                 "game_id": None, "ply": None, "reason": shard.skipped}
+            )  # fmt: skip
+            index += 1
         if shard.stream_error is not None:
             yield Failed(
                 {"source": shard.source, "shard_id": shard.shard_id, "game_index": index, "byte_offset": shard.end,

@@ -62,6 +62,18 @@ NEWLINE_GAME_START = b"\n" + GAME_START
 READ_BLOCK = 1 << 20
 # Seconds before a URL that sends nothing is given up.
 URL_TIMEOUT = 60.0
+# The largest game a stream may hold, headers and movetext (`--max-game-mb`): a larger one is
+# recorded as an error and skipped up to the next game start, so that the reader's memory stays
+# bounded whatever the input (a decompression bomb of one endless game or header line). The
+# longest real games hold a few thousand plies, under 100 KB.
+MAX_GAME_BYTES = 1 << 20
+# A stream shard is cut before `shard_games` games or once its complete games pass this many
+# bytes, whichever comes first: what the reader holds stays bounded (this, plus one game).
+STREAM_SHARD_MAX_BYTES = 64 << 20
+# Compressed bytes fed to the zstd decoder at a time: zstd expands a byte to at most ~32 KiB (an
+# RLE block), so one piece's output stays under ~128 MiB whatever the input (a decompression bomb
+# fed at once would come out whole: 6 GiB from 196 KB), at ~1 us of Python per piece.
+ZSTD_PIECE = 4096
 # zstd window the decoder accepts (Lichess dumps are written with long windows).
 ZSTD_MAX_WINDOW = 1 << 31
 
@@ -96,6 +108,9 @@ class Shard:
     stream_error: str | None = None
     """Set on the last shard of a stream that broke off (truncated or corrupt compressed data, a
     dropped connection): what went wrong. The shard holds everything read before it."""
+    skipped: str | None = None
+    """Set on the shard of one game too large to read (`MAX_GAME_BYTES`): why. The shard holds no
+    bytes; `[start, end)` is where the game lay in the stream."""
 
 
 @dataclass(frozen=True)
@@ -252,12 +267,18 @@ class ZstdStream:
         self._decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
         self._frame = self._decompressor.decompressobj()
         self._inside = False  # input of an unfinished frame has been fed
+        self._pending = b""  # input read; fed up to `_fed`
+        self._fed = 0
 
     def read1(self, size: int = -1) -> bytes:
-        """The output of the next piece of input that produces any (possibly more than `size`);
+        """The output of the next piece of input that produces any (possibly more than `size`:
+        at most ZSTD_PIECE input bytes' worth, so that a bomb's output comes in bounded pieces);
         b"" at the end of the input."""
         while True:
-            chunk = _read_block(self._raw)
+            if self._fed >= len(self._pending):
+                self._pending, self._fed = _read_block(self._raw), 0
+            chunk = self._pending[self._fed : self._fed + ZSTD_PIECE]
+            self._fed += len(chunk)
             if not chunk:
                 if self._inside:
                     raise EOFError("zstd stream ended inside a frame (truncated)")
@@ -293,7 +314,9 @@ STREAM_ERRORS: tuple[type[BaseException], ...] = (
 )  # fmt: skip
 
 
-def iter_shards(inputs: Sequence[str], *, shard_bytes: int = 32 << 20, shard_games: int = 2000) -> Iterator[Shard]:
+def iter_shards(
+    inputs: Sequence[str], *, shard_bytes: int = 32 << 20, shard_games: int = 2000, max_game_bytes: int = MAX_GAME_BYTES
+) -> Iterator[Shard]:
     """Every shard of every input, lazily and in input order.
 
     The inputs are expanded (and checked) before the first shard. An uncompressed local file is
@@ -304,7 +327,9 @@ def iter_shards(inputs: Sequence[str], *, shard_bytes: int = 32 << 20, shard_gam
         raise ValueError(f"shard sizes must be positive: shard_bytes={shard_bytes}, shard_games={shard_games}")
     sources = expand_inputs(inputs)
     for source_index, source in enumerate(sources):
-        yield from source_shards(source, source_index, shard_bytes=shard_bytes, shard_games=shard_games)
+        yield from source_shards(
+            source, source_index, shard_bytes=shard_bytes, shard_games=shard_games, max_game_bytes=max_game_bytes
+        )
 
 
 def is_stream(source: str) -> bool:
@@ -312,12 +337,14 @@ def is_stream(source: str) -> bool:
     return is_url(source) or compression_of(source) != "none"
 
 
-def source_shards(source: str, source_index: int, *, shard_bytes: int, shard_games: int) -> Iterator[Shard]:
+def source_shards(
+    source: str, source_index: int, *, shard_bytes: int, shard_games: int, max_game_bytes: int = MAX_GAME_BYTES
+) -> Iterator[Shard]:
     """The shards of one expanded source (`iter_shards` for one input): range shards of a plain
     local file, cut with no I/O, or the stream shards of a compressed file or a URL, read as they
-    are cut."""
+    are cut (a game above `max_game_bytes` becomes a shard of its own that says it was skipped)."""
     if is_stream(source):
-        return _stream_shards(source, source_index, shard_games)
+        return _stream_shards(source, source_index, shard_games, max_game_bytes)
     return _range_shards(source, source_index, shard_bytes)
 
 
@@ -328,17 +355,127 @@ def _range_shards(source: str, source_index: int, shard_bytes: int) -> Iterator[
         yield Shard(shard_id_of(source, index), source, index, "range", start, end, -1, None, source_index)
 
 
-def _stream_shards(source: str, source_index: int, shard_games: int) -> Iterator[Shard]:
+class _StreamCutter:
+    """The state of `_stream_shards`: the bytes read and not yet cut into a shard."""
+
+    def __init__(self, source: str, source_index: int, shard_games: int, max_game_bytes: int) -> None:
+        self.source, self.source_index = source, source_index
+        self.shard_games, self.max_game_bytes = shard_games, max_game_bytes
+        self.buffer = bytearray()
+        self.offset = 0  # stream offset of buffer[0]
+        self.starts: list[int] = []  # game starts in buffer, ascending
+        self.scan = 0  # where the next search for a game start begins
+        self.index = 0  # the next shard's index
+        self.games = 0  # games in earlier shards
+        self.checked_first = False  # whether the stream's first bytes were checked for a game start
+        self.skipping: int | None = None  # stream offset of a game too large, while it is skipped
+
+    def shard(self, end: int, games: int, **extra: str | None) -> Shard:
+        """The next shard, of buffer[:end] holding `games` game starts; buffer is advanced past it."""
+        with memoryview(self.buffer) as view:
+            data = bytes(view[:end])
+        shard = Shard(
+            shard_id_of(self.source, self.index), self.source, self.index, "stream", self.offset, self.offset + end,
+            self.games, data, self.source_index, **extra,
+        )  # fmt: skip
+        del self.buffer[:end]
+        self.starts = [start - end for start in self.starts[games:]]
+        self.scan = max(0, self.scan - end)
+        self.offset += end
+        self.index += 1
+        self.games += games
+        return shard
+
+    def feed(self, block: bytes) -> Iterator[Shard]:
+        """The shards complete once `block` is added."""
+        self.buffer += block
+        if not self.checked_first and len(self.buffer) >= len(GAME_START):
+            self.checked_first = True
+            if self.buffer.startswith(GAME_START):
+                self.starts.insert(0, 0)
+        while True:
+            found = self.buffer.find(NEWLINE_GAME_START, self.scan)
+            if found < 0:
+                self.scan = max(self.scan, len(self.buffer) - len(NEWLINE_GAME_START) + 1)
+                break
+            start = found + 1
+            self.scan = start
+            previous = self.starts[-1] if self.starts else 0
+            if self.skipping is not None or start - previous > self.max_game_bytes:
+                yield from self.skip(previous, start)
+            else:
+                self.starts.append(start)
+            while len(self.starts) > self.shard_games:
+                yield self.shard(self.starts[self.shard_games], self.shard_games)
+            if len(self.starts) > 1 and self.starts[-1] > STREAM_SHARD_MAX_BYTES:  # many large games
+                yield self.shard(self.starts[-1], len(self.starts) - 1)
+        if self.skipping is not None:
+            self.drop()
+        elif len(self.buffer) - (self.starts[-1] if self.starts else 0) > self.max_game_bytes:
+            yield from self.complete_games()  # the last game passed the cap before its end was seen
+            self.skipping = self.offset
+            self.drop()
+
+    def complete_games(self) -> Iterator[Shard]:
+        """The complete games before the last game start, as a shard (none if there are none)."""
+        last = self.starts[-1] if self.starts else 0
+        if last > 0:
+            yield self.shard(last, len(self.starts) - 1)
+
+    def drop(self) -> None:
+        """While a game is skipped, only the bytes a game start may begin in are kept."""
+        drop = max(0, len(self.buffer) - len(NEWLINE_GAME_START))
+        del self.buffer[:drop]
+        self.scan = max(0, self.scan - drop)
+        self.offset += drop
+
+    def skip(self, previous: int, start: int) -> Iterator[Shard]:
+        """A game start at buffer[start] ends a game too large, which began at buffer[previous]
+        (or at `skipping`, if it passed the cap earlier): the complete games before it, then the
+        skipped game, become shards; the next game starts at buffer[0]."""
+        if self.skipping is None:
+            yield from self.complete_games()
+            start -= previous
+            self.skipping = self.offset
+        skipped = self.offset + start - self.skipping
+        reason = (
+            f"game larger than the {self.max_game_bytes:,}-byte cap (--max-game-mb): {skipped:,} bytes skipped "
+            "up to the next game start"
+        )
+        yield Shard(
+            shard_id_of(self.source, self.index), self.source, self.index, "stream", self.skipping,
+            self.offset + start, self.games, b"", self.source_index, skipped=reason,
+        )  # fmt: skip
+        del self.buffer[:start]
+        self.starts = [0]
+        self.scan = max(0, self.scan - start)
+        self.offset += start
+        self.index += 1
+        self.games += 1
+        self.skipping = None
+
+    def rest(self, error: str | None) -> Iterator[Shard]:
+        """What is left at the end of the stream (`error`: why it broke off)."""
+        if self.skipping is not None:
+            reason = f"game larger than the {self.max_game_bytes:,}-byte cap (--max-game-mb), at the end of the stream"
+            end = self.offset + len(self.buffer)
+            yield Shard(
+                shard_id_of(self.source, self.index), self.source, self.index, "stream", self.skipping, end,
+                self.games, b"", self.source_index, error, skipped=reason,
+            )  # fmt: skip
+        elif self.buffer or error is not None:
+            yield self.shard(len(self.buffer), len(self.starts), stream_error=error)
+
+
+def _stream_shards(
+    source: str, source_index: int, shard_games: int, max_game_bytes: int = MAX_GAME_BYTES
+) -> Iterator[Shard]:
     """Cut the decompressed stream before every `shard_games`-th game start. The first shard also
-    holds whatever precedes the first game."""
-    buffer = bytearray()
-    offset = 0  # stream offset of buffer[0]
-    starts: list[int] = []  # game starts in buffer, ascending
-    scan = 0  # where the next search for a game start begins
-    index = 0
-    games = 0  # games in earlier shards
+    holds whatever precedes the first game. A game above `max_game_bytes` is skipped up to the
+    next game start and becomes a shard of its own, with no bytes, that says so (`Shard.skipped`):
+    the bytes held stay under `max_game_bytes` plus `shard_games` games whatever the stream."""
+    cutter = _StreamCutter(source, source_index, shard_games, max_game_bytes)
     error: str | None = None
-    checked_first = False  # whether the stream's first bytes were checked for a game start
     with open_stream(source) as stream:
         while True:
             try:
@@ -348,38 +485,8 @@ def _stream_shards(source: str, source_index: int, shard_games: int) -> Iterator
                 block = b""
             if not block:
                 break
-            buffer += block
-            if not checked_first and len(buffer) >= len(GAME_START):
-                checked_first = True
-                if buffer.startswith(GAME_START):
-                    starts.insert(0, 0)
-            while True:
-                found = buffer.find(NEWLINE_GAME_START, scan)
-                if found < 0:
-                    scan = max(scan, len(buffer) - len(NEWLINE_GAME_START) + 1)
-                    break
-                starts.append(found + 1)
-                scan = found + 1
-            while len(starts) > shard_games:
-                cut = starts[shard_games]
-                with memoryview(buffer) as view:
-                    data = bytes(view[:cut])
-                yield Shard(
-                    shard_id_of(source, index), source, index, "stream", offset, offset + cut, games, data,
-                    source_index,
-                )  # fmt: skip
-                del buffer[:cut]
-                starts = [start - cut for start in starts[shard_games:]]
-                scan -= cut
-                offset += cut
-                index += 1
-                games += shard_games
-    if buffer or error is not None:
-        data = bytes(buffer)
-        yield Shard(
-            shard_id_of(source, index), source, index, "stream", offset, offset + len(data), games, data,
-            source_index, error,
-        )  # fmt: skip
+            yield from cutter.feed(block)
+    yield from cutter.rest(error)
 
 
 def load_shard(shard: Shard) -> ShardData:

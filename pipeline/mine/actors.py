@@ -85,11 +85,17 @@ def write(root: str, shard: Shard, counts: ShardCounts, tables: ShardTables, *pa
     return write_shard(root, shard, counts, tables, parts)
 
 
-def read_stream(source: str, source_index: int, shard_bytes: int, shard_games: int) -> Iterator[Any]:
+def read_stream(
+    source: str, source_index: int, shard_bytes: int, shard_games: int, max_game_bytes: int
+) -> Iterator[Any]:
     """The stream reader (a Ray generator task): for each shard of a compressed file or a URL, its
     description (without its bytes), then its bytes, as two objects, so that the driver reads the
-    small one and passes the other on by reference."""
-    for shard in source_shards(source, source_index, shard_bytes=shard_bytes, shard_games=shard_games):
+    small one and passes the other on by reference. A game above `max_game_bytes` is skipped
+    (`pipeline.ingest.sources.MAX_GAME_BYTES`): what the reader holds stays bounded."""
+    shards = source_shards(
+        source, source_index, shard_bytes=shard_bytes, shard_games=shard_games, max_game_bytes=max_game_bytes
+    )
+    for shard in shards:
         yield dataclasses.replace(shard, data=None)
         yield shard.data or b""
 

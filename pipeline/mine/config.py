@@ -1,6 +1,7 @@
 """What a mining job is: its settings (`MineConfig`) and its identity (`job_identity`).
 
-The identity is everything a committed row depends on: the inputs, the filters, the DiffiMax
+The identity is everything a committed row depends on: the inputs and their content (each
+local file's size and SHA-256, a URL's length, ETag and Last-Modified), the filters, the DiffiMax
 settings, the engine and its limits, the shard sizes (shard ids are numbered within their
 source, so other sizes cut other shards) and the schema version. The driver writes it to
 `OUT/job.json` before anything else and `--resume` refuses to continue under another one; the
@@ -15,6 +16,8 @@ from typing import Any
 from pipeline.engines.backends import EngineOptions, effective_engine_options
 from pipeline.human.context import Pool
 from pipeline.ingest.games import GameFilter
+from pipeline.ingest.pins import changed_input
+from pipeline.ingest.sources import MAX_GAME_BYTES
 from pipeline.mine.table import DEFAULT_TABLE_MB
 from pipeline.mine.work import HumanEvidence, Judging, primary_judge
 from schemas.dataset import SCHEMA_VERSION
@@ -63,6 +66,9 @@ class MineConfig:
     """The rating pool of every game's ratings (`--pool`); None: each game's Site / Link tag says."""
     table_mb: float = DEFAULT_TABLE_MB
     """Each worker's table of engine answers, in MiB (`--table-mb`); 0 keeps none (no reuse)."""
+    max_game_bytes: int = MAX_GAME_BYTES
+    """The largest game a compressed file or a URL may hold (`--max-game-mb`): a larger one is an
+    error row, and reading goes on at the next game start."""
 
     def __post_init__(self) -> None:
         if not self.inputs:
@@ -74,6 +80,8 @@ class MineConfig:
             raise SettingsError(f"--setter-choices needs --depth 2 or more, not {self.settings.depth}")
         if isinstance(self.shard_games, bool) or not isinstance(self.shard_games, int) or self.shard_games < 1:
             raise SettingsError(f"invalid --shard-games {self.shard_games!r}: must be a whole number >= 1")
+        if isinstance(self.max_game_bytes, bool) or not isinstance(self.max_game_bytes, int) or self.max_game_bytes < 1:
+            raise SettingsError(f"invalid game size cap {self.max_game_bytes!r} bytes: --max-game-mb must be above 0")
         if isinstance(self.shard_bytes, bool) or not isinstance(self.shard_bytes, int) or self.shard_bytes < 1:
             raise SettingsError(f"invalid shard size {self.shard_bytes!r} bytes: --shard-mb must be above 0")
         if not (isinstance(self.table_mb, (int, float)) and not isinstance(self.table_mb, bool)
@@ -88,10 +96,11 @@ class MineConfig:
         return Judging(self.settings, self.judges, primary_judge(self.judges, human), self.setter_choices)
 
 
-def shard_bytes_of(shard_mb: float) -> int:
-    """`--shard-mb` in bytes; a size that is not a positive number of bytes is refused."""
+def shard_bytes_of(shard_mb: float, flag: str = "--shard-mb") -> int:
+    """A size in MiB (`--shard-mb`, or the `flag` named) in bytes; a size that is not a positive
+    number of bytes is refused."""
     if not (shard_mb == shard_mb and 0 < shard_mb < float(1 << 40)):  # NaN, <= 0 and absurd sizes
-        raise SettingsError(f"invalid --shard-mb {shard_mb!r}: must be a number of MiB above 0")
+        raise SettingsError(f"invalid {flag} {shard_mb!r}: must be a number of MiB above 0")
     return max(1, round(shard_mb * MIB))
 
 
@@ -99,6 +108,7 @@ def shard_bytes_of(shard_mb: float) -> int:
 FLAGS: dict[str, str] = {
     "schema_version": "the dataset schema version",
     "inputs": "the inputs",
+    "input_pins": "the inputs' content",
     "max_games": "--max-games",
     "depth": "--depth",
     "scope": "--scope",
@@ -142,21 +152,32 @@ FLAGS: dict[str, str] = {
     "human_corpus": "--human-corpus",
     "shard_bytes": "--shard-mb",
     "shard_games": "--shard-games",
+    "max_game_bytes": "--max-game-mb",
     "pool": "--pool",
 }
 
 
+# Identity fields added since datasets were first written: a job that started without one is
+# resumed without comparing it.
+RECORDED_SINCE = frozenset({"input_pins", "max_game_bytes"})
+
+
 def job_identity(
-    config: MineConfig, sources: list[str], engine_name: str, human: dict[str, str | None] | None = None
+    config: MineConfig,
+    sources: list[str],
+    engine_name: str,
+    human: dict[str, str | None] | None = None,
+    pins: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Everything the rows depend on; `sources` are the expanded inputs, `engine_name` the engine's
     own name and version ("native", "Stockfish 15.1"), `human` the digests of the model and corpus
-    files (`human_model`, `human_corpus`)."""
+    files (`human_model`, `human_corpus`), `pins` each input's content (`pipeline.ingest.pins`)."""
     f = config.game_filter
     engine = effective_engine_options(config.engine, config.engine_options)
     identity: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "inputs": list(sources),
+        "input_pins": list(pins or []),
         "max_games": config.max_games,
         **config.settings.describe(),
         "engine": engine.pop("path"),
@@ -174,6 +195,7 @@ def job_identity(
         "setter_choices": config.setter_choices,
         "shard_bytes": config.shard_bytes,
         "shard_games": config.shard_games,
+        "max_game_bytes": config.max_game_bytes,
         "pool": config.pool,
         **config.judges.describe(),
         "human_model": (human or {}).get("human_model"),
@@ -188,6 +210,16 @@ def check_resume(out: str, started_with: dict[str, Any] | None, now: dict[str, A
     if started_with is None:
         raise ResumeError(f"cannot --resume {out!r}: it has no job identity (job.json); start a new --out")
     for name in FLAGS:
+        if name in RECORDED_SINCE and name not in started_with:  # a job started before they were recorded
+            continue
+        if name == "input_pins":
+            changed = changed_input(now.get("inputs", []), started_with[name], now.get(name, []))
+            if changed is not None:
+                raise ResumeError(
+                    f"cannot --resume {out!r}: input {changed}; its committed rows came from the old content: "
+                    "mine the new input into a new --out"
+                )
+            continue
         if name in started_with or name in now:
             was, given = started_with.get(name), now.get(name)
             if was != given:

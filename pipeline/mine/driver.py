@@ -47,10 +47,12 @@ import ray.exceptions
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from pipeline.common.cluster import StderrAside, start_ray
+from pipeline.dataset.lock import check_unlocked, output_lock
 from pipeline.dataset.store import DatasetWriter, check_output
 from pipeline.engines.backends import check_backend
 from pipeline.human.corpus import Corpus
-from pipeline.ingest.sources import Shard, expand_inputs, is_stream, source_shards
+from pipeline.ingest.pins import input_pin
+from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url, source_shards
 from pipeline.judging import load_model, model_path
 from pipeline.mine.actors import MiningWorker, PositionCounter, prepare, read_stream, write
 from pipeline.mine.config import MineConfig, check_resume, job_identity
@@ -125,22 +127,35 @@ def run(
     progress: Progress | None = None,
     *,
     verbose: bool = False,
+    repair: bool = False,
 ) -> dict[str, Any]:
     """Run a mining job; returns the manifest (also written to OUT/manifest.json). `progress`
     shows the job as it runs (default: lines through `echo`, or nothing when `echo` is given and
-    swallows them). `verbose` lets a local cluster's own log lines reach the terminal."""
+    swallows them). `verbose` lets a local cluster's own log lines reach the terminal. `repair`
+    (with --resume) mines damaged shards again; without it they stop a resumed run in one line."""
     # Everything that can be wrong with the request is found before anything is created.
     sources = expand_inputs(config.inputs)
+    check_unlocked(config.out)  # a job running there is the one thing to say about it
     check_output(config.out, resume=config.resume)
     engine_name = check_backend(config.engine)
-    identity = job_identity(config, sources, engine_name, check_human_evidence(config.human))
-    if config.resume:
-        before = DatasetWriter(config.out).job() or {}
-        check_resume(config.out, before.get("identity"), identity)
-        store = DatasetWriter.reopen(config.out)
-    else:
-        store = DatasetWriter.create(config.out, {"identity": identity, "created": time.time()})
-    shown = progress or Progress(echo=echo)
+    pins = [input_pin(source) for source in sources]  # what --resume must find unchanged
+    identity = job_identity(config, sources, engine_name, check_human_evidence(config.human), pins)
+    fresh = not Path(config.out).exists()
+    with output_lock(config.out):  # one job per output directory, for the whole job
+        if config.resume:
+            before = DatasetWriter(config.out).job() or {}
+            check_resume(config.out, before.get("identity"), identity)
+            store = DatasetWriter.reopen(config.out, repair=repair)
+        else:
+            store = DatasetWriter.create(config.out, {"identity": identity, "created": time.time()})
+            store.created = fresh  # the lock made the directory: a failed first run removes it
+        return _run_job(config, store, identity, progress or Progress(echo=echo), verbose=verbose)
+
+
+def _run_job(
+    config: MineConfig, store: DatasetWriter, identity: dict[str, Any], shown: Progress, *, verbose: bool
+) -> dict[str, Any]:
+    """The job on Ray, its output directory opened (and locked)."""
     started = time.time()
     owns_ray = not ray.is_initialized()
     aside = StderrAside()
@@ -277,7 +292,7 @@ class ShardFeed:
                 index, source = self.sources.pop(0)
                 if is_stream(source):
                     self.stream = self.reader.options(_generator_backpressure_num_objects=2 * STREAM_LOOKAHEAD).remote(
-                        source, index, config.shard_bytes, config.shard_games
+                        source, index, config.shard_bytes, config.shard_games, config.max_game_bytes
                     )
                 else:
                     self.ranges = source_shards(
@@ -340,6 +355,7 @@ class MiningJob:
         self.limit_left = config.max_games - self.counts.games_read if config.max_games else None
         self.feed = ShardFeed(config)
         self.runs: deque[ShardRun] = deque()
+        self.broken: str | None = None  # why a URL's stream broke off (the job then ends non-zero)
         self.engine_seconds = 0.0
         self.analysis_seconds = 0.0
         self.engine_calls = 0
@@ -405,6 +421,8 @@ class MiningJob:
             self.publish()
             self.show()
             if self.finished():
+                if self.broken is not None:
+                    raise MiningStopped(self.broken)
                 break
             # Wait for the oldest shard, or for the stream's next shard when there is room for it
             # (a ready shard that cannot be taken yet must not wake the loop: it would spin).
@@ -437,6 +455,12 @@ class MiningJob:
             if found is None:
                 return
             shard, data = found
+            if shard.stream_error is not None and is_url(shard.source):
+                # A URL cut short: its last shard is never committed; the job ends non-zero once the
+                # shards in flight are published, and --resume reads the URL again.
+                self.broken = f"stopped: {shard.source!r} broke off after byte {shard.end:,} ({shard.stream_error})"
+                self.feed.exhausted = True
+                return
             if shard.shard_id in self.committed:
                 continue
             run = ShardRun(shard, data)

@@ -27,7 +27,8 @@ import chess
 import chess.svg
 import duckdb
 
-from pipeline.dataset.duck import connect
+from pipeline.dataset.duck import connect, open_dataset
+from pipeline.dataset.integrity import DatasetState, damage_named
 from pipeline.dataset.queries import QueryResult, RequirementError, run_saved, saved_queries
 from pipeline.dataset.sql import query
 from pipeline.outputs.html import Content, Html, document, join, tag, text
@@ -673,42 +674,26 @@ def render_page(title: str, sections: list[Html], subtitle: str) -> str:
     return document(title, [top, nav, tag("main", sections)], csp=CONTENT_SECURITY_POLICY, style=CSS)
 
 
-def write_report(data: str | Path, out: str | Path) -> Path:
+def write_report(data: str | Path, out: str | Path, *, allow_partial: bool = False) -> Path:
     """Write OUT/report.html about the dataset in `data` (`diffimax mine --out`); returns its path.
 
-    Raises `pipeline.dataset.duck.DatasetError` when `data` holds no dataset and `ReportError` when its
-    manifest is unreadable; creates `out` when missing and replaces an earlier report atomically.
+    Raises `pipeline.dataset.duck.DatasetError` when `data` holds no dataset, or a missing or
+    damaged shard (unless `allow_partial`: then the page says what it leaves out), and
+    `ReportError` when its manifest is unreadable; creates `out` when missing and replaces an
+    earlier report atomically.
     """
     dataset = Path(data)
-    connection = connect(dataset)
+    manifest = read_manifest(dataset)  # an unreadable one is its own error, before the shards' check
+    state = open_dataset(dataset, allow_partial=allow_partial)
+    connection = connect(state)
     try:
-        manifest = read_manifest(dataset)
-        queries = saved_queries()
-        results: dict[str, QueryResult] = {}
-        unmet: dict[str, str] = {}  # saved queries this dataset cannot answer, and why
-        for name in queries:
-            try:
-                results[name] = run_saved(dataset, name)
-            except RequirementError as error:
-                unmet[name] = str(error)
-        descriptions = {name: saved.description for name, saved in queries.items()}
-        empty = QueryResult([], [])
-        sections = [
-            summary_section(dataset.resolve(), manifest, results.get("lift", empty)),
-            judges_section(results.get("judge-comparison", empty), (manifest or {}).get("primary_judge")),
-            plots_section(results),
-            traps_section(connection, results.get("top-trap-positions", empty)),
-            players_section(results.get("top-players", empty)),
-            tables_section(results, descriptions, unmet),
-            errors_section(connection),
-            manifest_section(manifest),
-        ]
+        with damage_named(state):
+            sections = report_sections(state, manifest, connection)
     finally:
         connection.close()
     written = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    page = render_page(
-        f"diffimax report: {dataset.resolve().name}", sections, f"{dataset.resolve()} · written {written}"
-    )
+    subtitle = f"{dataset.resolve()} · written {written}" + (f" · {state.note()}" if state.partial else "")
+    page = render_page(f"diffimax report: {dataset.resolve().name}", sections, subtitle)
     target = Path(out)
     target.mkdir(parents=True, exist_ok=True)
     path = target / REPORT_NAME
@@ -716,3 +701,30 @@ def write_report(data: str | Path, out: str | Path) -> Path:
     partial.write_text(page, encoding="utf-8")
     os.replace(partial, path)
     return path
+
+
+def report_sections(
+    state: DatasetState, manifest: dict[str, Any] | None, connection: duckdb.DuckDBPyConnection
+) -> list[Html]:
+    """The page's sections, from the checked dataset `state`, its manifest and its open `connection`."""
+    dataset = state.root
+    queries = saved_queries()
+    results: dict[str, QueryResult] = {}
+    unmet: dict[str, str] = {}  # saved queries this dataset cannot answer, and why
+    for name in queries:
+        try:
+            results[name] = run_saved(state, name)
+        except RequirementError as error:
+            unmet[name] = str(error)
+    descriptions = {name: saved.description for name, saved in queries.items()}
+    empty = QueryResult([], [])
+    return [
+        summary_section(dataset.resolve(), manifest, results.get("lift", empty)),
+        judges_section(results.get("judge-comparison", empty), (manifest or {}).get("primary_judge")),
+        plots_section(results),
+        traps_section(connection, results.get("top-trap-positions", empty)),
+        players_section(results.get("top-players", empty)),
+        tables_section(results, descriptions, unmet),
+        errors_section(connection),
+        manifest_section(manifest),
+    ]

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from pipeline.dataset.duck import connect
+from pipeline.dataset.duck import connect, open_dataset
+from pipeline.dataset.integrity import damage_named
 from pipeline.dataset.sql import query
 from pipeline.evaluate.stats import wilson
 from pipeline.outputs.puzzles.records import Candidate, DropReason, GameInfo, PuzzleKind, SettingEvidence
@@ -76,7 +77,18 @@ def load_candidates(
 ) -> tuple[list[Candidate], dict[str, dict[str, int]], int]:
     """Candidates of the given kinds, the set candidates dropped before the engine (by reason),
     and the games in the dataset."""
-    connection = connect(data)
+    state = open_dataset(data)  # a missing or damaged shard: one line naming it, before any work
+    connection = connect(state)
+    try:
+        with damage_named(state):
+            return _candidates_of(connection, kinds, min_dip_cp, standard)
+    finally:
+        connection.close()
+
+
+def _candidates_of(
+    connection: Any, kinds: Sequence[PuzzleKind], min_dip_cp: int, standard: Standard
+) -> tuple[list[Candidate], dict[str, dict[str, int]], int]:
     params = {"min_dip_cp": min_dip_cp}
     early: dict[str, dict[str, int]] = {kind: {} for kind in kinds}
     punish = list(_rows(connection, query("puzzles", "punish-candidates"), params)) if "punish" in kinds else []

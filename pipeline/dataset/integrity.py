@@ -1,0 +1,430 @@
+"""What a dataset's files must be, and how readers and `diffimax verify` check that they are.
+
+Every Parquet file of a shard is written with page checksums (a CRC-32 of every data and
+dictionary page) and recorded in the shard's `_shard.json` and in the manifest: its size, the
+SHA-256 of its bytes and the SHA-256 of its footer (the Parquet metadata, which page checksums do
+not cover: schema, row-group offsets, statistics).
+
+Three levels of checking, from cheap to complete:
+
+* `check_dataset` (every reader, before it reads): each shard the manifest lists is present, its
+  `_shard.json` readable and agreeing with the manifest, each file of the size recorded, with the
+  footer recorded. A few stats and small reads per shard, whatever the size of the data.
+* Page checksums, checked as pages are read (`SCAN_FORMAT`, and `read_verified`): a changed byte
+  inside a page fails the read that meets it, and `locate_damage` then names the file.
+* `verify_dataset` (`diffimax verify`): the SHA-256 of every file and every page checksum.
+
+A reader never answers from a partial dataset silently: a job that has not finished (no
+manifest), a shard that is missing or damaged, is one line that names it and says how to repair
+(`DamagedDatasetError`, `IncompleteDatasetError`), unless the caller allows a partial read, and
+then `DatasetState.missing` says what is left out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import duckdb
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from schemas.dataset import TABLES
+from search.errors import DiffimaxError
+
+SHARD_MARKER: Final = "_shard.json"
+JOB_FILE: Final = "job.json"
+MANIFEST_FILE: Final = "manifest.json"
+# The Parquet files of every shard, one per table.
+FILES: Final = tuple(f"{name}.parquet" for name in TABLES)
+# A Parquet file ends with its footer's length (4 bytes, little-endian) and the magic "PAR1".
+TAIL_BYTES: Final = 8
+PARQUET_MAGIC: Final = b"PAR1"
+# Bytes hashed per read.
+HASH_BLOCK: Final = 1 << 20
+# How readers scan the Parquet files: every page's checksum verified as it is read.
+SCAN_FORMAT: Final = ds.ParquetFileFormat(
+    default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True)
+)
+# What a damaged file makes Arrow or DuckDB say (lower case): a failed page checksum, a file
+# that is not Parquet, metadata that cannot be decoded.
+DAMAGE_SIGNS: Final = (
+    "crc checksum verification failed", "could not verify page integrity", "parquet magic bytes not found",
+    "couldn't deserialize thrift", "invalid parquet file", "corrupt", "unexpected end of stream",
+    "page header", "decompress", "parquet file size is", "is not a 'parquet' file",
+)  # fmt: skip
+# How the repair is spelled in every error about a shard.
+REPAIR = (
+    "repair: run the diffimax mine command that wrote it again with --resume --repair "
+    "(or remove {path} and run it with --resume)"
+)
+
+
+class DatasetError(DiffimaxError, ValueError):
+    """The directory holds no diffimax dataset, or one that cannot be read as asked."""
+
+
+class DamagedDatasetError(DatasetError):
+    """A committed shard is missing, cut short, changed, or unreadable."""
+
+
+class IncompleteDatasetError(DatasetError):
+    """The dataset's job has not finished (it is running, was interrupted, or is being resumed)."""
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """What a committed Parquet file must be."""
+
+    bytes: int
+    """Its size."""
+    sha256: str
+    """The SHA-256 of its bytes (`verify_dataset` checks it)."""
+    footer_sha256: str
+    """The SHA-256 of its footer and tail (every reader checks it)."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"bytes": self.bytes, "sha256": self.sha256, "footer_sha256": self.footer_sha256}
+
+
+def file_record(path: Path) -> FileRecord:
+    """The record of a Parquet file as it is on disk."""
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(HASH_BLOCK), b""):
+            digest.update(block)
+            size += len(block)
+    return FileRecord(size, digest.hexdigest(), footer_digest(path))
+
+
+def footer_digest(path: Path) -> str:
+    """The SHA-256 of a Parquet file's footer and tail; ValueError when the file has none."""
+    with path.open("rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size < TAIL_BYTES + len(PARQUET_MAGIC):
+            raise ValueError(f"{size} bytes is too short for a Parquet file")
+        handle.seek(size - TAIL_BYTES)
+        tail = handle.read(TAIL_BYTES)
+        length = int.from_bytes(tail[:4], "little")
+        if tail[4:] != PARQUET_MAGIC or length > size - TAIL_BYTES - len(PARQUET_MAGIC):
+            raise ValueError("its footer is not a Parquet footer")
+        handle.seek(size - TAIL_BYTES - length)
+        return hashlib.sha256(handle.read(length) + tail).hexdigest()
+
+
+def record_of(data: Any) -> FileRecord | None:
+    """A file record read back from JSON (None when it is not one)."""
+    if not isinstance(data, Mapping):
+        return None
+    size, sha, footer = data.get("bytes"), data.get("sha256"), data.get("footer_sha256")
+    if not (isinstance(size, int) and isinstance(sha, str) and isinstance(footer, str)):
+        return None
+    return FileRecord(size, sha, footer)
+
+
+# ---------------------------------------------------------------------------------------------
+# The cheap check
+
+
+@dataclass
+class DatasetState:
+    """What a reader may read: the shards that passed the check, and what it leaves out."""
+
+    root: Path
+    shards: list[str]
+    """Readable shards, sorted."""
+    missing: list[str] = field(default_factory=list)
+    """One line per shard or part that is left out (empty for a whole dataset)."""
+    finished: bool = True
+    """The job finished (its manifest exists)."""
+    verified: bool = True
+    """The manifest carries file records (a dataset mined before them is read as it is found)."""
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.missing) or not self.finished
+
+    def note(self) -> str:
+        """One line on what a partial read leaves out."""
+        if not self.partial:
+            return f"dataset {str(self.root)!r} is complete ({len(self.shards)} shards)"
+        parts = [] if self.finished else ["its job has not finished (no manifest.json)"]
+        if self.missing:
+            parts.append(f"{len(self.missing)} shard(s) left out: " + "; ".join(self.missing[:3]))
+            if len(self.missing) > 3:
+                parts[-1] += f"; and {len(self.missing) - 3} more"
+        return f"partial dataset {str(self.root)!r}, {len(self.shards)} shards read: " + ", ".join(parts)
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file's data; DamagedDatasetError (naming the file) when it cannot be read."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise DamagedDatasetError(f"cannot read {str(path)!r}: {reason}") from None
+
+
+def shard_records(info: Any) -> dict[str, FileRecord] | None:
+    """The file records of a `_shard.json`'s data (None for a shard written before them)."""
+    files = info.get("files") if isinstance(info, Mapping) else None
+    if files is None:
+        return None
+    if not isinstance(files, Mapping):
+        return {}
+    records = {name: record_of(data) for name, data in files.items()}
+    return {name: record for name, record in records.items() if record is not None}
+
+
+def listed_records(entry: Any) -> dict[str, FileRecord] | None:
+    """The file records the manifest lists for one shard (None for a shard mined before them)."""
+    files = entry.get("files") if isinstance(entry, Mapping) else {}
+    if files is None:
+        return None
+    if not isinstance(files, Mapping):
+        return {}
+    return {name: record for name, data in files.items() if (record := record_of(data)) is not None}
+
+
+def manifest_records(root: Path) -> dict[str, Mapping[str, FileRecord] | None]:
+    """The file records the manifest lists per shard; empty without a readable manifest (a
+    resumed run rewrites it, so an unreadable one is no reason to refuse the run)."""
+    try:
+        manifest = read_json(root / MANIFEST_FILE) if (root / MANIFEST_FILE).is_file() else {}
+    except DamagedDatasetError:
+        return {}
+    listed = manifest.get("shards") if isinstance(manifest, dict) else None
+    if not isinstance(listed, dict):
+        return {}
+    return {shard_id: listed_records(entry) for shard_id, entry in listed.items()}
+
+
+def shard_problem(shards: Path, shard_id: str, expected: Mapping[str, FileRecord] | None = None) -> str | None:
+    """What is wrong with one committed shard, cheaply (presence, `_shard.json`, sizes, footers),
+    against `expected` (the manifest's records) or else its own `_shard.json`; None if nothing."""
+    directory = shards / shard_id
+    if not directory.is_dir():
+        return "its directory is missing"
+    try:
+        info = read_json(directory / SHARD_MARKER)
+    except DamagedDatasetError:
+        return f"its {SHARD_MARKER} is missing or unreadable"
+    own = shard_records(info)
+    if not isinstance(info, dict) or (own is not None and set(own) != set(FILES)):
+        return f"its {SHARD_MARKER} is not a shard record"
+    if expected is not None and own is not None and own != dict(expected):
+        return f"its {SHARD_MARKER} does not match the manifest"
+    records = dict(expected) if expected is not None else own
+    if records is None:  # written before file records: presence is all there is to check
+        missing = [name for name in FILES if not (directory / name).is_file()]
+        return f"{missing[0]} is missing" if missing else None
+    for name in FILES:
+        problem = file_problem(directory / name, records.get(name))
+        if problem is not None:
+            return problem
+    return None
+
+
+def file_problem(path: Path, record: FileRecord | None) -> str | None:
+    """What is wrong with one file against its record (size and footer), or None."""
+    if record is None:
+        return f"{path.name} has no record"
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return f"{path.name} is missing"
+    if size != record.bytes:
+        return f"{path.name} holds {size:,} bytes where its record says {record.bytes:,}"
+    try:
+        footer = footer_digest(path)
+    except (OSError, ValueError) as error:
+        return f"{path.name} is unreadable ({error})"
+    if footer != record.footer_sha256:
+        return f"{path.name} has another footer than the one recorded"
+    return None
+
+
+def damaged_error(root: Path, shard_id: str, problem: str) -> DamagedDatasetError:
+    """The one line about a damaged shard: which, what, and how to repair it."""
+    path = str(root / "shards" / shard_id)
+    return DamagedDatasetError(
+        f"shard {shard_id} of {str(root)!r} is damaged: {problem}; " + REPAIR.format(path=repr(path))
+    )
+
+
+def check_dataset(root: str | Path, *, allow_partial: bool = False) -> DatasetState:
+    """The cheap check every reader makes before it reads: the manifest, and each shard it lists
+    (`shard_problem`). Raises IncompleteDatasetError or DamagedDatasetError for the first problem,
+    unless `allow_partial`: then the state lists what is left out."""
+    base = Path(root)
+    shards = base / "shards"
+    manifest_path = base / MANIFEST_FILE
+    committed = sorted(path.parent.name for path in shards.glob(f"*/{SHARD_MARKER}"))
+    if not manifest_path.is_file():
+        if not allow_partial:
+            raise IncompleteDatasetError(
+                f"dataset {str(base)!r} is incomplete: its job has not finished ({len(committed)} shards committed, "
+                f"no {MANIFEST_FILE}); finish it with the diffimax mine command that wrote it and --resume, "
+                "or read what is there with --allow-partial"
+            )
+        state = DatasetState(base, [], finished=False)
+        for shard_id in committed:
+            problem = shard_problem(shards, shard_id)
+            if problem is None:
+                state.shards.append(shard_id)
+            else:
+                state.missing.append(f"{shard_id} ({problem})")
+        return state
+    manifest = read_json(manifest_path)
+    listed = manifest.get("shards") if isinstance(manifest, dict) else None
+    if listed is None:  # a dataset mined before file records: read what is committed
+        return DatasetState(base, committed, verified=False)
+    if not isinstance(listed, dict):
+        raise DamagedDatasetError(f"{str(manifest_path)!r} is not a manifest: its shards are not a mapping")
+    state = DatasetState(base, [])
+    for shard_id in sorted(listed):
+        problem = shard_problem(shards, shard_id, listed_records(listed[shard_id]))
+        if problem is None:
+            state.shards.append(shard_id)
+        elif allow_partial:
+            state.missing.append(f"{shard_id} ({problem})")
+        else:
+            raise damaged_error(base, shard_id, problem)
+    return state
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading with page checksums
+
+
+def scan(files: list[Path], schema: pa.Schema) -> ds.Dataset:
+    """The files of one table as an Arrow dataset whose every page is checked as it is read."""
+    return ds.dataset([str(path) for path in files], schema=schema, format=SCAN_FORMAT)
+
+
+def read_verified(path: Path, columns: list[str] | None = None) -> pa.Table:
+    """One Parquet file, every page checked as it is read."""
+    return pq.read_table(path, columns=columns, page_checksum_verification=True)
+
+
+def is_damage(error: BaseException) -> bool:
+    """Whether an error from Arrow or DuckDB says that a file is damaged."""
+    if not isinstance(error, (duckdb.Error, pa.ArrowException, OSError)):
+        return False
+    text = str(error).lower()
+    return any(sign in text for sign in DAMAGE_SIGNS)
+
+
+def locate_damage(root: Path, shard_ids: list[str]) -> DamagedDatasetError | None:
+    """The first shard whose files fail their page checksums or cannot be read (every page of the
+    dataset is read: called only once a read has failed)."""
+    for shard_id in shard_ids:
+        for name in FILES:
+            path = root / "shards" / shard_id / name
+            try:
+                read_verified(path)
+            except (pa.ArrowException, OSError) as error:
+                return damaged_error(root, shard_id, f"{name} fails its page checksums ({first_line(error)})")
+    return None
+
+
+def first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return " ".join(lines[0].split())[:200] if lines else type(error).__name__
+
+
+@contextlib.contextmanager
+def damage_named(state: DatasetState) -> Iterator[None]:
+    """A read that fails on a damaged file becomes one line naming its shard (`locate_damage`)."""
+    try:
+        yield
+    except (duckdb.Error, pa.ArrowException, OSError) as error:
+        if not is_damage(error):
+            raise
+        located = locate_damage(state.root, state.shards)
+        if located is None:
+            raise DamagedDatasetError(f"cannot read {str(state.root)!r}: {first_line(error)}") from None
+        raise located from None
+
+
+# ---------------------------------------------------------------------------------------------
+# The complete check
+
+
+@dataclass
+class VerifyReport:
+    """What `verify_dataset` found."""
+
+    root: Path
+    shards: int = 0
+    files: int = 0
+    bytes: int = 0
+    problems: list[str] = field(default_factory=list)
+    """One line per damaged, missing or unlisted shard."""
+
+    def summary(self) -> str:
+        head = f"{self.shards} shards, {self.files} files, {self.bytes:,} bytes checked (SHA-256 and page checksums)"
+        return head + (f": {len(self.problems)} problem(s)" if self.problems else ": all intact")
+
+
+def verify_dataset(root: str | Path) -> VerifyReport:
+    """Every digest and every page checksum of every shard (the manifest's, or for a job that
+    has not finished, each committed shard's own `_shard.json`)."""
+    base = Path(root)
+    shards = base / "shards"
+    report = VerifyReport(base)
+    committed = {path.parent.name for path in shards.glob(f"*/{SHARD_MARKER}")}
+    on_disk = {path.name for path in shards.iterdir() if path.is_dir()} if shards.is_dir() else set()
+    listed: dict[str, Any] | None = None
+    if (base / MANIFEST_FILE).is_file():
+        manifest = read_json(base / MANIFEST_FILE)
+        listed = manifest.get("shards") if isinstance(manifest, dict) else None
+        if listed is None:
+            report.problems.append(f"{MANIFEST_FILE} holds no file records (mined before them): nothing to verify")
+            return report
+    else:
+        report.problems.append(f"no {MANIFEST_FILE}: the job has not finished; its committed shards are checked")
+    names = sorted(listed) if listed is not None else sorted(committed)
+    for shard_id in names:
+        report.shards += 1
+        expected = listed_records(listed[shard_id]) if listed is not None else None
+        problem = shard_problem(shards, shard_id, expected) or deep_problem(shards / shard_id, report, expected)
+        if problem is not None:
+            report.problems.append(f"shard {shard_id}: {problem}")
+    for extra in sorted(on_disk - set(names)):
+        where = MANIFEST_FILE if listed is not None else "a record"
+        report.problems.append(f"shard {extra}: in shards/ but not in {where}")
+    return report
+
+
+def deep_problem(directory: Path, report: VerifyReport, expected: Mapping[str, FileRecord] | None) -> str | None:
+    """The digests and page checksums of one shard that passed the cheap check."""
+    records = dict(expected) if expected is not None else shard_records(read_json(directory / SHARD_MARKER))
+    for name in FILES:
+        path = directory / name
+        report.files += 1
+        report.bytes += path.stat().st_size
+        record = (records or {}).get(name)
+        if record is not None and file_record(path).sha256 != record.sha256:
+            return f"{name} has changed (its SHA-256 differs from the one recorded)"
+        try:
+            read_verified(path)
+        except (pa.ArrowException, OSError) as error:
+            return f"{name} fails its page checksums ({first_line(error)})"
+    return None
+
+
+__all__ = [
+    "FILES", "JOB_FILE", "MANIFEST_FILE", "SHARD_MARKER", "DamagedDatasetError", "DatasetError", "DatasetState",
+    "FileRecord", "IncompleteDatasetError", "VerifyReport", "check_dataset", "damage_named", "damaged_error",
+    "file_record", "first_line", "is_damage", "locate_damage", "manifest_records", "read_verified", "scan",
+    "shard_problem", "verify_dataset",
+]  # fmt: skip

@@ -1,0 +1,132 @@
+"""One job per output directory: an exclusive lock on `OUT/.lock`, held for the whole job.
+
+The lock is `fcntl.flock` on a file inside the directory: the kernel releases it when its holder
+ends, however it ends (an exception, a signal, SIGKILL), so a lock can never outlive its job on
+this machine, and a second job that finds it held refuses at once, in one line that names the
+holder (its pid, host and command, which the holder writes into the file). Where the filesystem
+has no `flock` the holder's record decides: a record of a live process on this host is a held
+lock, anything else a stale one, taken over.
+
+The file stays when the lock is released (emptied): removing it would let two jobs lock two
+different files of one name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from search.errors import DiffimaxError
+
+LOCK_FILE: Final = ".lock"
+# What `flock` raises where the filesystem cannot lock (an old NFS mount, some FUSE filesystems).
+NO_LOCKING: Final = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL})
+
+
+class LockedError(DiffimaxError, RuntimeError):
+    """Another job holds the directory's lock."""
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a lock, as the holder recorded it."""
+
+    pid: int
+    host: str
+    command: str
+    since: float
+
+    def describe(self) -> str:
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.since))
+        return f"pid {self.pid} on {self.host}, since {started}: {self.command}"
+
+
+def _holder_of(text: str) -> Holder | None:
+    try:
+        data: Any = json.loads(text)
+        return Holder(int(data["pid"]), str(data["host"]), str(data["command"]), float(data["since"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _is_alive(holder: Holder) -> bool:
+    """Whether a holder recorded on this host is still running (another host's cannot be told)."""
+    if holder.host != socket.gethostname():
+        return True
+    try:
+        os.kill(holder.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return holder.pid != os.getpid()
+
+
+@contextlib.contextmanager
+def output_lock(directory: str | os.PathLike[str], command: str | None = None) -> Iterator[Path]:
+    """Hold `directory`'s lock (the directory is created if missing) for the block; LockedError,
+    naming the holder, if another job holds it. Yields the lock file's path."""
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / LOCK_FILE
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        _acquire(descriptor, root)
+        record = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time(),
+                  "command": command or " ".join(os.path.basename(arg) if i == 0 else arg
+                                                 for i, arg in enumerate(sys.argv))[:500]}  # fmt: skip
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, json.dumps(record).encode(), 0)
+        try:
+            yield path
+        finally:
+            with contextlib.suppress(OSError):  # the directory may be gone (a failed first run removes it)
+                os.ftruncate(descriptor, 0)
+    finally:
+        os.close(descriptor)  # releases the lock
+
+
+def check_unlocked(directory: str | os.PathLike[str]) -> None:
+    """LockedError if another job holds `directory`'s lock; creates nothing (a directory or lock
+    file that does not exist is not locked). For checks made before the lock is taken."""
+    path = Path(directory) / LOCK_FILE
+    try:
+        descriptor = os.open(path, os.O_RDWR)
+    except OSError:
+        return
+    try:
+        _acquire(descriptor, Path(directory))
+    finally:
+        os.close(descriptor)  # releases what `_acquire` took
+
+
+def _acquire(descriptor: int, root: Path) -> None:
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        holder = _holder_of(os.pread(descriptor, 4096, 0).decode("utf-8", "replace"))
+    except OSError as error:
+        if error.errno not in NO_LOCKING:
+            raise
+        holder = _holder_of(os.pread(descriptor, 4096, 0).decode("utf-8", "replace"))
+        if holder is None or not _is_alive(holder):
+            return  # stale: its holder is gone
+    who = holder.describe() if holder is not None else "a job that has not said who it is yet"
+    raise LockedError(
+        f"{str(root)!r} is in use by another diffimax job ({who}): "
+        "wait for it to end or stop it, or choose another --out"
+    )
+
+
+__all__ = ["LOCK_FILE", "Holder", "LockedError", "check_unlocked", "output_lock"]

@@ -1,0 +1,73 @@
+"""What an input is, pinned: the content a job's rows were mined from, so that `--resume` can
+refuse an input that changed since (`pipeline.mine.config.check_resume`).
+
+A local file is pinned by its size and the SHA-256 of its bytes (read once, before the job starts:
+a file that grows, shrinks or changes in place, even by one byte, no longer matches). A URL is
+pinned by what its server says of it, without reading the body: its length, ETag and
+Last-Modified, where given (a server that gives none cannot be pinned; its pin is empty).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import urllib.error
+import urllib.request
+from typing import Any, Final
+
+from pipeline.ingest.sources import URL_TIMEOUT, InputError, is_url
+
+# Bytes hashed per read.
+PIN_BLOCK: Final = 1 << 20
+# The response headers that pin a URL's content.
+URL_HEADERS: Final = ("Content-Length", "ETag", "Last-Modified")
+
+
+def input_pin(source: str) -> dict[str, Any]:
+    """The pin of one expanded input: {"bytes", "sha256"} of a local file, the headers of a URL."""
+    if is_url(source):
+        return url_pin(source)
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with open(source, "rb") as handle:
+            for block in iter(lambda: handle.read(PIN_BLOCK), b""):
+                digest.update(block)
+                size += len(block)
+    except OSError as error:
+        raise InputError(f"cannot read {source!r}: {error.strerror or error}") from None
+    return {"bytes": size, "sha256": digest.hexdigest()}
+
+
+def url_pin(url: str) -> dict[str, Any]:
+    """A URL's length, ETag and Last-Modified (a HEAD request; None for those not given). A
+    server that refuses HEAD gives an empty pin: the stream's own errors still stop the job."""
+    request = urllib.request.Request(url, method="HEAD")
+    try:
+        with urllib.request.urlopen(request, timeout=URL_TIMEOUT) as response:
+            headers = response.headers
+    except urllib.error.HTTPError as error:
+        if error.code in (403, 405, 501):  # HEAD not allowed: nothing to pin by
+            return {}
+        raise InputError(f"cannot open {url!r}: HTTP {error.code} {error.reason}") from None
+    except (urllib.error.URLError, OSError) as error:
+        raise InputError(f"cannot open {url!r}: {error}") from None
+    return {name.lower(): headers.get(name) for name in URL_HEADERS}
+
+
+def changed_input(sources: list[str], was: list[Any], now: list[Any]) -> str | None:
+    """The first input whose pin differs, described in words (None if every pin matches)."""
+    for source, before, after in zip(sources, was, now, strict=False):
+        if before != after:
+            return f"{source!r} changed since the run started (was {describe(before)}, now {describe(after)})"
+    if len(was) != len(now):
+        return f"the inputs were {len(was)}, now {len(now)}"
+    return None
+
+
+def describe(pin: Any) -> str:
+    if isinstance(pin, dict) and "sha256" in pin:
+        return f"{pin.get('bytes'):,} bytes, SHA-256 {str(pin['sha256'])[:12]}…"
+    return repr(pin)
+
+
+__all__ = ["changed_input", "input_pin", "url_pin"]

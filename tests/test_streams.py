@@ -1,0 +1,187 @@
+"""Issue 18, items 2 and 3: a decompression bomb, and a URL that drops, on real processes.
+
+On main a 196 KB `.zst` expanding to 6 GiB of one game with no newline grew the driver from 165 MB
+to 2.55 GB in 21 s (3.6 GB with its children) and SIGTERM went unanswered for 15-40 s. Here a
+bomb of 2 GiB (66 KB compressed) between real games: the game above the cap (`--max-game-mb`,
+1 MiB) is an error row and the games after it are mined; no process of the job passes 1 GiB; and
+SIGTERM while the bomb is being read ends the job within 5 s, leaving no process behind.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from pipeline.dataset.queries import run_query
+from pipeline.ingest.games import split_games
+from tests.conftest import GAMES, ROOT, run_cli
+from tests.processes import assert_session_ends, session_processes
+
+pytestmark = [pytest.mark.slow, pytest.mark.cluster]
+
+BOMB_BYTES = 2 << 30
+JOB = ["--engine", "native", "--depth", "1", "--plies", "10-10", "--workers", "1", "--judges", "dip,trappy",
+       "--human-model", "none", "--shard-games", "2"]  # fmt: skip
+GIB = 1 << 30
+
+
+@pytest.fixture(scope="module")
+def bomb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """3 real games, one game of 2 GiB of movetext with no newline, 3 real games; zstd."""
+    games = [raw for _, raw in split_games((GAMES / "lichess_100.pgn").read_bytes())]
+    path = tmp_path_factory.mktemp("bomb") / "bomb.pgn.zst"
+    block = b"x" * (1 << 20)
+    with path.open("wb") as handle, zstandard.ZstdCompressor(level=1).stream_writer(handle) as writer:
+        writer.write(b"".join(games[:3]) + b'[Event "Bomb"]\n[Site "?"]\n\n1. ')
+        for _ in range(BOMB_BYTES // len(block)):
+            writer.write(block)
+        writer.write(b"\n\n" + b"".join(games[3:6]))
+    assert path.stat().st_size < 1 << 20
+    return path
+
+
+class PeakRss:
+    """The peak resident memory of each process of a session, sampled from /proc."""
+
+    def __init__(self, sid: int) -> None:
+        self.sid = sid
+        self.peaks: dict[int, tuple[int, str]] = {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.sample, daemon=True)
+        self.thread.start()
+
+    def sample(self) -> None:
+        while not self.done.wait(0.2):
+            for pid, command in session_processes(self.sid).items():
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    continue
+                rss = next((int(line.split()[1]) << 10 for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+                if rss > self.peaks.get(pid, (0, ""))[0]:
+                    self.peaks[pid] = (rss, command[:120])
+
+    def stop(self) -> dict[int, tuple[int, str]]:
+        self.done.set()
+        self.thread.join(timeout=10)
+        return self.peaks
+
+
+def start(bomb: Path, out: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "pipeline.cli", "mine", str(bomb), "--out", str(out), *JOB],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # fmt: skip
+
+
+def test_a_bomb_is_one_error_row_the_games_after_it_are_mined_and_memory_stays_bounded(
+    bomb: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    process = start(bomb, out)
+    peaks = PeakRss(process.pid)
+    try:
+        _, stderr = process.communicate(timeout=900)
+    finally:
+        found = peaks.stop()
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate(timeout=60)
+    assert process.returncode == 0, stderr[-3000:]
+    assert_session_ends(process.pid)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert (manifest["games_read"], manifest["games_error"], manifest["games_written"]) == (7, 1, 6)
+    driver = found.get(process.pid, (0, ""))[0]
+    assert 0 < driver < GIB, f"the driver peaked at {driver / GIB:.2f} GiB"
+    assert all(rss < GIB for rss, _ in found.values()), sorted(found.values(), reverse=True)[:3]
+
+
+def test_sigterm_while_a_bomb_is_read_ends_the_job_within_5_seconds(bomb: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    process = start(bomb, out)
+    try:
+        deadline = time.monotonic() + 300
+        while not any("read_stream" in command for command in session_processes(process.pid).values()):
+            assert process.poll() is None and time.monotonic() < deadline, "the stream reader did not start"
+            time.sleep(0.2)
+        time.sleep(2)  # well inside the bomb
+        sent = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate(timeout=60)
+    assert process.returncode == 143, stderr[-3000:]
+    assert took <= 5, f"SIGTERM took {took:.1f} s"
+    assert_session_ends(process.pid)
+
+
+# -- item 3: a URL that drops mid-stream is a failure, and a resume makes it whole ----------------
+
+
+class _Served:
+    """What the loopback server serves: the bytes, and how many of them before it drops."""
+
+    data = b""
+    drop_after: int | None = None
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def _headers(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(_Served.data)))
+        self.end_headers()
+
+    def do_HEAD(self) -> None:
+        self._headers()
+
+    def do_GET(self) -> None:
+        self._headers()
+        cut = len(_Served.data) if _Served.drop_after is None else _Served.drop_after
+        self.wfile.write(_Served.data[:cut])
+        self.wfile.flush()
+        self.close_connection = True  # a drop: the connection closes short of its Content-Length
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_url_that_drops_mid_stream_exits_non_zero_and_a_resume_reads_every_game(tmp_path: Path) -> None:
+    """On main: exit 0 with "13 read = 12 mined + 1 with errors", and a resume over the whole file
+    gave 96 games of 99 (the shard committed during the drop held only part of its games)."""
+    data = (GAMES / "lichess_100.pgn").read_bytes()
+    starts = [offset for offset, _ in split_games(data)]
+    _Served.data, _Served.drop_after = data, starts[12]  # 12 games, then the connection closes
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/games.pgn"
+        out = tmp_path / "run"
+        args = ["mine", url, "--out", str(out), *JOB[:-1], "5"]  # shards of 5 games
+        dropped = run_cli(*args)
+        lines = [line for line in dropped.stderr.splitlines() if line.strip() and not line.startswith("analysed ")]
+        assert dropped.returncode == 1 and len(lines) == 1 and "broke off" in lines[0], dropped.stderr[-3000:]
+        assert "--resume" in lines[0] and not (out / "manifest.json").exists()
+        assert len(list((out / "shards").glob("*/_shard.json"))) == 2  # 10 games; the cut shard is not there
+        _Served.drop_after = None
+        resumed = run_cli(*args, "--resume")
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+    finally:
+        server.shutdown()
+        server.server_close()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert (manifest["games_read"], manifest["games_error"]) == (len(starts), 0)
+    (distinct,) = run_query(out, "select count(distinct game_id) from games").rows[0]
+    assert distinct == manifest["games_written"]
