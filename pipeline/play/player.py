@@ -516,6 +516,9 @@ class Choice:
     """Engine nodes spent."""
     plausible: float | None = None
     """The human-move model's probability of the chosen move, where computed."""
+    shallow_value: Value | None = None
+    """The shallow pass's value of the move: the score an early `bestmove` reports when the search
+    was stopped before the full depth (a GUI shows a score with every move)."""
 
     @property
     def cost(self) -> Value | None:
@@ -624,13 +627,13 @@ class Player:
         offer(choice)
         return choice
 
-    def _ranked(self, board: chess.Board, legal: list[str]) -> tuple[list[str], int]:
-        """Our moves by the shallow pass, best first."""
+    def _ranked(self, board: chess.Board, legal: list[str]) -> tuple[list[str], dict[str, Value], int]:
+        """Our moves by the shallow pass, best first, and their shallow values."""
         shallow = self._values(board, None, "shallow")
         values = {m: v for m, v in shallow.values.items() if m in legal}
         for move in legal:  # an engine may leave a move out of its MultiPV: rank it last
             values.setdefault(move, -MATE)
-        return sorted(values, key=lambda m: (-values[m], m)), shallow.nodes
+        return sorted(values, key=lambda m: (-values[m], m)), values, shallow.nodes
 
     def _valued(
         self, board: chess.Board, legal: list[str], wanted: Sequence[str], searchmoves: bool
@@ -652,9 +655,9 @@ class Player:
         self, board: chess.Board, legal: list[str], situation: Situation, control: Control, offer: Offer
     ) -> Choice:
         settings = self._active
-        ranked, nodes = self._ranked(board, legal)
+        ranked, shallow, nodes = self._ranked(board, legal)
         first = Choice(ranked[0], "trap", f"style trap: {ranked[0]}, the shallow pass's best (no time for more)",
-                       nodes=nodes)  # fmt: skip
+                       nodes=nodes, shallow_value=shallow[ranked[0]])  # fmt: skip
         offer(first)
         if control.hurry or not control.can_start(0.0):
             return first

@@ -559,8 +559,9 @@ class Search:
             move = choice.move
             if not choice.complete:
                 lines.append(f"info string stopped after {elapsed:.2f} s, before the style's last stage")
-            if choice.value is not None:
-                lines.append(f"info score {uci_score(choice.value)} nodes {choice.nodes} time {round(elapsed * 1000)} "
+            score = choice.value if choice.value is not None else choice.shallow_value
+            if score is not None:
+                lines.append(f"info score {uci_score(score)} nodes {choice.nodes} time {round(elapsed * 1000)} "
                              f"pv {move}")  # fmt: skip
             lines.append(f"info string {choice.reason}")
         else:
