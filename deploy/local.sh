@@ -98,8 +98,8 @@ case "${1:-}" in
         install_chromium
         install_python
         shift
-        # Two workers: the tests that start Ray clusters run one at a time in one of them (the
-        # `cluster` group, tests/conftest.py), the rest of the suite in the other.
+        # Two workers; a module whose tests start Ray clusters runs whole in one of them (its
+        # fixtures built once: tests/conftest.py), so at most two Ray jobs run at once.
         "$VENV/bin/python" -m pytest -n 2 --dist loadgroup "$@"
         ;;
     *)

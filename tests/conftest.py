@@ -33,9 +33,11 @@ def data_dir() -> Path:
     return DATA
 
 
-# Modules whose tests start Ray clusters or mining jobs (and look for their processes in /proc):
-# under `pytest -n 2` (the README's test command) they run one at a time, in one worker, while
-# the other worker takes the rest of the suite.
+# Modules whose tests start Ray clusters or mining jobs: under `pytest -n 2 --dist loadgroup` (the
+# README's test command) each such module runs whole in one worker (its module fixtures, a mined
+# dataset or a Ray session, are built once), so at most two jobs share the machine. All of them in
+# one worker was a queue longer than CI's budget; the tests that look for leftover processes look
+# in their own session's (tests/processes.py), not at the other worker's.
 CLUSTER_MODULES = frozenset(
     {
         "test_golden", "test_hostile", "test_mine", "test_mine_datasets", "test_mine_faults", "test_puzzles",
@@ -46,20 +48,20 @@ CLUSTER_MODULES = frozenset(
 
 # tryfirst: pytest-xdist reads the `xdist_group` marks in its own pytest_collection_modifyitems, which
 # otherwise runs before this one (plugins registered later are called first), and then no test has one:
-# the cluster tests ran in both workers at once, and the module fixtures they share were built twice.
+# a cluster module's tests were spread over both workers, and its module fixtures built in each.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in CLUSTER_MODULES:
             item.add_marker(pytest.mark.cluster)
         if item.get_closest_marker("cluster") is not None:
-            item.add_marker(pytest.mark.xdist_group("cluster"))
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module is not None else "cluster"))
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Under `--dist loadgroup` (in each xdist worker) every cluster test must carry its group in its
-    id, or the cluster tests run in both workers at once: refuse to run rather than run that way."""
+    id, or a module's tests are spread over both workers: refuse to run rather than run that way."""
     if not getattr(session.config.option, "loadgroup", False):
         return
     ungrouped = [item.nodeid for item in session.items if item.get_closest_marker("cluster") and "@" not in item.nodeid]
