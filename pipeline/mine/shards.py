@@ -142,11 +142,12 @@ PLAYED_COLUMNS = ("played_value", "played_dip", "played_exact", "played_win_drop
 
 
 def played_from_next(responses: pa.Table) -> pa.Table:
-    """The played move's value, where no judge needed it searched at its position, taken from the
+    """The played move's value, where no judge needed it searched in full at its position, taken from the
     next position of the same game, whose node value it is (`Occurrence.next_judged`): the search
     after the move, from the other side. A mate's distance counts one ply more from here."""
-    played = responses.column("played_value").to_pylist()
-    missing = [index for index, value in enumerate(played) if value is None]
+    # Not exact: not searched at this node (None), or only by the shallow pass or the probe.
+    exact = responses.column("played_exact").to_pylist()
+    missing = [index for index, found in enumerate(exact) if not found]
     if not missing:
         return responses
     game_ids = responses.column("game_id").to_pylist()
