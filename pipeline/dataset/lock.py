@@ -75,8 +75,11 @@ def _is_alive(holder: Holder) -> bool:
 @contextlib.contextmanager
 def output_lock(directory: str | os.PathLike[str], command: str | None = None) -> Iterator[Path]:
     """Hold `directory`'s lock (the directory is created if missing) for the block; LockedError,
-    naming the holder, if another job holds it. Yields the lock file's path."""
+    naming the holder, if another job holds it. Yields the lock file's path. A directory the lock
+    created and the block left empty (a job that failed before writing) is removed with its lock
+    file: a failed run leaves nothing behind."""
     root = Path(directory)
+    created = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
     path = root / LOCK_FILE
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -94,6 +97,11 @@ def output_lock(directory: str | os.PathLike[str], command: str | None = None) -
                 os.ftruncate(descriptor, 0)
     finally:
         os.close(descriptor)  # releases the lock
+        if created:
+            with contextlib.suppress(OSError):
+                if [entry.name for entry in os.scandir(root)] == [LOCK_FILE]:
+                    path.unlink()
+                    root.rmdir()
 
 
 def check_unlocked(directory: str | os.PathLike[str]) -> None:
