@@ -145,9 +145,12 @@ def played_from_next(responses: pa.Table) -> pa.Table:
     """The played move's value, where no judge needed it searched in full at its position, taken from the
     next position of the same game, whose node value it is (`Occurrence.next_judged`): the search
     after the move, from the other side. A mate's distance counts one ply more from here."""
-    # Not exact: not searched at this node (None), or only by the shallow pass or the probe.
+    # Not exact: not searched at this node (None), or only by the shallow pass or the probe. With
+    # the dip judge the seed's analysis valued every reply (a bound outside the reasonable window):
+    # its played class rests on that value, which stays.
     exact = responses.column("played_exact").to_pylist()
-    missing = [index for index, found in enumerate(exact) if not found]
+    judges = responses.column("judges").to_pylist()
+    missing = [index for index, found in enumerate(exact) if not found and "dip" not in (judges[index] or ())]
     if not missing:
         return responses
     game_ids = responses.column("game_id").to_pylist()
