@@ -628,12 +628,13 @@ class Player:
         return choice
 
     def _ranked(self, board: chess.Board, legal: list[str]) -> tuple[list[str], dict[str, Value], int]:
-        """Our moves by the shallow pass, best first, and their shallow values."""
+        """Our moves by the shallow pass, best first, and the values the pass gave (without the
+        placeholder of a move it left out, which is no score)."""
         shallow = self._values(board, None, "shallow")
         values = {m: v for m, v in shallow.values.items() if m in legal}
         for move in legal:  # an engine may leave a move out of its MultiPV: rank it last
             values.setdefault(move, -MATE)
-        return sorted(values, key=lambda m: (-values[m], m)), values, shallow.nodes
+        return sorted(values, key=lambda m: (-values[m], m)), dict(shallow.values), shallow.nodes
 
     def _valued(
         self, board: chess.Board, legal: list[str], wanted: Sequence[str], searchmoves: bool
@@ -657,7 +658,7 @@ class Player:
         settings = self._active
         ranked, shallow, nodes = self._ranked(board, legal)
         first = Choice(ranked[0], "trap", f"style trap: {ranked[0]}, the shallow pass's best (no time for more)",
-                       nodes=nodes, shallow_value=shallow[ranked[0]])  # fmt: skip
+                       nodes=nodes, shallow_value=shallow.get(ranked[0]))  # fmt: skip
         offer(first)
         if control.hurry or not control.can_start(0.0):
             return first
