@@ -411,7 +411,7 @@ def mine_config(
     shard_mb: Annotated[float, typer.Option("--shard-mb", help="MiB per shard of an uncompressed file.")] = 16.0,
     max_game_mb: Annotated[
         float,
-        typer.Option("--max-game-mb", help="Largest game of a compressed file or URL; a larger one is an error row."),
+        typer.Option("--max-game-mb", help="Largest game (headers and movetext); a larger one is an error row."),
     ] = MAX_GAME_BYTES / (1 << 20),
     table_mb: Annotated[
         float,

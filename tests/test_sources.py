@@ -12,6 +12,7 @@ import http.server
 import itertools
 import re
 import threading
+import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -429,3 +430,81 @@ def test_the_cap_changes_no_shard_of_real_files() -> None:
         capped = [(shard.shard_id, shard.start, shard.end) for shard in iter_shards([str(path)], shard_games=500)]
         shards = iter_shards([str(path)], shard_games=500, max_game_bytes=1 << 40)
         assert capped == [(shard.shard_id, shard.start, shard.end) for shard in shards]
+
+
+# -- issue 18: a game above the cap in a plain .pgn (range shards) is an error row too ------------
+
+
+def file_with_a_giant_game(tmp_path: Path, size: int, newline: bool, where: str = "middle") -> tuple[Path, bytes]:
+    """12 real games with one game of `size` bytes of movetext among them (at the start, in the
+    middle or at the end), as a plain .pgn; and the giant game's bytes."""
+    games = [raw for _, raw in split_games(LICHESS_100.read_bytes())][:12]
+    big = oversized_game(size, newline)
+    before, after = {"middle": (games[:5], games[5:]), "end": (games, []), "start": ([], games)}[where]
+    path = tmp_path / "giant.pgn"
+    path.write_bytes(b"".join(before) + big + b"".join(after))
+    return path, big
+
+
+@pytest.mark.parametrize("where", ["middle", "end", "start"])
+@pytest.mark.parametrize("shard_bytes", [1 << 40, 50_000, 7_919, 512])
+def test_a_game_above_the_cap_in_a_plain_pgn_is_one_error_row_and_reading_goes_on(
+    tmp_path: Path, where: str, shard_bytes: int
+) -> None:
+    """Before: range shards had no cap, and the shard that owned the game read it whole."""
+    path, big = file_with_a_giant_game(tmp_path, 300_000, newline=True, where=where)
+    data = path.read_bytes()
+    giant_at = data.index(big)
+    expected = [offset for offset, _ in split_games(data) if offset != giant_at]
+    shards = list(iter_shards([str(path)], shard_bytes=shard_bytes, max_game_bytes=100_000))
+    assert {shard.kind for shard in shards} == {"range"}
+    outcomes = [outcome for shard in shards for outcome in read_games(shard)]
+    failed = [outcome for outcome in outcomes if isinstance(outcome, Failed)]
+    assert [(f.error["byte_offset"], f.reason) for f in failed if "cap" in f.reason] == [
+        (
+            giant_at,
+            f"game larger than the 100,000-byte cap (--max-game-mb): {len(big):,} bytes skipped up to "
+            + ("the end of the file" if where == "end" else "the next game start"),
+        )
+    ]
+    read = [o.game["byte_offset"] if isinstance(o, Selected) else o.error["byte_offset"] for o in outcomes]
+    assert sorted(offset for offset in read if offset != giant_at) == expected  # every other game, once
+    assert read == sorted(read)  # in file order, the error row in its place
+    assert len(outcomes) == len(expected) + 1
+    assert sum(isinstance(outcome, Selected) for outcome in outcomes) >= len(expected) - 1
+    for shard in shards:  # game_index counts the outcomes of the shard in order
+        assert [o.game["game_index"] if isinstance(o, Selected) else o.error["game_index"]
+                for o in read_games(shard)] == list(range(len(list(read_games(shard)))))  # fmt: skip
+
+
+def test_reading_a_range_over_a_giant_game_holds_about_one_cap(tmp_path: Path) -> None:
+    """A 48 MiB game of one endless line in a plain .pgn, read with a 1 MiB cap: the reader's peak
+    allocation stays a few MiB (before: the whole game, read into one buffer)."""
+    games = [raw for _, raw in split_games(LICHESS_100.read_bytes())][:4]
+    path = tmp_path / "endless.pgn"
+    with path.open("wb") as handle:
+        handle.write(b"".join(games[:2]) + b'[Event "Bomb"]\n[Site "?"]\n\n1. ')
+        for _ in range(48):
+            handle.write(b"x" * (1 << 20))
+        handle.write(b"\n\n" + b"".join(games[2:]))
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        loaded = read_range(str(path), 0, size, max_game_bytes=1 << 20)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert loaded.data == b"".join(games)
+    assert [(skip.at, skip.size) for skip in loaded.skipped] == [
+        (len(b"".join(games[:2])), size - len(b"".join(games)))
+    ]
+    assert peak < 8 << 20, f"peak {peak / (1 << 20):.1f} MiB"
+    # A range that starts inside the giant game owns the games after it, also read in bounded memory.
+    tracemalloc.start()
+    try:
+        tail = read_range(str(path), 10 << 20, size, max_game_bytes=1 << 20)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert tail.data == b"".join(games[2:]) and not tail.skipped
+    assert peak < 8 << 20, f"peak {peak / (1 << 20):.1f} MiB"

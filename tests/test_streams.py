@@ -185,3 +185,29 @@ def test_a_url_that_drops_mid_stream_exits_non_zero_and_a_resume_reads_every_gam
     assert (manifest["games_read"], manifest["games_error"]) == (len(starts), 0)
     (distinct,) = run_query(out, "select count(distinct game_id) from games").rows[0]
     assert distinct == manifest["games_written"]
+
+
+# -- a game above the cap in a plain .pgn (range shards) ------------------------------------------
+
+
+def test_a_giant_game_in_a_plain_pgn_is_one_error_row_and_the_games_after_it_are_mined(tmp_path: Path) -> None:
+    """On main range shards had no cap ("Not capped" in docs/ingest.md): the 3 MiB game was read
+    whole by its shard's prepare task and failed as a game (no error named the cap)."""
+    games = [raw for _, raw in split_games((GAMES / "lichess_100.pgn").read_bytes())][:8]
+    giant = b'[Event "Giant"]\n[Site "?"]\n\n1. ' + b"e4 e5 " * ((3 << 20) // 6) + b"\n\n"
+    path = tmp_path / "giant.pgn"
+    path.write_bytes(b"".join(games[:4]) + giant + b"".join(games[4:]))
+    out = tmp_path / "run"
+    mined = run_cli("mine", str(path), "--out", str(out), "--engine", "material", "--workers", "1",
+                    "--human-model", "none", "--plies", "10-10", "--shard-mb", "0.02", "--max-game-mb", "1")  # fmt: skip
+    assert mined.returncode == 0, mined.stderr[-3000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert (manifest["games_read"], manifest["games_error"]) == (9, 1)
+    ((offset, reason),) = run_query(out, "select byte_offset, reason from errors").rows
+    assert offset == len(b"".join(games[:4]))
+    cap = "game larger than the 1,048,576-byte cap (--max-game-mb)"
+    assert reason == f"{cap}: {len(giant):,} bytes skipped up to the next game start"
+    assert manifest["games_written"] + manifest["games_filtered"] == 8
+    others = [start for start, _ in split_games(path.read_bytes()) if start != offset]
+    written = [row[0] for row in run_query(out, "select byte_offset from games order by byte_offset").rows]
+    assert set(written) <= set(others) and max(written) > offset  # the games after it were mined

@@ -837,9 +837,22 @@ class GameReader:
         its shards."""
         loaded = load_shard(shard)
         index = 0
-        for outcome in self.read(loaded.data, source=shard.source, shard_id=shard.shard_id, base_offset=loaded.offset):
-            index += 1
-            yield outcome
+        cut, shift = 0, 0  # where the games read so far end in `data`; bytes of the games skipped before
+        for skipped in (*loaded.skipped, None):  # a range shard's games above the cap, cut out of `data`
+            at = len(loaded.data) if skipped is None else skipped.at
+            piece = loaded.data if (cut, at) == (0, len(loaded.data)) else loaded.data[cut:at]
+            base_offset = loaded.offset + cut + shift
+            for outcome in self.read(piece, source=shard.source, shard_id=shard.shard_id, base_offset=base_offset,
+                                     first_index=index):  # fmt: skip
+                index += 1
+                yield outcome
+            if skipped is not None:
+                yield Failed(
+                    {"source": shard.source, "shard_id": shard.shard_id, "game_index": index,
+                     "byte_offset": skipped.offset, "game_id": None, "ply": None, "reason": skipped.reason}
+                )  # fmt: skip
+                index += 1
+                cut, shift = at, shift + skipped.size
         if shard.skipped is not None:  # one game too large to read: it counts, with its reason
             yield Failed(
                 {"source": shard.source, "shard_id": shard.shard_id, "game_index": index, "byte_offset": shard.start,

@@ -111,6 +111,9 @@ class Shard:
     skipped: str | None = None
     """Set on the shard of one game too large to read (`MAX_GAME_BYTES`): why. The shard holds no
     bytes; `[start, end)` is where the game lay in the stream."""
+    max_game_bytes: int | None = None
+    """Range shards: the largest game read (`--max-game-mb`); a larger one is left out as it is
+    read (`ShardData.skipped`). None: no cap."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,30 @@ class ShardData:
     offset: int
     """Offset of ``data[0]`` in the (decompressed) source."""
     data: bytes
+    skipped: tuple[SkippedGame, ...] = ()
+    """Range shards: the games too large to read (`--max-game-mb`), cut out of `data`, in order."""
+
+
+@dataclass(frozen=True)
+class SkippedGame:
+    """A game of a range shard above the cap, left out of its `ShardData`."""
+
+    at: int
+    """Where in `ShardData.data` it was cut out (the games before it end there)."""
+    offset: int
+    """Its first byte in the source."""
+    size: int
+    """Its bytes, up to the next game start or the end of the file."""
+    reason: str
+    """The error row's reason."""
+
+
+def cap_reason(cap: int, skipped: int, until: str | None = None) -> str:
+    """Why a game was skipped: the reason of its error row."""
+    return (
+        f"game larger than the {cap:,}-byte cap (--max-game-mb): {skipped:,} bytes skipped "
+        f"up to {until or 'the next game start'}"
+    )
 
 
 def is_url(name: str) -> bool:
@@ -345,14 +372,17 @@ def source_shards(
     are cut (a game above `max_game_bytes` becomes a shard of its own that says it was skipped)."""
     if is_stream(source):
         return _stream_shards(source, source_index, shard_games, max_game_bytes)
-    return _range_shards(source, source_index, shard_bytes)
+    return _range_shards(source, source_index, shard_bytes, max_game_bytes)
 
 
-def _range_shards(source: str, source_index: int, shard_bytes: int) -> Iterator[Shard]:
+def _range_shards(source: str, source_index: int, shard_bytes: int, max_game_bytes: int) -> Iterator[Shard]:
     size = os.path.getsize(source)
     for index, start in enumerate(range(0, size, shard_bytes)):
         end = min(size, start + shard_bytes)
-        yield Shard(shard_id_of(source, index), source, index, "range", start, end, -1, None, source_index)
+        yield Shard(
+            shard_id_of(source, index), source, index, "range", start, end, -1, None, source_index,
+            max_game_bytes=max_game_bytes,
+        )  # fmt: skip
 
 
 class _StreamCutter:
@@ -370,13 +400,13 @@ class _StreamCutter:
         self.checked_first = False  # whether the stream's first bytes were checked for a game start
         self.skipping: int | None = None  # stream offset of a game too large, while it is skipped
 
-    def shard(self, end: int, games: int, **extra: str | None) -> Shard:
+    def shard(self, end: int, games: int, stream_error: str | None = None) -> Shard:
         """The next shard, of buffer[:end] holding `games` game starts; buffer is advanced past it."""
         with memoryview(self.buffer) as view:
             data = bytes(view[:end])
         shard = Shard(
             shard_id_of(self.source, self.index), self.source, self.index, "stream", self.offset, self.offset + end,
-            self.games, data, self.source_index, **extra,
+            self.games, data, self.source_index, stream_error,
         )  # fmt: skip
         del self.buffer[:end]
         self.starts = [start - end for start in self.starts[games:]]
@@ -438,10 +468,7 @@ class _StreamCutter:
             start -= previous
             self.skipping = self.offset
         skipped = self.offset + start - self.skipping
-        reason = (
-            f"game larger than the {self.max_game_bytes:,}-byte cap (--max-game-mb): {skipped:,} bytes skipped "
-            "up to the next game start"
-        )
+        reason = cap_reason(self.max_game_bytes, skipped)
         yield Shard(
             shard_id_of(self.source, self.index), self.source, self.index, "stream", self.skipping,
             self.offset + start, self.games, b"", self.source_index, skipped=reason,
@@ -494,7 +521,7 @@ def load_shard(shard: Shard) -> ShardData:
     with no data)."""
     if shard.kind == "stream":
         return ShardData(shard.start, shard.data or b"")
-    return read_range(shard.source, shard.start, shard.end)
+    return read_range(shard.source, shard.start, shard.end, shard.max_game_bytes)
 
 
 def shard_bytes_of(shard: Shard) -> bytes:
@@ -502,38 +529,93 @@ def shard_bytes_of(shard: Shard) -> bytes:
     return load_shard(shard).data
 
 
-def read_range(path: str, start: int, end: int) -> ShardData:
+def read_range(path: str, start: int, end: int, max_game_bytes: int | None = None) -> ShardData:
     """The chunks of an uncompressed file whose first byte lies in `[start, end)`: from the first
     chunk start at or after `start` to the first chunk start at or after `end` (or the end of
-    the file). Chunk starts are byte 0 and every line that starts with `[Event `."""
-    tail = len(NEWLINE_GAME_START) - 1
+    the file). Chunk starts are byte 0 and every line that starts with `[Event `.
+
+    The file is read READ_BLOCK bytes at a time. A chunk above `max_game_bytes` (a game too large,
+    `--max-game-mb`) is not kept: it is dropped as it is read, so that what is held stays under the
+    range's own games plus one cap whatever the file, and `ShardData.skipped` says where it lay."""
     if start >= end:
         return ShardData(start, b"")
     with open(path, "rb") as handle:
         low = max(0, start - 1)  # one byte back, to see whether `start` begins a line
         handle.seek(low)
-        buffer = bytearray(handle.read(end - low + tail))
-        if start == 0:
-            first = 0
-        else:
-            found = buffer.find(NEWLINE_GAME_START)
-            if found < 0 or low + found + 1 >= end:
-                return ShardData(start, b"")
-            first = low + found + 1
-        # The first chunk start at or after `end`: a newline at `end - 1` or later.
-        scan = max(first - low, end - 1 - low)
+        return _RangeReader(handle, low, max_game_bytes).read(start, end)
+
+
+class _RangeReader:
+    """The state of `read_range`: a window of the file, read forward block by block."""
+
+    def __init__(self, handle: BinaryIO, low: int, max_game_bytes: int | None) -> None:
+        self.handle = handle
+        self.cap = max_game_bytes
+        self.window = bytearray()  # bytes of the file from `base` on, read and not yet let go
+        self.base = low
+        self.eof = False
+
+    def more(self) -> bool:
+        """Read the next block into the window; False at the end of the file."""
+        if self.eof:
+            return False
+        block = self.handle.read(READ_BLOCK)
+        if not block:
+            self.eof = True
+            return False
+        self.window += block
+        return True
+
+    def next_start(self, at: int, before: int | None = None) -> int | None:
+        """The first chunk start at or after file offset `at` (a newline before `[Event ` at or
+        after `at - 1`), reading on as needed; None at the end of the file, or if there is none
+        before `before`. While the chunk it ends grows past the cap, the window keeps only the
+        bytes a chunk start may begin in."""
+        scan = max(0, at - 1 - self.base)
         while True:
-            found = buffer.find(NEWLINE_GAME_START, scan)
+            found = self.window.find(NEWLINE_GAME_START, scan)
             if found >= 0:
-                stop = low + found + 1
-                break
-            block = handle.read(READ_BLOCK)
-            if not block:
-                stop = low + len(buffer)
-                break
-            scan = max(scan, len(buffer) - tail)
-            buffer += block
-    return ShardData(first, bytes(buffer[first - low : stop - low]))
+                return self.base + found + 1
+            scan = max(scan, len(self.window) - len(NEWLINE_GAME_START) + 1)
+            if before is not None and self.base + scan >= before - 1:
+                return None
+            if self.cap is not None and self.base + len(self.window) - at > self.cap + READ_BLOCK:
+                self.let_go(self.base + scan)
+                scan = 0
+            if not self.more():
+                return None
+
+    def let_go(self, offset: int) -> None:
+        """Forget the window's bytes before file offset `offset`."""
+        drop = offset - self.base
+        if drop > 0:
+            del self.window[:drop]
+            self.base = offset
+
+    def read(self, start: int, end: int) -> ShardData:
+        if start == 0:
+            self.more()
+            first: int | None = 0
+        else:
+            first = self.next_start(start, before=end)
+        if first is None or first >= end:
+            return ShardData(start, b"")
+        kept = bytearray()
+        skipped: list[SkippedGame] = []
+        chunk = first
+        while True:
+            following = self.next_start(chunk + 1)
+            stop = following if following is not None else self.base + len(self.window)
+            if self.cap is not None and stop - chunk > self.cap:
+                reason = cap_reason(self.cap, stop - chunk, "the end of the file" if following is None else None)
+                skipped.append(SkippedGame(len(kept), chunk, stop - chunk, reason))
+            else:
+                with memoryview(self.window) as view:
+                    kept += view[chunk - self.base : stop - self.base]
+            self.let_go(stop)
+            if following is None or following >= end:
+                return ShardData(first, bytes(kept), tuple(skipped))
+            chunk = following
 
 
 def count_games(path: str) -> int:

@@ -67,8 +67,8 @@ class MineConfig:
     table_mb: float = DEFAULT_TABLE_MB
     """Each worker's table of engine answers, in MiB (`--table-mb`); 0 keeps none (no reuse)."""
     max_game_bytes: int = MAX_GAME_BYTES
-    """The largest game a compressed file or a URL may hold (`--max-game-mb`): a larger one is an
-    error row, and reading goes on at the next game start."""
+    """The largest game an input may hold (`--max-game-mb`): a larger one is an error row, and
+    reading goes on at the next game start."""
 
     def __post_init__(self) -> None:
         if not self.inputs:

@@ -296,8 +296,9 @@ class ShardFeed:
                     )
                 else:
                     self.ranges = source_shards(
-                        source, index, shard_bytes=config.shard_bytes, shard_games=config.shard_games
-                    )
+                        source, index, shard_bytes=config.shard_bytes, shard_games=config.shard_games,
+                        max_game_bytes=config.max_game_bytes,
+                    )  # fmt: skip
             else:
                 self.exhausted = True
         return None
