@@ -6,7 +6,7 @@
   python -m benchmarks.bench_human --scale [--scale-games 1500] [--scale-rate 0.1] [--workers 2]
 
 Default mode (the figures of docs/human.md): evaluates MODEL (the bundled default) on the held-out
-games of the shared data (`pipeline.evaluate.splits`: player_b and lichess_100 whole, a seeded 10 %
+games of the shared data (`pipeline.common.splits`: player_b and lichess_100 whole, a seeded 10 %
 of player_a and eval_clk) through `pipeline.human.evaluate`, beside the baselines (uniform, corpus
 frequency of the shared training games, Stockfish at a node limit and at fixed depths, the engine
 ones on a sub-sample), prints the tables, writes docs/human_calibration.png, and reports the load

@@ -585,7 +585,7 @@ def test_the_pool_reaches_the_features_and_the_records(data_dir, tmp_path):
 
 
 def test_the_chesscom_split_does_not_depend_on_the_path_that_names_the_file():
-    from pipeline.evaluate.splits import game_key, split_of
+    from pipeline.common.splits import game_key, split_of
 
     # The reader's id of a game without a GameId hashes the path as given: two paths, two ids.
     shares = {"train": 0, "tune": 0, "held_out": 0}

@@ -27,6 +27,7 @@ import chess.pgn
 import pytest
 import ray
 
+from pipeline.common.sanitize import clean_text, pgn_value, safe_url, spreadsheet_safe
 from pipeline.dataset.duck import DatasetError, connect
 from pipeline.engines.process import EngineError, EngineStartError, resolve_engine
 from pipeline.ingest.games import GameFilter
@@ -61,7 +62,6 @@ from pipeline.outputs.puzzles import (
     trim_line,
     win_chances,
 )
-from pipeline.outputs.sanitize import clean_text, pgn_value, safe_url, spreadsheet_safe
 from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings
 from tests.conftest import GAMES, ROOT

@@ -17,6 +17,7 @@ import chess.pgn
 import pytest
 import ray
 
+from pipeline.common.sanitize import CELL_MAX
 from pipeline.dataset.queries import (
     QueryError,
     RequirementError,
@@ -27,7 +28,6 @@ from pipeline.dataset.queries import (
     saved_queries,
 )
 from pipeline.ingest.games import GameFilter
-from pipeline.outputs.sanitize import CELL_MAX
 from search.settings import DiffiMaxSettings
 from tests.conftest import GAMES, run_cli
 from tests.mining_helpers import EVERY_JUDGE, mine

@@ -24,6 +24,7 @@ import chess.pgn
 import pytest
 import ray
 
+from pipeline.common.sanitize import terminal_visible
 from pipeline.dataset.duck import DatasetError
 from pipeline.dataset.integrity import IncompleteDatasetError
 from pipeline.dataset.queries import CSV_KEEPS, QueryResult, render, run_query, run_saved
@@ -43,7 +44,6 @@ from pipeline.outputs.report import (
     text,
     write_report,
 )
-from pipeline.outputs.sanitize import terminal_visible
 from tests.conftest import GAMES
 from tests.mining_helpers import EVERY_JUDGE, mine
 

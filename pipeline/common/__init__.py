@@ -1,2 +1,4 @@
-"""What every layer of the pipeline shares: starting Ray, and (in time) the other helpers with no
-layer of their own. Imports nothing of `pipeline` above it."""
+"""What every layer of the pipeline shares, with no layer of its own: starting Ray (`cluster`),
+the fixed split of the shared games and the sampling hash (`splits`), the statistics rates are
+reported with (`stats`), and making strangers' text safe (`sanitize`). Imports nothing of
+`pipeline` above it, only `search/`."""

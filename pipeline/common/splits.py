@@ -21,11 +21,17 @@ every run, whatever the sharding, the order of the inputs or the number of worke
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Final, Literal
 
-from pipeline.ingest.games import sample_value
+
+def sample_value(seed: int, game_id: str) -> float:
+    """A uniform number in [0, 1) from (seed, game id); a game is sampled when it is below the rate."""
+    digest = hashlib.blake2b(f"{seed}:{game_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2.0**64
+
 
 Split = Literal["train", "tune", "held_out"]
 SPLITS: Final[tuple[Split, ...]] = ("train", "tune", "held_out")

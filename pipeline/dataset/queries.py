@@ -17,10 +17,10 @@ from typing import Any
 
 import duckdb
 
+from pipeline.common.sanitize import spreadsheet_safe, terminal_visible, truncate_cell
 from pipeline.dataset.duck import connect, open_dataset
 from pipeline.dataset.integrity import DatasetState, damage_named, is_damage
 from pipeline.dataset.sql import NamedQuery, named_queries
-from pipeline.outputs.sanitize import spreadsheet_safe, terminal_visible, truncate_cell
 from search.errors import DiffimaxError
 
 # Characters a CSV cell keeps as they are: the csv module quotes a cell that holds them.

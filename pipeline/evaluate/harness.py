@@ -1,6 +1,6 @@
 """The judge harness: how well each trap judge's verdicts agree with what humans actually play.
 
-On positions of games kept out of all tuning (`pipeline.evaluate.splits`), and on the known
+On positions of games kept out of all tuning (`pipeline.common.splits`), and on the known
 opening traps of chess literature (`pipeline.evaluate.known_traps`), the harness gathers every
 judge's evidence once per position (`gather`), then measures any number of judge variants on it
 without more engine work (`measure`):
@@ -28,14 +28,14 @@ from typing import Any, Final
 
 import chess
 
+from pipeline.common.splits import Split, sample_value, split_of
+from pipeline.common.stats import wilson
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.evaluate.known_traps import KnownTrap, load_known_traps
-from pipeline.evaluate.splits import Split, split_of
-from pipeline.evaluate.stats import wilson
 from pipeline.human.cluster import project_runtime_env
 from pipeline.human.context import MoverContext, pool_of
 from pipeline.human.corpus import Corpus
-from pipeline.ingest.games import GameFilter, Selected, read_games, sample_value
+from pipeline.ingest.games import GameFilter, Selected, read_games
 from pipeline.ingest.sources import iter_shards
 from pipeline.judging import MoveModel, judge_position
 from search.errors import DiffimaxError

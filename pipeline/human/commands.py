@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, cast
 
 import typer
 
-from pipeline.evaluate.splits import Split
+from pipeline.common.splits import Split
 from pipeline.human.context import parse_pool
 from pipeline.human.data import GameSample
 from pipeline.human.engine import EngineSettings
@@ -214,7 +214,7 @@ def corpus_command(
 ) -> None:
     """What humans played where, by mover rating, from games alone (no analysis): the corpus the
     human judge reads (`--human-corpus`)."""
-    from pipeline.evaluate.splits import SPLITS
+    from pipeline.common.splits import SPLITS
     from pipeline.human.corpus import build_corpus, write_corpus
 
     chosen = frozenset(token.strip() for token in splits.split(",") if token.strip())

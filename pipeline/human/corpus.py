@@ -160,7 +160,7 @@ def write_corpus(rows: pa.Table, path: str | Path) -> Path:
 
 def build_corpus(inputs: list[str], splits: frozenset[str]) -> pa.Table:
     """Corpus rows (`CORPUS_SCHEMA`) of every position of the games of `inputs` in `splits` (the
-    shared files by `pipeline.evaluate.splits`; other files count as training games)."""
+    shared files by `pipeline.common.splits`; other files count as training games)."""
     from pipeline.human.data import read_inputs
 
     keys: list[int] = []

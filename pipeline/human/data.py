@@ -19,7 +19,7 @@ from typing import Final
 
 import chess
 
-from pipeline.evaluate.splits import Split, file_name, split_of
+from pipeline.common.splits import Split, file_name, split_of
 from pipeline.human.context import Pool, pool_of
 from pipeline.ingest.sources import Shard
 from search.errors import DiffimaxError

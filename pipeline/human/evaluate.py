@@ -32,8 +32,8 @@ from typing import Any, Final
 import chess
 import numpy as np
 
-from pipeline.evaluate.splits import Split
-from pipeline.evaluate.stats import wilson
+from pipeline.common.splits import Split
+from pipeline.common.stats import wilson
 from pipeline.human.book import Book, BookBuilder
 from pipeline.human.cluster import project_runtime_env
 from pipeline.human.context import Pool

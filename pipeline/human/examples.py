@@ -21,7 +21,7 @@ from typing import Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.evaluate.splits import Split
+from pipeline.common.splits import Split
 from pipeline.human.book import Book, own_counts
 from pipeline.human.cluster import project_runtime_env
 from pipeline.human.context import MoverContext, Pool

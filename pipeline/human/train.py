@@ -2,7 +2,7 @@
 
     diffimax human train --data GAMES... --out MODEL.json
 
-1. The games are read (`pipeline.human.data`) and split by `pipeline.evaluate.splits.split_of`:
+1. The games are read (`pipeline.human.data`) and split by `pipeline.common.splits.split_of`:
    the model is fitted on `train` games, early-stopped on `tune` games (a seeded share of the
    training games when the inputs have no tune games, e.g. a user's own files); `held_out` games
    are never read here.
@@ -491,7 +491,7 @@ def write_model(
     document["training"] = {
         "command": training_command(data, config, out.rsplit("/", 1)[-1]),
         "data": input_digest(data),
-        "split": "pipeline.evaluate.splits.split_of: fitted on 'train', early-stopped on " + record.tune_source,
+        "split": "pipeline.common.splits.split_of: fitted on 'train', early-stopped on " + record.tune_source,
         "config": config_record,
         "train_positions": record.train_positions,
         "train_moves": record.train_moves,

@@ -37,6 +37,7 @@ import chess
 import chess.pgn
 import chess.variant
 
+from pipeline.common.splits import sample_value
 from pipeline.ingest.sources import Shard, load_shard
 from schemas.dataset import to_signed64 as to_signed64  # re-exported: the one signed-key conversion
 from search.chessgame import zobrist
@@ -414,12 +415,6 @@ def is_rated(headers: Mapping[str, str]) -> bool:
     if event.startswith("casual"):
         return False
     return "WhiteRatingDiff" in headers or "BlackRatingDiff" in headers
-
-
-def sample_value(seed: int, game_id: str) -> float:
-    """A uniform number in [0, 1) from (seed, game id); a game is sampled when it is below the rate."""
-    digest = hashlib.blake2b(f"{seed}:{game_id}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2.0**64
 
 
 def find_board(variant: str) -> type[chess.Board]:

@@ -52,8 +52,8 @@ from typing import Any, BinaryIO, cast
 
 import numpy as np
 
+from pipeline.common.stats import wilson
 from pipeline.engines.backends import EMBEDDED, check_backend, effective_engine_options
-from pipeline.evaluate.stats import wilson
 from pipeline.ingest.games import Failed, Filtered, GameReader, PositionRow, Selected
 from pipeline.ingest.sources import (
     NEWLINE_GAME_START,

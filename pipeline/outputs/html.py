@@ -13,7 +13,7 @@ import html
 from collections.abc import Iterable
 from typing import Final, TypeAlias
 
-from pipeline.outputs.sanitize import xml_printable
+from pipeline.common.sanitize import xml_printable
 
 # Elements written without content or end tag (as `<name ... />`, valid HTML and XML).
 VOID: Final = frozenset({"meta", "img", "br", "hr", "col", "input"})

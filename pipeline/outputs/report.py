@@ -7,7 +7,7 @@ Content-Security-Policy forbids scripts and any request but `data:` images.
 
 Everything the data holds came from strangers' PGN headers (player names, events, game ids) and
 reaches the page only through the builder of `pipeline.outputs.html` (`tag` escapes every plain
-`str`, after `pipeline.outputs.sanitize` has replaced what is not XML text). The page is also
+`str`, after `pipeline.common.sanitize` has replaced what is not XML text). The page is also
 well-formed XML, which the tests check. Its SQL beyond the saved queries is in `schemas/report.sql`.
 """
 

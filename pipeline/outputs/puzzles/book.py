@@ -19,11 +19,11 @@ from typing import Any
 import chess
 import chess.svg
 
+from pipeline.common.sanitize import clean_text
 from pipeline.outputs.html import Html, document, join, tag
 from pipeline.outputs.puzzles.records import Puzzle
 from pipeline.outputs.puzzles.rules import mates_in_one
 from pipeline.outputs.puzzles.words import colour_names, role, task
-from pipeline.outputs.sanitize import clean_text
 
 BOARD_PX = 360  # size of a board image in the HTML book
 HERE = Path(__file__).resolve().parent

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from pipeline.common.stats import wilson
 from pipeline.dataset.duck import connect, open_dataset
 from pipeline.dataset.integrity import damage_named
 from pipeline.dataset.sql import query
-from pipeline.evaluate.stats import wilson
 from pipeline.outputs.puzzles.records import Candidate, DropReason, GameInfo, PuzzleKind, SettingEvidence
 from pipeline.outputs.puzzles.setting import PRACTICAL_FLOOR, SAFETY_CP
 from pipeline.outputs.puzzles.standards import Standard

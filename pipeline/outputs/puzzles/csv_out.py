@@ -7,8 +7,8 @@ import csv
 import io
 from collections.abc import Sequence
 
+from pipeline.common.sanitize import spreadsheet_safe
 from pipeline.outputs.puzzles.records import LICHESS_COLUMNS, Puzzle
-from pipeline.outputs.sanitize import spreadsheet_safe
 
 
 def render_csv(puzzles: Sequence[Puzzle]) -> str:

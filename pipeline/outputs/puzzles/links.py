@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import chess
 import chess.pgn
 
+from pipeline.common.sanitize import safe_url
 from pipeline.ingest.sources import InputError, compression_of, is_url, open_stream
-from pipeline.outputs.sanitize import safe_url
 
 _LICHESS_GAME = re.compile(r"https://lichess\.org/[A-Za-z0-9]{8}")
 _CHESSCOM_GAME = re.compile(r"https://www\.chess\.com/(?:game/)?(?:live|daily)/(?:game/)?[0-9]+")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import chess
 
-from pipeline.outputs.sanitize import clean_text
+from pipeline.common.sanitize import clean_text
 
 TABLE = Path(__file__).resolve().parents[2] / "samples" / "lichess_openings.tsv"
 LICHESS_OPENING_PLIES = 37  # a puzzle whose FEN is at a later ply gets no OpeningTags (Lichess's CSV)

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 import chess
 import chess.pgn
 
+from pipeline.common.sanitize import pgn_value, safe_url
 from pipeline.outputs.puzzles.records import Puzzle
 from pipeline.outputs.puzzles.words import role
-from pipeline.outputs.sanitize import pgn_value, safe_url
 
 
 def render_pgn(puzzles: Sequence[Puzzle]) -> str:

@@ -8,12 +8,12 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.common.sanitize import clean_text, spreadsheet_safe
 from pipeline.outputs.puzzles.generate import write_atomic
 from pipeline.outputs.puzzles.line import LineError, PuzzleLine
 from pipeline.outputs.puzzles.rating import rate
 from pipeline.outputs.puzzles.records import PuzzleError
 from pipeline.outputs.puzzles.themes import cook
-from pipeline.outputs.sanitize import clean_text, spreadsheet_safe
 
 ADDED_COLUMNS = ("DiffimaxThemes", "DiffimaxRating")
 REQUIRED_COLUMNS = ("FEN", "Moves")
