@@ -55,13 +55,20 @@ def parse_judges(text: str | Iterable[str]) -> frozenset[Judge]:
     return frozenset(tokens)  # type: ignore[arg-type]
 
 
+def win_probability(cp: float) -> float:
+    """Lichess's win probability in [0, 1] of a centipawn score: the one definition of its
+    logistic curve (lila's `WinPercent`), which the judges, the human features and the puzzles share."""
+    return 1.0 / (1.0 + math.exp(-WIN_CHANCE_K * cp))
+
+
 @functools.lru_cache(maxsize=8192)
 def win_chances(value: Value) -> float:
     """The setter's win chances in [-1, 1] for a value in centipawns (a mate counts as +-1).
     Cached: a position asks it of every reply several times, and values repeat."""
     if is_mate_score(value):
         return 1.0 if value > 0 else -1.0
-    return 2.0 / (1.0 + math.exp(-WIN_CHANCE_K * max(-MATE_BOUND, min(MATE_BOUND, value)))) - 1.0
+    # 2p - 1: doubling is exact in floating point, so this equals 2 / (1 + e) - 1 to the bit.
+    return 2.0 * win_probability(max(-MATE_BOUND, min(MATE_BOUND, value))) - 1.0
 
 
 def win_drop(best: Value, value: Value) -> float:

@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from pipeline.human.context import MoverContext
 from search.errors import DiffimaxError
+from search.judges import win_probability
 
 FeatureGroup = Literal["base", "engine", "book", "pool"]
 FEATURE_GROUPS: Final[tuple[FeatureGroup, ...]] = ("base", "engine", "book", "pool")
@@ -51,8 +52,6 @@ SEE_VALUES: Final = (0, 1, 3, 3, 5, 9, KING_VALUE)
 # Engine scores are clipped to this (cp); a mate counts as MATE_CP less ten per move to it.
 SCORE_CLIP: Final = 1500
 MATE_CP: Final = 2000
-# Lichess's win-probability slope per centipawn (the accuracy formula).
-WIN_SLOPE: Final = 0.00368208
 # Moves within this many cp of the engine's best count as "as good as the best".
 NEAR_BEST_CP: Final = 50
 
@@ -226,11 +225,6 @@ def _sides(board: chess.Board) -> tuple[Pieces, Pieces]:
 def _relative(square: int, color: bool) -> int:
     """The square as seen from `color`'s side (Black's mirrored, so a1 is always home left)."""
     return square if color else square ^ 56
-
-
-def win_chance(cp: float) -> float:
-    """Lichess's win probability of a centipawn score, in [0, 1]."""
-    return 1.0 / (1.0 + math.exp(-WIN_SLOPE * cp))
 
 
 def clip_score(cp: int) -> int:
@@ -438,13 +432,13 @@ def _append_engine(rows: list[list[float]], legal: list[chess.Move], engine: Eng
     ranked = sorted(set(known), reverse=True)
     rank_of = {score: index for index, score in enumerate(ranked)}
     near = sum(1 for score in known if best is not None and score >= best - NEAR_BEST_CP)
-    best_win = win_chance(best) if best is not None else math.nan
+    best_win = win_probability(best) if best is not None else math.nan
     for row, raw in zip(rows, scores, strict=True):
         if raw is None or best is None:
             row.extend([math.nan] * len(ENGINE_FEATURES))
             continue
         score = clip_score(raw)
-        win = win_chance(score)
+        win = win_probability(score)
         row.extend([
             float(score), float(best - score), float(rank_of[score]), win, best_win - win, float(best), float(near),
         ])  # fmt: skip

@@ -13,6 +13,8 @@ from functools import cached_property
 
 import chess
 
+from search import backend
+
 VALUES = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
 KING_VALUES = {**VALUES, chess.KING: 99}  # where the king counts as the most valuable target
 RAY_PIECES = (chess.QUEEN, chess.ROOK, chess.BISHOP)
@@ -115,11 +117,7 @@ class Line:
 
     def material(self, index: int) -> int:
         """The solver's material balance after move `index` (1/3/3/5/9), -1 for the FEN."""
-        board = self.boards[index + 1]
-        return sum(
-            (len(board.pieces(kind, self.pov)) - len(board.pieces(kind, not self.pov))) * value
-            for kind, value in VALUES.items()
-        )
+        return backend.material(self.boards[index + 1], self.pov) // 100
 
 
 def attacked_opponents(

@@ -4,7 +4,6 @@ under a `Standard`."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
 import chess
@@ -12,9 +11,8 @@ import chess.engine
 
 from pipeline.outputs.puzzles.records import Checked, DropReason, EngineLine, PracticalCheck, SetRule, SolverCheck
 from pipeline.outputs.puzzles.standards import MATE_IN_ONE_SECOND_MAX, Standard
-
-WIN_CHANCE_SLOPE = 0.00368208  # lila's logistic: centipawns -> win chances on [-1, 1]
-PIECE_VALUES = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
+from search import backend
+from search.judges import win_probability
 
 # The verifier's only view of an engine: the best `lines` lines at a position, best first.
 Analyse = Callable[[chess.Board, int], Sequence[EngineLine]]
@@ -30,7 +28,7 @@ def win_chances(score: chess.engine.Score) -> float:
         return 1.0 if mate > 0 else -1.0
     cp = score.score()
     assert cp is not None
-    return 2 / (1 + math.exp(-WIN_CHANCE_SLOPE * cp)) - 1
+    return 2.0 * win_probability(cp) - 1.0
 
 
 def is_only_move(best: chess.engine.Score, second: chess.engine.Score | None, margin: float) -> bool:
@@ -74,10 +72,7 @@ def several_mates_pass(board: chess.Board, move: chess.Move, analyse: Analyse) -
 
 def material(board: chess.Board, color: chess.Color) -> int:
     """Material balance for `color` in pawns (1, 3, 3, 5, 9)."""
-    return sum(
-        (len(board.pieces(piece, color)) - len(board.pieces(piece, not color))) * value
-        for piece, value in PIECE_VALUES.items()
-    )
+    return backend.material(board, color) // 100
 
 
 class IllegalLineError(ValueError):
