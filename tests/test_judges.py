@@ -222,5 +222,5 @@ def test_every_judge_on_real_stockfish_the_model_and_real_games(tmp_path: Path) 
             assert ranks == {x.move: x.shallow_rank for x in evidence.replies if x.shallow_rank is not None}
     finally:
         backend.close()
-        if model is not None and hasattr(model, "close"):
+        if model is not None:
             model.close()

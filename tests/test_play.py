@@ -412,7 +412,7 @@ def engine() -> Iterator[tuple[object, object]]:
         yield backend, model
     finally:
         backend.close()
-        if model is not None and hasattr(model, "close"):
+        if model is not None:
             model.close()
 
 

@@ -670,5 +670,5 @@ class AnalysisWorker:
     def close(self) -> None:
         if self.backend is not None:
             self.backend.close()
-        if self.model is not None and hasattr(self.model, "close"):
+        if self.model is not None:
             self.model.close()

@@ -649,9 +649,8 @@ class Session:
                 if locked:
                     player.lock.release()
         model, self.model = self.model, None
-        close = getattr(model, "close", None)
-        if close is not None:
-            close()
+        if model is not None:
+            model.close()
 
     # -- commands ------------------------------------------------------------------------------
 

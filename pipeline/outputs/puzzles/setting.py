@@ -19,7 +19,6 @@ likeliest trap", and the book says so (and shows the chance) after the move is f
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import chess
 
@@ -100,6 +99,5 @@ class SettingJudge:
 
     def close(self) -> None:
         self.backend.close()
-        closer: Any = getattr(self.model, "close", None)
-        if callable(closer):
-            closer()
+        if self.model is not None:
+            self.model.close()
