@@ -24,6 +24,7 @@ import chess
 
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
+from pipeline.human.model import model_path as model_path  # the spec -> file rule, re-exported for the model's users
 from search.analysis import ResponseAnalysis
 from search.backend import Backend, Level, ReplyValues
 from search.chessgame import zobrist
@@ -121,15 +122,6 @@ class Judgement:
 
     def candidates(self, judge_name: Judge) -> frozenset[str] | None:
         return self.verdicts.candidates.get(judge_name)
-
-
-def model_path(spec: str) -> str:
-    """The file behind `--human-model SPEC` (`default`: the bundled model)."""
-    if spec.lower() == "default":
-        from pipeline.human.model import DEFAULT_MODEL
-
-        return str(DEFAULT_MODEL)
-    return spec
 
 
 def load_model(spec: str | None) -> MoveModel | None:

@@ -21,7 +21,7 @@ from pipeline.human.evaluate import EvalConfig, EvalError, evaluate, report_json
 from pipeline.human.features import parse_groups
 from pipeline.human.model import ModelKind
 from pipeline.human.train import TrainConfig, TrainError, train
-from pipeline.judging import model_path
+from pipeline.human.model import model_path
 
 human_app = typer.Typer(
     help="A model of the moves humans play: train it on games, measure it on held-out games.",

@@ -48,7 +48,7 @@ from pipeline.human.features import (
 from pipeline.human.schema import model_document_problem
 from search.errors import DiffimaxError
 
-__all__ = ["DEFAULT_MODEL", "HumanMoveModel", "ModelError", "MoverContext"]
+__all__ = ["DEFAULT_MODEL", "HumanMoveModel", "ModelError", "MoverContext", "model_path"]
 
 ModelKind = Literal["lightgbm", "linear"]
 # The file format: bump MODEL_VERSION on any change that an older reader would misread.
@@ -60,6 +60,11 @@ DEFAULT_MODEL: Final = Path(__file__).resolve().parent.parent / "samples" / "hum
 INTERACTING: Final = ("rating", "clock_fraction")
 
 FloatArray = npt.NDArray[np.float64]
+
+
+def model_path(spec: str) -> str:
+    """The file behind `--human-model SPEC` (`default`: the bundled model)."""
+    return str(DEFAULT_MODEL) if spec.lower() == "default" else spec
 
 
 class ModelError(DiffimaxError, ValueError):
