@@ -19,9 +19,8 @@ from pipeline.human.data import GameSample
 from pipeline.human.engine import EngineSettings
 from pipeline.human.evaluate import EvalConfig, EvalError, evaluate, report_json, report_text
 from pipeline.human.features import parse_groups
-from pipeline.human.model import ModelKind
+from pipeline.human.model import ModelKind, model_path
 from pipeline.human.train import TrainConfig, TrainError, train
-from pipeline.human.model import model_path
 
 human_app = typer.Typer(
     help="A model of the moves humans play: train it on games, measure it on held-out games.",
