@@ -22,7 +22,7 @@ import typer
 from pipeline.engines.backends import EngineOptions, default_engine, open_backend
 from pipeline.human.commands import human_app
 from pipeline.human.context import MoverContext, parse_pool
-from pipeline.ingest.sources import MAX_GAME_BYTES
+from pipeline.ingest.sources import MAX_GAME_BYTES, URL_TIMEOUT
 from pipeline.mine.config import MineConfig
 from pipeline.mine.plan import SAMPLE_GAMES, SAMPLE_POSITIONS
 from pipeline.mine.table import DEFAULT_TABLE_MB
@@ -413,6 +413,10 @@ def mine_config(
         float,
         typer.Option("--max-game-mb", help="Largest game (headers and movetext); a larger one is an error row."),
     ] = MAX_GAME_BYTES / (1 << 20),
+    url_timeout: Annotated[
+        float,
+        typer.Option("--url-timeout", help="Seconds a URL may send nothing before it is resumed (HTTP Range)."),
+    ] = URL_TIMEOUT,
     table_mb: Annotated[
         float,
         typer.Option("--table-mb", help="MiB of each worker's table of engine answers (repeats reuse them; 0: none)."),
@@ -493,6 +497,7 @@ def mine_config(
         shard_games=shard_games,
         shard_bytes=shard_bytes_of(shard_mb),
         max_game_bytes=shard_bytes_of(max_game_mb, "--max-game-mb"),
+        url_timeout=url_timeout,
         table_mb=table_mb,
         pool=parse_pool(pool),
     )

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
+from pipeline.ingest import sources
 from pipeline.ingest.games import Failed, Selected, read_games, split_games
 from pipeline.ingest.sources import (
     InputError,
@@ -32,6 +33,7 @@ from pipeline.ingest.sources import (
     shard_id_of,
 )
 from tests.conftest import GAMES
+from tests.loopback import Behaviour, FirstMode, RangeMode, RangeServer
 
 LICHESS_100 = GAMES / "lichess_100.pgn"
 PLAYER_B = GAMES / "lichess_player_b_1089.pgn"
@@ -380,10 +382,14 @@ def test_dropped_connection_keeps_what_was_read_and_says_why(server: _Server) ->
     server.claimed["/dropped.pgn"] = len(data)
     shards = list(iter_shards([f"{server.base}/dropped.pgn"], shard_games=100))
     assert b"".join(shard.data or b"" for shard in shards) == cut
-    assert shards[-1].stream_error is not None and shards[-1].stream_error.startswith("IncompleteRead")
+    # This server answers a Range request with the whole body (200): the break cannot be resumed.
+    assert (shards[-1].stream_error or "").startswith("StreamBroken: IncompleteRead")
+    assert (shards[-1].stream_error or "").endswith(
+        "not resumed: the server answered a Range request with 200, not 206 (Partial Content)"
+    )
     outcomes = [outcome for shard in shards for outcome in read_games(shard)]
     assert isinstance(outcomes[-1], Failed)
-    assert outcomes[-1].reason.startswith(f"source unreadable after byte {len(cut)}: IncompleteRead")
+    assert outcomes[-1].reason.startswith(f"source unreadable after byte {len(cut)}: StreamBroken: IncompleteRead")
 
 
 def test_missing_url_is_one_clear_error(server: _Server) -> None:
@@ -508,3 +514,77 @@ def test_reading_a_range_over_a_giant_game_holds_about_one_cap(tmp_path: Path) -
         tracemalloc.stop()
     assert tail.data == b"".join(games[2:]) and not tail.skipped
     assert peak < 8 << 20, f"peak {peak / (1 << 20):.1f} MiB"
+
+
+# -- issue 18, item 3: a URL that stalls or drops is resumed with Range requests ------------------
+
+
+@pytest.fixture
+def quick_resumes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resume tries without the real waits (1 s doubling to 16 s)."""
+    monkeypatch.setattr(sources, "RESUME_DELAYS", (0.01,) * 5)
+
+
+def player_b_zst() -> tuple[bytes, bytes]:
+    """player_b as zstd (several frames, so a cut falls inside one), and its plain bytes."""
+    data = PLAYER_B.read_bytes()
+    compressor = zstandard.ZstdCompressor()
+    third = len(data) // 3
+    return b"".join(compressor.compress(data[i : i + third]) for i in range(0, len(data), third)), data
+
+
+@pytest.mark.parametrize("first", ["drop", "stall"])
+def test_a_url_that_drops_or_stalls_is_resumed_where_it_broke_off(quick_resumes: None, first: FirstMode) -> None:
+    """On main the stream ended there with IncompleteRead or TimeoutError in `stream_error`."""
+    body, data = player_b_zst()
+    cut = len(body) // 2 + 12_345  # inside a zstd frame: the decoder never sees the break
+    with RangeServer(Behaviour(body, first=first, cut=cut, hold=10)) as server:
+        timeout = {"url_timeout": 0.5} if first == "stall" else {}  # a drop needs no timeout
+        shards = list(iter_shards([f"{server.url}/b.pgn.zst"], shard_games=100, **timeout))
+    assert [shard.stream_error for shard in shards if shard.stream_error] == []
+    assert b"".join(shard.data or b"" for shard in shards) == data
+    assert server.behaviour.requests == [(None, None), (f"bytes={cut}-", '"v1"')]
+
+
+def test_a_url_that_drops_often_is_resumed_each_time_it_moves_on(quick_resumes: None) -> None:
+    """The tries are counted from the last byte that arrived: 30 drops, each after progress, are fine."""
+    data = PLAYER_B.read_bytes()
+    with RangeServer(Behaviour(data, first="drop", cut=len(data) // 2)) as server:
+        body = sources.HttpBody(f"{server.url}/b.pgn", delays=(0.01,))
+        read = bytearray()
+        while block := body.read1(len(data) // 30):
+            read += block
+            if len(read) < len(data) and body.resumes < 30:  # drop the connection under it, as a network would
+                body.response.close()
+        body.close()
+    assert bytes(read) == data and body.resumes >= 30
+
+
+@pytest.mark.parametrize(
+    ("ranges", "accept", "why"),
+    [
+        ("ignore", "bytes", "not resumed: the server answered a Range request with 200, not 206 (Partial Content)"),
+        (
+            "etag",
+            "bytes",
+            """not resumed: the content changed since the download started (ETag was '"v1"', now '"v2"')""",
+        ),
+        ("wrong", "bytes", "not resumed: Content-Range 'bytes 5001-"),
+        ("empty", None, "not resumed after 5 tries ()"),
+        ("ok", "none", "not resumed: the server does not accept Range requests"),
+    ],
+)
+def test_a_url_that_cannot_be_resumed_ends_its_stream_saying_why(
+    quick_resumes: None, ranges: RangeMode, accept: str | None, why: str
+) -> None:
+    """Nothing of another content, or from another offset, is ever read on."""
+    data = PLAYER_B.read_bytes()
+    behaviour = Behaviour(data, first="drop", cut=5000, ranges=ranges, accept_ranges=accept)
+    with RangeServer(behaviour) as server:
+        shards = list(iter_shards([f"{server.url}/b.pgn"], shard_games=100))
+    error = shards[-1].stream_error or ""
+    assert error.startswith("StreamBroken: IncompleteRead") and " at byte 5,000 of the body; " in error, error
+    assert why in error, error
+    assert b"".join(shard.data or b"" for shard in shards) == data[:5000]  # nothing of another content
+    tries = [asked for asked, _ in behaviour.requests[1:]]
+    assert tries == ([] if accept == "none" else ["bytes=5000-"] * (5 if ranges == "empty" else 1))

@@ -25,6 +25,7 @@ import zstandard
 from pipeline.dataset.queries import run_query
 from pipeline.ingest.games import split_games
 from tests.conftest import GAMES, ROOT, run_cli
+from tests.loopback import Behaviour, FirstMode, RangeServer
 from tests.processes import assert_session_ends, session_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
@@ -211,3 +212,41 @@ def test_a_giant_game_in_a_plain_pgn_is_one_error_row_and_the_games_after_it_are
     others = [start for start, _ in split_games(path.read_bytes()) if start != offset]
     written = [row[0] for row in run_query(out, "select byte_offset from games order by byte_offset").rows]
     assert set(written) <= set(others) and max(written) > offset  # the games after it were mined
+
+
+# -- item 3: a URL that stalls or drops is resumed with HTTP Range requests where the server allows --
+
+MATERIAL = ["--engine", "material", "--workers", "1", "--human-model", "none", "--plies", "10-10", "--shard-games", "5"]
+
+
+@pytest.mark.parametrize("first", ["drop", "stall"])
+def test_a_url_that_drops_or_stalls_mid_frame_is_resumed_and_every_game_is_mined(
+    tmp_path: Path, first: FirstMode
+) -> None:
+    """The .pgn.zst's connection breaks inside a zstd frame (closed short of its Content-Length, or
+    silent past --url-timeout 3); the server answers Range requests. On main the job stopped with
+    exit 1 ("broke off after byte 0": the frame never completed, nothing was committed) and never
+    asked for the rest."""
+    data = (GAMES / "lichess_100.pgn").read_bytes()
+    body = zstandard.ZstdCompressor(level=3).compress(data)
+    cut = len(body) // 3 + 777
+    behaviour = Behaviour(body, first=first, cut=cut, hold=30)
+    out = tmp_path / "run"
+    with RangeServer(behaviour) as server:
+        timeout = ["--url-timeout", "3"] if first == "stall" else []  # a drop needs no timeout
+        mined = run_cli("mine", f"{server.url}/games.pgn.zst", "--out", str(out), *MATERIAL, *timeout)
+    assert mined.returncode == 0, mined.stderr[-3000:]
+    assert [asked for asked, _ in behaviour.requests if asked is not None] == [f"bytes={cut}-"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert (manifest["games_read"], manifest["games_error"], manifest["shards_committed"]) == (100, 0, 20)
+
+
+def test_url_timeout_must_be_above_0(tmp_path: Path) -> None:
+    for bad in ("0", "-1", "nan"):
+        refused = run_cli("mine", str(GAMES / "lichess_100.pgn"), "--out", str(tmp_path / "run"), "--url-timeout", bad)
+        assert refused.returncode == 1
+        assert refused.stderr.strip().splitlines() == [
+            f"diffimax: error: invalid --url-timeout {float(bad)!r}: must be a number of seconds above 0"
+        ]
+        assert not (tmp_path / "run").exists()
+

@@ -31,6 +31,7 @@ import hashlib
 import http.client
 import os
 import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -60,8 +61,11 @@ GAME_START = b"[Event "
 NEWLINE_GAME_START = b"\n" + GAME_START
 # Decompressed bytes read per call while streaming.
 READ_BLOCK = 1 << 20
-# Seconds before a URL that sends nothing is given up.
+# Seconds a URL may send nothing before its connection is given up (`--url-timeout`), and resumed.
 URL_TIMEOUT = 60.0
+# Seconds waited before each try to resume a URL that broke off (a Range request): the k-th try
+# since the last byte arrived waits RESUME_DELAYS[k]; after the last, the stream has failed.
+RESUME_DELAYS: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0)
 # The largest game a stream may hold, headers and movetext (`--max-game-mb`): a larger one is
 # recorded as an error and skipped up to the next game start, so that the reader's memory stays
 # bounded whatever the input (a decompression bomb of one endless game or header line). The
@@ -237,20 +241,22 @@ def expand_inputs(inputs: Sequence[str]) -> list[str]:
 
 
 @contextlib.contextmanager
-def open_stream(source: str) -> Iterator[BinaryIO]:
+def open_stream(source: str, url_timeout: float = URL_TIMEOUT) -> Iterator[BinaryIO]:
     """The decompressed bytes of a source as a forward-only binary stream. A URL is fetched with
-    urllib and decompressed as it arrives; InputError if it cannot be opened."""
+    urllib and decompressed as it arrives (`HttpBody`: a break is resumed with Range requests, below
+    the decompressor); InputError if it cannot be opened."""
     compression = compression_of(source)
     with contextlib.ExitStack() as stack:
         raw: BinaryIO
         if is_url(source):
             try:
-                response = stack.enter_context(urllib.request.urlopen(source, timeout=URL_TIMEOUT))
-                raw = cast(BinaryIO, HttpBody(response))
+                body = HttpBody(source, url_timeout)
             except urllib.error.HTTPError as error:
                 raise InputError(f"cannot open {source!r}: HTTP {error.code} {error.reason}") from error
             except (urllib.error.URLError, OSError) as error:
                 raise InputError(f"cannot open {source!r}: {error}") from error
+            stack.callback(body.close)
+            raw = cast(BinaryIO, body)
         else:
             try:
                 raw = stack.enter_context(open(source, "rb"))
@@ -268,20 +274,122 @@ def open_stream(source: str) -> Iterator[BinaryIO]:
         yield stream
 
 
-class HttpBody:
-    """An HTTP response body, read as it arrives. A connection that closes before Content-Length
-    bytes raises IncompleteRead (`HTTPResponse.read1` would just end, and the loss go unseen)."""
+class StreamBroken(OSError):
+    """A URL's body broke off (a stall past the timeout, a connection closed short of its length)
+    and could not be resumed: the message says where, why, and why it was not resumed."""
 
-    def __init__(self, response: http.client.HTTPResponse) -> None:
-        self._response = response
+
+# A Content-Range header of a 206 answer: first and last byte, and the total (or `*`).
+_CONTENT_RANGE = re.compile(r"\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*", re.IGNORECASE)
+# HTTP statuses worth trying again when a resume is refused (the server busy or overloaded).
+_TRANSIENT_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+
+
+class HttpBody:
+    """An HTTP response body, read as it arrives (`read1`), resumed where it broke off.
+
+    A connection that closes before Content-Length bytes raises IncompleteRead (`HTTPResponse.read1`
+    would just end, and the loss go unseen); no byte for `timeout` seconds raises TimeoutError.
+    Either is resumed with an HTTP Range request for the bytes from the offset reached on
+    (`bytes=N-`), after a wait of RESUME_DELAYS[k] for the k-th try since the last byte arrived, so
+    at most len(RESUME_DELAYS) tries per point of the body. A resumed answer is taken only if it is
+    a 206 whose Content-Range starts at that offset and has the first answer's total length, and
+    whose ETag and Last-Modified are the first answer's (sent as If-Range too): anything else means
+    the server cannot resume, or the content changed, and raises StreamBroken. The offsets are in
+    the bytes as served (compressed, for a `.pgn.zst`), so a resume is invisible to the decoder."""
+
+    def __init__(self, url: str, timeout: float = URL_TIMEOUT, delays: Sequence[float] | None = None) -> None:
+        self.url = url
+        self.timeout = timeout
+        self.delays = tuple(RESUME_DELAYS if delays is None else delays)
+        self.position = 0  # bytes of the body delivered
+        self.failures = 0  # tries to resume since the last byte arrived
+        self.resumes = 0  # resumed answers taken
+        self.response: http.client.HTTPResponse = urllib.request.urlopen(url, timeout=timeout)
+        headers = self.response.headers
+        self.total = self.response.length  # None: no Content-Length
+        self.etag: str | None = headers.get("ETag")
+        self.last_modified: str | None = headers.get("Last-Modified")
+        self.ranges = (headers.get("Accept-Ranges") or "").strip().lower() != "none"
 
     def read1(self, size: int = -1) -> bytes:
-        block = self._response.read1(size)
-        if not block and self._response.length:
-            raise http.client.IncompleteRead(b"", self._response.length)
-        return block
+        while True:
+            try:
+                block = self.response.read1(size)
+                if not block and self.response.length:
+                    raise http.client.IncompleteRead(b"", self.response.length)
+            except (OSError, http.client.HTTPException) as failure:
+                if isinstance(failure, StreamBroken):
+                    raise
+                self.resume(failure)
+                continue
+            if block:
+                self.position += len(block)
+                self.failures = 0
+            return block
 
     read = read1
+
+    def close(self) -> None:
+        self.response.close()
+
+    def resume(self, failure: BaseException) -> None:
+        """Open the body again from `position` on, or raise StreamBroken saying why not."""
+        broke = f"{type(failure).__name__}: {failure} at byte {self.position:,} of the body"
+        with contextlib.suppress(Exception):
+            self.response.close()
+        if not self.ranges:
+            raise StreamBroken(f"{broke}; not resumed: the server does not accept Range requests") from failure
+        last = ""
+        while self.failures < len(self.delays):
+            time.sleep(self.delays[self.failures])
+            self.failures += 1
+            request = urllib.request.Request(self.url, headers={"Range": f"bytes={self.position}-"})
+            validator = self.etag if self.etag and not self.etag.startswith("W/") else self.last_modified
+            if validator:
+                request.add_header("If-Range", validator)
+            try:
+                response = urllib.request.urlopen(request, timeout=self.timeout)
+            except urllib.error.HTTPError as error:
+                error.close()
+                if error.code not in _TRANSIENT_STATUSES:
+                    raise StreamBroken(
+                        f"{broke}; not resumed: HTTP {error.code} {error.reason} to a Range request"
+                    ) from failure
+                last = f"HTTP {error.code} {error.reason}"
+                continue
+            except (urllib.error.URLError, OSError) as error:
+                last = f"{type(error).__name__}: {error}"
+                continue
+            refused = self.refusal(response)
+            if refused is not None:
+                response.close()
+                raise StreamBroken(f"{broke}; not resumed: {refused}") from failure
+            self.response = response
+            self.resumes += 1
+            return
+        raise StreamBroken(f"{broke}; not resumed after {len(self.delays)} tries ({last})") from failure
+
+    def refusal(self, response: http.client.HTTPResponse) -> str | None:
+        """Why a resumed answer cannot continue the body (None if it can)."""
+        headers = response.headers
+        for name, was in (("ETag", self.etag), ("Last-Modified", self.last_modified)):
+            now = headers.get(name)
+            if was is not None and now is not None and now != was:
+                return f"the content changed since the download started ({name} was {was!r}, now {now!r})"
+        if response.status != 206:
+            return f"the server answered a Range request with {response.status}, not 206 (Partial Content)"
+        found = _CONTENT_RANGE.fullmatch(headers.get("Content-Range") or "")
+        if found is None:
+            return f"a 206 answer without a readable Content-Range ({headers.get('Content-Range')!r})"
+        first, last, total = int(found[1]), int(found[2]), found[3]
+        expected = "*" if self.total is None else str(self.total)
+        if first != self.position or (self.total is not None and (total != expected or last != int(expected) - 1)):
+            return (
+                f"Content-Range {headers.get('Content-Range')!r} does not continue the body "
+                f"(bytes {self.position}-… of {expected} expected)"
+            )
+        return None
 
 
 class ZstdStream:
@@ -342,7 +450,12 @@ STREAM_ERRORS: tuple[type[BaseException], ...] = (
 
 
 def iter_shards(
-    inputs: Sequence[str], *, shard_bytes: int = 32 << 20, shard_games: int = 2000, max_game_bytes: int = MAX_GAME_BYTES
+    inputs: Sequence[str],
+    *,
+    shard_bytes: int = 32 << 20,
+    shard_games: int = 2000,
+    max_game_bytes: int = MAX_GAME_BYTES,
+    url_timeout: float = URL_TIMEOUT,
 ) -> Iterator[Shard]:
     """Every shard of every input, lazily and in input order.
 
@@ -355,8 +468,9 @@ def iter_shards(
     sources = expand_inputs(inputs)
     for source_index, source in enumerate(sources):
         yield from source_shards(
-            source, source_index, shard_bytes=shard_bytes, shard_games=shard_games, max_game_bytes=max_game_bytes
-        )
+            source, source_index, shard_bytes=shard_bytes, shard_games=shard_games, max_game_bytes=max_game_bytes,
+            url_timeout=url_timeout,
+        )  # fmt: skip
 
 
 def is_stream(source: str) -> bool:
@@ -365,13 +479,19 @@ def is_stream(source: str) -> bool:
 
 
 def source_shards(
-    source: str, source_index: int, *, shard_bytes: int, shard_games: int, max_game_bytes: int = MAX_GAME_BYTES
+    source: str,
+    source_index: int,
+    *,
+    shard_bytes: int,
+    shard_games: int,
+    max_game_bytes: int = MAX_GAME_BYTES,
+    url_timeout: float = URL_TIMEOUT,
 ) -> Iterator[Shard]:
     """The shards of one expanded source (`iter_shards` for one input): range shards of a plain
     local file, cut with no I/O, or the stream shards of a compressed file or a URL, read as they
     are cut (a game above `max_game_bytes` becomes a shard of its own that says it was skipped)."""
     if is_stream(source):
-        return _stream_shards(source, source_index, shard_games, max_game_bytes)
+        return _stream_shards(source, source_index, shard_games, max_game_bytes, url_timeout)
     return _range_shards(source, source_index, shard_bytes, max_game_bytes)
 
 
@@ -495,7 +615,11 @@ class _StreamCutter:
 
 
 def _stream_shards(
-    source: str, source_index: int, shard_games: int, max_game_bytes: int = MAX_GAME_BYTES
+    source: str,
+    source_index: int,
+    shard_games: int,
+    max_game_bytes: int = MAX_GAME_BYTES,
+    url_timeout: float = URL_TIMEOUT,
 ) -> Iterator[Shard]:
     """Cut the decompressed stream before every `shard_games`-th game start. The first shard also
     holds whatever precedes the first game. A game above `max_game_bytes` is skipped up to the
@@ -503,7 +627,7 @@ def _stream_shards(
     the bytes held stay under `max_game_bytes` plus `shard_games` games whatever the stream."""
     cutter = _StreamCutter(source, source_index, shard_games, max_game_bytes)
     error: str | None = None
-    with open_stream(source) as stream:
+    with open_stream(source, url_timeout) as stream:
         while True:
             try:
                 block = _read_block(stream)

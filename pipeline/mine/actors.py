@@ -86,15 +86,17 @@ def write(root: str, shard: Shard, counts: ShardCounts, tables: ShardTables, *pa
 
 
 def read_stream(
-    source: str, source_index: int, shard_bytes: int, shard_games: int, max_game_bytes: int
+    source: str, source_index: int, shard_bytes: int, shard_games: int, max_game_bytes: int, url_timeout: float
 ) -> Iterator[Any]:
     """The stream reader (a Ray generator task): for each shard of a compressed file or a URL, its
     description (without its bytes), then its bytes, as two objects, so that the driver reads the
     small one and passes the other on by reference. A game above `max_game_bytes` is skipped
-    (`pipeline.ingest.sources.MAX_GAME_BYTES`): what the reader holds stays bounded."""
+    (`pipeline.ingest.sources.MAX_GAME_BYTES`): what the reader holds stays bounded. A URL that
+    sends nothing for `url_timeout` seconds or closes early is resumed (`HttpBody`)."""
     shards = source_shards(
-        source, source_index, shard_bytes=shard_bytes, shard_games=shard_games, max_game_bytes=max_game_bytes
-    )
+        source, source_index, shard_bytes=shard_bytes, shard_games=shard_games, max_game_bytes=max_game_bytes,
+        url_timeout=url_timeout,
+    )  # fmt: skip
     for shard in shards:
         yield dataclasses.replace(shard, data=None)
         yield shard.data or b""

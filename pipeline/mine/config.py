@@ -17,7 +17,7 @@ from pipeline.engines.backends import EngineOptions, effective_engine_options
 from pipeline.human.context import Pool
 from pipeline.ingest.games import GameFilter
 from pipeline.ingest.pins import changed_input
-from pipeline.ingest.sources import MAX_GAME_BYTES
+from pipeline.ingest.sources import MAX_GAME_BYTES, URL_TIMEOUT
 from pipeline.mine.table import DEFAULT_TABLE_MB
 from pipeline.mine.work import HumanEvidence, Judging, primary_judge
 from schemas.dataset import SCHEMA_VERSION
@@ -69,6 +69,9 @@ class MineConfig:
     max_game_bytes: int = MAX_GAME_BYTES
     """The largest game an input may hold (`--max-game-mb`): a larger one is an error row, and
     reading goes on at the next game start."""
+    url_timeout: float = URL_TIMEOUT
+    """Seconds a URL may send nothing before its connection is resumed with a Range request
+    (`--url-timeout`); not part of the identity (rows never depend on it)."""
 
     def __post_init__(self) -> None:
         if not self.inputs:
@@ -82,6 +85,9 @@ class MineConfig:
             raise SettingsError(f"invalid --shard-games {self.shard_games!r}: must be a whole number >= 1")
         if isinstance(self.max_game_bytes, bool) or not isinstance(self.max_game_bytes, int) or self.max_game_bytes < 1:
             raise SettingsError(f"invalid game size cap {self.max_game_bytes!r} bytes: --max-game-mb must be above 0")
+        if not (isinstance(self.url_timeout, (int, float)) and not isinstance(self.url_timeout, bool)
+                and 0 < self.url_timeout < 1e9):  # fmt: skip
+            raise SettingsError(f"invalid --url-timeout {self.url_timeout!r}: must be a number of seconds above 0")
         if isinstance(self.shard_bytes, bool) or not isinstance(self.shard_bytes, int) or self.shard_bytes < 1:
             raise SettingsError(f"invalid shard size {self.shard_bytes!r} bytes: --shard-mb must be above 0")
         if not (isinstance(self.table_mb, (int, float)) and not isinstance(self.table_mb, bool)

@@ -292,8 +292,9 @@ class ShardFeed:
                 index, source = self.sources.pop(0)
                 if is_stream(source):
                     self.stream = self.reader.options(_generator_backpressure_num_objects=2 * STREAM_LOOKAHEAD).remote(
-                        source, index, config.shard_bytes, config.shard_games, config.max_game_bytes
-                    )
+                        source, index, config.shard_bytes, config.shard_games, config.max_game_bytes,
+                        config.url_timeout,
+                    )  # fmt: skip
                 else:
                     self.ranges = source_shards(
                         source, index, shard_bytes=config.shard_bytes, shard_games=config.shard_games,
