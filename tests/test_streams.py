@@ -25,7 +25,7 @@ import zstandard
 from pipeline.dataset.queries import run_query
 from pipeline.ingest.games import split_games
 from tests.conftest import GAMES, ROOT, run_cli
-from tests.loopback import Behaviour, FirstMode, RangeServer
+from tests.loopback import Behaviour, FirstMode, RangeMode, RangeServer
 from tests.processes import assert_session_ends, session_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
@@ -250,3 +250,58 @@ def test_url_timeout_must_be_above_0(tmp_path: Path) -> None:
         ]
         assert not (tmp_path / "run").exists()
 
+
+@pytest.mark.parametrize(
+    ("first", "ranges", "cut_game"),
+    [("trickle", "ok", 12), ("stall", "ok", 0), ("drop", "empty", 0)],
+    ids=["trickling-after-12-games", "silent-from-the-start", "resume-tries-failing"],
+)
+def test_a_slow_or_broken_url_blocks_no_commit_and_sigterm_ends_the_job_within_5_seconds(
+    tmp_path: Path, first: FirstMode, ranges: RangeMode, cut_game: int
+) -> None:
+    """12 games at once and then one byte every 2 s (for at most 150 s): the 6 shards of 2 games
+    before the trickle are committed while it goes on, and SIGTERM then ends the job (exit 143)
+    within 5 s, leaving no process of it (the issue saw every commit blocked and SIGTERM ignored for
+    over 60 s; main already passes this). The same SIGTERM while the URL has sent nothing for less
+    than its timeout, and while the reader waits between failing resume tries (1 s doubling to
+    16 s), before anything was committed."""
+    data = (GAMES / "lichess_100.pgn").read_bytes()
+    starts = [offset for offset, _ in split_games(data)]
+    cut = starts[cut_game] + len(b"[Event ") if cut_game else 100
+    behaviour = Behaviour(data, first=first, cut=cut, trickle=2.0, hold=150, ranges=ranges)
+    out = tmp_path / "run"
+    with RangeServer(behaviour) as server:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pipeline.cli", "mine", f"{server.url}/games.pgn", "--out", str(out), *MATERIAL[:-1],
+             "2"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 150
+            if cut_game:
+                committed = 0
+                while committed < 6:
+                    assert process.poll() is None, process.communicate()[1][-3000:]
+                    assert time.monotonic() < deadline, f"{committed} of 6 shards committed while the URL trickles"
+                    time.sleep(0.5)
+                    committed = len(list((out / "shards").glob("*/_shard.json")))
+                assert len(behaviour.requests) == 1 and not server.stopping.is_set()  # still trickling
+            else:
+                while len(behaviour.requests) < (2 if first == "drop" else 1):  # the reader waits, or tries again
+                    assert process.poll() is None and time.monotonic() < deadline, "the stream reader did not start"
+                    time.sleep(0.2)
+                time.sleep(2)
+            sent = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            _, stderr = process.communicate(timeout=60)
+            took = time.monotonic() - sent
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.communicate(timeout=60)
+    assert process.returncode == 143, stderr[-3000:]
+    assert took <= 5, f"SIGTERM took {took:.1f} s"
+    if cut_game:
+        assert "interrupted; 6 shards committed" in stderr and "--resume" in stderr, stderr[-3000:]
+    else:
+        assert "interrupted; nothing was committed" in stderr and not out.exists(), stderr[-3000:]
+    assert_session_ends(process.pid)
