@@ -18,6 +18,12 @@ NATIVE_DEFAULT_DEPTH = 3
 UCI_DEFAULT_DEPTH = 2
 
 
+def is_whole(value: object, minimum: int | None = None) -> bool:
+    """Whether `value` is an int (a bool is not) and, when `minimum` is given, at least it: the one
+    check behind every "a whole number >= N" setting."""
+    return isinstance(value, int) and not isinstance(value, bool) and (minimum is None or value >= minimum)
+
+
 class SettingsError(DiffimaxError, ValueError):
     """A DiffiMax setting is impossible (T > R, scope 1, a negative depth or dip, ...)."""
 
