@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from search.settings import DiffiMaxSettings, SettingsError
+from search.settings import DiffiMaxSettings, SettingsError, is_whole
 from search.values import MATE_BOUND, Value, is_mate_score
 
 Judge = Literal["dip", "trappy", "human", "model", "practical"]
@@ -120,7 +120,7 @@ class JudgeSettings:
     def __post_init__(self) -> None:
         if not self.judges:
             raise SettingsError("no judge chosen: give at least one of " + ", ".join(JUDGES))
-        if isinstance(self.trappy_k, bool) or not isinstance(self.trappy_k, int) or self.trappy_k < 1:
+        if not is_whole(self.trappy_k, 1):
             raise SettingsError(f"invalid trappy k {self.trappy_k!r}: must be a whole number >= 1")
         if isinstance(self.practical_shallow_k, bool) or self.practical_shallow_k < 0:
             raise SettingsError(f"invalid practical shallow k {self.practical_shallow_k!r}: must be >= 0")

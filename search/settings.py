@@ -58,7 +58,7 @@ class DiffiMaxSettings:
     """How much the setter may give up for a trap line; None means unbounded (exhaustive)."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.depth, bool) or not isinstance(self.depth, int) or self.depth < 0:
+        if not is_whole(self.depth, 0):
             raise SettingsError(f"invalid search depth {self.depth!r}: must be a whole number >= 0")
         if self.scope not in SCOPES:
             raise SettingsError(f"invalid scope {self.scope!r}: expected 2, 3, 4, 5 or all")

@@ -47,7 +47,7 @@ from search.analysis import ResponseValue
 from search.backend import Backend, Level, ReplyValues
 from search.chessgame import ChessGame, FenError, board_from_fen
 from search.diffimax import DiffiMaxResult
-from search.settings import DiffiMaxSettings, SettingsError
+from search.settings import DiffiMaxSettings, SettingsError, is_whole
 from search.traversal import walk
 from search.values import MATE, MATE_BOUND, Value
 
@@ -103,12 +103,12 @@ class EngineLimits:
         if self.nodes is None and self.depth is None and self.movetime is None:
             raise SettingsError("engine limits: give at least one of nodes, depth, movetime")
         for name, amount in (("nodes", self.nodes), ("depth", self.depth)):
-            if amount is not None and (isinstance(amount, bool) or not isinstance(amount, int) or amount < 1):
+            if amount is not None and not is_whole(amount, 1):
                 raise SettingsError(f"invalid engine {name} {amount!r}: must be a whole number >= 1")
         if self.movetime is not None and not (math.isfinite(self.movetime) and self.movetime > 0):
             raise SettingsError(f"invalid engine movetime {self.movetime!r}: must be > 0 seconds")
         for name, factor in (("deeper factor", self.deeper_factor), ("probe divisor", self.probe_divisor)):
-            if factor is not None and (isinstance(factor, bool) or not isinstance(factor, int) or factor < 1):
+            if factor is not None and not is_whole(factor, 1):
                 raise SettingsError(f"invalid engine {name} {factor!r}: must be a whole number >= 1")
 
     def deeper(self) -> EngineLimits:
@@ -215,7 +215,7 @@ class UciBackend:
         shallow: EngineLimits | None = None,
     ) -> None:
         for label, amount in (("threads", threads), ("hash", hash_mb)):
-            if isinstance(amount, bool) or not isinstance(amount, int) or amount < 1:
+            if not is_whole(amount, 1):
                 raise SettingsError(f"invalid engine {label} {amount!r}: must be a whole number >= 1")
         if not (math.isfinite(timeout) and timeout > 0):
             raise SettingsError(f"invalid engine timeout {timeout!r}: must be > 0 seconds")

@@ -67,6 +67,7 @@ from pipeline.human.model import (
     softmax_groups,
 )
 from search.errors import DiffimaxError
+from search.settings import is_whole
 
 # The examples' names stay importable from here (callers, and work Ray pickled by reference).
 __all__ = [
@@ -172,7 +173,7 @@ class TrainConfig:
                 raise TrainError(f"the sample rate of {source!r} must be in (0, 1], not {rate!r}")
         for name in ("num_leaves", "max_rounds", "early_stopping", "min_data_in_leaf", "max_bin", "threads", "workers"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not is_whole(value, 1):
                 raise TrainError(f"{name} must be a whole number >= 1, not {value!r}")
         for name in ("learning_rate", "feature_fraction", "bagging_fraction"):
             value = getattr(self, name)
