@@ -21,23 +21,18 @@ import chess.polyglot
 import pytest
 import zstandard
 
-from pipeline.ingest.games import (
+from pipeline.ingest.games import Failed, Filtered, GameOutcome, Selected, read_games, read_pgn_bytes
+from pipeline.ingest.headers import (
     TIME_CONTROL_CLASSES,
-    Failed,
-    Filtered,
     FilterError,
     GameFilter,
-    GameOutcome,
-    Selected,
     is_rated,
     parse_time_control,
     parse_time_control_class,
-    read_games,
-    read_pgn_bytes,
-    split_games,
-    to_signed64,
 )
 from pipeline.ingest.sources import iter_shards
+from pipeline.ingest.split import split_games
+from schemas.dataset import to_signed64
 from tests.conftest import GAMES
 
 LICHESS_100 = GAMES / "lichess_100.pgn"
