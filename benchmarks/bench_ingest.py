@@ -46,10 +46,12 @@ import chess
 import chess.pgn
 import zstandard
 
-from pipeline.ingest.games import GameFilter, Selected, read_games, read_pgn_bytes, to_signed64
+from pipeline.ingest.games import Selected, read_games, read_pgn_bytes
+from pipeline.ingest.headers import GameFilter
 from pipeline.ingest.sources import iter_shards
 from pipeline.mine.config import MineConfig
 from pipeline.mine.shards import prepare_shard
+from schemas.dataset import to_signed64
 from search.chessgame import zobrist
 
 GAMES = Path(__file__).resolve().parents[2] / "shared" / "data" / "games"

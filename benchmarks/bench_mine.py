@@ -25,7 +25,8 @@ import chess
 import ray
 
 from pipeline.engines.backends import EngineOptions
-from pipeline.ingest.games import GameFilter, Selected, read_games
+from pipeline.ingest.games import Selected, read_games
+from pipeline.ingest.headers import GameFilter
 from pipeline.ingest.sources import iter_shards
 from pipeline.mine.driver import MineConfig, run
 from pipeline.mine.work import AnalysisUnit, Judging, analyse_unit

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import ray
 
-from pipeline.ingest.games import GameFilter
+from pipeline.ingest.headers import GameFilter
 from pipeline.mine.driver import MineConfig, run
 from pipeline.outputs.puzzles import DEFAULT_NODES, PuzzleReport, generate_puzzles
 from search.judges import JudgeSettings

@@ -35,7 +35,8 @@ from pipeline.evaluate.known_traps import KnownTrap, load_known_traps
 from pipeline.human.cluster import project_runtime_env
 from pipeline.human.context import MoverContext, pool_of
 from pipeline.human.corpus import Corpus
-from pipeline.ingest.games import GameFilter, Selected, read_games
+from pipeline.ingest.games import Selected, read_games
+from pipeline.ingest.headers import GameFilter
 from pipeline.ingest.sources import iter_shards
 from pipeline.judging import MoveModel, judge_position
 from search.errors import DiffimaxError

@@ -181,7 +181,8 @@ def shard_records(
 ) -> Iterator[GameRecord]:
     """The standard-chess games of one shard (see `pgn_games`): a unit of work a Ray task can take.
     Games left out by `games` are not counted anywhere."""
-    from pipeline.ingest.games import Failed, Filtered, GameFilter, Selected, read_games
+    from pipeline.ingest.games import Failed, Filtered, Selected, read_games
+    from pipeline.ingest.headers import GameFilter
     from pipeline.ingest.sources import InputError
 
     rate = 1.0 if games is None else games.rate_of(shard.source)
