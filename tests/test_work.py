@@ -8,8 +8,9 @@ import pytest
 
 from pipeline.engines.backends import EngineOptions
 from pipeline.mine import work
+from pipeline.mine.occurrences import game_occurrences
 from pipeline.mine.table import AnalysisEntry, AnalysisTable, analysis_key, partition_of
-from pipeline.mine.work import AnalysisWorker, Judging, ProgressReporter, game_occurrences
+from pipeline.mine.work import AnalysisWorker, Judging, ProgressReporter
 from schemas.dataset import to_signed64
 from search.chessgame import zobrist
 from search.judges import JudgeSettings

@@ -16,10 +16,12 @@ import pyarrow.compute as pc
 
 from pipeline.dataset.store import stage_shard, table_of
 from pipeline.human.context import Pool
-from pipeline.ingest.games import Failed, GameFilter, GameRow, PositionRow, Selected, read_games
+from pipeline.ingest.games import Failed, GameRow, PositionRow, Selected, read_games
+from pipeline.ingest.headers import GameFilter
 from pipeline.ingest.sources import Shard
+from pipeline.mine.occurrences import Occurrence, occurrences_of
 from pipeline.mine.table import partition_of
-from pipeline.mine.work import Occurrence, PartOutcome, occurrences_of
+from pipeline.mine.work import PartOutcome
 from search.judges import win_drop
 from search.values import is_mate_score
 

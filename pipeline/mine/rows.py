@@ -1,0 +1,259 @@
+"""The rows of a judged position: the RESPONSES and TRAPS columns every occurrence of the position
+shares (`PositionResult`, built by `response_columns` and `trap_rows`), and the columns of one
+occurrence of it (`occurrence_rows`: the game, the ply, the move played and its class)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import chess
+
+from pipeline.judging import Judgement
+from search.judges import JUDGES, Judge, JudgeSettings, win_drop
+from search.settings import DiffiMaxSettings
+from search.values import Value
+
+
+@dataclass
+class PositionResult:
+    """One judged occurrence: the columns of its rows that do not depend on the game it came from."""
+
+    ply: int
+    position_key: int  # signed 64-bit Zobrist
+    game_id: str = ""  # the occurrence that was analysed; repeats elsewhere reuse this result
+    error: str | None = None
+    response: dict[str, Any] = field(default_factory=dict)  # RESPONSES columns common to repeats
+    traps: list[dict[str, Any]] = field(default_factory=list)  # TRAPS columns common to repeats
+    seconds: float = 0.0
+    engine_calls: int = 0  # engine searches this analysis asked for (0: every answer came from the table)
+
+
+def color_name(color: chess.Color) -> str:
+    return "white" if color == chess.WHITE else "black"
+
+
+def settings_columns(settings: DiffiMaxSettings, backend_name: str) -> dict[str, Any]:
+    return {
+        "reasonable_dip": settings.reasonable_dip,
+        "trap_dip": settings.trap_dip,
+        "scope": str(settings.scope),
+        "depth": settings.depth,
+        "backend": backend_name,
+    }
+
+
+# The choice columns of a position whose choices were not analysed.
+CHOICES_UNKNOWN: dict[str, Any] = {"choice_moves": None, "choice_trap_moves": None}
+
+
+def response_columns(
+    judgement: Judgement, judges: JudgeSettings, primary: Judge, setter: chess.Color
+) -> dict[str, Any]:
+    """The RESPONSES columns of a judged position that every occurrence shares (`judges` and
+    `primary`: the job's judges, `Judging.judges` and `Judging.primary`)."""
+    evidence = judgement.evidence
+    verdicts = judgement.verdicts.candidates
+    seed = judgement.seed
+    analysis = judgement.root_analysis
+    by_move = {} if analysis is None else {r.move: r for r in analysis.responses}
+    items = []
+    for reply in evidence.replies:
+        seeded = by_move.get(reply.move)
+        measured = evidence.measured(reply)  # (value, the node's value at the same level)
+        value: Value | None = None if seeded is None else seeded.value
+        base = evidence.best_value
+        if measured is not None:
+            value, base = measured
+        items.append(
+            {
+                "move": reply.move,
+                "value": value,
+                "exact": None if value is None else measured is not None,
+                "dip": None if value is None else value - base,
+                "win_drop": None if value is None else win_drop(base, value),
+                "probe_value": reply.probe_value,
+                "deeper_value": reply.deeper_value,
+                "shallow_value": reply.shallow_value,
+                "shallow_rank": reply.shallow_rank,
+                "model_p": reply.model_p,
+                "corpus_count": reply.corpus_count,
+                "excluded": reply.excluded,
+                "rank": None if seeded is None else seeded.rank,
+                "in_scope": None if seeded is None else seeded.in_scope,
+                "reasonable": None if seeded is None else seeded.reasonable,
+                **verdict_columns(verdicts, reply.move),
+            }
+        )
+    items.sort(key=lambda item: (item["value"] is None, item["value"] or 0, item["move"]))
+    columns: dict[str, Any] = {
+        "setter": color_name(setter),
+        "responder": color_name(not setter),
+        "value": evidence.best_value,
+        "best_move": evidence.best,
+        "legal": len(evidence.replies),
+        "meaningful": evidence.meaningful(),
+        "corpus_games": evidence.corpus_games,
+        "judges": sorted(judges.judges),
+        "primary_judge": primary,
+        "reasonable_count": None if analysis is None else analysis.reasonable_count,
+        "trap_ratio": None if analysis is None else analysis.trap_ratio,
+        "tree_traps": None if seed is None else len(seed.traps),
+        "analysed_nodes": None if seed is None else len(seed.analyses),
+        "responses": items,
+        "nodes": sum(judgement.nodes.values()),
+    }
+    for name in JUDGES:
+        found = verdicts.get(name)
+        columns[f"trap_node_{name}"] = None if found is None else bool(found)
+        columns[f"trap_count_{name}"] = None if found is None else len(found)
+    return columns
+
+
+def trap_rows(judgement: Judgement, board: chess.Board, setter: chess.Color, root_key: int) -> list[dict[str, Any]]:
+    """The TRAPS rows of a judged position: every root reply some judge names (with each judge's
+    verdict), and the dip judge's trap records deeper in its tree."""
+    evidence = judgement.evidence
+    verdicts = judgement.verdicts.candidates
+    seed = judgement.seed
+    analysis = judgement.root_analysis
+    ranks = {} if analysis is None else {r.move: r.alternative_rank for r in analysis.responses}
+    named = set().union(*verdicts.values()) if verdicts else set()
+    base_columns = {"root_key": root_key, "setter": color_name(setter), "responder": color_name(not setter)}
+    rows = []
+    fen = board.fen() if named else ""
+    for reply in evidence.replies:
+        measured = evidence.measured(reply)
+        if reply.move not in named or measured is None:
+            continue
+        value, base = measured
+        rows.append(
+            base_columns
+            | {
+                "path": [],
+                "node_fen": fen,
+                "node_ply": 0,
+                "best_move": evidence.best,
+                "best_value": base,
+                "move": reply.move,
+                "value": value,
+                "dip": value - base,
+                "win_drop": win_drop(base, value),
+                "rank": ranks.get(reply.move),
+                "refutation": list(judgement.lines.get(reply.move, ())),
+                "model_p": reply.model_p,
+                "shallow_rank": reply.shallow_rank,
+                "corpus_count": reply.corpus_count,
+                **verdict_columns(verdicts, reply.move),
+            }
+        )
+    for record in [] if seed is None else seed.traps:
+        if not record.path:
+            continue  # the root's dip candidates are the rows above
+        rows.append(
+            base_columns
+            | {
+                "path": list(record.path),
+                "node_fen": record.node,
+                "node_ply": len(record.path),
+                "best_move": record.best_move,
+                "best_value": record.best_value,
+                "move": record.move,
+                "value": record.value,
+                "dip": record.dip,
+                "win_drop": win_drop(record.best_value, record.value),
+                "rank": record.rank,
+                "refutation": list(record.refutation),
+                "model_p": None,
+                "shallow_rank": None,
+                "corpus_count": None,
+                **{f"by_{name}": (True if name == "dip" else None) for name in JUDGES},
+                "responder": record.responder,
+            }
+        )
+    return rows
+
+
+def verdict_columns(verdicts: Mapping[Judge, frozenset[str]], move: str) -> dict[str, bool | None]:
+    """`by_<judge>`: whether each judge names `move` (None where the judge gave no verdict)."""
+    return {f"by_{name}": (move in verdicts[name]) if name in verdicts else None for name in JUDGES}
+
+
+def played_class(response: dict[str, Any], move_played: str) -> tuple[str | None, dict[str, Any] | None]:
+    """What the human's move was at this root by the dip judge's classes (best, trap, reasonable,
+    unreasonable, excluded, out_of_scope; None without the dip judge), and its response entry."""
+    entry = next((r for r in response["responses"] if r["move"] == move_played), None)
+    if "dip" not in response["judges"] or entry is None:
+        return None, entry
+    if move_played == response["best_move"]:
+        return "best", entry
+    if entry["excluded"]:
+        return "excluded", entry
+    if entry["by_dip"]:
+        return "trap", entry
+    if not entry["reasonable"]:
+        return "unreasonable", entry
+    if not entry["in_scope"]:
+        return "out_of_scope", entry
+    return "reasonable", entry
+
+
+# Columns of a RESPONSES / TRAPS row that belong to one occurrence, not to the position.
+OCCURRENCE_COLUMNS = frozenset(
+    {
+        "chose_trap_move",
+        "game_id",
+        "ply",
+        "move_played",
+        "played_class",
+        "played_value",
+        "played_dip",
+        "played_exact",
+        "played_win_drop",
+        "played_model_p",
+        "played_excluded",
+        *(f"fell_{name}" for name in JUDGES),
+        "fell",
+        "reused",
+    }
+)
+
+
+def occurrence_rows(
+    result: PositionResult, game_id: str, ply: int, move_played: str, reused: bool
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The RESPONSES row and TRAPS rows of one occurrence of an analysed position."""
+    kind, entry = played_class(result.response, move_played)
+    choices = result.response.get("choice_moves")
+    row = {
+        "chose_trap_move": None if choices is None else move_played in result.response["choice_trap_moves"],
+        "game_id": game_id,
+        "ply": ply,
+        "position_key": result.position_key,
+        "move_played": move_played,
+        "played_class": kind,
+        "played_value": None if entry is None else entry["value"],
+        "played_dip": None if entry is None else entry["dip"],
+        "played_exact": None if entry is None else entry["exact"],
+        "played_win_drop": None if entry is None else entry["win_drop"],
+        "played_model_p": None if entry is None else entry["model_p"],
+        "played_excluded": None if entry is None else entry["excluded"],
+        **{f"fell_{name}": None if entry is None else entry[f"by_{name}"] for name in JUDGES},
+        "reused": reused,
+        **result.response,
+    }
+    traps = []
+    for trap in result.traps:
+        at_root = not trap["path"]
+        traps.append(
+            {
+                "game_id": game_id,
+                "ply": ply,
+                **trap,
+                "move_played": move_played if at_root else None,
+                "fell": (trap["move"] == move_played) if at_root else None,
+                "reused": reused,
+            }
+        )
+    return row, traps
