@@ -14,6 +14,9 @@ without more engine work (`measure`):
 
 Evidence is gathered with loose thresholds (every reply a variant could name gets a deep value)
 and with the shallow pass at several depths, so that the variants differ only in their rules.
+
+`run_harness` is the whole of `diffimax evaluate`: samples, evidence (or a saved evidence file),
+every variant's figures.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import statistics
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -364,14 +367,6 @@ def _record(item: dict[str, Any]) -> Record:
                   by_depth, item["nodes"])  # fmt: skip
 
 
-def batched(items: Sequence[Any], parts: int) -> Iterator[list[Any]]:
-    """`items` in `parts` interleaved batches (so each holds early and late positions alike)."""
-    for index in range(parts):
-        batch = list(items[index::parts])
-        if batch:
-            yield batch
-
-
 def _gather_specs(
     samples: list[Sample],
     engine: str,
@@ -468,3 +463,70 @@ def evaluate_records(
             row |= recall(traps, variant, settings)
         rows.append(row)
     return rows
+
+
+# -- the whole run ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HarnessRun:
+    """What `diffimax evaluate` reports: how the evidence was gathered, and every variant's figures."""
+
+    about: dict[str, Any]
+    rows: list[dict[str, Any]]
+
+
+def run_harness(
+    inputs: Sequence[str],
+    *,
+    engine: str,
+    options: EngineOptions,
+    settings: DiffiMaxSettings,
+    shallow_depths: Sequence[int] = SHALLOW_DEPTHS,
+    split: str = "held_out",
+    positions: int = 300,
+    seed: int = SAMPLE_SEED,
+    known_traps: str = "default",
+    trap_rating: int = KNOWN_TRAP_RATING,
+    model: str = "default",
+    corpus: str | None = None,
+    workers: int = 2,
+    save: str | None = None,
+    load: str | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> HarnessRun:
+    """The judge harness with the default judge settings: the evidence at `positions` samples of
+    the `split` games of `inputs` and at the known traps (`known_traps`: a PGN, 'default' or
+    'none'; the victim rated `trap_rating`, 0: none), gathered on `workers` Ray workers (or read
+    from the evidence file `load`, and written to `save`), measured for every variant.
+    `on_progress(done, total)` is told after each batch of gathered positions."""
+    base = JudgeSettings()
+    if load:
+        records, about = load_records(load)
+    else:
+        if split not in ("held_out", "tune", "train"):
+            raise HarnessError(f"invalid --split {split!r}: expected held_out, tune or train")
+        samples = game_samples(inputs, split, positions, seed=seed)  # type: ignore[arg-type]
+        if known_traps != "none":
+            samples += trap_samples(
+                None if known_traps == "default" else load_known_traps(known_traps), trap_rating or None
+            )
+        done = [0]
+
+        def tell(count: int) -> None:
+            done[0] += count
+            if on_progress is not None:
+                on_progress(done[0], len(samples))
+
+        records = gather_parallel(
+            samples, engine, options, settings, base, model=None if model == "none" else model, corpus=corpus,
+            workers=workers, shallow_depths=shallow_depths, on_batch=tell,
+        )  # fmt: skip
+        about = {"inputs": list(inputs), "split": split, "positions": positions, "seed": seed, "engine": engine,
+                 "nodes": options.nodes, "depth": settings.depth, "human_model": model,
+                 "human_corpus": corpus, "trap_rating": trap_rating or None}  # fmt: skip
+        if save:
+            save_records(records, save, about)
+    games = [r for r in records if r.source != "known_traps"]
+    traps = [r for r in records if r.source == "known_traps"]
+    return HarnessRun(about, evaluate_records(games, traps, settings, base, shallow_depths))

@@ -31,6 +31,16 @@ human_app = typer.Typer(
 )
 
 
+# The flags `train` and `eval` share.
+PoolOpt = Annotated[
+    str, typer.Option("--pool", help="Rating pool of every game: lichess, chesscom, or auto (the Site tag).")
+]
+SourceGameRateOpt = Annotated[
+    list[str] | None,
+    typer.Option("--source-game-rate", help="FILE=RATE: the share of that file's games read (repeatable)."),
+]
+
+
 def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -58,13 +68,8 @@ def train_command(
     game_rate: Annotated[
         float, typer.Option("--game-rate", help="Share of each file's games read at all (cheaper than --sample-rate).")
     ] = 1.0,
-    source_game_rate: Annotated[
-        list[str] | None,
-        typer.Option("--source-game-rate", help="FILE=RATE: the share of that file's games read (repeatable)."),
-    ] = None,
-    pool: Annotated[
-        str, typer.Option("--pool", help="Rating pool of every game: lichess, chesscom, or auto (the Site tag).")
-    ] = "auto",
+    source_game_rate: SourceGameRateOpt = None,
+    pool: PoolOpt = "auto",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the samples and of LightGBM.")] = 0,
     book_min_games: Annotated[int, typer.Option("--book-min-games", help="Times a book position was reached.")] = 3,
     num_leaves: Annotated[int, typer.Option("--num-leaves", help="LightGBM leaves per tree.")] = 63,
@@ -141,14 +146,9 @@ def eval_command(
         list[str] | None,
         typer.Option("--source-rate", help="FILE=RATE: the share of that file's positions measured (repeatable)."),
     ] = None,
-    pool: Annotated[
-        str, typer.Option("--pool", help="Rating pool of every game: lichess, chesscom, or auto (the Site tag).")
-    ] = "auto",
+    pool: PoolOpt = "auto",
     game_rate: Annotated[float, typer.Option("--game-rate", help="Share of each file's games read at all.")] = 1.0,
-    source_game_rate: Annotated[
-        list[str] | None,
-        typer.Option("--source-game-rate", help="FILE=RATE: the share of that file's games read (repeatable)."),
-    ] = None,
+    source_game_rate: SourceGameRateOpt = None,
     split: Annotated[str, typer.Option("--split", help="held_out, tune, train, or all.")] = "held_out",
     sample_rate: Annotated[float, typer.Option("--sample-rate", help="Share of positions measured.")] = 1.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the position sample.")] = 0,

@@ -1,16 +1,22 @@
-"""People-facing and JSON views of a DiffiMax result (the seed's inspectable report)."""
+"""DiffiMax explained at one position (`explain_position`, behind `diffimax explain`), and the
+people-facing and JSON views of a DiffiMax result (the seed's inspectable report)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import chess
 
+from pipeline.engines.backends import EngineOptions, open_backend
+from pipeline.human.context import MoverContext
 from pipeline.judging import Judgement, evidence_rows
 from search.analysis import Response, ResponseAnalysis, analysis_json, trap_json
 from search.diffimax import DiffiMaxResult
 from search.judges import JUDGES, JudgeSettings
+from search.settings import DiffiMaxSettings
 from search.values import cp_to_pawns, format_pawns
 
 # Length of the best response's bar in the explain chart, in characters.
@@ -244,3 +250,102 @@ def judges_text(judgement: Judgement, judges: JudgeSettings, name: Callable[[str
             moves = sorted(computed[j], key=name)
             lines.append(f"{j} judge trap candidates: {', '.join(name(m) for m in moves) if moves else 'none'}")
     return "\n".join(lines)
+
+
+# -- one position explained ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """DiffiMax and every enabled judge at one position, with what is needed to show them."""
+
+    board: chess.Board
+    setter: chess.Color
+    engine: str
+    """The engine as given (`--engine`): `native`, `stockfish` or a path."""
+    described: dict[str, Any]
+    """The backend's own description (name, limits)."""
+    result: DiffiMaxResult
+    """The seed's search (from the judging when the responder is to move)."""
+    judgement: Judgement | None
+    """The judges' evidence and verdicts; None at a setter root or a finished game."""
+    judges: JudgeSettings
+
+    def json(self) -> dict[str, Any]:
+        color = {chess.WHITE: "white", chess.BLACK: "black"}
+        return result_json(
+            self.result,
+            fen=self.board.fen(),
+            side_to_move=color[self.board.turn],
+            setter=color[self.setter],
+            engine=self.described,
+            judges=judgement_json(self.judgement, self.judges) if self.judgement else None,
+        )
+
+    def text(self) -> str:
+        board, color = self.board, {chess.WHITE: "White", chess.BLACK: "Black"}
+        header = [
+            f"FEN: {board.fen()}",
+            f"Side to move: {color[board.turn]}",
+            f"Setter: {color[self.setter]}",
+            f"Engine: {engine_label(self.described, self.engine)}",
+        ]
+        text = explain_text(
+            self.result, header=header, name=san_namer(board), path_name=san_path(board), move_name=san_after(board)
+        )
+        if self.judgement:
+            text += "\n\n" + judges_text(self.judgement, self.judges, san_namer(board))
+        return text
+
+
+def explain_position(
+    board: chess.Board,
+    setter: chess.Color,
+    engine: str,
+    options: EngineOptions,
+    settings: DiffiMaxSettings,
+    judges: JudgeSettings,
+    *,
+    model: str | None,
+    corpus: str | None,
+    context: MoverContext,
+) -> Explanation:
+    """DiffiMax at `board` for `setter` on `engine`: when the responder is to move (and has a
+    move), every judge of `judges` and the dip judge, with the human-move `model` ('default',
+    'none' or a file) and the `corpus` (a path, or None); else the seed's search alone."""
+    from pipeline.human.corpus import Corpus
+    from pipeline.judging import judge_position, load_model
+
+    move_model = load_model(model)
+    moves = Corpus.load(corpus) if corpus else None
+    backend = open_backend(engine, options, exact_root=True)
+    judgement = None
+    try:
+        if board.turn != setter and board.legal_moves.count():
+            seed_settings = dataclasses.replace(judges, judges=judges.judges | {"dip"})
+            judgement = judge_position(
+                backend, board, setter, settings, seed_settings, model=move_model, corpus=moves, context=context
+            )
+            result = judgement.seed
+            assert result is not None
+        else:  # a setter root or a finished game: the seed's search alone
+            result = backend.analyse(board, setter, settings)
+        described = backend.describe()
+    finally:
+        backend.close()
+        if move_model is not None:
+            move_model.close()
+    return Explanation(board, setter, engine, described, result, judgement, judges)
+
+
+def engine_label(described: dict[str, Any], engine: str) -> str:
+    """The engine as people name it, with its limits: "Stockfish 15.1 (100,000 nodes per line)"."""
+    if engine == "native":
+        return "native (the embedded alpha-beta search on PeSTO; --engine stockfish sees much deeper)"
+    limits = described.get("limits") or {}
+    parts = [f"{limits['nodes']:,} nodes" if limits.get("nodes") else None,
+             f"depth {limits['depth']}" if limits.get("depth") else None,
+             f"{limits['movetime']:g} s" if limits.get("movetime") else None]  # fmt: skip
+    limit_text = ", ".join(part for part in parts if part)
+    name = described.get("engine") or described.get("name", engine)
+    return f"{name} ({limit_text} per line)" if limit_text else str(name)

@@ -1,0 +1,192 @@
+"""`diffimax tree`, `explain` and `prototype`: DiffiMax on one tree, one position, random trees."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from pipeline.cli.options import (
+    EngineFlags,
+    EvidenceFlags,
+    JsonOut,
+    ReasonableDip,
+    SafetyMargin,
+    SearchFlags,
+    ThresholdFlags,
+    TrapDip,
+    UsageError,
+    build_judges,
+    default_depth,
+    emit,
+    parse_margin,
+    with_flags,
+)
+from pipeline.human.context import MoverContext, parse_pool
+from pipeline.outputs.explain import explain_position, explain_text, result_json
+from search.alphabeta import Searcher, minimax_decision
+from search.chessgame import board_from_fen
+from search.diffimax import DiffiMaxSearch
+from search.judges import JUDGES
+from search.settings import parse_scope
+from search.tree import TreeGame, parse_tree, tree_height
+from search.ttable import TranspositionTable
+from search.values import cp_to_pawns
+
+
+@with_flags
+def tree(
+    tree_literal: Annotated[str, typer.Argument(metavar="TREE", help="e.g. '((3,12,8),(2,4,6),(14,5,2))'")],
+    root: Annotated[str, typer.Option("--root", help="Who moves at the root: max or min.")] = "max",
+    algorithm: Annotated[str, typer.Option("--algorithm", help="minimax, alphabeta or diffimax.")] = "diffimax",
+    *,
+    search: SearchFlags,
+    as_json: JsonOut = False,
+) -> None:
+    """Search a nested-tuple game tree (leaves are utilities; moves are child indices)."""
+    if root not in ("max", "min"):
+        raise UsageError(f"invalid root {root!r}: expected max or min")
+    if algorithm not in ("minimax", "alphabeta", "diffimax"):
+        raise UsageError(f"invalid algorithm {algorithm!r}: expected minimax, alphabeta or diffimax")
+    parsed = parse_tree(tree_literal)
+    plies = tree_height(parsed) if search.depth is None else search.depth
+    settings = search.settings(plies)
+    game = TreeGame(parsed, root_is_max=root == "max")
+    data: dict[str, Any]
+    if algorithm == "minimax":
+        value, best_move, stats = minimax_decision(game, plies)
+        data = {"value": cp_to_pawns(value), "best_move": best_move, **stats.as_dict(), "root_analysis": None,
+                "traps": []}  # fmt: skip
+    elif algorithm == "alphabeta":
+        searcher = Searcher(game, ordering="natural")  # the textbook: children left to right
+        found = searcher.search(plies)
+        data = {"value": cp_to_pawns(found.value), "best_move": found.best_move, **searcher.stats.as_dict(),
+                "root_analysis": None, "traps": []}  # fmt: skip
+    else:
+        result = DiffiMaxSearch(game, settings, tt=TranspositionTable(), exact_root=True).run()
+        data = result_json(result)
+    data["algorithm"] = algorithm
+    if as_json:
+        emit(data, "", True)
+    elif algorithm != "diffimax":
+        typer.echo(
+            f"value {data['value']:g}, move {data['best_move']}, "
+            f"{data['leaves']} leaves, {data['nodes']} nodes, {data['cutoffs']} cutoffs"
+        )
+    else:
+        header = [
+            f"Tree: {tree_literal.strip()}",
+            f"Root: {root.upper()} ({'setter' if root == 'max' else 'responder'})",
+        ]
+        typer.echo(explain_text(result, header=header, name=str, path_name=".".join))
+
+
+@with_flags
+def explain(
+    fen: Annotated[str, typer.Argument(help="The position, as a FEN.")],
+    setter: Annotated[
+        str | None,
+        typer.Option("--setter", help="white or black; default: the player who just moved."),
+    ] = None,
+    *,
+    search: SearchFlags,
+    engine_flags: EngineFlags,
+    evidence: EvidenceFlags,
+    rating: Annotated[int | None, typer.Option("--rating", help="The responder's rating (human evidence).")] = None,
+    clock: Annotated[
+        float | None, typer.Option("--clock", help="The responder's clock in seconds (human evidence).")
+    ] = None,
+    pool: Annotated[
+        str, typer.Option("--pool", help="The rating's pool: lichess, chesscom, or auto (unknown).")
+    ] = "auto",
+    thresholds: ThresholdFlags,
+    as_json: JsonOut = False,
+) -> None:
+    """Explain DiffiMax at one position: ranked responses, trap candidates, dips, a bar chart,
+    and every trap judge (dip, trappy, human, model, practical) side by side with its evidence."""
+    board = board_from_fen(fen)
+    mover_pool = parse_pool(pool)
+    if setter is None:
+        setter_color = not board.turn
+    elif setter.lower() in ("white", "black"):
+        setter_color = setter.lower() == "white"
+    else:
+        raise UsageError(f"invalid setter {setter!r}: expected white or black")
+    engine = engine_flags.name()
+    settings = search.settings(default_depth(engine))
+    judges = build_judges(evidence.judges, frozenset(JUDGES), thresholds)
+    explanation = explain_position(
+        board, setter_color, engine, engine_flags.options(evidence.shallow_depth), settings, judges,
+        model=evidence.human_model, corpus=evidence.human_corpus,
+        context=MoverContext(rating=rating, clock_seconds=clock, pool=mover_pool),
+    )  # fmt: skip
+    if as_json:
+        emit(explanation.json(), "", True)
+    else:
+        typer.echo(explanation.text())
+
+
+def prototype(
+    trees: Annotated[int, typer.Option("--trees", help="How many seeded random trees to compare on.")] = 100,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the trees (tree i depends on seed and i only).")] = 0,
+    depth: Annotated[int, typer.Option("--depth", help="Plies from the root to every leaf.")] = 4,
+    branching: Annotated[
+        str, typer.Option("--branching", help="Children per internal node, MIN-MAX (uniform) or one number.")
+    ] = "6-14",
+    values: Annotated[str, typer.Option("--values", help="Leaf values: walk (random walk) or uniform.")] = "walk",
+    step: Annotated[float, typer.Option("--step", help="Walk: sd of one ply's change, in pawns.")] = 1.0,
+    value_limit: Annotated[float, typer.Option("--value-limit", help="Values clipped to +-this many pawns.")] = 10.0,
+    root: Annotated[str, typer.Option("--root", help="Who moves at the root: max (setter) or min.")] = "max",
+    draw_thresh: Annotated[float, typer.Option("--draw-thresh", help="Prototype drawThresh in pawns.")] = 1.25,
+    win_thresh: Annotated[float, typer.Option("--win-thresh", help="Prototype winThresh in pawns.")] = 2.0,
+    min_children: Annotated[
+        int, typer.Option("--min-children", help="Prototype: opponent nodes need at least this many children.")
+    ] = 10,
+    draw_rule: Annotated[
+        str, typer.Option("--draw-rule", help="band: |v1| <= drawThresh; ceiling: v1 <= drawThresh.")
+    ] = "band",
+    scopes: Annotated[
+        str, typer.Option("--scopes", help="Revised DiffiMax scopes to compare with, comma list of 2-5, all.")
+    ] = "all,2",
+    reasonable_dip: ReasonableDip = 2.0,
+    trap_dip: TrapDip = 1.0,
+    safety_margin: SafetyMargin = "inf",
+    traps: Annotated[bool, typer.Option("--traps", help="With --json: list each tree's prototype traps.")] = False,
+    as_json: JsonOut = False,
+) -> None:
+    """Seed 000's first DiffiMax prototype on seeded random trees, compared with the revised DiffiMax."""
+    from search.prototype import PrototypeSettings, compare, comparison_json, comparison_text, revised_settings
+
+    low, dash, high = branching.partition("-")
+    try:
+        min_branching = int(low)
+        max_branching = int(high) if dash else min_branching
+    except ValueError:
+        raise UsageError(f"invalid --branching {branching!r}: expected MIN-MAX, e.g. 6-14") from None
+    margin = parse_margin(safety_margin)
+    settings = PrototypeSettings(
+        draw_thresh=draw_thresh,
+        win_thresh=win_thresh,
+        min_children=min_children,
+        draw_rule=draw_rule,  # type: ignore[arg-type]  # validated by PrototypeSettings
+        depth=depth,
+        min_branching=min_branching,
+        max_branching=max_branching,
+        values=values,  # type: ignore[arg-type]
+        step=step,
+        value_limit=value_limit,
+        root=root,  # type: ignore[arg-type]
+        seed=seed,
+    )
+    revised = revised_settings(
+        settings,
+        [parse_scope(token) for token in scopes.split(",")],
+        reasonable_dip=reasonable_dip,
+        trap_dip=trap_dip,
+        safety_margin=margin,
+    )
+    comparison = compare(settings, revised, trees)
+    if as_json:
+        emit(comparison_json(comparison, traps=traps), "", True)
+    else:
+        typer.echo(comparison_text(comparison))

@@ -1,0 +1,118 @@
+"""`diffimax query`, `verify`, `report`, `puzzles` and `tag`: reading a mined dataset (or a puzzle CSV)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from pipeline.cli.options import AllowPartialOpt, HumanModelOpt, UsageError
+
+
+def query(
+    sql: Annotated[
+        str | None, typer.Argument(help="SQL over the views games, positions, responses, traps, errors, outcomes.")
+    ] = None,
+    data: Annotated[str | None, typer.Option("--data", help="The dataset directory (diffimax mine --out).")] = None,
+    saved: Annotated[str | None, typer.Option("--saved", help="Run a saved query by name.")] = None,
+    list_saved: Annotated[bool, typer.Option("--list", help="List the saved queries.")] = False,
+    fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    allow_partial: AllowPartialOpt = False,
+) -> None:
+    """Query a trap dataset with SQL (DuckDB), or run a saved query."""
+    from pipeline.dataset.duck import open_dataset
+    from pipeline.dataset.queries import render, run_query, run_saved, saved_queries
+
+    if list_saved:
+        for item in saved_queries().values():
+            typer.echo(f"{item.name:<26} {item.description}")
+        return
+    if data is None:
+        raise UsageError("--data DIR is required (the output directory of diffimax mine)")
+    if (sql is None) == (saved is None):
+        raise UsageError("give either SQL or --saved NAME")
+    state = open_dataset(data, allow_partial=allow_partial)
+    if state.partial:
+        typer.echo(f"diffimax: warning: {state.note()}", err=True)
+    result = run_saved(state, saved) if saved else run_query(state, sql or "")
+    typer.echo(render(result, fmt))
+
+
+def verify(
+    data: Annotated[str, typer.Argument(help="The dataset directory (diffimax mine --out).")],
+) -> None:
+    """Check every file of a dataset: its SHA-256 against the manifest, and every page checksum."""
+    from pipeline.dataset.integrity import REPAIR, DamagedDatasetError, verify_dataset
+
+    found = verify_dataset(data)
+    for problem in found.problems:
+        typer.echo(problem)
+    if found.problems:
+        raise DamagedDatasetError(f"{data}: {found.summary()}; " + REPAIR.format(path="each damaged shard"))
+    typer.echo(found.summary())
+
+
+def report(
+    data: Annotated[str, typer.Option("--data", help="The dataset directory (diffimax mine --out).")],
+    out: Annotated[str, typer.Option("--out", help="Output directory; the page is OUT/report.html.")],
+    allow_partial: AllowPartialOpt = False,
+) -> None:
+    """Write a self-contained HTML report (plots, boards, tables) of a trap dataset."""
+    from pipeline.dataset.lock import output_lock
+    from pipeline.outputs.report import write_report
+
+    with output_lock(out):
+        typer.echo(f"Report written to {write_report(data, out, allow_partial=allow_partial)}")
+
+
+def puzzles(
+    data: Annotated[str, typer.Option("--data", help="The dataset directory (diffimax mine --out).")],
+    out: Annotated[str, typer.Option("--out", help="Directory for puzzles.csv, puzzles.pgn, puzzles.html.")],
+    kind: Annotated[str, typer.Option("--kind", help="punish, set or both.")] = "both",
+    min_dip: Annotated[float, typer.Option("--min-dip", help="Smallest trap dip, in pawns.")] = 1.0,
+    limit: Annotated[int | None, typer.Option("--limit", help="Write at most this many puzzles.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="Comma list: csv, pgn, html.")] = "csv,pgn,html",
+    engine: Annotated[str, typer.Option("--engine", help="stockfish, or a UCI engine's path.")] = "stockfish",
+    standard: Annotated[
+        str, typer.Option("--standard", help="default (margin 0.3, 500k nodes) or lichess (lichess-puzzler's rules).")
+    ] = "default",
+    nodes: Annotated[
+        int | None, typer.Option("--nodes", help="Engine nodes per verification search (default: the standard's).")
+    ] = None,
+    margin: Annotated[
+        float | None,
+        typer.Option(
+            "--margin", help="Win chances (-1..1) the best must beat the second by (default: the standard's)."
+        ),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", help="Verifying engines, on Ray (default: all CPUs; 1: serially, no Ray)."),
+    ] = None,
+    human_model: HumanModelOpt = "default",
+) -> None:
+    """Engine-verified puzzles from a dataset's traps: Lichess CSV, PGN and an interactive HTML puzzle book."""
+    from pipeline.dataset.lock import output_lock
+    from pipeline.outputs.puzzles import generate_puzzles, parse_formats, parse_kind
+
+    with output_lock(out):
+        report = generate_puzzles(
+            data, out, kind=parse_kind(kind), min_dip=min_dip, limit=limit, formats=parse_formats(fmt),
+            engine=engine, standard=standard, nodes=nodes, margin=margin, workers=workers,
+            human_model=None if human_model.lower() == "none" else human_model,
+        )  # fmt: skip
+    typer.echo(report.summary())
+
+
+def tag(
+    puzzles_csv: Annotated[str, typer.Argument(metavar="PUZZLES.csv", help="A Lichess puzzle CSV (FEN, Moves, ...).")],
+    out: Annotated[
+        str, typer.Option("--out", help="The CSV written: every row, plus DiffimaxThemes and DiffimaxRating.")
+    ],
+    human_model: HumanModelOpt = "default",
+) -> None:
+    """Our theme tagger and difficulty rating on any Lichess puzzle CSV, beside Lichess's own columns."""
+    from pipeline.outputs.puzzles import tag_csv
+
+    report = tag_csv(puzzles_csv, out, human_model=None if human_model.lower() == "none" else human_model)
+    typer.echo(report.summary())

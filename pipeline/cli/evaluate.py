@@ -1,0 +1,71 @@
+"""`diffimax evaluate`: the judge harness (`pipeline.evaluate.harness.run_harness`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from pipeline.cli.options import (
+    Depth,
+    EngineDepthOpt,
+    EngineOpt,
+    HashOpt,
+    HumanCorpusOpt,
+    HumanModelOpt,
+    JsonOut,
+    NodesOpt,
+    ThreadsOpt,
+    default_depth,
+    emit,
+)
+from pipeline.engines.backends import EngineOptions, default_engine
+from search.settings import DiffiMaxSettings
+
+
+def evaluate(
+    inputs: Annotated[list[str], typer.Argument(metavar="PGN...", help="Games to draw positions from.")],
+    split: Annotated[
+        str, typer.Option("--split", help="Which games of the shared files: held_out, tune or train (others: train).")
+    ] = "held_out",
+    positions: Annotated[int, typer.Option("--positions", help="Positions to sample (at most 2 per game).")] = 300,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the position sample.")] = 7,
+    known_traps: Annotated[
+        str, typer.Option("--known-traps", help="A known-traps PGN, 'default' (the bundled set) or 'none'.")
+    ] = "default",
+    trap_rating: Annotated[
+        int, typer.Option("--trap-rating", help="The rating a known trap's victim is given (0: none).")
+    ] = 1200,
+    engine: EngineOpt = None,
+    nodes: NodesOpt = None,
+    engine_depth: EngineDepthOpt = None,
+    threads: ThreadsOpt = None,
+    hash_mb: HashOpt = None,
+    depth: Depth = None,
+    shallow_depths: Annotated[
+        str, typer.Option("--shallow-depths", help="Depths of the shallow pass to measure the trappy judge at.")
+    ] = "1,2,4,8",
+    human_model: HumanModelOpt = "default",
+    human_corpus: HumanCorpusOpt = None,
+    workers: Annotated[int, typer.Option("--workers", help="Parallel workers (Ray).")] = 2,
+    save: Annotated[str | None, typer.Option("--save", help="Write the gathered evidence to this file.")] = None,
+    load: Annotated[str | None, typer.Option("--load", help="Measure saved evidence instead of gathering it.")] = None,
+    as_json: JsonOut = False,
+) -> None:
+    """The judge harness: trap-node share, candidates, fall rate and lift over chance, and recall on
+    known traps, for every trap judge on held-out games (docs/judges.md)."""
+    from pipeline.evaluate.harness import run_harness, table
+
+    engine = engine or default_engine()
+    settings = DiffiMaxSettings(depth=depth if depth is not None else default_depth(engine))
+    depths = [int(token) for token in shallow_depths.split(",") if token.strip()]
+    run = run_harness(
+        inputs, engine=engine, options=EngineOptions(threads=threads, hash_mb=hash_mb, nodes=nodes, depth=engine_depth),
+        settings=settings, shallow_depths=depths, split=split, positions=positions, seed=seed, known_traps=known_traps,
+        trap_rating=trap_rating, model=human_model, corpus=human_corpus, workers=workers, save=save, load=load,
+        on_progress=lambda done, total: typer.echo(f"evaluate: {done}/{total} positions gathered", err=True),
+    )  # fmt: skip
+    if as_json:
+        emit({"about": run.about, "variants": run.rows}, "", True)
+    else:
+        typer.echo(table(run.rows))

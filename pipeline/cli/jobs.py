@@ -1,0 +1,232 @@
+"""`diffimax mine` and `diffimax plan`: one mining job's flags (`mine_config`), run or estimated."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+from pipeline.cli.options import (
+    EngineFlags,
+    EvidenceFlags,
+    JsonOut,
+    SearchFlags,
+    ThresholdFlags,
+    UsageError,
+    build_judges,
+    default_depth,
+    emit,
+    with_flags,
+)
+from pipeline.human.context import parse_pool
+from pipeline.ingest.sources import MAX_GAME_BYTES, URL_TIMEOUT
+from pipeline.mine.config import MineConfig
+from pipeline.mine.plan import SAMPLE_GAMES, SAMPLE_POSITIONS
+from pipeline.mine.table import DEFAULT_TABLE_MB
+from search.judges import JudgeSettings
+
+
+@with_flags
+def mine_config(
+    out: str,
+    resume: bool,
+    /,
+    inputs: Annotated[list[str], typer.Argument(metavar="INPUT...", help="PGN files, directories, globs, URLs.")],
+    *,
+    search: SearchFlags,
+    engine_flags: EngineFlags,
+    min_elo: Annotated[int | None, typer.Option("--min-elo", help="Both players rated at least this.")] = None,
+    max_elo: Annotated[int | None, typer.Option("--max-elo", help="Both players rated at most this.")] = None,
+    time_control: Annotated[
+        str | None,
+        typer.Option("--time-control", help="Comma list: bullet, blitz, rapid, classical, correspondence."),
+    ] = None,
+    rated_only: Annotated[bool, typer.Option("--rated-only/--any-rated", help="Rated games only.")] = False,
+    plies: Annotated[str | None, typer.Option("--plies", help="Ply window FROM-TO of analysed positions.")] = None,
+    sample: Annotated[float, typer.Option("--sample", help="Fraction of games to keep (seeded).")] = 1.0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of --sample.")] = 0,
+    max_games: Annotated[int | None, typer.Option("--max-games", help="Stop after this many games read.")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="Analysis workers (default: all CPUs).")] = None,
+    address: Annotated[str | None, typer.Option("--address", help="An existing Ray cluster's address.")] = None,
+    setter_choices: Annotated[
+        bool,
+        typer.Option("--setter-choices", help="Also record which moves of the side to move would set a trap."),
+    ] = False,
+    shard_games: Annotated[int, typer.Option("--shard-games", help="Games per shard of a compressed stream.")] = 500,
+    shard_mb: Annotated[float, typer.Option("--shard-mb", help="MiB per shard of an uncompressed file.")] = 16.0,
+    max_game_mb: Annotated[
+        float,
+        typer.Option("--max-game-mb", help="Largest game (headers and movetext); a larger one is an error row."),
+    ] = MAX_GAME_BYTES / (1 << 20),
+    url_timeout: Annotated[
+        float,
+        typer.Option("--url-timeout", help="Seconds a URL may send nothing before it is resumed (HTTP Range)."),
+    ] = URL_TIMEOUT,
+    table_mb: Annotated[
+        float,
+        typer.Option("--table-mb", help="MiB of each worker's table of engine answers (repeats reuse them; 0: none)."),
+    ] = DEFAULT_TABLE_MB,
+    pool: Annotated[
+        str,
+        typer.Option("--pool", help="The games' rating pool: lichess, chesscom, or auto (each game's Site/Link)."),
+    ] = "auto",
+    evidence: EvidenceFlags,
+    thresholds: ThresholdFlags,
+) -> MineConfig:
+    """The mining job the flags describe: `mine` runs it, `plan` estimates it. The flags after
+    the two positional-only parameters are what `job_command` gives both commands."""
+    from pipeline.ingest.games import GameFilter
+    from pipeline.mine.config import shard_bytes_of
+    from pipeline.mine.work import HumanEvidence
+
+    plies_from, plies_to = parse_plies(plies)
+    engine = engine_flags.name()
+    settings = search.settings(default_depth(engine))
+    game_filter = GameFilter(
+        min_elo=min_elo,
+        max_elo=max_elo,
+        time_controls=frozenset(t.strip().lower() for t in time_control.split(",")) if time_control else None,
+        rated_only=rated_only,
+        standard_only=True,  # the engines play standard chess (From Position games included)
+        ply_from=plies_from,
+        ply_to=plies_to,
+        sample_rate=sample,
+        seed=seed,
+    )
+    human_model = evidence.human_model
+    return MineConfig(
+        inputs=tuple(inputs),
+        out=out,
+        settings=settings,
+        judges=build_judges(evidence.judges, JudgeSettings.judges, thresholds),
+        human=HumanEvidence(model=None if human_model.lower() == "none" else human_model, corpus=evidence.human_corpus),
+        engine=engine,
+        engine_options=engine_flags.options(evidence.shallow_depth),
+        game_filter=game_filter,
+        max_games=max_games,
+        workers=workers,
+        address=address,
+        resume=resume,
+        setter_choices=setter_choices,
+        shard_games=shard_games,
+        shard_bytes=shard_bytes_of(shard_mb),
+        max_game_bytes=shard_bytes_of(max_game_mb, "--max-game-mb"),
+        url_timeout=url_timeout,
+        table_mb=table_mb,
+        pool=parse_pool(pool),
+    )
+
+
+# A job's MineConfig from its output directory and --resume (the rest of the flags already bound).
+JobConfig = Callable[[str, bool], MineConfig]
+# The job's flags: `mine_config`'s parameters after `out` and `resume` (positional-only).
+JOB_FLAGS = [
+    parameter
+    for parameter in inspect.signature(mine_config, eval_str=True).parameters.values()
+    if parameter.kind is not inspect.Parameter.POSITIONAL_ONLY
+]
+
+
+def job_command(command: Callable[..., None]) -> Callable[..., None]:
+    """Give `command` the job's flags (one list, `mine_config`'s): typer sees INPUT..., then the
+    command's own options, then the job's options; the command receives `job`, which builds the
+    MineConfig from the flags given, and its own options."""
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "job"]
+    keyword = inspect.Parameter.KEYWORD_ONLY  # so that options without a default may follow ones with
+    flags = [p.replace(kind=keyword) for p in JOB_FLAGS]
+    shown = [flags[0], *(p.replace(kind=keyword) for p in own), *flags[1:]]
+    names = {p.name for p in JOB_FLAGS}
+
+    @functools.wraps(command)
+    def with_job(**values: Any) -> None:
+        bound = {name: values.pop(name) for name in names}
+        command(job=functools.partial(mine_config, **bound), **values)
+
+    hints = typing.get_type_hints(command, include_extras=True)
+    with_job.__signature__ = inspect.Signature(shown, return_annotation=None)  # type: ignore[attr-defined]
+    with_job.__annotations__ = {p.name: p.annotation for p in shown}
+    with_job.__annotations__["return"] = hints.get("return")
+    return with_job
+
+
+@job_command
+def mine(
+    job: JobConfig,
+    out: Annotated[str, typer.Option("--out", help="Output directory of the Parquet dataset.")],
+    resume: Annotated[bool, typer.Option("--resume", help="Continue a run: skip committed shards.")] = False,
+    repair: Annotated[
+        bool, typer.Option("--repair", help="With --resume: remove damaged shards and mine them again.")
+    ] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", help="Show Ray's own log lines too.")] = False,
+) -> None:
+    """Mine PGN databases for traps: DiffiMax at every selected position on Ray, Parquet out."""
+    from pipeline.mine.driver import run
+
+    if repair and not resume:
+        raise UsageError("--repair continues a run: give it with --resume")
+    manifest = run(job(out, resume), verbose=verbose, repair=repair)
+    typer.echo(summary_text(manifest, out))
+
+
+@job_command
+def plan(
+    job: JobConfig,
+    sample_games: Annotated[
+        int, typer.Option("--sample-games", help="Games of the input read through the filters (seeded blocks).")
+    ] = SAMPLE_GAMES,
+    sample_positions: Annotated[
+        int, typer.Option("--sample-positions", help="Positions judged to time the analysis on this machine.")
+    ] = SAMPLE_POSITIONS,
+    assume_games: Annotated[
+        int | None,
+        typer.Option("--assume-games", help="Plan for this many games read, shaped like the inputs' (a stand-in)."),
+    ] = None,
+    plan_seed: Annotated[int, typer.Option("--plan-seed", help="Seed of the game and position samples.")] = 0,
+    as_json: JsonOut = False,
+) -> None:
+    """Estimate a mining job before running it: games and positions after the filters, distinct
+    positions after reuse, engine core-hours and wall time for --workers, from samples of its input
+    read and judged here with its engine and settings (`diffimax mine`'s flags)."""
+    from pipeline.mine.plan import plan as plan_job
+    from pipeline.mine.plan import plan_text
+
+    # Planning writes nothing: the output directory only completes the job's description.
+    config = job("(planned, not written)", False)
+    echo = None if as_json else (lambda line: typer.echo(line, err=True))
+    planned = plan_job(config, sample_games=sample_games, sample_positions=sample_positions,
+                       assume_games=assume_games, seed=plan_seed, echo=echo)  # fmt: skip
+    emit(planned.describe(), plan_text(planned), as_json)
+
+
+def parse_plies(text: str | None) -> tuple[int, int | None]:
+    """`10-40` -> (10, 40); `10-` -> (10, None); `12` -> (12, 12)."""
+    if text is None:
+        return 0, None
+    low, dash, high = text.partition("-")
+    try:
+        start = int(low) if low.strip() else 0
+        end = (int(high) if high.strip() else None) if dash else start
+    except ValueError:
+        raise UsageError(f"invalid --plies {text!r}: expected FROM-TO, e.g. 10-40") from None
+    if start < 0 or (end is not None and end < start):
+        raise UsageError(f"invalid --plies {text!r}: need 0 <= FROM <= TO")
+    return start, end
+
+
+def summary_text(manifest: dict[str, Any], out: str) -> str:
+    m = manifest
+    return "\n".join([
+        f"Dataset written to {out} (manifest: {out}/manifest.json)",
+        f"games: {m['games_read']:,} read = {m['games_written']:,} mined + {m['games_filtered']:,} filtered "
+        f"+ {m['games_error']:,} with errors",
+        f"positions: {m['positions']:,} ({m['positions_analysed']:,} analysed, {m['positions_reused']:,} reused "
+        f"from repeats, {m['positions_error']:,} failed)",
+        f"trap records: {m['traps']:,}; engine: {m['engine'].get('engine') or m['engine'].get('name', '?')}; "
+        f"workers: {m['workers']}; "
+        f"{m['wall_seconds']:.1f} s",
+        f"query it: diffimax query --data {out} \"select * from traps limit 10\"",
+    ])  # fmt: skip

@@ -1,0 +1,242 @@
+"""The flags several commands share, declared once, and what turns them into settings.
+
+A group of flags is a frozen dataclass whose fields are typer `Annotated` options
+(`SearchFlags`, `EngineFlags`, `EvidenceFlags`, `ThresholdFlags`). A command that takes a
+parameter annotated with one of them is wrapped by `with_flags`: typer sees the group's fields
+in its place, and the command receives the group, built from the values given. A group holds
+the raw values; its methods validate them when the command asks, so errors come in the order
+the command meets them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import json
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from pipeline.engines.backends import EngineOptions, default_engine
+from search.errors import DiffimaxError
+from search.judges import Judge, JudgeSettings, parse_judges
+from search.settings import NATIVE_DEFAULT_DEPTH, UCI_DEFAULT_DEPTH, DiffiMaxSettings, parse_scope
+
+
+class UsageError(DiffimaxError, ValueError):
+    """A command-line value that no setting accepts."""
+
+
+# The DiffiMax settings, the same flags on every command that searches.
+Depth = Annotated[int | None, typer.Option("--depth", help="Search Depth in plies below the root.")]
+ScopeOpt = Annotated[str, typer.Option("--scope", help="Opponent Responses: 2, 3, 4, 5 or all.")]
+ReasonableDip = Annotated[float, typer.Option("--reasonable-dip", help="Reasonable Player Dip R in pawns.")]
+TrapDip = Annotated[float, typer.Option("--trap-dip", help="Trap Dip Threshold T in pawns (T <= R).")]
+ExcludeChecks = Annotated[bool, typer.Option("--exclude-checks", help="Ignore checking responses as alternatives.")]
+ExcludeCaptures = Annotated[
+    bool, typer.Option("--exclude-captures", help="Ignore capturing responses as alternatives.")
+]
+SafetyMargin = Annotated[
+    str,
+    typer.Option("--safety-margin", help="Pawns the setter may give up for a trap line, or inf (exhaustive)."),
+]
+JsonOut = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+
+# How to run the engine, the same flags on every command that uses one.
+EngineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        help="stockfish (the default where installed), native (the embedded engine), or a UCI engine's path.",
+    ),
+]
+NodesOpt = Annotated[int | None, typer.Option("--nodes", help="Engine node limit per search.")]
+EngineDepthOpt = Annotated[int | None, typer.Option("--engine-depth", help="UCI depth limit per search.")]
+MovetimeOpt = Annotated[float | None, typer.Option("--movetime", help="UCI time limit per search (s).")]
+ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="UCI Threads per engine.")]
+HashOpt = Annotated[int | None, typer.Option("--hash", help="UCI Hash in MiB per engine.")]
+
+# The trap judges, the same flags on explain and mine.
+JudgesOpt = Annotated[
+    str | None,
+    typer.Option("--judges", help="Comma list of dip, trappy, human, model, practical, or all (default: see --help)."),
+]
+HumanModelOpt = Annotated[
+    str,
+    typer.Option("--human-model", help="Human-move model file, 'default' (the bundled one) or 'none'."),
+]
+HumanCorpusOpt = Annotated[
+    str | None,
+    typer.Option("--human-corpus", help="A mined dataset or corpus file: what humans played where (human judge)."),
+]
+ShallowDepthOpt = Annotated[
+    int | None,
+    typer.Option("--shallow-depth", help="The shallow pass (trappy judge): plies (native) or engine depth (UCI)."),
+]
+TrappyKOpt = Annotated[int, typer.Option("--trappy-k", help="Trappy judge: among the shallow search's k best.")]
+ModelPOpt = Annotated[float, typer.Option("--model-p", help="Model judge: smallest probability of a candidate.")]
+PracticalPOpt = Annotated[
+    float, typer.Option("--practical-p", help="Practical judge: smallest human probability of a candidate.")
+]
+PracticalDropOpt = Annotated[
+    float, typer.Option("--practical-drop", help="Practical judge: smallest loss of win chances (-1..1 scale).")
+]
+PracticalShallowKOpt = Annotated[
+    int, typer.Option("--practical-shallow-k", help="Practical judge: the shallow pass's k best need less evidence.")
+]
+PracticalShallowPOpt = Annotated[
+    float, typer.Option("--practical-shallow-p", help="Practical judge: human probability enough for those.")
+]
+CorpusShareOpt = Annotated[float, typer.Option("--corpus-share", help="Human judge: smallest share of games.")]
+CorpusGamesOpt = Annotated[
+    int, typer.Option("--corpus-min-games", help="Human judge: fewest corpus games for a verdict.")
+]
+
+AllowPartialOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-partial",
+        help="Read a dataset with missing or damaged shards, or an unfinished one: says what is left out.",
+    ),
+]
+
+
+def default_depth(engine: str) -> int:
+    """The search depth when --depth is not given: the native engine's is shallower (it is slower)."""
+    return NATIVE_DEFAULT_DEPTH if engine == "native" else UCI_DEFAULT_DEPTH
+
+
+def parse_margin(safety_margin: str) -> float:
+    """`--safety-margin`: pawns, or inf."""
+    try:
+        return float(safety_margin)
+    except ValueError:
+        raise UsageError(f"invalid safety margin {safety_margin!r}: expected pawns or inf") from None
+
+
+@dataclass(frozen=True)
+class SearchFlags:
+    """The DiffiMax settings as given (tree, explain, mine, plan)."""
+
+    depth: Depth = None
+    scope: ScopeOpt = "all"
+    reasonable_dip: ReasonableDip = 2.0
+    trap_dip: TrapDip = 1.0
+    exclude_checks: ExcludeChecks = False
+    exclude_captures: ExcludeCaptures = False
+    safety_margin: SafetyMargin = "0.5"
+
+    def settings(self, default: int) -> DiffiMaxSettings:
+        """The settings, with `default` plies when --depth is not given."""
+        margin = parse_margin(self.safety_margin)
+        return DiffiMaxSettings(
+            depth=default if self.depth is None else self.depth,
+            scope=parse_scope(self.scope),
+            reasonable_dip=self.reasonable_dip,
+            trap_dip=self.trap_dip,
+            exclude_checks=self.exclude_checks,
+            exclude_captures=self.exclude_captures,
+            safety_margin=margin,
+        )
+
+
+@dataclass(frozen=True)
+class EngineFlags:
+    """How to run the engine, as given (explain, mine, plan)."""
+
+    engine: EngineOpt = None
+    nodes: NodesOpt = None
+    engine_depth: EngineDepthOpt = None
+    movetime: MovetimeOpt = None
+    threads: ThreadsOpt = None
+    hash_mb: HashOpt = None
+
+    def name(self) -> str:
+        """The engine given, else the default one (Stockfish where installed)."""
+        return self.engine or default_engine()
+
+    def options(self, shallow_depth: int | None = None) -> EngineOptions:
+        return EngineOptions(threads=self.threads, hash_mb=self.hash_mb, nodes=self.nodes, depth=self.engine_depth,
+                             movetime=self.movetime, shallow_depth=shallow_depth)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EvidenceFlags:
+    """Which judges, and the human evidence they read (explain, mine, plan)."""
+
+    shallow_depth: ShallowDepthOpt = None
+    judges: JudgesOpt = None
+    human_model: HumanModelOpt = "default"
+    human_corpus: HumanCorpusOpt = None
+
+
+@dataclass(frozen=True)
+class ThresholdFlags:
+    """The judges' thresholds (explain, mine, plan); defaults: `JudgeSettings`'."""
+
+    trappy_k: TrappyKOpt = JudgeSettings.trappy_k
+    model_p: ModelPOpt = JudgeSettings.model_p
+    practical_p: PracticalPOpt = JudgeSettings.practical_p
+    practical_drop: PracticalDropOpt = JudgeSettings.practical_drop
+    practical_shallow_k: PracticalShallowKOpt = JudgeSettings.practical_shallow_k
+    practical_shallow_p: PracticalShallowPOpt = JudgeSettings.practical_shallow_p
+    corpus_share: CorpusShareOpt = JudgeSettings.corpus_share
+    corpus_min_games: CorpusGamesOpt = JudgeSettings.corpus_min_games
+
+
+def build_judges(judges: str | None, default: frozenset[Judge], thresholds: ThresholdFlags) -> JudgeSettings:
+    """The judge settings of `--judges` (`default` when not given) and the thresholds."""
+    return JudgeSettings(judges=default if judges is None else parse_judges(judges), **dataclasses.asdict(thresholds))
+
+
+FLAG_GROUPS: tuple[type, ...] = (SearchFlags, EngineFlags, EvidenceFlags, ThresholdFlags)
+
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+def with_flags(command: Command) -> Command:
+    """`command` with each parameter annotated by a flag group replaced, for typer, by the
+    group's fields (keyword-only, in field order, where the parameter stood); the command
+    receives the group built from the values given. Parameters before the first group keep
+    their kind, so the wrapped function can still be called positionally."""
+    hints = typing.get_type_hints(command, include_extras=True)
+    shown: list[inspect.Parameter] = []
+    groups: dict[str, type] = {}
+    for parameter in inspect.signature(command, eval_str=True).parameters.values():
+        group = hints.get(parameter.name)
+        if group not in FLAG_GROUPS:
+            keep = parameter.kind if not groups else inspect.Parameter.KEYWORD_ONLY
+            shown.append(parameter.replace(kind=keep, annotation=hints.get(parameter.name, parameter.annotation)))
+            continue
+        assert isinstance(group, type)
+        groups[parameter.name] = group
+        field_hints = typing.get_type_hints(group, include_extras=True)
+        shown += [
+            inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=field_hints[f.name])
+            for f in dataclasses.fields(group)
+        ]
+    names = [p.name for p in shown]
+    if len(names) != len(set(names)) or set(groups) & set(names):
+        raise TypeError(f"{command.__name__}: a flag group's field repeats a parameter's name")
+
+    @functools.wraps(command)
+    def with_groups(*args: Any, **values: Any) -> Any:
+        for name, group in groups.items():
+            given = {f.name: values.pop(f.name) for f in dataclasses.fields(group) if f.name in values}
+            values[name] = group(**given)
+        return command(*args, **values)
+
+    with_groups.__signature__ = inspect.Signature(shown, return_annotation=hints.get("return"))  # type: ignore[attr-defined]
+    with_groups.__annotations__ = {p.name: p.annotation for p in shown} | {"return": hints.get("return")}
+    return typing.cast(Command, with_groups)
+
+
+def emit(data: dict[str, Any] | None, text: str, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        typer.echo(text)

@@ -1,0 +1,87 @@
+"""`diffimax play`: the UCI engine on stdin and stdout."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from pipeline.cli.options import HashOpt, ShallowDepthOpt, ThreadsOpt
+
+
+def play(
+    style: Annotated[str | None, typer.Option("--style", help="trap, tutor or best (UCI option Style).")] = None,
+    engine: Annotated[
+        str | None, typer.Option("--engine", help="stockfish, native, material or a UCI engine's path (Engine).")
+    ] = None,
+    nodes: Annotated[int | None, typer.Option("--nodes", help="Engine nodes per line; 0: backend default.")] = None,
+    engine_depth: Annotated[int | None, typer.Option("--engine-depth", help="Engine depth per line; 0: none.")] = None,
+    threads: ThreadsOpt = None,
+    hash_mb: HashOpt = None,
+    shallow_depth: ShallowDepthOpt = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the tutor's draws (Seed).")] = None,
+    human_model: Annotated[
+        str | None, typer.Option("--human-model", help="Human-move model file, 'default' or 'none' (Human Model).")
+    ] = None,
+    human_corpus: Annotated[
+        str | None, typer.Option("--human-corpus", help="A mined dataset or corpus file (Human Corpus).")
+    ] = None,
+    safety_margin: Annotated[
+        str | None, typer.Option("--safety-margin", help="Pawns the trap style may give up, or inf (Safety Margin).")
+    ] = None,
+    opponent_rating: Annotated[
+        int | None, typer.Option("--opponent-rating", help="The opponent's rating (Opponent Rating).")
+    ] = None,
+    tutor_rating: Annotated[
+        int | None, typer.Option("--tutor-rating", help="The rating the tutor imitates (Tutor Rating).")
+    ] = None,
+    epsilon: Annotated[str | None, typer.Option("--epsilon", help="The tutor's starting epsilon (Epsilon).")] = None,
+    temperature: Annotated[
+        str | None, typer.Option("--temperature", help="The tutor's temperature, centipawns (Temperature).")
+    ] = None,
+    move_overhead: Annotated[
+        int | None, typer.Option("--move-overhead", help="Milliseconds kept back from the clock (Move Overhead).")
+    ] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option("--option", help="Any UCI option as 'Name=value' (repeatable); --list names them."),
+    ] = None,
+    list_options: Annotated[bool, typer.Option("--list", help="List the UCI options and exit.")] = False,
+) -> None:
+    """Run the UCI engine on stdin/stdout: it sets traps (style trap), loses plausibly (tutor) or
+    plays the backend's best move (best). Every flag is also a UCI option (docs/play.md)."""
+    from pipeline.play.uci import Config, OptionError, configure, option_table, run_uci
+
+    if list_options:
+        typer.echo(option_table())
+        return
+    given: list[tuple[str, str]] = [
+        (name, str(value))
+        for name, value in (
+            ("Style", style),
+            ("Engine", engine),
+            ("Nodes", nodes),
+            ("Engine Depth", engine_depth),
+            ("Threads", threads),
+            ("Hash", hash_mb),
+            ("Shallow Depth", shallow_depth),
+            ("Seed", seed),
+            ("Human Model", human_model),
+            ("Human Corpus", human_corpus),
+            ("Safety Margin", safety_margin),
+            ("Opponent Rating", opponent_rating),
+            ("Tutor Rating", tutor_rating),
+            ("Epsilon", epsilon),
+            ("Temperature", temperature),
+            ("Move Overhead", move_overhead),
+        )
+        if value is not None
+    ]
+    for item in option or []:
+        name, equals, value = item.partition("=")
+        if not equals:
+            raise OptionError(f"invalid --option {item!r}: expected Name=value")
+        given.append((name.strip(), value.strip()))
+    config = configure(Config(), given)
+    raise typer.Exit(run_uci(sys.stdin, sys.stdout, config))
