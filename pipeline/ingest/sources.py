@@ -491,7 +491,7 @@ def source_shards(
     local file, cut with no I/O, or the stream shards of a compressed file or a URL, read as they
     are cut (a game above `max_game_bytes` becomes a shard of its own that says it was skipped)."""
     if is_stream(source):
-        return _stream_shards(source, source_index, shard_games, max_game_bytes, url_timeout)
+        return stream_shards(source, source_index, shard_games, max_game_bytes, url_timeout)
     return _range_shards(source, source_index, shard_bytes, max_game_bytes)
 
 
@@ -506,7 +506,7 @@ def _range_shards(source: str, source_index: int, shard_bytes: int, max_game_byt
 
 
 class _StreamCutter:
-    """The state of `_stream_shards`: the bytes read and not yet cut into a shard."""
+    """The state of `stream_shards`: the bytes read and not yet cut into a shard."""
 
     def __init__(self, source: str, source_index: int, shard_games: int, max_game_bytes: int) -> None:
         self.source, self.source_index = source, source_index
@@ -614,7 +614,7 @@ class _StreamCutter:
             yield self.shard(len(self.buffer), len(self.starts), stream_error=error)
 
 
-def _stream_shards(
+def stream_shards(
     source: str,
     source_index: int,
     shard_games: int,

@@ -1,0 +1,85 @@
+"""The plan as a readable report (`diffimax plan` without --json)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from pipeline.mine.plan.records import Figure, Plan
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.1f} min"
+    if seconds < 3 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def _range(figure: Figure, form: Callable[[float], str]) -> str:
+    if figure.low is None or figure.high is None:
+        return form(figure.value)
+    return f"{form(figure.value)} (90 %: {form(figure.low)} - {form(figure.high)})"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3f} s"
+
+
+def _count(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def _hours(value: float) -> str:
+    return f"{value:,.2f}" if value < 100 else f"{value:,.0f}"
+
+
+def plan_text(plan: Plan) -> str:
+    """The plan as a readable report."""
+    size = sum(source.disk_bytes for source in plan.sources)
+    sample = plan.sample
+    wall = [t.engine_seconds for t in sample.timed]
+    cpu = [t.cpu_seconds for t in sample.timed]
+    step = max(1, len(sample.reuse) // 8)
+    reuse = ", ".join(f"{fit.ply}: {fit.exponent:.2f}" for fit in sample.reuse[::step])
+    where = "on this machine" if plan.runs_here else "a core per worker"
+    lines = [
+        f"Plan for {len(plan.sources)} input{'s' if len(plan.sources) != 1 else ''} ({size / 1e6:,.1f} MB on disk), "
+        f"engine {plan.engine}, {plan.workers} worker{'s' if plan.workers != 1 else ''} ({plan.workers_how}, "
+        f"{where})",
+        f"games read:          {_count(plan.games_read.value)} ({plan.games_read.how})",
+        f"games mined:         {_range(plan.games_kept, _count)}",
+        f"games filtered:      {_count(plan.games_filtered.value)}; unreadable: {_count(plan.games_error.value)}",
+        f"positions:           {_range(plan.positions, _count)}",
+        f"analysed (distinct): {_count(plan.positions_analysed.value)} ({plan.positions_analysed.how}); "
+        f"reused: {_count(plan.positions_reused.value)}",
+        f"engine per position: {_range(plan.seconds_per_position, _seconds)} ({plan.seconds_per_position.how})",
+        f"  timed spread:      wall {min(wall):.3f}-{max(wall):.3f} s (median {float(np.median(wall)):.3f}); CPU "
+        f"{min(cpu):.3f}-{max(cpu):.3f} s (mean {plan.cpu_seconds_per_position.value:.3f})",
+        f"engine time:         {_range(plan.engine_seconds, _duration)}",
+        f"engine core-hours:   {_range(plan.engine_core_hours, _hours)}",
+        f"pipeline:            ingest {_duration(plan.ingest_seconds.value)} of cores, driver "
+        f"{_duration(plan.driver_seconds.value)} serial ({plan.shards:,} shard{'s' if plan.shards != 1 else ''})",
+        f"wall time:           {_range(plan.wall_seconds, _duration)} with {plan.workers} workers",
+        *(
+            f"  {row.workers:>6,} workers: {_duration(row.wall_seconds)}, bound by the {row.bound} (engine "
+            f"{_duration(row.engine_seconds)}, driver {_duration(row.driver_seconds)}, writers "
+            f"{_duration(row.writer_seconds)}, reader {_duration(row.reader_seconds)})"
+            + (
+                f"; the driver stops bounding it at --shard-games {row.shard_games_for_driver:,}"
+                if row.shard_games_for_driver
+                else ""
+            )
+            for row in plan.scaling
+        ),
+        f"sample:              {sample.games_read:,} games in {sample.blocks} blocks"
+        f"{' (the whole job)' if sample.whole_job else ''}, {sample.positions:,} positions, {sample.distinct:,} "
+        f"distinct; warm-up {sample.warmup_seconds:.2f} s, worker start {sample.worker_start_seconds:.2f} s",
+        f"reuse (Heaps b):     by ply {reuse}",
+        "assumes:             " + "; ".join(plan.assumptions),
+        f"planned in {plan.planning_seconds:.1f} s",
+    ]
+    return "\n".join(lines)
