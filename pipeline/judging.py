@@ -182,122 +182,181 @@ def judge_lines(
     engine's answers from `engine`. `also` names replies to value at full depth whatever the judges
     need (the move a human played, for the analytics); they change no verdict. With the dip judge
     alone, nothing is searched but the seed's own analysis (a dataset of it is exactly what the
-    seed's DiffiMax records). `key` is the position's Polyglot key when the caller has it."""
+    seed's DiffiMax records). `key` is the position's Polyglot key when the caller has it.
+
+    The steps, in the order of the module docstring: the evidence that needs no deep search
+    (`_Gathering.shallow_pass`, `.model_probabilities`, `.corpus_counts`), the node's value
+    (`.value_node`), the deep values the judges need (`.value_plausible_replies`), and the deeper
+    values of the replies near a threshold (`.settle_near_thresholds`)."""
     if board.turn == setter:
         raise ValueError("judge_position needs the responder to move (the setter just moved)")
     legal = {move.uci(): move for move in board.legal_moves}
     if not legal:
         raise ValueError(f"no legal reply in FEN {board.fen()!r}")
     wanted = judges.judges
-    nodes: dict[str, int] = {}
     # Each reply's evidence as plain fields while it is gathered (`_Records`).
     fields: dict[str, dict[str, Any]] = {
         name: {"move": name, "excluded": excluded_as(board, move, settings)} for name, move in legal.items()
     }
-
+    gathering = _Gathering(engine, settings, judges, fields)
     if wanted & {"trappy", "practical"}:
-        shallow = engine.shallow()
-        nodes["shallow"] = shallow.nodes
+        gathering.shallow_pass()
+    if model is not None and wanted & {"model", "practical"}:
+        gathering.model_probabilities(model, board, context)
+    if corpus is not None and wanted & {"human", "practical"}:
+        gathering.corpus_counts(corpus, zobrist(board) if key is None else key, context)
+    extra = {name for name in also if name in fields} if wanted - {"dip"} else set()
+    gathering.value_node(extra)
+    current = gathering.evidence()
+    if gathering.probe_v1 is None:
+        current = gathering.value_plausible_replies(current, extra)
+    current = gathering.settle_near_thresholds(current)
+    return Judgement(current, judge(current, judges, settings), gathering.lines, gathering.seed, gathering.nodes)
+
+
+class _Gathering:
+    """The evidence of one position while `judge_lines` gathers it: each reply's fields, the node's
+    best reply and value, the deep lines behind the values, the engine nodes spent per level."""
+
+    def __init__(
+        self, engine: EngineLines, settings: DiffiMaxSettings, judges: JudgeSettings, fields: dict[str, dict[str, Any]]
+    ) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.judges = judges
+        self.fields = fields
+        self.records = _Records(fields)
+        self.nodes: dict[str, int] = {}
+        self.lines: dict[str, tuple[str, ...]] = {}
+        self.corpus_games: int | None = None
+        self.seed: DiffiMaxResult | None = None
+        self.dip_candidates: frozenset[str] | None = None
+        self.probe_v1: Value | None = None
+        """The node's value at the probe level, when the node was probed."""
+        self.best = ""
+        """The node's best reply (set by `value_node`)."""
+        self.v1: Value = 0
+        """The node's value: the best reply's, at the deepest level searched (set by `value_node`)."""
+
+    def evidence(self) -> NodeEvidence:
+        return NodeEvidence(
+            self.records.replies(), self.best, self.v1, self.corpus_games, self.dip_candidates, self.probe_v1
+        )
+
+    # -- evidence that needs no deep search -----------------------------------------------------
+
+    def shallow_pass(self) -> None:
+        """Every reply's value and rank at the shallow level (one MultiPV search)."""
+        shallow = self.engine.shallow()
+        self.nodes["shallow"] = shallow.nodes
         ranks = shallow_ranks(shallow.values)
-        for name, reply in fields.items():
+        for name, reply in self.fields.items():
             reply["shallow_value"] = shallow.values.get(name)
             reply["shallow_rank"] = ranks.get(name)
-    if model is not None and wanted & {"model", "practical"}:
+
+    def model_probabilities(self, model: MoveModel, board: chess.Board, context: MoverContext | None) -> None:
+        """The human-move model's probability of every reply (0 for a reply it leaves out)."""
         probabilities = model.move_probabilities(board, context or MoverContext())
-        for name, reply in fields.items():
+        for name, reply in self.fields.items():
             reply["model_p"] = probabilities.get(name, 0.0)
-    corpus_games: int | None = None
-    if corpus is not None and wanted & {"human", "practical"}:
+
+    def corpus_counts(self, corpus: Corpus, key: int, context: MoverContext | None) -> None:
+        """How often the corpus's games in the responder's rating band played each reply here."""
         rating = context.rating if context is not None else None
-        counted = corpus.counts(zobrist(board) if key is None else key, rating, judges.rating_band)
-        corpus_games = counted.games
-        for name, reply in fields.items():
+        counted = corpus.counts(key, rating, self.judges.rating_band)
+        self.corpus_games = counted.games
+        for name, reply in self.fields.items():
             reply["corpus_count"] = counted.moves.get(name, 0)
 
-    records = _Records(fields)
-    lines: dict[str, tuple[str, ...]] = {}
-    seed: DiffiMaxResult | None = None
-    dip_candidates: frozenset[str] | None = None
-    probe_v1: Value | None = None
-    extra = {name for name in also if name in fields} if wanted - {"dip"} else set()
+    # -- engine values --------------------------------------------------------------------------
 
-    def count(level: str, found: ReplyValues) -> None:
-        nodes[level] = nodes.get(level, 0) + found.nodes
-        lines.update(found.lines)
+    def count(self, level: str, found: ReplyValues) -> None:
+        """Add a search's nodes to its level's and its lines to the deep lines."""
+        self.nodes[level] = self.nodes.get(level, 0) + found.nodes
+        self.lines.update(found.lines)
 
-    if "dip" in wanted:
-        seed = engine.seed()
-        nodes["seed"] = seed.stats.nodes + int(seed.extra.get("qnodes", 0))
+    def value_best(self, level: Level, field: str) -> None:
+        """The node's best reply and value at `level`, recorded as that reply's `field`."""
+        found = self.engine.best(level)
+        self.count(level, found)
+        assert found.best is not None
+        self.best, self.v1 = found.best, found.values[found.best]
+        self.records.set(self.best, field, self.v1)
+
+    def value_replies(self, moves: Sequence[str], level: Level, field: str) -> None:
+        """Each of `moves` valued at `level`, recorded as its `field`."""
+        found = self.engine.replies(moves, level)
+        self.count(level, found)
+        for name, value in found.values.items():
+            self.records.set(name, field, value)
+
+    def value_node(self, extra: set[str]) -> None:
+        """The node's best reply and value: from the seed's analysis when the dip judge is enabled,
+        else by a probe refined where a verdict depends on it (an engine with a probe level), else by
+        a deep search. `extra`: replies to value whatever the judges need."""
+        if "dip" in self.judges.judges:
+            self.value_by_seed()
+        elif self.engine.probes:
+            self.value_by_probe(extra)
+        else:
+            self.value_best("deep", "deep_value")
+
+    def value_by_seed(self) -> None:
+        """The seed's DiffiMax: the node's value, every reply within R exact, the dip judge's
+        candidates and their refutations."""
+        seed = self.seed = self.engine.seed()
+        self.nodes["seed"] = seed.stats.nodes + int(seed.extra.get("qnodes", 0))
         analysis = seed.root_analysis
         assert analysis is not None, "a root with a legal reply is an analysed opponent node"
-        best, v1 = analysis.best, analysis.best_value
-        dip_candidates = frozenset(r.move for r in analysis.candidates)
+        self.best, self.v1 = analysis.best, analysis.best_value
+        self.dip_candidates = frozenset(r.move for r in analysis.candidates)
         for response in analysis.responses:
             if response.exact:
-                records.set(response.move, "deep_value", response.value)
-        lines |= {t.move: t.refutation for t in seed.traps if not t.path}
-    elif engine.probes:
-        # A cheap probe of the node and of every reply a judge finds plausible; the full search
-        # only where a verdict depends on it (`needs_refinement`), and then of the node too.
-        found = engine.best("probe")
-        count("probe", found)
-        assert found.best is not None
-        best, v1 = found.best, found.values[found.best]
-        probe_v1 = v1
-        records.set(best, "probe_value", v1)
-        probed = NodeEvidence(records.replies(), best, v1, corpus_games, None, probe_v1)
-        wanted_probe = sorted((needs_deep(probed, judges) | extra) - {best})
+                self.records.set(response.move, "deep_value", response.value)
+        self.lines |= {t.move: t.refutation for t in seed.traps if not t.path}
+
+    def value_by_probe(self, extra: set[str]) -> None:
+        """A cheap probe of the node and of every reply a judge finds plausible; the full search
+        only where a verdict depends on it (`needs_refinement`), and then of the node too."""
+        self.value_best("probe", "probe_value")
+        self.probe_v1 = self.v1
+        wanted_probe = sorted((needs_deep(self.evidence(), self.judges) | extra) - {self.best})
         if wanted_probe:
-            found = engine.replies(wanted_probe, "probe")
-            count("probe", found)
-            for name, value in found.values.items():
-                records.set(name, "probe_value", value)
-        probed = NodeEvidence(records.replies(), best, v1, corpus_games, None, probe_v1)
-        refine = needs_refinement(probed, judges, settings)
+            self.value_replies(wanted_probe, "probe", "probe_value")
+        refine = needs_refinement(self.evidence(), self.judges, self.settings)
         if refine:
-            found = engine.best("deep")
-            count("deep", found)
-            assert found.best is not None
-            best, v1 = found.best, found.values[found.best]
-            records.set(best, "deep_value", v1)
-            # The full search may name another best reply: a plausible reply the probe did not
-            # measure (the probe's best, now a reply like the others) is searched in full too.
-            refined = NodeEvidence(records.replies(), best, v1, corpus_games, None, probe_v1)
-            unmeasured = {name for name in needs_deep(refined, judges) if refined.measured(records.reply(name)) is None}
-            missing = sorted((refine | unmeasured) - {best})
-            if missing:
-                found = engine.replies(missing, "deep")
-                count("deep", found)
-                for name, value in found.values.items():
-                    records.set(name, "deep_value", value)
-    else:
-        found = engine.best("deep")
-        count("deep", found)
-        assert found.best is not None
-        best, v1 = found.best, found.values[found.best]
-        records.set(best, "deep_value", v1)
+            self.refine(refine)
 
-    def evidence() -> NodeEvidence:
-        return NodeEvidence(records.replies(), best, v1, corpus_games, dip_candidates, probe_v1)
-
-    current = evidence()
-    if probe_v1 is None:
-        wanted_deep = needs_deep(current, judges) | extra
-        missing = sorted(name for name in wanted_deep if records.get(name, "deep_value") is None)
+    def refine(self, refine: set[str]) -> None:
+        """The full search of the node and of the replies `refine` names. The full search may name
+        another best reply: a plausible reply the probe did not measure (the probe's best, now a
+        reply like the others) is searched in full too."""
+        self.value_best("deep", "deep_value")
+        refined = self.evidence()
+        records = self.records
+        unmeasured = {
+            name for name in needs_deep(refined, self.judges) if refined.measured(records.reply(name)) is None
+        }
+        missing = sorted((refine | unmeasured) - {self.best})
         if missing:
-            found = engine.replies(missing, "deep")
-            count("deep", found)
-            for name, value in found.values.items():
-                records.set(name, "deep_value", value)
-            current = evidence()
-    unsettled = sorted(needs_deeper(current, judges))
-    if unsettled:
-        deeper = engine.replies(unsettled, "deeper")
-        count("deeper", deeper)
-        for name, value in deeper.values.items():
-            records.set(name, "deeper_value", value)
-        current = evidence()
-    return Judgement(current, judge(current, judges, settings), lines, seed, nodes)
+            self.value_replies(missing, "deep", "deep_value")
+
+    def value_plausible_replies(self, current: NodeEvidence, extra: set[str]) -> NodeEvidence:
+        """The deep value of every reply some judge finds plausible (and of `extra`) that has none."""
+        wanted_deep = needs_deep(current, self.judges) | extra
+        missing = sorted(name for name in wanted_deep if self.records.get(name, "deep_value") is None)
+        if not missing:
+            return current
+        self.value_replies(missing, "deep", "deep_value")
+        return self.evidence()
+
+    def settle_near_thresholds(self, current: NodeEvidence) -> NodeEvidence:
+        """Deeper values of the replies whose class sits within the stability margin of a threshold."""
+        unsettled = sorted(needs_deeper(current, self.judges))
+        if not unsettled:
+            return current
+        self.value_replies(unsettled, "deeper", "deeper_value")
+        return self.evidence()
 
 
 class _Records:
