@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 import chess
 import numpy as np
@@ -262,21 +262,68 @@ def move_features(
 
     `engine` (for the ``engine`` group) scores moves in cp from the mover's view; a move it lacks
     gets NaN. `book` (for the ``book`` group) may be None (the position is not in the book: zero
-    games). FeatureError if the position has no legal move or a needed input is missing."""
+    games). FeatureError if the position has no legal move or a needed input is missing.
+
+    Each row is built by name (a dict from feature name to value); the matrix takes its columns in
+    the order of `feature_names`, which is the order a model was trained on."""
     chosen = parse_groups(groups)
     if "engine" in chosen and engine is None:
         raise FeatureError("the engine feature group needs engine scores")
     legal = list(board.legal_moves)
     if not legal:
         raise FeatureError(f"no legal move in {board.fen()!r}")
-    us = board.turn
-    them = not us
-    sides = _sides(board)
-    own, theirs = sides[us], sides[them]
-    occupied = board.occupied
-    hanging_before = _most_winnable(sides, them, occupied)
-    threat_before = _most_winnable(sides, us, occupied)
+    position = _position(board)
+    shared = _context_values(position, context, len(legal))
+    rows = [shared | _move_values(position, move) for move in legal]
+    if "engine" in chosen:
+        assert engine is not None
+        for row, columns in zip(rows, _engine_values(legal, engine), strict=True):
+            row.update(columns)
+    if "book" in chosen:
+        for row, columns in zip(rows, _book_values(legal, book), strict=True):
+            row.update(columns)
+    if "pool" in chosen:
+        code = math.nan if context.pool is None else POOL_CODES[context.pool]
+        for row in rows:
+            row["pool_chesscom"] = code
+    names = feature_names(chosen)
+    assert len(rows[0]) == len(names), sorted(set(rows[0]) ^ set(names))
+    values = np.asarray([[row[name] for name in names] for row in rows], dtype=np.float32)
+    assert values.shape == (len(legal), len(names)), (values.shape, len(names))
+    return MoveMatrix(tuple(move.uci() for move in legal), values, names)
 
+
+# A feature row by name: feature name -> value (NaN when unknown).
+FeatureRow = dict[str, float]
+
+
+class _Position(NamedTuple):
+    """What every move's features need of the position before it (computed once per position)."""
+
+    board: chess.Board
+    sides: tuple[Pieces, Pieces]
+    us: bool
+    occupied: int
+    king_square: int | None
+    """The opponent's king, for checks."""
+    hanging_before: int
+    """What the opponent could win now (`_most_winnable`), in pawns."""
+    threat_before: int
+    """What the mover could win now, in pawns."""
+    last: chess.Move | None
+    """The opponent's last move."""
+    ours_last: chess.Move | None
+    """The mover's own last move."""
+    last_capture: float
+    """Whether the opponent's last move captured (NaN without a last move)."""
+    last_check: float
+    """Whether the opponent's last move gave check (NaN without a last move)."""
+
+
+def _position(board: chess.Board) -> _Position:
+    us = board.turn
+    sides = _sides(board)
+    occupied = board.occupied
     last: chess.Move | None = board.move_stack[-1] if board.move_stack else None
     ours_last: chess.Move | None = board.move_stack[-2] if len(board.move_stack) >= 2 else None
     last_capture = last_check = math.nan
@@ -287,54 +334,54 @@ def move_features(
         finally:
             board.push(previous)
         last_check = float(board.is_check())
+    return _Position(
+        board, sides, us, occupied, board.king(not us), _most_winnable(sides, not us, occupied),
+        _most_winnable(sides, us, occupied), last, ours_last, last_capture, last_check,
+    )  # fmt: skip
 
+
+def _context_values(position: _Position, context: MoverContext, legal_moves: int) -> FeatureRow:
+    """The ``base`` group's columns that every move of the position shares (CONTEXT_FEATURES)."""
+    board, us = position.board, position.us
     base = context.base_seconds
     clock = context.clock_seconds
     fraction = clock / base if clock is not None and base else None
-    context_row = [
-        _nan(context.rating), _nan(clock), _nan(base), _nan(context.increment_seconds), _nan(fraction),
-        float(board.ply()), float(len(legal)), float(_material(own)), float(_material(theirs)),
-        float(board.is_check()), float(hanging_before), float(threat_before),
-    ]  # fmt: skip
-
-    king_square = board.king(them)
-    rows: list[list[float]] = []
-    for move in legal:
-        rows.append(
-            context_row + _move_row(board, move, sides, us, occupied, king_square, last, ours_last,
-                                    last_capture, last_check, hanging_before, threat_before)
-        )  # fmt: skip
-
-    if "engine" in chosen:
-        assert engine is not None
-        _append_engine(rows, legal, engine)
-    if "book" in chosen:
-        _append_book(rows, legal, book)
-    if "pool" in chosen:
-        code = math.nan if context.pool is None else POOL_CODES[context.pool]
-        for row in rows:
-            row.append(code)
-    names = feature_names(chosen)
-    values = np.asarray(rows, dtype=np.float32)
-    assert values.shape == (len(legal), len(names)), (values.shape, len(names))
-    return MoveMatrix(tuple(move.uci() for move in legal), values, names)
+    return {
+        "rating": _nan(context.rating),
+        "clock_seconds": _nan(clock),
+        "base_seconds": _nan(base),
+        "increment_seconds": _nan(context.increment_seconds),
+        "clock_fraction": _nan(fraction),
+        "ply": float(board.ply()),
+        "legal_moves": float(legal_moves),
+        "material_own": float(_material(position.sides[us])),
+        "material_opponent": float(_material(position.sides[not us])),
+        "in_check": float(board.is_check()),
+        "hanging_before": float(position.hanging_before),
+        "threat_before": float(position.threat_before),
+    }
 
 
-def _move_row(
-    board: chess.Board,
-    move: chess.Move,
-    sides: tuple[Pieces, Pieces],
-    us: bool,
-    occupied: int,
-    king_square: int | None,
-    last: chess.Move | None,
-    ours_last: chess.Move | None,
-    last_capture: float,
-    last_check: float,
-    hanging_before: int,
-    threat_before: int,
-) -> list[float]:
-    them = not us
+class _AfterMove(NamedTuple):
+    """A move and the position after it, as bitboards."""
+
+    piece_type: int
+    target: int
+    """Where the moving piece lands (the king's square for castling)."""
+    captured_type: int | None
+    landed_type: int
+    """The piece on `target` after the move (the promotion piece for a promotion)."""
+    castling: bool
+    en_passant: bool
+    own: Pieces
+    theirs: Pieces
+    occupied: int
+    sides: tuple[Pieces, Pieces]
+    """(Black's, White's) pieces after the move, indexable by a python-chess colour."""
+
+
+def _after_move(position: _Position, move: chess.Move) -> _AfterMove:
+    board, us = position.board, position.us
     origin, target = move.from_square, move.to_square
     piece_type = board.piece_type_at(origin)
     assert piece_type is not None
@@ -348,38 +395,82 @@ def _move_row(
     elif not castling:
         captured_type = board.piece_type_at(target)
     landed_type = move.promotion or piece_type
-
-    # The position after the move, as bitboards.
-    after_own = list(sides[us])
-    after_theirs = list(sides[them])
-    after_occupied = occupied & ~_BB[origin]
+    own = list(position.sides[us])
+    theirs = list(position.sides[not us])
+    occupied = position.occupied & ~_BB[origin]
     if castling:
         kingside = chess.square_file(target) > chess.square_file(origin)
         rank = chess.square_rank(origin)
         king_to = chess.square(6 if kingside else 2, rank)
         rook_to = chess.square(5 if kingside else 3, rank)
         rook_from = target if board.chess960 else chess.square(7 if kingside else 0, rank)
-        after_occupied &= ~_BB[rook_from]
-        after_own[chess.KING] = _BB[king_to]
-        after_own[chess.ROOK] = (after_own[chess.ROOK] & ~_BB[rook_from]) | _BB[rook_to]
-        after_occupied |= _BB[king_to] | _BB[rook_to]
+        occupied &= ~_BB[rook_from]
+        own[chess.KING] = _BB[king_to]
+        own[chess.ROOK] = (own[chess.ROOK] & ~_BB[rook_from]) | _BB[rook_to]
+        occupied |= _BB[king_to] | _BB[rook_to]
         target = king_to
     else:
-        after_own[piece_type] &= ~_BB[origin]
-        after_own[landed_type] |= _BB[target]
+        own[piece_type] &= ~_BB[origin]
+        own[landed_type] |= _BB[target]
         if captured_type is not None:
-            after_theirs[captured_type] &= ~_BB[captured_square]
-            after_occupied &= ~_BB[captured_square]
-        after_occupied |= _BB[target]
-    after: tuple[Pieces, Pieces] = (after_theirs, after_own) if us else (after_own, after_theirs)
+            theirs[captured_type] &= ~_BB[captured_square]
+            occupied &= ~_BB[captured_square]
+        occupied |= _BB[target]
+    sides = (theirs, own) if us else (own, theirs)
+    return _AfterMove(
+        piece_type, target, captured_type, landed_type, castling, en_passant, own, theirs, occupied, sides
+    )
 
-    captured_value = PIECE_VALUES[captured_type] if captured_type is not None else 0
+
+def _move_values(position: _Position, move: chess.Move) -> FeatureRow:
+    """The ``base`` group's columns of one move (MOVE_FEATURES)."""
+    after = _after_move(position, move)
+    return (
+        _square_values(position, move, after)
+        | _exchange_values(position, move, after)
+        | _safety_values(position, move, after)
+        | _last_move_values(position, move, after)
+    )
+
+
+def _square_values(position: _Position, move: chess.Move, after: _AfterMove) -> FeatureRow:
+    """The piece and its squares, from the mover's side of the board; castling and pawn pushes."""
+    us, origin, target, piece_type = position.us, move.from_square, after.target, after.piece_type
+    castling_rights = position.board.castling_rights
+    from_rel = _relative(origin, us)
+    to_rel = _relative(target, us)
+    return {
+        "piece": float(piece_type),
+        "from_square": float(from_rel),
+        "to_square": float(to_rel),
+        "from_rank": float(from_rel >> 3),
+        "to_rank": float(to_rel >> 3),
+        "from_file": float(from_rel & 7),
+        "to_file": float(to_rel & 7),
+        "rank_advance": float((to_rel >> 3) - (from_rel >> 3)),
+        "distance": float(chess.square_distance(origin, target)),
+        "promotion": float(move.promotion or 0),
+        "is_castling": float(after.castling),
+        "is_en_passant": float(after.en_passant),
+        "loses_castling": float(
+            not after.castling
+            and (piece_type == chess.KING or piece_type == chess.ROOK)
+            and bool(castling_rights & (chess.BB_RANK_1 if us else chess.BB_RANK_8))
+            and (piece_type == chess.KING or bool(castling_rights & _BB[origin]))
+        ),
+        "pawn_double": float(piece_type == chess.PAWN and abs(target - origin) == 16),
+    }
+
+
+def _exchange_values(position: _Position, move: chess.Move, after: _AfterMove) -> FeatureRow:
+    """What the move captures, its static exchange (SEE), and whether it checks or mates."""
+    board, us, them = position.board, position.us, not position.us
+    captured_value = PIECE_VALUES[after.captured_type] if after.captured_type is not None else 0
     promotion_gain = PIECE_VALUES[move.promotion] - 1 if move.promotion else 0
     # What the opponent wins back on the target square (0 if it cannot or should not recapture).
-    recaptured = _capture_gain(after, them, target, after_occupied, landed_type)
-    see = captured_value + promotion_gain - recaptured
-
-    gives_check = king_square is not None and bool(_attackers(after_own, us, king_square, after_occupied))
+    recaptured = _capture_gain(after.sides, them, after.target, after.occupied, after.landed_type)
+    king_square = position.king_square
+    gives_check = king_square is not None and bool(_attackers(after.own, us, king_square, after.occupied))
     is_mate = False
     if gives_check:
         board.push(move)
@@ -387,45 +478,61 @@ def _move_row(
             is_mate = board.is_checkmate()
         finally:
             board.pop()
-    hanging_after = _most_winnable(after, them, after_occupied)
-    threat_after = _most_winnable(after, us, after_occupied)
-    from_attackers = _attackers(sides[them], them, origin, occupied)
-    from_hanging = _capture_gain(sides, them, origin, occupied, piece_type) if from_attackers else 0
-    to_attackers = chess.popcount(_attackers(after_theirs, them, target, after_occupied))
-    to_defenders = chess.popcount(_attackers(after_own, us, target, after_occupied & ~_BB[target]))
+    return {
+        "is_capture": float(after.captured_type is not None),
+        "captured_value": float(captured_value),
+        "see": float(captured_value + promotion_gain - recaptured),
+        "is_check": float(gives_check),
+        "is_mate": float(is_mate),
+    }
 
-    from_rel = _relative(origin, us)
-    to_rel = _relative(target, us)
-    nan = math.nan
-    recapture = takes_last = distance_last = nan
+
+def _safety_values(position: _Position, move: chess.Move, after: _AfterMove) -> FeatureRow:
+    """Who attacks and defends the squares the piece leaves and lands on, and what hangs and what
+    is threatened after the move, against before it."""
+    sides, us, them, occupied = position.sides, position.us, not position.us, position.occupied
+    origin, target = move.from_square, after.target
+    hanging_after = _most_winnable(after.sides, them, after.occupied)
+    threat_after = _most_winnable(after.sides, us, after.occupied)
+    from_attackers = _attackers(sides[them], them, origin, occupied)
+    from_hanging = _capture_gain(sides, them, origin, occupied, after.piece_type) if from_attackers else 0
+    return {
+        "from_attacked": float(from_attackers != 0),
+        "from_hanging": float(from_hanging),
+        "to_attackers": float(chess.popcount(_attackers(after.theirs, them, target, after.occupied))),
+        "to_defenders": float(chess.popcount(_attackers(after.own, us, target, after.occupied & ~_BB[target]))),
+        "hanging_after": float(hanging_after),
+        "hanging_change": float(hanging_after - position.hanging_before),
+        "threat_after": float(threat_after),
+        "threat_change": float(threat_after - position.threat_before),
+    }
+
+
+def _last_move_values(position: _Position, move: chess.Move, after: _AfterMove) -> FeatureRow:
+    """The move against the last two moves: a recapture, the same piece again, a move undone."""
+    origin, target, last, ours_last = move.from_square, after.target, position.last, position.ours_last
+    recapture = takes_last = distance_last = math.nan
     if last is not None:
-        takes_last = float(target == last.to_square and captured_type is not None)
-        recapture = float(takes_last == 1.0 and last_capture == 1.0)
+        takes_last = float(target == last.to_square and after.captured_type is not None)
+        recapture = float(takes_last == 1.0 and position.last_capture == 1.0)
         distance_last = float(chess.square_distance(target, last.to_square))
-    same_again = undoes = nan
+    same_again = undoes = math.nan
     if ours_last is not None:
         same_again = float(origin == ours_last.to_square)
         undoes = float(origin == ours_last.to_square and target == ours_last.from_square)
-    loses_castling = float(
-        not castling
-        and (piece_type == chess.KING or piece_type == chess.ROOK)
-        and bool(board.castling_rights & (chess.BB_RANK_1 if us else chess.BB_RANK_8))
-        and (piece_type == chess.KING or bool(board.castling_rights & _BB[origin]))
-    )
-    pawn_double = float(piece_type == chess.PAWN and abs(target - origin) == 16)
-    return [
-        float(piece_type), float(from_rel), float(to_rel), float(from_rel >> 3), float(to_rel >> 3),
-        float(from_rel & 7), float(to_rel & 7), float((to_rel >> 3) - (from_rel >> 3)),
-        float(chess.square_distance(origin, target)), float(captured_type is not None), float(captured_value),
-        float(see), float(gives_check), float(is_mate), float(move.promotion or 0), float(castling),
-        float(en_passant), recapture, takes_last, distance_last, last_capture, last_check, same_again, undoes,
-        float(from_attackers != 0), float(from_hanging), float(to_attackers), float(to_defenders),
-        float(hanging_after), float(hanging_after - hanging_before), float(threat_after),
-        float(threat_after - threat_before), loses_castling, pawn_double,
-    ]  # fmt: skip
+    return {
+        "recapture": recapture,
+        "takes_last_moved": takes_last,
+        "distance_to_last": distance_last,
+        "last_was_capture": position.last_capture,
+        "last_was_check": position.last_check,
+        "same_piece_again": same_again,
+        "undoes_last": undoes,
+    }
 
 
-def _append_engine(rows: list[list[float]], legal: list[chess.Move], engine: EngineScores) -> None:
+def _engine_values(legal: list[chess.Move], engine: EngineScores) -> list[FeatureRow]:
+    """The ``engine`` group's columns of each move (ENGINE_FEATURES); NaN for a move not scored."""
     scores = [engine.get(move.uci()) for move in legal]
     known = [clip_score(score) for score in scores if score is not None]
     best = max(known) if known else None
@@ -433,20 +540,27 @@ def _append_engine(rows: list[list[float]], legal: list[chess.Move], engine: Eng
     rank_of = {score: index for index, score in enumerate(ranked)}
     near = sum(1 for score in known if best is not None and score >= best - NEAR_BEST_CP)
     best_win = win_probability(best) if best is not None else math.nan
-    for row, raw in zip(rows, scores, strict=True):
+    rows = []
+    for raw in scores:
         if raw is None or best is None:
-            row.extend([math.nan] * len(ENGINE_FEATURES))
+            rows.append(dict.fromkeys(ENGINE_FEATURES, math.nan))
             continue
         score = clip_score(raw)
         win = win_probability(score)
-        row.extend([
-            float(score), float(best - score), float(rank_of[score]), win, best_win - win, float(best), float(near),
-        ])  # fmt: skip
+        rows.append({
+            "engine_cp": float(score), "engine_gap": float(best - score), "engine_rank": float(rank_of[score]),
+            "engine_win": win, "engine_win_gap": best_win - win, "engine_best_cp": float(best),
+            "engine_near_best": float(near),
+        })  # fmt: skip
+    return rows
 
 
-def _append_book(rows: list[list[float]], legal: list[chess.Move], book: BookCounts | None) -> None:
+def _book_values(legal: list[chess.Move], book: BookCounts | None) -> list[FeatureRow]:
+    """The ``book`` group's columns of each move (BOOK_FEATURES)."""
     games = book.games if book is not None else 0
-    for row, move in zip(rows, legal, strict=True):
+    rows = []
+    for move in legal:
         count = book.moves.get(move.uci(), 0) if book is not None else 0
         share = count / games if games > 0 else math.nan
-        row.extend([float(games), share, float(count)])
+        rows.append({"book_games": float(games), "book_share": share, "book_count": float(count)})
+    return rows
