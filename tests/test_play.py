@@ -29,30 +29,13 @@ from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.evaluate.known_traps import load_known_traps
 from pipeline.human.context import MoverContext
 from pipeline.judging import Judgement, load_model
-from pipeline.play.player import (
-    Candidate,
-    Choice,
-    Control,
-    Player,
-    PlaySettings,
-    Remembered,
-    Situation,
-    TutorSettings,
-    TutorState,
-    adapt_epsilon,
-    choice_rng,
-    clip,
-    decided_endgame,
-    draw,
-    effective_epsilon,
-    instant_move,
-    loss_cp,
-    trap_chance,
-    trap_pick,
-    tutor_weights,
-    within_margin,
-)
-from pipeline.play.uci import OPTIONS, Config, Go, OptionError, TimeSettings, parse_go, plan_time, set_option
+from pipeline.play.choice import Candidate, Choice, Control, Remembered, Situation, TutorState, clip, loss_cp
+from pipeline.play.clock import Go, TimeSettings, parse_go, plan_time
+from pipeline.play.options import OPTIONS, Config, OptionError, set_option
+from pipeline.play.player import Player, instant_move
+from pipeline.play.settings import PlaySettings, TutorSettings
+from pipeline.play.trap import trap_chance, trap_pick, within_margin
+from pipeline.play.tutor import adapt_epsilon, choice_rng, decided_endgame, draw, effective_epsilon, tutor_weights
 from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence, Verdicts, win_drop
 from search.settings import DiffiMaxSettings, SettingsError
 from tests.conftest import ROOT

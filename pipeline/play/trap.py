@@ -1,0 +1,212 @@
+"""The style trap: among our moves within the safety margin S of the best, the one whose position
+the opponent is likeliest to go wrong in.
+
+For each move within S the position after it is judged (`pipeline.judging.judge_position`) and its
+*trap chance* is the expected gain over the opponent's replies under the human evidence: the sum,
+over the replies the practical judge names, of the probability that a human plays the reply (the
+corpus's share where the corpus knows the position, else the human-move model:
+`search.judges.plausible_share`) times the win chances the reply gives up
+(`search.judges.win_drop`). Without any human evidence the trappy judge decides, and a human is
+assumed to play one of the shallow pass's `trappy_k` best replies, each as likely. The move with
+the largest chance wins, ties going to the better value; with no chance anywhere, the best move.
+
+The rules (`trap_chance`, `within_margin`, `trap_pick`) are pure; `choose_trap` runs them in
+stages on the engine, offering its best choice so far after each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import chess
+
+from pipeline.human.context import MoverContext
+from pipeline.judging import Judgement, judge_position
+from pipeline.play.choice import Candidate, Choice, Control, Offer, Situation, TrapReply, loss_cp, pawns
+from pipeline.play.decision import Decision
+from pipeline.play.settings import PlayError
+from search.judges import Judge, JudgeSettings, plausible_share
+from search.values import MATE, MATE_BOUND, Value
+
+# Seconds a judged position is assumed to take before the first one has been timed.
+FIRST_JUDGE_SECONDS: Final = 0.15
+
+
+def trap_chance(judgement: Judgement, judges: JudgeSettings) -> tuple[float, tuple[TrapReply, ...], str]:
+    """The trap chance of the position `judgement` judged (the opponent to move): the expected win
+    chances the opponent gives up by falling for a trap, with the replies behind it, and the judge
+    that named them ("practical", "trappy" or "none")."""
+    evidence = judgement.evidence
+    verdicts = judgement.verdicts.candidates
+    replies = {reply.move: reply for reply in evidence.replies}
+    found: list[TrapReply] = []
+    if "practical" in verdicts:
+        source = "practical"
+        for name in sorted(verdicts["practical"]):
+            reply = replies[name]
+            share = plausible_share(evidence, reply, judges)
+            drop = evidence.drop(reply, deeper=True)
+            if share is not None and drop is not None:
+                found.append(TrapReply(name, share, drop))
+    elif "trappy" in verdicts:
+        source = "trappy"
+        # No human evidence: a human plays one of the shallow pass's k best replies, each as likely.
+        looked_good = [r for r in evidence.replies if r.shallow_rank is not None and r.shallow_rank <= judges.trappy_k]
+        for name in sorted(verdicts["trappy"]):
+            drop = evidence.drop(replies[name])
+            if drop is not None and looked_good:
+                found.append(TrapReply(name, 1.0 / len(looked_good), drop))
+    else:
+        source = "none"
+    return sum(t.probability * t.drop for t in found), tuple(found), source
+
+
+def within_margin(values: Mapping[str, Value], margin: Value | None) -> list[str]:
+    """The moves whose value lies within `margin` of the best, best first (ties by UCI)."""
+    if not values:
+        return []
+    best = max(values.values())
+    chosen = [m for m, v in values.items() if margin is None or v >= best - margin]
+    return sorted(chosen, key=lambda m: (-values[m], m))
+
+
+def trap_pick(values: Mapping[str, Value], chances: Mapping[str, float], margin: Value | None) -> str:
+    """The trap style's rule: among the moves within `margin` of the best whose chance is known,
+    the one with the largest trap chance, ties to the better value then the UCI order; the best
+    move when no such move has any chance."""
+    within = within_margin(values, margin)
+    if not within:
+        raise PlayError("no valued move to choose from")
+    judged = [m for m in within if chances.get(m, 0.0) > 0.0]
+    if not judged:
+        return within[0]
+    return min(judged, key=lambda m: (-chances[m], -values[m], m))
+
+
+@dataclass
+class JudgeTiming:
+    """How long judging one position takes on this player, smoothed: whether the next one still
+    fits before the deadline. It outlives a decision (the player keeps it)."""
+
+    seconds: float = FIRST_JUDGE_SECONDS
+
+    def record(self, seconds: float) -> None:
+        """One more judged position took `seconds`."""
+        self.seconds = 0.5 * self.seconds + 0.5 * seconds
+
+
+def trap_judges(decision: Decision) -> JudgeSettings:
+    """The practical judge where there is human evidence; the trappy judge where there may be
+    none (no model: the corpus may not know the position)."""
+    chosen: set[Judge] = set()
+    if decision.model is not None or decision.corpus is not None:
+        chosen.add("practical")
+    if decision.model is None:
+        chosen.add("trappy")
+    return dataclasses.replace(decision.settings.judges, judges=frozenset(chosen))
+
+
+def ranked_moves(decision: Decision, board: chess.Board, legal: list[str]) -> tuple[list[str], dict[str, Value], int]:
+    """Our moves by the shallow pass, best first, and the values the pass gave (without the
+    placeholder of a move it left out, which is no score)."""
+    shallow = decision.values(board, None, "shallow")
+    values = {m: v for m, v in shallow.values.items() if m in legal}
+    for move in legal:  # an engine may leave a move out of its MultiPV: rank it last
+        values.setdefault(move, -MATE)
+    return sorted(values, key=lambda m: (-values[m], m)), dict(shallow.values), shallow.nodes
+
+
+def full_values(
+    decision: Decision, board: chess.Board, legal: list[str], wanted: Sequence[str], searchmoves: bool
+) -> tuple[dict[str, Value], int]:
+    """Full-depth values of `wanted` and of the backend's best move, each from one search of
+    that move alone, so that all of them are alike (a search of the position itself values its
+    best move differently)."""
+    nodes = 0
+    pool = set(wanted)
+    if not searchmoves:
+        best = decision.values(board, None, "deep")
+        nodes += best.nodes
+        if best.best in legal:
+            pool.add(best.best)
+    found = decision.values(board, sorted(pool), "deep")
+    return {m: v for m, v in found.values.items() if m in legal}, nodes + found.nodes
+
+
+def choose_trap(
+    decision: Decision,
+    board: chess.Board,
+    legal: list[str],
+    situation: Situation,
+    control: Control,
+    offer: Offer,
+    timing: JudgeTiming,
+) -> Choice:
+    """The style trap in stages: the shallow pass's best; the best within the margin by full-depth
+    values; then each move within the margin judged in turn, while `control` allows."""
+    settings = decision.settings
+    ranked, shallow, nodes = ranked_moves(decision, board, legal)
+    first = Choice(ranked[0], "trap", f"style trap: {ranked[0]}, the shallow pass's best (no time for more)",
+                   nodes=nodes, shallow_value=shallow.get(ranked[0]))  # fmt: skip
+    offer(first)
+    if control.hurry or not control.can_start(0.0):
+        return first
+    searchmoves = situation.searchmoves is not None
+    values, spent = full_values(decision, board, legal, ranked[: settings.trap_candidates], searchmoves)
+    nodes += spent
+    best = within_margin(values, None)[0]
+    # A forced mate needs no trap (and mate scores, a ply apart, would all lie within the margin).
+    within = [best] if values[best] >= MATE_BOUND else within_margin(values, settings.margin_cp)
+    chances: dict[str, float] = {}
+    traps: dict[str, tuple[TrapReply, ...]] = {}
+    sources: dict[str, str] = {}
+
+    def current(complete: bool) -> Choice:
+        move = trap_pick(values, chances, settings.margin_cp)
+        candidates = tuple(Candidate(m, values[m], chance=chances.get(m), traps=traps.get(m, ())) for m in within)
+        if chances.get(move, 0.0) > 0.0:
+            replies = ", ".join(f"{t.move} p={t.probability:.2f} drop={t.drop:.2f}" for t in traps[move])
+            below = "the best" if move == best else f"{loss_cp(values[best], values[move])} cp below {best}"
+            reason = (
+                f"style trap: {move} ({pawns(values[move])}, {below}) sets {len(traps[move])} {sources[move]} "
+                f"trap(s) [{replies}], chance {chances[move]:.3f}; {len(within)} move(s) within the margin, "
+                f"{len(chances)} judged"
+            )
+        else:
+            reason = (
+                f"style trap: {move}, the best ({pawns(values[move])}): no trap chance among the "
+                f"{len(chances)} of {len(within)} move(s) within the margin judged"
+            )
+        return Choice(move, "trap", reason, values[move], best, values[best], candidates, complete=complete,
+                      nodes=nodes)  # fmt: skip
+
+    offer(current(False))
+    context = MoverContext(
+        rating=settings.opponent_rating, clock_seconds=situation.their_clock,
+        base_seconds=situation.base_seconds, increment_seconds=situation.increment_seconds,
+    )  # fmt: skip
+    judges = trap_judges(decision)
+    for move in within:
+        if not control.can_start(timing.seconds):
+            return current(False)
+        after = board.copy()
+        after.push_uci(move)
+        if not any(after.generate_legal_moves()):
+            chances[move], traps[move], sources[move] = 0.0, (), "none"
+            continue
+        started = time.monotonic()
+        judgement = judge_position(
+            decision.backend, after, board.turn, settings.diffimax, judges, model=decision.model, context=context,
+            corpus=decision.corpus,
+        )  # fmt: skip
+        timing.record(time.monotonic() - started)
+        nodes += sum(judgement.nodes.values())
+        chances[move], traps[move], sources[move] = trap_chance(judgement, settings.judges)
+        offer(current(False))
+    choice = current(True)
+    offer(choice)
+    return choice
