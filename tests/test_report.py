@@ -29,20 +29,17 @@ from pipeline.dataset.duck import DatasetError
 from pipeline.dataset.integrity import IncompleteDatasetError
 from pipeline.dataset.queries import CSV_KEEPS, QueryResult, render, run_query, run_saved
 from pipeline.ingest.games import GameFilter
-from pipeline.outputs.report import (
-    BOARDS_SHOWN,
+from pipeline.outputs.html import tag, text
+from pipeline.outputs.report import REPORT_NAME, ReportError, write_report
+from pipeline.outputs.report.data import BOARDS_SHOWN
+from pipeline.outputs.report.plots import (
     PLOT_DPI,
     PLOT_INCHES,
-    REPORT_NAME,
-    ReportError,
     plot_clock,
     plot_dip,
     plot_lift,
     plot_rating,
     png_data_uri,
-    tag,
-    text,
-    write_report,
 )
 from tests.conftest import GAMES
 from tests.mining_helpers import EVERY_JUDGE, mine

@@ -1,0 +1,169 @@
+"""The report's top trap positions: each drawn as a board (inline SVG from `chess.svg`, seen from
+the responder's side, the best reply and the trap candidate as arrows) beside its candidates, what
+humans played and example games."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+import chess
+import chess.svg
+
+from pipeline.dataset.queries import QueryResult
+from pipeline.outputs.html import Html, tag
+from pipeline.outputs.report.data import Details, number, shown_positions
+from pipeline.outputs.report.sections import facts, table
+
+# Width and height of a board, in CSS pixels.
+BOARD_PIXELS: Final = 300
+# Trap candidates listed beside each board.
+CANDIDATES_SHOWN: Final = 5
+# Arrow colours of chess.svg (its defaults: translucent green and red).
+BEST_ARROW: Final = "green"
+TRAP_ARROW: Final = "red"
+
+# Element ids and references inside a chess.svg board (made unique per board).
+_SVG_ID = re.compile(r'(\bid="|href="#|url\(#)')
+
+
+def _move(board: chess.Board, uci: Any) -> chess.Move | None:
+    """`uci` as a legal move of `board`, or None."""
+    try:
+        move = chess.Move.from_uci(str(uci))
+    except ValueError:
+        return None
+    return move if board.is_legal(move) else None
+
+
+def _san(board: chess.Board, uci: Any) -> str:
+    move = _move(board, uci)
+    return board.san(move) if move is not None else str(uci)
+
+
+def board_svg(board: chess.Board, index: int, *, best: Any, trap: Any, last: Any) -> Html:
+    """The position from the responder's side, the best reply as a green arrow and the trap
+    candidate as a red one, the move that led here highlighted when known."""
+    arrows = []
+    for uci, color in ((best, BEST_ARROW), (trap, TRAP_ARROW)):
+        move = _move(board, uci)
+        if move is not None:
+            arrows.append(chess.svg.Arrow(move.from_square, move.to_square, color=color))
+    try:
+        lastmove = chess.Move.from_uci(str(last)) if last else None
+    except ValueError:
+        lastmove = None
+    svg = chess.svg.board(
+        board,
+        orientation=board.turn,
+        lastmove=lastmove,
+        arrows=arrows,
+        size=BOARD_PIXELS,
+        check=board.king(board.turn) if board.is_check() else None,
+    )
+    return Html(_SVG_ID.sub(rf"\g<1>b{index}-", svg))
+
+
+def _side(color: chess.Color) -> str:
+    return "White" if color == chess.WHITE else "Black"
+
+
+def _player(name: Any, rating: Any) -> str:
+    return f"{name if name is not None else '?'}" + (f" ({rating})" if rating is not None else "")
+
+
+def position_card(index: int, row: dict[str, Any], details: Details) -> Html:
+    key = row["position_key"]
+    candidates = details["candidates"].get(key, [])
+    played = details["played"].get(key, [])
+    last = details["last"].get(key, [])
+    games = details["games"].get(key, [])
+    rate = number(row["fall_rate"]) or 0.0
+    heading = tag("h3", f"#{index} ", tag("span", f"{row['games']} games, fell {row['fell']} ({rate:.0%})"))
+    try:
+        board: chess.Board | None = chess.Board(str(row["fen"]))
+    except ValueError:
+        board = None
+    if board is None:
+        return tag(
+            "article", heading, tag("p", "Unreadable FEN: ", tag("code", row["fen"]), class_="note"), class_="card"
+        )
+    trap = candidates[0]["move"] if candidates else None
+    drawing = tag(
+        "figure",
+        board_svg(board, index, best=row["best_move"], trap=trap, last=last[0]["move_uci"] if last else None),
+        class_="board",
+    )
+    candidate_items = [
+        tag(
+            "li",
+            tag("span", _san(board, c["move"]), class_="trap" if i == 0 else None),
+            f" dip {c['dip'] / 100:.2f}, played {c['played']} of {c['occurrences']}",
+        )
+        for i, c in enumerate(candidates[:CANDIDATES_SHOWN])
+    ]
+    more = len(candidates) - CANDIDATES_SHOWN
+    if more > 0:
+        candidate_items.append(tag("li", f"and {more} more", class_="note"))
+    humans = ", ".join(f"{p['move_san']} x{p['times']} ({p['outcome']})" for p in played)
+    game_items = [
+        tag(
+            "li",
+            f"{_player(g['white'], g['white_elo'])} vs {_player(g['black'], g['black_elo'])}",
+            tag("br"),
+            tag(
+                "span",
+                f"{g['event'] or '?'}, {g['date'] or '?'}; game ",
+                tag("code", g["game_id"]),
+                f", ply {g['ply']}, played {g['move_san']} ({g['outcome']})",
+                class_="meta",
+            ),
+        )
+        for g in games
+    ]
+    lines = facts(
+        [
+            ("FEN", tag("code", row["fen"])),
+            ("to move", f"{_side(board.turn)} (the responder); {_side(not board.turn)} set the trap"),
+            ("best reply", tag("span", _san(board, row["best_move"]), class_="best")),
+            ("trap candidates", tag("ol", candidate_items, class_="plain") if candidate_items else "none recorded"),
+            ("humans played", humans or "?"),
+            (
+                "fall rate",
+                f"{rate:.1%} (95% interval {(number(row['wilson_low']) or 0):.1%} to "
+                f"{(number(row['wilson_high']) or 0):.1%})",
+            ),
+            ("games", tag("ul", game_items, class_="plain")),
+        ]
+    )
+    return tag("article", heading, drawing, lines, class_="card")
+
+
+def traps_section(result: QueryResult, details: Details) -> Html:
+    rows = shown_positions(result)
+    intro = tag(
+        "p",
+        "Positions that were trap nodes most often. Each board is seen from the responder's side: the ",
+        tag("span", "green arrow", class_="best"),
+        " is the best reply, the ",
+        tag("span", "red arrow", class_="trap"),
+        " the trap candidate humans played most (else the most tempting one), the shaded squares the move that led "
+        "there when known.",
+    )
+    if not rows:
+        return tag(
+            "section",
+            tag("h2", "Top trap positions"),
+            tag("p", "No trap nodes in this dataset.", class_="note"),
+            id="trap-positions",
+        )
+    cards = [position_card(i, row, details) for i, row in enumerate(rows, start=1)]
+    return tag(
+        "section",
+        tag("h2", "Top trap positions"),
+        intro,
+        tag("div", cards, class_="boards"),
+        tag("h3", "All rows of ", tag("code", "top-trap-positions")),
+        table(result),
+        id="trap-positions",
+    )

@@ -1,0 +1,222 @@
+"""The report's sections as HTML (built with `pipeline.outputs.html`, which escapes every plain
+`str`): the summary, the judges side by side, the plots, the players, every saved query as a
+table, the errors and the manifest. The trap positions' boards are `pipeline.outputs.report.boards`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+from pipeline.dataset.queries import QueryResult
+from pipeline.outputs.html import Content, Html, join, tag, text
+from pipeline.outputs.report.data import ErrorRows, SavedResults, number, records
+from pipeline.outputs.report.plots import PLOT_DPI, PLOT_INCHES, PLOTS, png_data_uri
+
+# Saved queries with a section of their own; every other saved query is a table under "Saved queries".
+OWN_SECTION: Final = frozenset({"top-trap-positions", "top-players", "judge-comparison"})
+# Columns shown as percentages.
+RATE_COLUMNS: Final = frozenset(
+    {
+        "wilson_low",
+        "wilson_high",
+        "fall_rate",
+        "play_rate",
+        "chance_rate",
+        "fall_rate_low",
+        "fall_rate_high",
+        "trap_node_share",
+    }
+)
+
+
+def cell(column: str, value: Any) -> Html:
+    if value is None:
+        return Html("")
+    if isinstance(value, bool):
+        return text("yes" if value else "no")
+    if isinstance(value, float) and column in RATE_COLUMNS:
+        return text(f"{value:.1%}")
+    if isinstance(value, float):
+        return text(f"{value:.4g}")
+    if column in ("fen", "node_fen"):
+        return tag("code", value)
+    return text(value)
+
+
+def table(result: QueryResult, *, empty: str = "No rows.") -> Html:
+    if not result.rows:
+        return tag("p", empty, class_="note")
+    head = tag("tr", [tag("th", column) for column in result.columns])
+    body = [
+        tag(
+            "tr",
+            [
+                tag("td", cell(column, value), class_="num" if _isnumber(value) else None)
+                for column, value in zip(result.columns, row, strict=True)
+            ],
+        )
+        for row in result.rows
+    ]
+    return tag("div", tag("table", tag("thead", head), tag("tbody", body)), class_="table-wrap")
+
+
+def _isnumber(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def facts(items: Iterable[tuple[str, Content]]) -> Html:
+    return tag("dl", [join([tag("dt", name), tag("dd", value)]) for name, value in items], class_="facts")
+
+
+def _count(manifest: dict[str, Any], key: str) -> str:
+    value = manifest.get(key)
+    return f"{value:,}" if isinstance(value, int) else "?"
+
+
+def _pairs(mapping: Any) -> str:
+    if not isinstance(mapping, dict):
+        return "?" if mapping is None else str(mapping)
+    return ", ".join(f"{key} {value}" for key, value in mapping.items() if value is not None)
+
+
+def _when(seconds: Any) -> str:
+    if not isinstance(seconds, int | float):
+        return "?"
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def summary_section(dataset: Path, manifest: dict[str, Any] | None, lift: QueryResult) -> Html:
+    items: list[tuple[str, Content]] = [("dataset", tag("code", str(dataset)))]
+    if manifest is None:
+        note = tag("p", "This dataset has no manifest.json: the run's counts and settings are unknown.", class_="note")
+    else:
+        m = manifest
+        note = Html("")
+        engine: dict[str, Any] = m["engine"] if isinstance(m.get("engine"), dict) else {}
+        inputs: list[Any] = m["inputs"] if isinstance(m.get("inputs"), list) else []
+        items += [
+            ("inputs", tag("ul", [tag("li", tag("code", str(item))) for item in inputs], class_="plain")),
+            (
+                "games",
+                f"{_count(m, 'games_read')} read = {_count(m, 'games_written')} mined + "
+                f"{_count(m, 'games_filtered')} filtered + {_count(m, 'games_error')} with errors",
+            ),
+            (
+                "positions",
+                f"{_count(m, 'positions')}: {_count(m, 'positions_analysed')} analysed, "
+                f"{_count(m, 'positions_reused')} reused from repeats, {_count(m, 'positions_error')} failed",
+            ),
+            ("trap records", _count(m, "traps")),
+            ("engine", f"{engine.get('name', '?')} ({_pairs({k: v for k, v in engine.items() if k != 'name'})})"),
+            ("settings", _pairs(m.get("settings"))),
+            ("game filter", _pairs(m.get("filter"))),
+            ("workers", str(m.get("workers", "?"))),
+            (
+                "run",
+                f"{_when(m.get('started'))} to {_when(m.get('finished'))}, "
+                + (f"{m['wall_seconds']:,.1f} s" if isinstance(m.get("wall_seconds"), int | float) else "? s"),
+            ),
+            ("versions", _pairs(m.get("versions"))),
+            ("schema version", str(m.get("schema_version", "?"))),
+        ]
+    rows = records(lift)
+    if rows and rows[0]["trap_nodes"]:
+        row = rows[0]
+        items.append(
+            (
+                "trap nodes",
+                f"{row['trap_nodes']:,} positions had a trap candidate; the human fell {row['fell']:,} times "
+                f"({(number(row['fall_rate']) or 0):.1%}, 95% interval {(number(row['wilson_low']) or 0):.1%} to "
+                f"{(number(row['wilson_high']) or 0):.1%})",
+            )
+        )
+    else:
+        items.append(("trap nodes", "none"))
+    return tag("section", tag("h2", "Summary"), note, facts(items), id="summary")
+
+
+def plots_section(results: dict[str, QueryResult]) -> Html:
+    figures = []
+    for name, title, reading, drawer in PLOTS:
+        result = results.get(name)
+        if result is None:
+            continue
+        uri, note = png_data_uri(drawer(result))
+        width, height = (round(side * PLOT_DPI) for side in PLOT_INCHES)
+        caption = tag(
+            "figcaption",
+            tag("strong", title),
+            " ",
+            reading,
+            " ",
+            tag("span", note, class_="note") if note else None,
+            " ",
+            tag("code", name),
+        )
+        figures.append(
+            tag(
+                "figure",
+                tag("img", src=uri, alt=f"{title} ({note or 'plot'})", width=width, height=height),
+                caption,
+                class_="plot",
+                data_query=name,
+            )
+        )
+    return tag("section", tag("h2", "Plots"), tag("div", figures, class_="plots"), id="plots")
+
+
+def judges_section(result: QueryResult, primary: str | None) -> Html:
+    reading = (
+        "Every trap judge the dataset recorded, on the same positions: how many positions it calls trap "
+        "nodes, how many candidates it names there, how often the human played one (the fall rate), and "
+        "how much more often than a uniformly random meaningful reply would have (lift), with 95 % Wilson "
+        f"intervals. The rest of the report shows the {primary or 'primary'} judge's verdicts."
+    )
+    return tag("section", tag("h2", "The trap judges side by side"), tag("p", reading), table(result), id="judges")
+
+
+def players_section(result: QueryResult) -> Html:
+    reading = (
+        "Players who set the most traps their opponents fell for (opponents_fell) and who fell the most "
+        "(fell), over the trap nodes they set and faced."
+    )
+    return tag("section", tag("h2", "Top players"), tag("p", reading), table(result), id="players")
+
+
+def tables_section(saved: SavedResults) -> Html:
+    parts = []
+    for name, description in saved.descriptions.items():
+        if name in OWN_SECTION:
+            continue
+        parts.append(tag("h3", tag("code", name)))
+        parts.append(tag("p", description))
+        result = saved.results.get(name)
+        parts.append(
+            table(result) if result is not None else tag("p", saved.unmet.get(name, "Not run."), class_="note")
+        )
+    return tag("section", tag("h2", "Saved queries"), join(parts), id="tables")
+
+
+def errors_section(errors: ErrorRows) -> Html:
+    counts = errors.counts
+    if not counts:
+        return tag("section", tag("h2", "Errors"), tag("p", "No errors.", class_="note"), id="errors")
+    shown = errors.first
+    total = sum(count for _, count in counts)
+    summary = ", ".join(f"{count:,} at {stage}" for stage, count in counts)
+    note = f"The first {len(shown.rows)} of {total:,}:" if total > len(shown.rows) else "All of them:"
+    return tag(
+        "section", tag("h2", "Errors"), tag("p", f"{total:,} errors ({summary}). {note}"), table(shown), id="errors"
+    )
+
+
+def manifest_section(manifest: dict[str, Any] | None) -> Html:
+    body = (
+        tag("details", tag("summary", "manifest.json"), tag("pre", json.dumps(manifest, indent=2, sort_keys=True)))
+        if manifest is not None
+        else tag("p", "No manifest.json.", class_="note")
+    )
+    return tag("section", tag("h2", "Manifest"), body, id="manifest")
