@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from pipeline.ingest import sources
+from pipeline.ingest import streams
 from pipeline.ingest.games import Failed, Selected, read_games, split_games
 from pipeline.ingest.sources import (
     InputError,
@@ -522,7 +522,7 @@ def test_reading_a_range_over_a_giant_game_holds_about_one_cap(tmp_path: Path) -
 @pytest.fixture
 def quick_resumes(monkeypatch: pytest.MonkeyPatch) -> None:
     """Resume tries without the real waits (1 s doubling to 16 s)."""
-    monkeypatch.setattr(sources, "RESUME_DELAYS", (0.01,) * 5)
+    monkeypatch.setattr(streams, "RESUME_DELAYS", (0.01,) * 5)
 
 
 def player_b_zst() -> tuple[bytes, bytes]:
@@ -550,7 +550,7 @@ def test_a_url_that_drops_often_is_resumed_each_time_it_moves_on(quick_resumes: 
     """The tries are counted from the last byte that arrived: 30 drops, each after progress, are fine."""
     data = PLAYER_B.read_bytes()
     with RangeServer(Behaviour(data, first="drop", cut=len(data) // 2)) as server:
-        body = sources.HttpBody(f"{server.url}/b.pgn", delays=(0.01,))
+        body = streams.HttpBody(f"{server.url}/b.pgn", delays=(0.01,))
         read = bytearray()
         while block := body.read1(len(data) // 30):
             read += block

@@ -14,7 +14,8 @@ import urllib.error
 import urllib.request
 from typing import Any, Final
 
-from pipeline.ingest.sources import URL_TIMEOUT, InputError, is_url
+from pipeline.ingest.sources import InputError, is_url
+from pipeline.ingest.streams import URL_TIMEOUT
 
 # Bytes hashed per read.
 PIN_BLOCK: Final = 1 << 20

@@ -9,7 +9,8 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import BinaryIO, cast
 
-from pipeline.ingest.sources import NEWLINE_GAME_START, READ_BLOCK, ZstdStream, compression_of, count_games, is_url
+from pipeline.ingest.sources import NEWLINE_GAME_START, compression_of, count_games, is_url
+from pipeline.ingest.streams import READ_BLOCK, ZstdStream
 from pipeline.mine.plan.records import PlanError, SourceCount
 
 # Sources up to this size on disk are counted game by game (about 1 s per 30 MB of .pgn.zst here).
