@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import ray
 
 ROOT = Path(__file__).resolve().parent.parent
 # The shared data lives beside the project (../shared/data), read in place, never copied.
 DATA = ROOT.parent / "shared" / "data"
 GAMES = DATA / "games"
 PUZZLES = DATA / "puzzles"
+# Debian's stockfish package (what deploy/local.sh installs): the one engine path of the tests, and
+# the one rule for skipping where it is missing.
+STOCKFISH = Path("/usr/games/stockfish")
+needs_stockfish = pytest.mark.skipif(
+    not STOCKFISH.exists(), reason=f"Debian's stockfish package is not installed ({STOCKFISH})"
+)
 
 
 def run_cli(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
@@ -31,6 +40,16 @@ def data_dir() -> Path:
     if not GAMES.is_dir():
         pytest.skip(f"shared data not found at {DATA}")
     return DATA
+
+
+@pytest.fixture(scope="module")
+def ray_session(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A local Ray cluster for one module's tests, shut down after them: `RAY_CPUS` logical CPUs
+    when the module sets it (e.g. 4, so that a job can have four workers on two cores), else 2."""
+    cpus = getattr(request.module, "RAY_CPUS", 2)
+    ray.init(address="local", num_cpus=cpus, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    yield
+    ray.shutdown()
 
 
 # Modules whose tests start Ray clusters or mining jobs: under `pytest -n 2 --dist loadgroup` (the

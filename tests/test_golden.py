@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import GAMES, ROOT, run_cli
+from tests.conftest import GAMES, ROOT, STOCKFISH, run_cli
 from tests.golden import digests
 
 pytestmark = pytest.mark.slow
 
-STOCKFISH = Path("/usr/games/stockfish")
 RUNS = {
     "native100": [str(GAMES / "lichess_100.pgn"), "--engine", "native", "--depth", "2", "--plies", "10-12"],
     "sf100": [

@@ -31,11 +31,9 @@ from search.judges import (
     win_drop,
 )
 from search.settings import DiffiMaxSettings, SettingsError
-from tests.conftest import GAMES
+from tests.conftest import GAMES, needs_stockfish
 
 SETTINGS = DiffiMaxSettings(depth=2)  # T = 1.00, R = 2.00 pawns
-STOCKFISH = Path("/usr/games/stockfish")
-needs_stockfish = pytest.mark.skipif(not STOCKFISH.exists(), reason="Debian's stockfish package is not installed")
 
 
 def node(*replies: ReplyEvidence, best: str = "a1a2", corpus_games: int | None = None) -> NodeEvidence:

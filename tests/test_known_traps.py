@@ -14,7 +14,7 @@ import chess.pgn
 import pytest
 
 from pipeline.evaluate.known_traps import KnownTrap, KnownTrapError, load_known_traps
-from tests.conftest import ROOT
+from tests.conftest import ROOT, STOCKFISH
 
 # Centipawns of a forced mate (minus its distance), so a mate ranks beyond any material score.
 MATE_CP = 100_000
@@ -96,7 +96,6 @@ def measure_known_trap(engine: chess.engine.SimpleEngine, trap: KnownTrap, limit
 
 
 BUNDLED = ROOT / "pipeline" / "samples" / "known_traps.pgn"
-STOCKFISH = Path("/usr/games/stockfish")
 # Nodes per search: three searches per trap keep the whole set under ~2 minutes of one core.
 # At this depth the smallest victim's loss is 141 cp and the largest loss of a sound setter's
 # move 52 cp (docs/known_traps.md); at 500,000 nodes the Würzburger Trap's loss drops to 94.

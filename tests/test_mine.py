@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import ray
 
 from pipeline.dataset.duck import connect
 from pipeline.dataset.store import OutputError
@@ -19,12 +18,9 @@ from tests.mining_helpers import MINING_JUDGES, SERVED, assert_counts_add_up, as
 SAMPLE = str(GAMES / "lichess_100.pgn")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def ray_session():
-    # Four logical CPUs, so that a job can have four analysis workers on this two-core machine.
-    ray.init(address="local", num_cpus=4, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("ray_session")
+# Four logical CPUs, so that a job can have four analysis workers on this two-core machine.
+RAY_CPUS = 4
 
 
 def test_an_occurrence_is_judged_with_the_player_who_just_moved_as_setter():

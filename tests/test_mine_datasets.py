@@ -8,7 +8,6 @@ import json
 import shutil
 
 import pytest
-import ray
 
 from pipeline.ingest.games import GameFilter
 from pipeline.ingest.sources import count_games
@@ -25,11 +24,7 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def ray_session():
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("ray_session")
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -10,22 +10,19 @@ from __future__ import annotations
 import csv
 import html.parser
 import io
-import logging
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import chess
 import chess.engine
 import chess.pgn
 import pytest
-import ray
 
 from pipeline.common.sanitize import clean_text, pgn_value, safe_url, spreadsheet_safe
 from pipeline.dataset.duck import DatasetError, connect
@@ -64,17 +61,13 @@ from pipeline.outputs.puzzles import (
 )
 from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings
-from tests.conftest import GAMES, ROOT
+from tests.conftest import GAMES, ROOT, STOCKFISH, needs_stockfish
 from tests.fake_engines import DIES_ON_GO, ONLY_ON_THE_DRIVER, fake_engine
 from tests.mining_helpers import mine
 from tests.processes import assert_session_ends, session_processes
 
 SAMPLE = GAMES / "lichess_100.pgn"
-STOCKFISH = Path("/usr/games/stockfish")
 CHROMIUM = Path("/usr/bin/chromium")
-needs_stockfish = pytest.mark.skipif(
-    shutil.which("stockfish") is None and not STOCKFISH.exists(), reason="Stockfish is not installed"
-)
 # Engine budget of the tests: per MultiPV-2 search, for the generator and the independent check.
 TEST_NODES = 100_000
 TEST_MARGIN = 0.3
@@ -546,13 +539,6 @@ def read_pgn(text: str) -> list[chess.pgn.Game]:
 
 
 @pytest.fixture(scope="module")
-def ray_session() -> Iterator[None]:
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
-@pytest.fixture(scope="module")
 def mined(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not SAMPLE.exists():
         pytest.skip(f"shared data not found at {SAMPLE}")
@@ -571,7 +557,7 @@ def mined(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def generated(mined: Path, tmp_path_factory: pytest.TempPathFactory) -> PuzzleReport:
-    if shutil.which("stockfish") is None and not STOCKFISH.exists():
+    if not STOCKFISH.exists():
         pytest.skip("Stockfish is not installed")
     out = tmp_path_factory.mktemp("puzzles") / "book"
     # No `workers`: one per CPU of the module's Ray session (2), so the end-to-end tests read the pool's output.
@@ -612,7 +598,7 @@ def test_every_puzzle_passes_a_fresh_engine_and_matches_the_game(generated: Puzz
     rows = list(csv.DictReader(generated.written["csv"].open(encoding="utf-8", newline="")))
     assert rows and len(rows) == len(generated.puzzles)
     connection = connect(mined)
-    engine = chess.engine.SimpleEngine.popen_uci(shutil.which("stockfish") or str(STOCKFISH))
+    engine = chess.engine.SimpleEngine.popen_uci(str(STOCKFISH))
     try:
         engine.configure({"Threads": 1, "Hash": 16})
         for row in rows:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import GAMES, ROOT, run_cli
+from tests.conftest import GAMES, ROOT, STOCKFISH, run_cli
 from tests.fake_engines import NOT_AN_ENGINE, ONLY_ON_THE_DRIVER, fake_engine
 from tests.mining_helpers import assert_counts_add_up, rows
 from tests.processes import assert_session_ends
@@ -26,7 +26,6 @@ from tests.processes import assert_session_ends
 pytestmark = pytest.mark.slow
 
 SAMPLE = str(GAMES / "lichess_100.pgn")
-STOCKFISH = Path("/usr/games/stockfish")
 # The engine-only judges: what these tests check does not depend on the human-move model, whose
 # engine features would double their time.
 CHEAP_JUDGES = ["--judges", "dip,trappy", "--human-model", "none"]

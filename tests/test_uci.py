@@ -35,10 +35,8 @@ from search.chessgame import FenError, board_from_fen
 from search.judges import JudgeSettings
 from search.settings import UCI_DEFAULT_DEPTH, DiffiMaxSettings, SettingsError
 from search.values import MATE
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, STOCKFISH, needs_stockfish, run_cli
 
-STOCKFISH = Path("/usr/games/stockfish")
-needs_stockfish = pytest.mark.skipif(not STOCKFISH.exists(), reason="Debian's stockfish package is not installed")
 stockfish = [pytest.mark.stockfish, needs_stockfish]
 
 # 1.e4 e5 2.Nf3 Nc6 3.Bc4 Nd4: White to move, Black the setter; 4.Nxe5? Qg5! is the trap.

@@ -21,15 +21,13 @@ Deterministic for the pinned binary (one thread, node limits, `ucinewgame` per n
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from pipeline.engines.uci import EngineLimits, UciBackend
 from pipeline.evaluate.agreement import compare, sample_positions
 from search.settings import DiffiMaxSettings
+from tests.conftest import STOCKFISH
 
-STOCKFISH = Path("/usr/games/stockfish")
 POSITIONS = 50
 NODES = 20_000  # per line, in both analyses
 TOLERANCE = 30  # cp around T and R, on top of the position's v1 difference
