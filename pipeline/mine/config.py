@@ -10,14 +10,19 @@ number of workers and the cluster are not part of it (rows never depend on them)
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pipeline.engines.backends import EngineOptions, effective_engine_options
 from pipeline.human.context import Pool
+from pipeline.human.corpus import Corpus
+from pipeline.human.model import model_path
 from pipeline.ingest.games import GameFilter
 from pipeline.ingest.pins import changed_input
 from pipeline.ingest.sources import MAX_GAME_BYTES, URL_TIMEOUT
+from pipeline.judging import load_model
 from pipeline.mine.table import DEFAULT_TABLE_MB
 from pipeline.mine.work import HumanEvidence, Judging, primary_judge
 from schemas.dataset import SCHEMA_VERSION
@@ -233,3 +238,30 @@ def check_resume(out: str, started_with: dict[str, Any] | None, now: dict[str, A
                     f"cannot --resume {out!r}: {FLAGS[name]} differs ({name} was {was!r}, now {given!r}); "
                     "resume with the settings the run started with, or start a new --out"
                 )
+
+
+def human_evidence_digests(human: HumanEvidence) -> dict[str, str | None]:
+    """Load the model and the corpus once on the driver, so that a bad file is one line before
+    anything starts; their digests go into the job's identity."""
+    model = load_model(human.model)
+    if model is not None:
+        model.close()
+    if human.corpus is not None:
+        Corpus.load(human.corpus)
+    return {
+        "human_model": None if human.model is None else file_digest(model_path(human.model)),
+        "human_corpus": None if human.corpus is None else file_digest(human.corpus),
+    }
+
+
+def file_digest(path: str) -> str:
+    """SHA-256 of a file, or of a dataset directory's committed shard files (names and bytes)."""
+    digest = hashlib.sha256()
+    target = Path(path)
+    files = sorted(target.glob("shards/*/positions.parquet")) if target.is_dir() else [target]
+    for file in files:
+        digest.update(str(file.relative_to(target) if target.is_dir() else file.name).encode())
+        with file.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()

@@ -28,7 +28,6 @@ published shards stay, the rest is dropped, and the error says how to `--resume`
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import platform
 import signal
@@ -50,15 +49,12 @@ from pipeline.common.cluster import StderrAside, start_ray
 from pipeline.dataset.lock import check_unlocked, output_lock
 from pipeline.dataset.store import DatasetWriter, check_output
 from pipeline.engines.backends import check_backend
-from pipeline.human.corpus import Corpus
 from pipeline.ingest.pins import input_pin
 from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url, source_shards
-from pipeline.judging import load_model, model_path
 from pipeline.mine.actors import MiningWorker, PositionCounter, prepare, read_stream, write
-from pipeline.mine.config import MineConfig, check_resume, job_identity
+from pipeline.mine.config import MineConfig, check_resume, human_evidence_digests, job_identity
 from pipeline.mine.progress import Progress, Status
 from pipeline.mine.shards import ShardCounts, ShardResult
-from pipeline.mine.work import HumanEvidence
 from schemas.dataset import SCHEMA_VERSION
 from search.errors import DiffimaxError
 
@@ -139,7 +135,7 @@ def run(
     check_output(config.out, resume=config.resume)
     engine_name = check_backend(config.engine)
     pins = [input_pin(source) for source in sources]  # what --resume must find unchanged
-    identity = job_identity(config, sources, engine_name, check_human_evidence(config.human), pins)
+    identity = job_identity(config, sources, engine_name, human_evidence_digests(config.human), pins)
     fresh = not Path(config.out).exists()
     with output_lock(config.out):  # one job per output directory, for the whole job
         if config.resume:
@@ -192,33 +188,6 @@ def _run_job(
         if owns_ray and ray.is_initialized():
             ray.shutdown()
         aside.end()  # whatever ended the job, its error line reaches the terminal
-
-
-def check_human_evidence(human: HumanEvidence) -> dict[str, str | None]:
-    """Load the model and the corpus once on the driver, so that a bad file is one line before
-    anything starts; their digests go into the job's identity."""
-    model = load_model(human.model)
-    if model is not None and hasattr(model, "close"):
-        model.close()
-    if human.corpus is not None:
-        Corpus.load(human.corpus)
-    return {
-        "human_model": None if human.model is None else file_digest(model_path(human.model)),
-        "human_corpus": None if human.corpus is None else file_digest(human.corpus),
-    }
-
-
-def file_digest(path: str) -> str:
-    """SHA-256 of a file, or of a dataset directory's committed shard files (names and bytes)."""
-    digest = hashlib.sha256()
-    target = Path(path)
-    files = sorted(target.glob("shards/*/positions.parquet")) if target.is_dir() else [target]
-    for file in files:
-        digest.update(str(file.relative_to(target) if target.is_dir() else file.name).encode())
-        with file.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
 
 
 def _stopped_message(store: DatasetWriter, why: str) -> str:
