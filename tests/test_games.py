@@ -472,6 +472,9 @@ def header_game(**tags: str) -> bytes:
         ({"WhiteElo": "1600", "BlackElo": "2100"}, GameFilter(min_elo=1500, max_elo=2000), "rating",
          "black rating 2100 above 2000"),
         ({"WhiteElo": "?", "BlackElo": "1600"}, GameFilter(max_elo=2000), "rating", "white rating missing"),
+        # Unicode digits that str.isdigit() accepts: a missing rating, never a crash of the shard.
+        ({"WhiteElo": "\u00b2", "BlackElo": "1600"}, GameFilter(max_elo=2000), "rating", "white rating missing"),
+        ({"WhiteElo": "1500", "BlackElo": "\u0661\u0665"}, GameFilter(min_elo=10), "rating", "black rating missing"),
         ({"BlackElo": "1600", "WhiteElo": "1700"}, GameFilter(min_elo=1650), "rating", "black rating 1600 below 1650"),
         ({"TimeControl": "60+0"}, GameFilter(time_controls=frozenset({"blitz"})), "time_control",
          "time control bullet (60+0)"),

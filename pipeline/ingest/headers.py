@@ -170,7 +170,8 @@ def parse_rating(value: str | None) -> int | None:
     if value is None:
         return None
     value = value.strip()
-    return int(value) if value.isdigit() else None
+    # ASCII digits only: str.isdigit() also accepts "²" or "١", which int() refuses or reads.
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 def game_id_of(headers: Mapping[str, str], source: str, byte_offset: int) -> str:
