@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.common.stats import wilson
 from pipeline.human.book import DEFAULT_MIN_GAMES, Book
 from pipeline.human.engine import EngineSettings
 from pipeline.human.evaluate import (
@@ -51,7 +52,6 @@ from pipeline.human.evaluate import (
     evaluate,
     report_json,
     report_text,
-    wilson,
 )
 from pipeline.human.features import FEATURE_GROUPS, FeatureGroup, feature_names
 from pipeline.human.model import DEFAULT_MODEL, HumanMoveModel, softmax_groups
