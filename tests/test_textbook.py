@@ -140,6 +140,9 @@ def test_cli_text_report_has_the_seed_sections():
     assert len(bars) == 5 and lengths == sorted(lengths, reverse=True) and lengths[0] == 20
 
 
+LEGAL_KINGS = "4k3/8/8/8/8/8/8/4K3 w - - 0 1"
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -156,6 +159,12 @@ def test_cli_text_report_has_the_seed_sections():
         (("explain", "not a fen"), "invalid FEN 'not a fen'"),
         (("explain", "8/8/8/8/8/8/8/8 w - - 0 1"), "impossible position"),
         (("explain", "4k3/8/8/8/8/8/8/4K3 w - - 0 1", "--setter", "red"), "invalid setter 'red'"),
+        # Once a traceback (explain at depth 0) or a job started for nothing (mine --depth 0).
+        (("explain", LEGAL_KINGS, "--engine", "native", "--depth", "0"), "invalid --depth 0: a chess search needs"),
+        (("mine", "no-such.pgn", "--out", "unused", "--depth", "0"), "invalid --depth 0: a chess search needs"),
+        (("explain", LEGAL_KINGS, "--engine", "native", "--nodes", "0"), "invalid --nodes 0: must be a whole number"),
+        (("explain", LEGAL_KINGS, "--engine", "native", "--movetime", "0"), "invalid --movetime 0.0"),
+        (("evaluate", "no-such.pgn", "--shallow-depths", "a,b"), "invalid --shallow-depths 'a,b'"),
     ],
 )
 def test_cli_bad_input_is_one_clear_line(args, message):

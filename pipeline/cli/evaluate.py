@@ -16,6 +16,7 @@ from pipeline.cli.options import (
     JsonOut,
     NodesOpt,
     ThreadsOpt,
+    UsageError,
     default_depth,
     emit,
 )
@@ -58,7 +59,12 @@ def evaluate(
 
     engine = engine or default_engine()
     settings = DiffiMaxSettings(depth=depth if depth is not None else default_depth(engine))
-    depths = [int(token) for token in shallow_depths.split(",") if token.strip()]
+    try:
+        depths = [int(token) for token in shallow_depths.split(",") if token.strip()]
+    except ValueError:
+        raise UsageError(
+            f"invalid --shallow-depths {shallow_depths!r}: expected whole numbers, comma-separated"
+        ) from None
     run = run_harness(
         inputs, engine=engine, options=EngineOptions(threads=threads, hash_mb=hash_mb, nodes=nodes, depth=engine_depth),
         settings=settings, shallow_depths=depths, split=split, positions=positions, seed=seed, known_traps=known_traps,

@@ -133,6 +133,10 @@ class SearchFlags:
     def settings(self, default: int) -> DiffiMaxSettings:
         """The settings, with `default` plies when --depth is not given."""
         margin = parse_margin(self.safety_margin)
+        if self.depth is not None and default >= 1 and self.depth < 1:
+            # A chess search (default >= 1) must look below the root: at depth 0 no reply of the
+            # responder is searched, and no reply can be judged. A textbook tree may be cut at 0.
+            raise UsageError(f"invalid --depth {self.depth}: a chess search needs a depth of at least 1")
         return DiffiMaxSettings(
             depth=default if self.depth is None else self.depth,
             scope=parse_scope(self.scope),
@@ -160,6 +164,12 @@ class EngineFlags:
         return self.engine or default_engine()
 
     def options(self, shallow_depth: int | None = None) -> EngineOptions:
+        for flag, value in (("--nodes", self.nodes), ("--engine-depth", self.engine_depth),
+                            ("--threads", self.threads), ("--hash", self.hash_mb)):  # fmt: skip
+            if value is not None and value < 1:
+                raise UsageError(f"invalid {flag} {value}: must be a whole number >= 1")
+        if self.movetime is not None and not self.movetime > 0:
+            raise UsageError(f"invalid --movetime {self.movetime}: must be a number of seconds above 0")
         return EngineOptions(threads=self.threads, hash_mb=self.hash_mb, nodes=self.nodes, depth=self.engine_depth,
                              movetime=self.movetime, shallow_depth=shallow_depth)  # fmt: skip
 
