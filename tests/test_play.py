@@ -29,7 +29,7 @@ from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.evaluate.known_traps import load_known_traps
 from pipeline.human.context import MoverContext
 from pipeline.judging import Judgement, load_model
-from pipeline.play.choice import Candidate, Choice, Control, Remembered, Situation, TutorState, clip, loss_cp
+from pipeline.play.choice import Choice, Control, MoveOption, Remembered, Situation, TutorState, clip, loss_cp
 from pipeline.play.clock import Go, TimeSettings, parse_go, plan_time
 from pipeline.play.options import OPTIONS, Config, OptionError, set_option
 from pipeline.play.player import Player, instant_move
@@ -152,7 +152,7 @@ def test_epsilon_rises_when_a_mistake_is_punished_and_falls_when_it_is_spared() 
     start = _after(chess.Board(), "e2e4", "e7e5")
     player = Player(open_backend("material"), PlaySettings(tutor=tutor))
     # Our move g1f3 was worth 20 against a best of 100: it gave up 80 cp.
-    choice = Choice("g1f3", "tutor", "", 20, "d2d4", 100, (Candidate("g1f3", 20), Candidate("d2d4", 100)))
+    choice = Choice("g1f3", "tutor", "", 20, "d2d4", 100, (MoveOption("g1f3", 20), MoveOption("d2d4", 100)))
     player.commit(start, "g1f3", choice)
     last = player.state.last
     assert last == Remembered(chess.STARTING_FEN, ("e2e4", "e7e5", "g1f3"), 20, 80)

@@ -35,13 +35,13 @@ from pipeline.outputs.puzzles import (
     STANDARDS,
     VERIFY_BATCH,
     Analyse,
-    Candidate,
     Checked,
-    EngineLine,
     EngineVerifier,
     GameInfo,
     IllegalLineError,
+    MultiPvLine,
     Puzzle,
+    PuzzleCandidate,
     PuzzleError,
     PuzzleReport,
     SolverCheck,
@@ -158,11 +158,11 @@ def scripted(table: Table) -> Analyse:
     """A stand-in engine: the lines for each position (by EPD), best first; PV = the move and,
     when given as 'move reply', the expected reply."""
 
-    def analyse(board: chess.Board, lines: int = 2) -> list[EngineLine]:
+    def analyse(board: chess.Board, lines: int = 2) -> list[MultiPvLine]:
         lines = []
         for text, score in table[board.epd()]:
             pv = tuple(chess.Move.from_uci(m) for m in text.split())
-            lines.append(EngineLine(pv[0], score, pv))
+            lines.append(MultiPvLine(pv[0], score, pv))
         return lines
 
     return analyse
@@ -414,9 +414,9 @@ def test_renderers_keep_hostile_headers_inert() -> None:
 
 def test_candidate_key_ignores_move_counters_and_the_opponents_move_order() -> None:
     game = GameInfo("g")
-    one = Candidate("punish", game, 7, BEFORE_TRAP, ("g7g6", "f3e5"), 1, 150)
+    one = PuzzleCandidate("punish", game, 7, BEFORE_TRAP, ("g7g6", "f3e5"), 1, 150)
     other_clock = BEFORE_TRAP.replace(" 5 4", " 9 12")
-    two = Candidate("punish", game, 23, other_clock, ("g7g6", "f3e5"), 1, 150)
+    two = PuzzleCandidate("punish", game, 23, other_clock, ("g7g6", "f3e5"), 1, 150)
     assert one.key() == two.key()
 
 

@@ -14,7 +14,7 @@ import chess
 import chess.engine
 import pytest
 
-from pipeline.outputs.puzzles import STANDARDS, EngineLine, LineError, PuzzleError, PuzzleLine, cook, tag_csv
+from pipeline.outputs.puzzles import STANDARDS, LineError, MultiPvLine, PuzzleError, PuzzleLine, cook, tag_csv
 from pipeline.outputs.puzzles.links import game_url
 from pipeline.outputs.puzzles.openings import puzzle_opening_tags, table
 from pipeline.outputs.puzzles.rating import CALIBRATION, fit_calibration, rating_of
@@ -82,11 +82,11 @@ Table = Mapping[str, Sequence[tuple[str, chess.engine.Score]]]
 
 
 def scripted(table: Table) -> object:
-    def analyse(board: chess.Board, lines: int = 2) -> list[EngineLine]:
+    def analyse(board: chess.Board, lines: int = 2) -> list[MultiPvLine]:
         found = []
         for text, score in table[board.epd()][:lines]:
             pv = tuple(chess.Move.from_uci(m) for m in text.split())
-            found.append(EngineLine(pv[0], score, pv))
+            found.append(MultiPvLine(pv[0], score, pv))
         return found
 
     return analyse

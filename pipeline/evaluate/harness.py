@@ -73,7 +73,7 @@ class HarnessError(DiffimaxError, ValueError):
 
 
 @dataclass(frozen=True)
-class Sample:
+class HumanSample:
     """A position a human faced, and what they played."""
 
     source: str
@@ -110,7 +110,7 @@ KNOWN_TRAP_RATING: Final = 1200
 
 def game_samples(
     inputs: Sequence[str], split: Split, count: int, *, seed: int = SAMPLE_SEED, per_game: int = PER_GAME
-) -> list[Sample]:
+) -> list[HumanSample]:
     """`count` positions of the games in `split` (about), at most `per_game` per game, chosen by a
     seeded hash of the game id: the same sample in every run."""
     games: list[Selected] = []
@@ -123,7 +123,7 @@ def game_samples(
     if not games:
         raise HarnessError(f"no {split} games in {', '.join(inputs)}")
     games.sort(key=lambda game: sample_value(seed, game.game["game_id"]))
-    samples: list[Sample] = []
+    samples: list[HumanSample] = []
     for game in games:
         rows = [row for row in game.positions if row["ply"] >= MIN_PLY]
         rows.sort(key=lambda row: sample_value(seed + row["ply"], game.game["game_id"]))
@@ -134,7 +134,7 @@ def game_samples(
                     game.game["increment_seconds"], pool_of({"Site": game.game["site"]}),
                 )  # fmt: skip
                 samples.append(
-                    Sample(
+                    HumanSample(
                         game.game["source"], game.game["game_id"], row["ply"], board.copy(), row["move_uci"], context
                     )
                 )
@@ -143,11 +143,11 @@ def game_samples(
     return samples[:count]
 
 
-def trap_samples(traps: Iterable[KnownTrap] | None = None, rating: int | None = KNOWN_TRAP_RATING) -> list[Sample]:
+def trap_samples(traps: Iterable[KnownTrap] | None = None, rating: int | None = KNOWN_TRAP_RATING) -> list[HumanSample]:
     """The known traps as samples: the trap position, the victim's move as the move played, the
     victim rated `rating` (pool unknown; None: no rating)."""
     return [
-        Sample(
+        HumanSample(
             "known_traps",
             trap.name,
             trap.trap_ply,
@@ -172,7 +172,7 @@ def loose(judges: JudgeSettings) -> JudgeSettings:
 
 
 def gather_one(
-    sample: Sample,
+    sample: HumanSample,
     engine: str,
     options: EngineOptions,
     settings: DiffiMaxSettings,
@@ -211,7 +211,7 @@ def gather_one(
 
 
 def gather(
-    samples: Sequence[Sample],
+    samples: Sequence[HumanSample],
     engine: str,
     options: EngineOptions,
     settings: DiffiMaxSettings,
@@ -368,7 +368,7 @@ def _record(item: dict[str, Any]) -> Record:
 
 
 def _gather_specs(
-    samples: list[Sample],
+    samples: list[HumanSample],
     engine: str,
     options: EngineOptions,
     settings: DiffiMaxSettings,
@@ -391,7 +391,7 @@ def _gather_specs(
 
 
 def gather_parallel(
-    samples: Sequence[Sample],
+    samples: Sequence[HumanSample],
     engine: str,
     options: EngineOptions,
     settings: DiffiMaxSettings,

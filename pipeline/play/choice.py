@@ -1,5 +1,5 @@
 """The records of one decision: what the player is told about the move (`Situation`, `Control`),
-what it yields (`Choice`, its `Candidate`s, the `TrapReply`s behind a trap) and what the tutor
+what it yields (`Choice`, its `MoveOption`s, the `TrapReply`s behind a trap) and what the tutor
 carries between moves (`TutorState`, `Remembered`); and the value arithmetic every style shares.
 
 Every value is the player's own (the side to move at the position being decided), in centipawns.
@@ -129,7 +129,7 @@ class Situation:
 
 
 @dataclass(frozen=True)
-class Candidate:
+class MoveOption:
     """One of our moves as the style saw it."""
 
     move: str
@@ -158,7 +158,7 @@ class Choice:
     best: str | None = None
     """The best move by the same values."""
     best_value: Value | None = None
-    candidates: tuple[Candidate, ...] = ()
+    candidates: tuple[MoveOption, ...] = ()
     epsilon: float | None = None
     """Tutor style: the ε in force for this move."""
     state: TutorState | None = None

@@ -10,7 +10,7 @@ import chess
 
 from pipeline.human.corpus import Corpus
 from pipeline.judging import MoveModel
-from pipeline.play.choice import Candidate, Choice, Offer, Situation, pawns
+from pipeline.play.choice import Choice, MoveOption, Offer, Situation, pawns
 from pipeline.play.settings import PlaySettings
 from search.backend import Backend, Level, ReplyValues
 
@@ -46,7 +46,7 @@ def choose_best(decision: Decision, board: chess.Board, legal: list[str], situat
     assert move is not None
     choice = Choice(
         move, "best", f"style best: {move}, the engine's best ({pawns(values[move])})", values[move], move,
-        values[move], (Candidate(move, values[move]),), complete=True, nodes=found.nodes,
+        values[move], (MoveOption(move, values[move]),), complete=True, nodes=found.nodes,
     )  # fmt: skip
     offer(choice)
     return choice

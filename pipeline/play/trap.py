@@ -26,7 +26,7 @@ import chess
 
 from pipeline.human.context import MoverContext
 from pipeline.judging import Judgement, judge_position
-from pipeline.play.choice import Candidate, Choice, Control, Offer, Situation, TrapReply, loss_cp, pawns
+from pipeline.play.choice import Choice, Control, MoveOption, Offer, Situation, TrapReply, loss_cp, pawns
 from pipeline.play.decision import Decision
 from pipeline.play.settings import PlayError
 from search.judges import Judge, JudgeSettings, plausible_share
@@ -167,7 +167,7 @@ def choose_trap(
 
     def current(complete: bool) -> Choice:
         move = trap_pick(values, chances, settings.margin_cp)
-        candidates = tuple(Candidate(m, values[m], chance=chances.get(m), traps=traps.get(m, ())) for m in within)
+        candidates = tuple(MoveOption(m, values[m], chance=chances.get(m), traps=traps.get(m, ())) for m in within)
         if chances.get(move, 0.0) > 0.0:
             replies = ", ".join(f"{t.move} p={t.probability:.2f} drop={t.drop:.2f}" for t in traps[move])
             below = "the best" if move == best else f"{loss_cp(values[best], values[move])} cp below {best}"

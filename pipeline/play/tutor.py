@@ -19,9 +19,9 @@ import chess
 
 from pipeline.human.context import MoverContext
 from pipeline.play.choice import (
-    Candidate,
     Choice,
     Control,
+    MoveOption,
     Offer,
     Situation,
     TutorState,
@@ -184,7 +184,7 @@ def choose_tutor(
     top = valued[best]
     mode = "decided endgame, " if decided else ""
     if not passing:
-        only: tuple[Candidate, ...] = (Candidate(likely, valued[likely], probabilities[likely]),)
+        only: tuple[MoveOption, ...] = (MoveOption(likely, valued[likely], probabilities[likely]),)
         reason = (
             f"style tutor: {likely}, the most plausible move (p={probabilities[likely]:.3f}): no move reaches "
             f"{mode}eps {epsilon:.4f}"
@@ -196,7 +196,7 @@ def choose_tutor(
     options = {m: valued[m] for m in passing}
     weights, losses = tutor_weights(options, probabilities, top, tutor, decided)
     move = draw(weights, choice_rng(settings.seed, board))
-    candidates = tuple(Candidate(m, valued[m], probabilities[m], weight=weights.get(m, 0.0)) for m in sorted(options))
+    candidates = tuple(MoveOption(m, valued[m], probabilities[m], weight=weights.get(m, 0.0)) for m in sorted(options))
     reason = (
         f"style tutor: {move} (p={probabilities[move]:.3f}, {losses[move]} cp below {best}, drawn with "
         f"chance {weights[move]:.2f}); {mode}eps {epsilon:.4f} (adaptive {state.epsilon:.4f}), "

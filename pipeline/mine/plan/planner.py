@@ -17,7 +17,7 @@ from pipeline.mine.config import MineConfig
 from pipeline.mine.plan.count import count_sources
 from pipeline.mine.plan.estimate import CountFigures, count_figures, mean_interval
 from pipeline.mine.plan.measure import COMMIT_PROBE_POSITIONS, time_commit, time_positions
-from pipeline.mine.plan.records import Figure, Plan, PlanError, Sample, Scaling, SourceCount, TimedPosition
+from pipeline.mine.plan.records import Figure, Plan, PlanError, PlanSample, Scaling, SourceCount, TimedPosition
 from pipeline.mine.plan.sample import (
     SAMPLE_BLOCK_GAMES,
     GameSample,
@@ -305,10 +305,10 @@ def _settings(config: MineConfig) -> dict[str, Any]:
             "max_games": config.max_games}  # fmt: skip
 
 
-def _sample_record(read: _Input, figures: CountFigures, timings: _Timings, costs: _Costs, seed: int) -> Sample:
+def _sample_record(read: _Input, figures: CountFigures, timings: _Timings, costs: _Costs, seed: int) -> PlanSample:
     """What planning read and ran."""
     sample = read.sample
-    return Sample(
+    return PlanSample(
         blocks=len(sample.blocks),
         games_read=sample.games_read,
         games_kept=len(sample.kept),

@@ -92,7 +92,7 @@ class TimedPosition:
 
 
 @dataclass(frozen=True)
-class Sample:
+class PlanSample:
     """What planning read and ran."""
 
     blocks: int
@@ -203,7 +203,7 @@ class Plan:
     """Shards the job will commit."""
     scaling: tuple[Scaling, ...]
     """The wall time at SCALING_WORKERS workers, each bound named."""
-    sample: Sample
+    sample: PlanSample
     """What planning read and ran."""
     planning_seconds: float
     """How long planning took."""

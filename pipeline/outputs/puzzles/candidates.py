@@ -10,7 +10,7 @@ from pipeline.common.stats import wilson
 from pipeline.dataset.duck import connect, open_dataset
 from pipeline.dataset.integrity import damage_named
 from pipeline.dataset.sql import query
-from pipeline.outputs.puzzles.records import Candidate, DropReason, GameInfo, PuzzleKind, SettingEvidence
+from pipeline.outputs.puzzles.records import DropReason, GameInfo, PuzzleCandidate, PuzzleKind, SettingEvidence
 from pipeline.outputs.puzzles.setting import PRACTICAL_FLOOR, SAFETY_CP
 from pipeline.outputs.puzzles.standards import Standard
 
@@ -43,7 +43,7 @@ def _game(row: dict[str, Any]) -> GameInfo:
     )
 
 
-def evidence_order(members: Sequence[Candidate], identity: str) -> tuple[int, float, int, int, str]:
+def evidence_order(members: Sequence[PuzzleCandidate], identity: str) -> tuple[int, float, int, int, str]:
     """Puzzles first where humans fell most: falls, then the Wilson lower bound of the fall rate
     over the games that met the position, then those games, then the deepest dip, then the id."""
     games = {c.game.game_id for c in members}
@@ -74,7 +74,7 @@ def screen_setting(row: dict[str, Any], standard: Standard) -> tuple[DropReason 
 
 def load_candidates(
     data: Any, kinds: Sequence[PuzzleKind], min_dip_cp: int, standard: Standard
-) -> tuple[list[Candidate], dict[str, dict[str, int]], int]:
+) -> tuple[list[PuzzleCandidate], dict[str, dict[str, int]], int]:
     """Candidates of the given kinds, the set candidates dropped before the engine (by reason),
     and the games in the dataset."""
     state = open_dataset(data)  # a missing or damaged shard: one line naming it, before any work
@@ -88,7 +88,7 @@ def load_candidates(
 
 def _candidates_of(
     connection: Any, kinds: Sequence[PuzzleKind], min_dip_cp: int, standard: Standard
-) -> tuple[list[Candidate], dict[str, dict[str, int]], int]:
+) -> tuple[list[PuzzleCandidate], dict[str, dict[str, int]], int]:
     params = {"min_dip_cp": min_dip_cp}
     early: dict[str, dict[str, int]] = {kind: {} for kind in kinds}
     punish = list(_rows(connection, query("puzzles", "punish-candidates"), params)) if "punish" in kinds else []
@@ -97,7 +97,7 @@ def _candidates_of(
     games = {row["game_id"]: row for row in _rows(connection, query("puzzles", "puzzle-games"), {"game_ids": ids})}
     info = {game_id: _game(row) for game_id, row in games.items()}
     candidates = [
-        Candidate(
+        PuzzleCandidate(
             "punish", info[row["game_id"]], row["ply"], row["fen"], (row["move"], *row["refutation"]), 1, row["dip"]
         )
         for row in punish
@@ -110,7 +110,7 @@ def _candidates_of(
         moves = (row["prior_move"], row["setting_move"], row["move"], *row["refutation"])
         game = info[row["game_id"]]
         candidates.append(
-            Candidate("set", game, row["ply"] - 2, row["fen"], moves, 3, row["dip"], bool(row["fell"]), evidence)
+            PuzzleCandidate("set", game, row["ply"] - 2, row["fen"], moves, 3, row["dip"], bool(row["fell"]), evidence)
         )
     (count,) = connection.execute(query("puzzles", "game-count")).fetchone() or (0,)
     return candidates, early, int(count)

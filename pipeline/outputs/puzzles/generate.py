@@ -21,11 +21,11 @@ from pipeline.outputs.puzzles.pgn_out import render_pgn
 from pipeline.outputs.puzzles.records import (
     FORMATS,
     KINDS,
-    Candidate,
     Checked,
     KindChoice,
     OutputFormat,
     Puzzle,
+    PuzzleCandidate,
     PuzzleError,
     PuzzleKind,
     PuzzleReport,
@@ -148,7 +148,7 @@ def generate_puzzles(
         report.candidates[name] = sum(early[name].values())
         report.dropped[name] = dict(early[name])
         report.duplicates_merged[name] = report.verified[name] = report.trimmed[name] = 0
-    groups: dict[tuple[PuzzleKind, tuple[str, tuple[str, ...]]], list[Candidate]] = {}
+    groups: dict[tuple[PuzzleKind, tuple[str, tuple[str, ...]]], list[PuzzleCandidate]] = {}
     for candidate in candidates:
         _count(report.candidates, candidate.kind)
         groups.setdefault((candidate.kind, candidate.key()), []).append(candidate)
@@ -161,7 +161,7 @@ def generate_puzzles(
     how = Verification(engine, rules, human_model)
     verdicts, report.discarded, report.workers = run_verification(tasks, how, limit, workers)
     report.not_checked = len(ordered) - len(verdicts)
-    passed: list[tuple[PuzzleKind, tuple[str, tuple[str, ...]], list[Candidate], Checked]] = []
+    passed: list[tuple[PuzzleKind, tuple[str, tuple[str, ...]], list[PuzzleCandidate], Checked]] = []
     for ((puzzle_kind, key), members), result in zip(ordered, verdicts, strict=False):
         if isinstance(result, str):
             _count(report.dropped[puzzle_kind], result)
@@ -183,7 +183,7 @@ def generate_puzzles(
     return report
 
 
-def _task(members: Sequence[Candidate]) -> VerifyTask:
+def _task(members: Sequence[PuzzleCandidate]) -> VerifyTask:
     first = members[0]
     games = tuple(sorted({c.game.game_id for c in members}))
     setting = first.setting
@@ -194,7 +194,7 @@ def _task(members: Sequence[Candidate]) -> VerifyTask:
 
 
 def _puzzles(
-    passed: Sequence[tuple[PuzzleKind, tuple[str, tuple[str, ...]], list[Candidate], Checked]],
+    passed: Sequence[tuple[PuzzleKind, tuple[str, tuple[str, ...]], list[PuzzleCandidate], Checked]],
     rules: Standard,
     model: object,
 ) -> list[Puzzle]:

@@ -108,7 +108,7 @@ class SettingEvidence:
 
 
 @dataclass(frozen=True)
-class Candidate:
+class PuzzleCandidate:
     """One puzzle as mined, before the engine has seen it."""
 
     kind: PuzzleKind
@@ -136,7 +136,7 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class EngineLine:
+class MultiPvLine:
     """One MultiPV line: the first move, its score for the side to move, the principal variation."""
 
     move: chess.Move
@@ -217,7 +217,7 @@ class PuzzleReport:
     """What `generate_puzzles` did: counts per kind and the files it wrote."""
 
     candidates: dict[str, int] = field(default_factory=dict)
-    """Candidate rows read from the dataset, per kind (one per game and ply)."""
+    """PuzzleCandidate rows read from the dataset, per kind (one per game and ply)."""
     duplicates_merged: dict[str, int] = field(default_factory=dict)
     """Candidates folded into an identical puzzle from another game or ply, per kind."""
     verified: dict[str, int] = field(default_factory=dict)

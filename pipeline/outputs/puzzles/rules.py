@@ -9,13 +9,13 @@ from collections.abc import Callable, Sequence
 import chess
 import chess.engine
 
-from pipeline.outputs.puzzles.records import Checked, DropReason, EngineLine, PracticalCheck, SetRule, SolverCheck
+from pipeline.outputs.puzzles.records import Checked, DropReason, MultiPvLine, PracticalCheck, SetRule, SolverCheck
 from pipeline.outputs.puzzles.standards import MATE_IN_ONE_SECOND_MAX, Standard
 from search import backend
 from search.judges import win_probability
 
 # The verifier's only view of an engine: the best `lines` lines at a position, best first.
-Analyse = Callable[[chess.Board, int], Sequence[EngineLine]]
+Analyse = Callable[[chess.Board, int], Sequence[MultiPvLine]]
 # The practical rule for a setting move (`setting.py`): the board with the setter to move and the
 # setting move; its verdict, or None when the move is not the clear practical best.
 JudgeSetting = Callable[[chess.Board, chess.Move], PracticalCheck | None]
@@ -176,7 +176,7 @@ def check_candidate(
                     return "not_best" if best.move != move else "not_unique"
                 full, trimmed = full[: index - 1], True
                 break
-            own = best if best.move == move else EngineLine(move, chess.engine.Mate(1), (move,))
+            own = best if best.move == move else MultiPvLine(move, chess.engine.Mate(1), (move,))
             checks.append(SolverCheck(index, own.score, second.score if second else None))
             reply = index + 1
             if reply < len(full) and reply > fixed and len(own.pv) > 1 and own.pv[1] != full[reply]:

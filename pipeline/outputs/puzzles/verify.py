@@ -15,7 +15,7 @@ import ray
 import ray.exceptions
 
 from pipeline.engines.process import DEFAULT_TIMEOUT, EngineError, EngineStartError, UciEngine
-from pipeline.outputs.puzzles.records import Checked, DropReason, EngineLine, PracticalCheck, VerificationStopped
+from pipeline.outputs.puzzles.records import Checked, DropReason, MultiPvLine, PracticalCheck, VerificationStopped
 from pipeline.outputs.puzzles.rules import check_candidate
 from pipeline.outputs.puzzles.standards import Standard
 
@@ -53,7 +53,7 @@ class EngineVerifier:
     def new_puzzle(self) -> None:
         self._game = object()
 
-    def __call__(self, board: chess.Board, lines: int = 2) -> list[EngineLine]:
+    def __call__(self, board: chess.Board, lines: int = 2) -> list[MultiPvLine]:
         result = self.engine.search(board, lines, self.limit, game=self._game)
         self.searches += 1
         found = []
@@ -61,7 +61,7 @@ class EngineVerifier:
             pv = info.get("pv")
             score = info.get("score")
             if pv and score is not None:
-                found.append(EngineLine(pv[0], score.relative, tuple(pv)))
+                found.append(MultiPvLine(pv[0], score.relative, tuple(pv)))
         if not found:
             raise EngineError(f"engine {self.path} returned no line on FEN {board.fen()!r}")
         return found
