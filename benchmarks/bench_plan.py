@@ -6,7 +6,7 @@
 Plans the job (the real command, `--json`), then mines it (the real command) right after, so the
 machine's load is as alike for both as a shared machine allows, and prints planned / measured and
 their ratio for games, positions, analysed positions, engine seconds and wall seconds. Default:
-tests/test_plan.py's job (native, depth 1, plies 10-19, the engine-only judges, 100 games of
+tests/mine/test_plan.py's job (native, depth 1, plies 10-19, the engine-only judges, 100 games of
 player_a from a 50-game sample); `--engine stockfish` with the default judges is the note's
 Stockfish comparison.
 """

@@ -170,7 +170,7 @@ def parse_rating(value: str | None) -> int | None:
     if value is None:
         return None
     value = value.strip()
-    # ASCII digits only: str.isdigit() also accepts "²" or "١", which int() refuses or reads.
+    # ASCII digits only: str.isdigit() also accepts superscripts and Arabic-Indic digits, which int() refuses or reads.
     return int(value) if value.isascii() and value.isdigit() else None
 
 

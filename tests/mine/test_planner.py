@@ -1,7 +1,7 @@
 """The planner's pure parts (`pipeline/mine/plan/`): the reuse fit (Heaps' law per ply), the choice
 of sample blocks, the estimates' intervals, and the wall-time model, on known inputs.
 
-`tests/test_plan.py` checks a whole plan against a real run; these pin the pieces it is built of."""
+`tests/mine/test_plan.py` checks a whole plan against a real run; these pin the pieces it is built of."""
 
 from __future__ import annotations
 
