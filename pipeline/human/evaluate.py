@@ -29,9 +29,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import chess
-import numpy as np
-
 from pipeline.common.splits import Split
 from pipeline.common.stats import wilson
 from pipeline.human.book import Book, BookBuilder
@@ -522,12 +519,3 @@ def report_json(result: PartResult) -> dict[str, Any]:
         ),
         "maia_protocol": maia_json(result.outcomes, predictors),
     }
-
-
-def played_array(outcomes: Sequence[Outcome]) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """The model's probability of the played move per outcome (for plots)."""
-    return np.asarray([o.played_probability["model"] for o in outcomes], dtype=np.float64)
-
-
-def legal_count(board: chess.Board) -> int:
-    return sum(1 for _ in board.generate_legal_moves())

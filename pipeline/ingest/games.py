@@ -407,7 +407,7 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
         return chess.pgn.SKIP
 
     def begin_parse_san(self, board: chess.Board, san: str) -> chess.pgn.SkipType | None:
-        # After a decision nothing is replayed; past the result marker the old reader read nothing.
+        # After a decision nothing is replayed, and nothing past the moves the movetext check kept.
         return chess.pgn.SKIP if self.outcome is not None or self.ply >= len(self.sans) else None
 
     def parse_san(self, board: chess.Board, san: str) -> chess.Move:

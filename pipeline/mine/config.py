@@ -28,7 +28,7 @@ from pipeline.mine.work import HumanEvidence, Judging, primary_judge
 from schemas.dataset import SCHEMA_VERSION
 from search.errors import DiffimaxError
 from search.judges import JudgeSettings
-from search.settings import DiffiMaxSettings, SettingsError
+from search.settings import DiffiMaxSettings, SettingsError, is_whole
 
 # Bytes in the MiB of `--shard-mb`.
 MIB = 1 << 20
@@ -82,13 +82,13 @@ class MineConfig:
         if not self.inputs:
             raise SettingsError("no input given: name PGN files, directories, globs or URLs")
         for name, value in (("--max-games", self.max_games), ("--workers", self.workers)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            if value is not None and not is_whole(value, 1):
                 raise SettingsError(f"invalid {name} {value!r}: must be a whole number >= 1")
         if self.setter_choices and self.settings.depth < 2:
             raise SettingsError(f"--setter-choices needs --depth 2 or more, not {self.settings.depth}")
-        if isinstance(self.shard_games, bool) or not isinstance(self.shard_games, int) or self.shard_games < 1:
+        if not is_whole(self.shard_games, 1):
             raise SettingsError(f"invalid --shard-games {self.shard_games!r}: must be a whole number >= 1")
-        if isinstance(self.max_game_bytes, bool) or not isinstance(self.max_game_bytes, int) or self.max_game_bytes < 1:
+        if not is_whole(self.max_game_bytes, 1):
             raise SettingsError(f"invalid game size cap {self.max_game_bytes!r} bytes: --max-game-mb must be above 0")
         if not (isinstance(self.url_timeout, (int, float)) and not isinstance(self.url_timeout, bool)
                 and 0 < self.url_timeout < 1e9):  # fmt: skip
