@@ -30,6 +30,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.common.files import write_atomic
 from pipeline.dataset.integrity import (
     FILES,
     JOB_FILE,
@@ -270,8 +271,4 @@ class DatasetWriter(DatasetReader):
                 self.root.rmdir()
 
     def _write_json(self, name: str, data: dict[str, Any]) -> Path:
-        path = self.root / name
-        temporary = path.with_suffix(".json.tmp")
-        temporary.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
-        os.replace(temporary, path)
-        return path
+        return write_atomic(self.root / name, json.dumps(data, indent=2, sort_keys=True, default=str))

@@ -31,6 +31,7 @@ from typing import Any, Final
 
 import chess
 
+from pipeline.common.files import write_atomic
 from pipeline.common.splits import Split, sample_value, split_of
 from pipeline.common.stats import wilson
 from pipeline.engines.backends import EngineOptions, open_backend
@@ -342,8 +343,7 @@ def _played_dip(record: Record) -> int | None:
 def save_records(records: Sequence[Record], path: str | Path, about: dict[str, Any]) -> Path:
     target = Path(path)
     data = {"format": EVIDENCE_FORMAT, "about": about, "records": [dataclasses.asdict(r) for r in records]}
-    target.write_text(json.dumps(data, sort_keys=True, default=sorted))  # frozensets as sorted lists
-    return target
+    return write_atomic(target, json.dumps(data, sort_keys=True, default=sorted))  # frozensets as sorted lists
 
 
 def load_records(path: str | Path) -> tuple[list[Record], dict[str, Any]]:

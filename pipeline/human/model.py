@@ -34,6 +34,7 @@ import chess.polyglot
 import numpy as np
 import numpy.typing as npt
 
+from pipeline.common.files import write_atomic
 from pipeline.human.book import Book, BookError
 from pipeline.human.context import MoverContext
 from pipeline.human.engine import EngineError, EngineSettings, ShallowEngine
@@ -190,7 +191,7 @@ class HumanMoveModel:
         return cls(document, engine=engine, source=name)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        Path(path).write_text(dumps_model(self.document), encoding="utf-8")
+        write_atomic(path, dumps_model(self.document))
 
     # -- scoring ---------------------------------------------------------------------------
 

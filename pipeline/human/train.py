@@ -29,6 +29,7 @@ from typing import Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
+from pipeline.common.files import write_atomic
 from pipeline.human.book import DEFAULT_MIN_GAMES, Book, BookBuilder
 from pipeline.human.context import Pool
 from pipeline.human.data import GameSample, ReadCounts, input_digest, read_inputs
@@ -503,8 +504,7 @@ def write_model(
         "fit": record.fit,
     }
     text = dumps_model(document)
-    with open(out, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    write_atomic(out, text)  # a model file is read by every later job: never half of one
     started, extracted = times
     finished = time.monotonic()
     return {

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from pipeline.common.files import write_atomic
 from pipeline.engines.process import check_engine
 from pipeline.outputs.puzzles.book import render_html
 from pipeline.outputs.puzzles.candidates import evidence_order, load_candidates
@@ -76,19 +76,6 @@ def parse_formats(formats: str | Sequence[str]) -> tuple[OutputFormat, ...]:
     if not chosen:
         raise PuzzleError("no output format: expected csv, pgn and/or html")
     return tuple(chosen)
-
-
-def write_atomic(path: Path, text: str) -> Path:
-    """Write `text` to `path` through a temporary file and a rename (never half a file)."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with temporary.open("w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    return path
 
 
 def _count(table: dict[str, int], key: str, amount: int = 1) -> None:

@@ -8,8 +8,8 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.common.files import write_atomic
 from pipeline.common.sanitize import clean_text, spreadsheet_safe
-from pipeline.outputs.puzzles.generate import write_atomic
 from pipeline.outputs.puzzles.line import LineError, PuzzleLine
 from pipeline.outputs.puzzles.rating import rate
 from pipeline.outputs.puzzles.records import PuzzleError

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 import duckdb
 
+from pipeline.common.files import write_atomic
 from pipeline.dataset.duck import connect, open_dataset
 from pipeline.dataset.integrity import DatasetState, damage_named
 from pipeline.outputs.html import Html, document, tag
@@ -112,10 +112,7 @@ def write_report(data: str | Path, out: str | Path, *, allow_partial: bool = Fal
     target = Path(out)
     target.mkdir(parents=True, exist_ok=True)
     path = target / REPORT_NAME
-    partial = target / f".{REPORT_NAME}.partial"
-    partial.write_text(page, encoding="utf-8")
-    os.replace(partial, path)
-    return path
+    return write_atomic(path, page)
 
 
 def report_sections(
