@@ -41,24 +41,31 @@ def cluster(tmp_path):
     subprocess.run([ray, "get-auth-token", "--generate"], env=env, check=True, capture_output=True, timeout=60)
     assert (home / ".ray" / "auth_token").is_file()
     dashboard = free_port()
+    # Every port of this head is a free one: Ray's defaults (the agent's HTTP port 52365 above
+    # all) collide with the other clusters the suite starts side by side under xdist, and a
+    # head whose agent could not bind it answers every submission "No available agent".
+    agent_ports = [
+        f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
+        f"--metrics-export-port={free_port()}", f"--runtime-env-agent-port={free_port()}",
+    ]  # fmt: skip
     # Unix socket paths are limited to 107 bytes, so Ray's session lives under a short name.
     temp_dir = tempfile.mkdtemp(prefix="rayjob-", dir="/tmp")
     started = subprocess.run(
         [ray, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={free_port()}",
          "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}", "--num-cpus=2",
-         "--disable-usage-stats", f"--temp-dir={temp_dir}"],
+         "--disable-usage-stats", f"--temp-dir={temp_dir}", *agent_ports],
         env=env, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert started.returncode == 0, started.stdout + started.stderr
     try:
-        yield env, f"http://127.0.0.1:{dashboard}"
+        yield env, f"http://127.0.0.1:{dashboard}", Path(temp_dir)
     finally:
         subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=120)
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def test_ray_job_submit_end_to_end(cluster, tmp_path):
-    env, address = cluster
+    env, address, temp_dir = cluster
     out = tmp_path / "dataset"
     ray = str(BIN / "ray")
     entrypoint = [
@@ -80,7 +87,9 @@ def test_ray_job_submit_end_to_end(cluster, tmp_path):
         if "No available agent" not in submitted.stderr + submitted.stdout or time.monotonic() > deadline:
             break
         time.sleep(3)
-    assert submitted.returncode == 0, submitted.stdout[-3000:] + submitted.stderr[-3000:]
+    agent_log = next(temp_dir.glob("session_*/logs/dashboard_agent.log"), None)
+    agent_tail = agent_log.read_text(errors="replace")[-2000:] if agent_log else "(no dashboard_agent.log)"
+    assert submitted.returncode == 0, submitted.stdout[-3000:] + submitted.stderr[-3000:] + agent_tail
     assert "succeeded" in submitted.stdout.lower()
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["games_read"] == 40
