@@ -4,6 +4,8 @@ user's terminal.
     with ray_session(address=None) as started:   # a new local cluster (or RAY_ADDRESS / --address)
         ...                                        # Ray is up; `started` says whether this call started it
 
+    fan_out(function, calls, workers=4, shared=(book,))   # [function(*call, book) for call in calls]
+
 A session started here is shut down here, whatever ends the block; one found already running (a
 test's cluster, `ray job submit`'s) is left as it was found.
 """
@@ -17,8 +19,9 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
 
 import ray
 
@@ -26,6 +29,14 @@ from search.errors import DiffimaxError
 
 # Tries to start a local Ray cluster before the job gives up (see `start_ray`).
 CLUSTER_START_ATTEMPTS = 2
+
+# The project root: workers import this project from where the driver did.
+PROJECT_ROOT = str(Path(__file__).resolve().parent.parent.parent)
+
+# Retries of one `fan_out` call whose worker died (a task that raised is not retried).
+FAN_OUT_RETRIES = 2
+
+Result = TypeVar("Result")
 
 
 class ClusterError(DiffimaxError, RuntimeError):
@@ -143,4 +154,53 @@ def ray_session(
             ray.shutdown()
 
 
-__all__ = ["ClusterError", "StderrAside", "ray_session", "start_ray", "stderr_aside"]
+def project_runtime_env() -> dict[str, Any]:
+    """A runtime environment whose workers import this checkout first (an editable install in
+    another worktree, or none, must not win)."""
+    path = os.pathsep.join(p for p in (PROJECT_ROOT, os.environ.get("PYTHONPATH", "")) if p)
+    return {"env_vars": {"PYTHONPATH": path}}
+
+
+def fan_out(
+    function: Callable[..., Result],
+    calls: Sequence[Sequence[Any]],
+    *,
+    workers: int,
+    shared: Sequence[Any] = (),
+    on_result: Callable[[int, Result], None] | None = None,
+) -> list[Result]:
+    """`[function(*call, *shared) for call in calls]`, on a local Ray cluster of `workers` CPUs
+    (one task per call) when `workers > 1`, else on this process. `shared` objects (a book, a
+    corpus) go to the object store once, not once per call. `on_result(index, result)` sees each
+    result as it arrives (progress); the list comes back in call order whatever the finish order."""
+    if workers <= 1:
+        results = []
+        for index, call in enumerate(calls):
+            results.append(function(*call, *shared))
+            if on_result is not None:
+                on_result(index, results[-1])
+        return results
+    with ray_session(num_cpus=workers, runtime_env=project_runtime_env()):
+        task = ray.remote(num_cpus=1, max_retries=FAN_OUT_RETRIES)(function)
+        shared_refs = [ray.put(value) for value in shared]
+        index_of = {task.remote(*call, *shared_refs): index for index, call in enumerate(calls)}
+        arrived: dict[int, Result] = {}
+        pending = list(index_of)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for ref in done:
+                arrived[index_of[ref]] = ray.get(ref)
+                if on_result is not None:
+                    on_result(index_of[ref], arrived[index_of[ref]])
+        return [arrived[index] for index in range(len(calls))]
+
+
+__all__ = [
+    "ClusterError",
+    "StderrAside",
+    "fan_out",
+    "project_runtime_env",
+    "ray_session",
+    "start_ray",
+    "stderr_aside",
+]

@@ -31,12 +31,12 @@ from typing import Any, Final
 
 import chess
 
+from pipeline.common.cluster import fan_out
 from pipeline.common.files import write_atomic
 from pipeline.common.splits import Split, sample_value, split_of
 from pipeline.common.stats import wilson
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.evaluate.known_traps import KnownTrap, load_known_traps
-from pipeline.human.cluster import project_runtime_env
 from pipeline.human.context import MoverContext, pool_of
 from pipeline.human.corpus import Corpus
 from pipeline.ingest.games import Selected, read_games
@@ -404,33 +404,25 @@ def gather_parallel(
     on_batch: Callable[[int], None] | None = None,
 ) -> list[Record]:
     """`gather` on a local Ray cluster, one task per batch; records come back in sample order."""
-    import ray
-
-    from pipeline.common.cluster import ray_session
-
     if workers <= 1:
         return _gather_specs(list(samples), engine, options, settings, judges, model, corpus, shallow_depths)
-    with ray_session(num_cpus=workers, runtime_env=project_runtime_env()):
-        task = ray.remote(num_cpus=1, max_retries=2)(_gather_specs)
-        parts = min(len(samples), workers * 4)  # small batches: progress, and an even finish
-        order = [list(range(len(samples)))[index::parts] for index in range(parts)]
-        refs = {
-            task.remote(
-                [samples[i] for i in indices], engine, options, settings, judges, model, corpus, list(shallow_depths)
-            ): indices
-            for indices in order
-            if indices
-        }
-        records: list[Record | None] = [None] * len(samples)
-        pending = list(refs)
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            for ref in done:
-                for index, record in zip(refs[ref], ray.get(ref), strict=True):
-                    records[index] = record
-                if on_batch is not None:
-                    on_batch(len(refs[ref]))
-        return [record for record in records if record is not None]
+    parts = min(len(samples), workers * 4)  # small batches: progress, and an even finish
+    batches = [indices for indices in (list(range(len(samples)))[index::parts] for index in range(parts)) if indices]
+    calls = [
+        ([samples[i] for i in indices], engine, options, settings, judges, model, corpus, list(shallow_depths))
+        for indices in batches
+    ]
+    done = fan_out(
+        _gather_specs,
+        calls,
+        workers=workers,
+        on_result=None if on_batch is None else lambda batch, records: on_batch(len(records)),
+    )
+    records: list[Record | None] = [None] * len(samples)
+    for indices, batch_records in zip(batches, done, strict=True):
+        for index, record in zip(indices, batch_records, strict=True):
+            records[index] = record
+    return [record for record in records if record is not None]
 
 
 def table(rows: Sequence[dict[str, Any]]) -> str:

@@ -29,10 +29,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from pipeline.common.cluster import fan_out
 from pipeline.common.splits import Split
 from pipeline.common.stats import wilson
 from pipeline.human.book import Book, BookBuilder
-from pipeline.human.cluster import project_runtime_env
 from pipeline.human.context import Pool
 from pipeline.human.data import GameRecord, GameSample, read_inputs
 from pipeline.human.engine import EngineSettings, ShallowEngine
@@ -273,21 +273,8 @@ def evaluate(model_path: str, inputs: Sequence[str], config: EvalConfig, echo: E
         say("counting the corpus of training games")
         corpus = corpus_book(config.corpus)
         say(f"  {len(corpus)} positions")
-    if config.workers <= 1:
-        parts = [evaluate_part(model_path, inputs, 0, 1, config, corpus)]
-    else:
-        import ray
-
-        from pipeline.common.cluster import ray_session
-
-        with ray_session(num_cpus=config.workers, runtime_env=project_runtime_env()):
-            task: Any = ray.remote(num_cpus=1, max_retries=2)(evaluate_part)
-            corpus_ref = ray.put(corpus)
-            refs = [
-                task.remote(model_path, list(inputs), part, config.workers, config, corpus_ref)
-                for part in range(config.workers)
-            ]
-            parts = ray.get(refs)
+    calls = [(model_path, list(inputs), part, config.workers, config) for part in range(config.workers)]
+    parts = fan_out(evaluate_part, calls, workers=config.workers, shared=(corpus,))
     merged = PartResult()
     for part_result in parts:
         merged.outcomes.extend(part_result.outcomes)

@@ -16,14 +16,14 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from pipeline.common.cluster import fan_out
 from pipeline.common.splits import Split
 from pipeline.human.book import Book, own_counts
-from pipeline.human.cluster import project_runtime_env
 from pipeline.human.context import MoverContext, Pool
 from pipeline.human.data import GameRecord, GameSample, read_inputs
 from pipeline.human.engine import EngineSettings, ShallowEngine
@@ -223,18 +223,9 @@ def extract(
 ) -> Examples:
     """Examples of every input game in `spec.splits`, on `workers` processes (Ray when > 1)."""
     width = len(feature_names(spec.groups))
-    if workers <= 1:
-        return merge([extract_part(inputs, 0, 1, spec, book)], width)
-    import ray
-
-    from pipeline.common.cluster import ray_session
-
-    with ray_session(num_cpus=workers, runtime_env=project_runtime_env()):
-        task: Any = ray.remote(num_cpus=1, max_retries=2)(extract_part)
-        parts = workers * PARTS_PER_WORKER
-        book_ref = ray.put(book)
-        refs = [task.remote(list(inputs), part, parts, spec, book_ref) for part in range(parts)]
-        results = ray.get(refs)
+    parts = workers * PARTS_PER_WORKER if workers > 1 else 1
+    calls = [(list(inputs), part, parts, spec) for part in range(parts)]
+    results = fan_out(extract_part, calls, workers=workers, shared=(book,))
     return merge(results, width)
 
 

@@ -38,8 +38,8 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from pipeline.common.cluster import project_runtime_env
 from pipeline.human.book import Book, book_from_pairs, pack_move
-from pipeline.human.cluster import project_runtime_env
 from pipeline.human.context import Pool
 from pipeline.human.data import GameSample, ReadCounts, pgn_shards, shard_records
 from pipeline.human.features import feature_names

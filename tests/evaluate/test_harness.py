@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.common.stats import wilson
-from pipeline.evaluate.harness import Record, Variant, measure, recall
+from pipeline.engines.backends import EngineOptions
+from pipeline.evaluate.harness import Record, Variant, gather, gather_parallel, measure, recall, trap_samples
 from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence
 from search.settings import DiffiMaxSettings
 
@@ -111,3 +112,17 @@ def test_wilson_is_the_same_formula_as_the_sql_macros() -> None:
     assert connection.execute("select wilson_low(0, 0), wilson_high(0, 0)").fetchone() == (None, None)
     assert wilson(0, 0) == (0.0, 0.0)  # the harness reports 0 where SQL has no value
     assert not math.isnan(wilson(3, 3)[1])
+
+
+@pytest.mark.cluster
+def test_gather_on_ray_gives_the_records_of_gather_here_in_sample_order() -> None:
+    """The harness's fan-out (small batches over a local cluster) changes where the evidence is
+    gathered, never what it is or its order: material engine, depth 1, six known traps."""
+    samples = trap_samples()[:6]
+    options = EngineOptions()
+    settings = DiffiMaxSettings(depth=1)
+    here = gather(samples, "material", options, settings, JudgeSettings(), shallow_depths=(1,))
+    on_ray = gather_parallel(samples, "material", options, settings, JudgeSettings(), model=None, corpus=None,
+                             workers=2, shallow_depths=(1,))  # fmt: skip
+    assert [(record.name, record.fen) for record in here] == [(sample.name, sample.board.fen()) for sample in samples]
+    assert on_ray == here

@@ -331,6 +331,11 @@ def test_cli_train_and_eval_on_a_small_slice(data_dir, tmp_path):
     assert every["band"] == "all" and every["model"]["n"] == report["positions"] > 1000
     assert every["model"]["top1"] > every["uniform"]["top1"]
     assert sum(row["moves"] for row in report["calibration"]) > report["positions"] * 10
+    # Two Ray workers split the games, and the merged figures are the one process's.
+    spread = cli("eval", "--model", str(out), str(data), "--split", "all", "--json", "--workers", "2")
+    assert spread.returncode == 0, spread.stderr
+    timing = "ms_per_position"  # the one figure that is a time
+    assert {**json.loads(spread.stdout), timing: None} == {**report, timing: None}
     text = cli("eval", "--model", str(out), str(data), "--split", "all", "--max-positions", "50")
     assert text.returncode == 0 and "Move matching by rating band" in text.stdout
     # Bad input: one line, exit code 1.
