@@ -49,7 +49,8 @@ import chess.pgn
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.human.context import MoverContext
 from pipeline.judging import judge_position, load_model
-from pipeline.play.player import loss_cp, trap_chance
+from pipeline.play.choice import loss_cp
+from pipeline.play.trap import trap_chance
 from search.backend import Backend
 from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings

@@ -31,7 +31,8 @@ from pathlib import Path
 import ray
 
 from pipeline.ingest.headers import GameFilter
-from pipeline.mine.driver import MineConfig, run
+from pipeline.mine.config import MineConfig
+from pipeline.mine.driver import run
 from pipeline.outputs.puzzles import DEFAULT_NODES, PuzzleReport, generate_puzzles
 from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings

@@ -36,7 +36,8 @@ import chess
 import chess.engine
 import chess.pgn
 
-from pipeline.engines.uci import EngineLimits, UciBackend, resolve_engine
+from pipeline.engines.process import resolve_engine
+from pipeline.engines.uci import EngineLimits, UciBackend
 from pipeline.evaluate.agreement import compare, response_class, sample_positions
 from search.analysis import ResponseAnalysis
 from search.settings import UCI_DEFAULT_DEPTH, DiffiMaxSettings

@@ -24,7 +24,7 @@ import chess
 
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
-from pipeline.human.model import model_path as model_path  # the spec -> file rule, re-exported for the model's users
+from pipeline.human.model import model_path
 from search.analysis import ResponseAnalysis
 from search.backend import Backend, Level, ReplyValues
 from search.chessgame import zobrist

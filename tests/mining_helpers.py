@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.dataset.store import DatasetReader
-from pipeline.ingest.games import GameFilter
-from pipeline.mine.driver import MineConfig, run
+from pipeline.ingest.headers import GameFilter
+from pipeline.mine.config import MineConfig
+from pipeline.mine.driver import run
 from pipeline.mine.work import HumanEvidence
 from schemas.dataset import TABLES
 from search.judges import JudgeSettings

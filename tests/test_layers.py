@@ -1,5 +1,6 @@
 """The code's structure, read from its source (docs/architecture.md draws it): layers import
-downward only, no module imports another module's private (underscore) names, Ray is started in
+downward only, no module imports another module's private (underscore) names or a name another
+module only imported, Ray is started in
 one place, the win-chance curve is defined once, and modules and functions stay small enough to
 read. Pure static checks: no Ray, no engine."""
 
@@ -118,6 +119,38 @@ def test_no_module_imports_another_modules_private_names() -> None:
             if any(part.startswith("_") and part != "__main__" for part in module.split(".")):
                 private.append(f"{source.relative}:{line}: {module}")
     assert not private, "imports of private names:\n" + "\n".join(private)
+
+
+def imported_here(tree: ast.Module) -> set[str]:
+    """The names a module binds only by importing them (its top level)."""
+    bound = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    defined = {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    } | {node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+    return bound - defined
+
+
+def test_names_are_imported_from_the_module_that_defines_them() -> None:
+    """A module that passes on a name it imported is a second address for it: a maintainer who
+    moves the name must find every importer of both. A package's `__init__` is its public face
+    and may gather its modules' names."""
+    by_module = {source.module: source for source in CODE}
+    passed_on = []
+    for source in [*CODE, *sources("tests", "benchmarks", "jobs")]:
+        for line, module, names in imports(source):
+            home = by_module.get(module)
+            if home is None or home.path.name == "__init__.py" or module == source.module:
+                continue
+            borrowed = imported_here(home.tree)
+            passed_on += [f"{source.relative}:{line}: {module}.{name}" for name in names if name in borrowed]
+    assert not passed_on, "import these from where they are defined:\n" + "\n".join(passed_on)
 
 
 def calls_named(tree: ast.AST, owner: str, name: str) -> int:

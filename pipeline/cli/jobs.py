@@ -23,7 +23,8 @@ from pipeline.cli.options import (
     with_flags,
 )
 from pipeline.human.context import parse_pool
-from pipeline.ingest.sources import MAX_GAME_BYTES, URL_TIMEOUT
+from pipeline.ingest.sources import MAX_GAME_BYTES
+from pipeline.ingest.streams import URL_TIMEOUT
 from pipeline.mine.config import MineConfig
 from pipeline.mine.plan import SAMPLE_GAMES, SAMPLE_POSITIONS
 from pipeline.mine.table import DEFAULT_TABLE_MB
@@ -79,7 +80,7 @@ def mine_config(
 ) -> MineConfig:
     """The mining job the flags describe: `mine` runs it, `plan` estimates it. The flags after
     the two positional-only parameters are what `job_command` gives both commands."""
-    from pipeline.ingest.games import GameFilter
+    from pipeline.ingest.headers import GameFilter
     from pipeline.mine.config import shard_bytes_of
     from pipeline.mine.work import HumanEvidence
 

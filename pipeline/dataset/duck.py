@@ -15,8 +15,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-from pipeline.dataset.integrity import DatasetError as DatasetError  # re-exported: readers catch it from here
-from pipeline.dataset.integrity import DatasetState, check_dataset, damage_named, scan
+from pipeline.dataset.integrity import DatasetError, DatasetState, check_dataset, damage_named, scan
 from pipeline.dataset.sql import sql_text
 from schemas.dataset import SCHEMA_VERSION, TABLES, schema_version_of, versioned
 

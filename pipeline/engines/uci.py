@@ -36,7 +36,6 @@ import chess.engine
 from pipeline.engines.process import (
     DEFAULT_TIMEOUT,
     EngineCrashed,
-    EngineError,
     EngineProcess,
     UciEngine,
     is_bound,
@@ -51,7 +50,7 @@ from search.settings import DiffiMaxSettings, SettingsError, is_whole
 from search.traversal import walk
 from search.values import MATE, MATE_BOUND, Value
 
-__all__ = ["EngineError", "EngineLimits", "UciBackend", "open_uci_backend", "resolve_engine"]
+__all__ = ["EngineLimits", "UciBackend", "open_uci_backend"]
 
 Strategy = Literal["adaptive", "naive"]
 STRATEGIES: tuple[Strategy, ...] = ("adaptive", "naive")

@@ -229,7 +229,8 @@ def dataset_games(
     """The positions of a mined dataset as games: one record per run of consecutive plies of a game
     (a dataset may hold a ply window only), boards rebuilt from the run's first FEN; the pool is
     `pool` when given, else what the game's site names."""
-    from pipeline.dataset.duck import DatasetError, connect
+    from pipeline.dataset.duck import connect
+    from pipeline.dataset.integrity import DatasetError
 
     try:
         connection = connect(directory)

@@ -19,7 +19,7 @@ import chess.engine
 from pipeline.engines.process import EngineError, UciEngine
 from pipeline.human.features import MATE_CP
 
-__all__ = ["EngineError", "EngineSettings", "ShallowEngine"]
+__all__ = ["EngineSettings", "ShallowEngine"]
 
 # Stockfish's largest MultiPV: more lines than any position has legal moves.
 MAX_MULTIPV: Final = 500

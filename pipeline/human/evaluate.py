@@ -36,8 +36,8 @@ from pipeline.human.book import Book, BookBuilder
 from pipeline.human.context import Pool
 from pipeline.human.data import GameRecord, GameSample, read_inputs
 from pipeline.human.engine import EngineSettings, ShallowEngine
+from pipeline.human.examples import context_of, position_value
 from pipeline.human.model import HumanMoveModel
-from pipeline.human.train import context_of, position_value
 from search.errors import DiffimaxError
 
 Echo = Callable[[str], None]

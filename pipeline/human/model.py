@@ -35,9 +35,10 @@ import numpy as np
 import numpy.typing as npt
 
 from pipeline.common.files import write_atomic
+from pipeline.engines.process import EngineError
 from pipeline.human.book import Book, BookError
 from pipeline.human.context import MoverContext
-from pipeline.human.engine import EngineError, EngineSettings, ShallowEngine
+from pipeline.human.engine import EngineSettings, ShallowEngine
 from pipeline.human.features import (
     FeatureError,
     FeatureGroup,
@@ -49,7 +50,7 @@ from pipeline.human.features import (
 from pipeline.human.schema import model_document_problem
 from search.errors import DiffimaxError
 
-__all__ = ["DEFAULT_MODEL", "HumanMoveModel", "ModelError", "MoverContext", "model_path"]
+__all__ = ["DEFAULT_MODEL", "HumanMoveModel", "ModelError", "model_path"]
 
 ModelKind = Literal["lightgbm", "linear"]
 # The file format: bump MODEL_VERSION on any change that an older reader would misread.

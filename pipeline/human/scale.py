@@ -42,12 +42,11 @@ from pipeline.common.cluster import project_runtime_env
 from pipeline.human.book import Book, book_from_pairs, pack_move
 from pipeline.human.context import Pool
 from pipeline.human.data import GameSample, ReadCounts, pgn_shards, shard_records
+from pipeline.human.examples import Examples, ExtractSpec, merge, records_examples
 from pipeline.human.features import feature_names
 from pipeline.human.train import (
     CARVED_TUNE,
     TUNE_SPLIT,
-    Examples,
-    ExtractSpec,
     TrainConfig,
     TrainError,
     TrainingRecord,
@@ -56,8 +55,6 @@ from pipeline.human.train import (
     check_enough,
     extraction_specs,
     fit_lightgbm,
-    merge,
-    records_examples,
     write_model,
 )
 from pipeline.ingest.sources import Shard

@@ -37,18 +37,9 @@ from pipeline.human.engine import EngineSettings
 from pipeline.human.examples import (
     CARVE_SEED,
     CARVED_TUNE_SHARE,
-    PARTS_PER_WORKER,
     Examples,
     ExtractSpec,
-    carved,
-    context_of,
     extract,
-    extract_part,
-    game_examples,
-    load_examples,
-    merge,
-    position_value,
-    records_examples,
     save_examples,
 )
 from pipeline.human.features import (
@@ -71,11 +62,7 @@ from search.errors import DiffimaxError
 from search.settings import is_whole
 
 # The examples' names stay importable from here (callers, and work Ray pickled by reference).
-__all__ = [
-    "CARVED_TUNE_SHARE", "CARVE_SEED", "PARTS_PER_WORKER", "Examples", "ExtractSpec", "TrainConfig", "TrainError",
-    "carved", "context_of", "extract", "extract_part", "fit_lightgbm", "fit_linear", "game_examples", "load_examples",
-    "merge", "played_ranks", "position_value", "records_examples", "save_examples", "train",
-]  # fmt: skip
+__all__ = ["TrainConfig", "TrainError", "fit_lightgbm", "fit_linear", "played_ranks", "train"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

@@ -36,6 +36,7 @@ from pipeline.common.splits import sample_value
 from pipeline.ingest.headers import (
     CHESS960_NAMES,
     FilterRule,
+    GameFilter,
     TimeControlClass,
     find_board,
     game_id_of,
@@ -46,16 +47,11 @@ from pipeline.ingest.headers import (
     quote,
     rating_rule,
 )
-from pipeline.ingest.headers import GameFilter as GameFilter
 from pipeline.ingest.movetext import Eval, MoveError, check_movetext, read_commands, resolve_token
 from pipeline.ingest.sources import Shard, load_shard
 from pipeline.ingest.split import game_spans
-from pipeline.ingest.split import split_games as split_games  # re-exported: see below
-from schemas.dataset import to_signed64 as to_signed64  # re-exported: the one signed-key conversion
+from schemas.dataset import to_signed64
 from search.chessgame import zobrist
-
-# `GameFilter` and `split_games` are re-exported: the CLI, the job's config and actors, and some
-# tests still import them from here; their home is `pipeline.ingest.headers` and `.split`.
 
 Side = Literal["white", "black"]
 

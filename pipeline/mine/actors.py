@@ -19,7 +19,7 @@ import ray
 
 from pipeline.engines.backends import EngineOptions
 from pipeline.human.context import Pool
-from pipeline.ingest.games import GameFilter
+from pipeline.ingest.headers import GameFilter
 from pipeline.ingest.sources import Shard, source_shards
 from pipeline.mine.shards import ShardCounts, ShardResult, ShardTables, prepare_shard, write_shard
 from pipeline.mine.table import DEFAULT_TABLE_MB

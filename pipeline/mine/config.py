@@ -19,9 +19,10 @@ from pipeline.engines.backends import EngineOptions, effective_engine_options
 from pipeline.human.context import Pool
 from pipeline.human.corpus import Corpus
 from pipeline.human.model import model_path
-from pipeline.ingest.games import GameFilter
+from pipeline.ingest.headers import GameFilter
 from pipeline.ingest.pins import changed_input
-from pipeline.ingest.sources import MAX_GAME_BYTES, URL_TIMEOUT
+from pipeline.ingest.sources import MAX_GAME_BYTES
+from pipeline.ingest.streams import URL_TIMEOUT
 from pipeline.judging import load_model
 from pipeline.mine.table import DEFAULT_TABLE_MB
 from pipeline.mine.work import HumanEvidence, Judging, primary_judge

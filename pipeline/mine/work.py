@@ -24,13 +24,15 @@ from pipeline.engines.process import EngineStartError
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
 from pipeline.judging import MoveModel, judge_lines, load_model
-from pipeline.mine.occurrences import Occurrence as Occurrence
-from pipeline.mine.occurrences import game_occurrences as game_occurrences
-from pipeline.mine.occurrences import occurrences_of as occurrences_of
-from pipeline.mine.rows import CHOICES_UNKNOWN, response_columns, settings_columns, trap_rows
-from pipeline.mine.rows import PositionResult as PositionResult
-from pipeline.mine.rows import occurrence_rows as occurrence_rows
-from pipeline.mine.rows import played_class as played_class
+from pipeline.mine.occurrences import Occurrence
+from pipeline.mine.rows import (
+    CHOICES_UNKNOWN,
+    PositionResult,
+    occurrence_rows,
+    response_columns,
+    settings_columns,
+    trap_rows,
+)
 from pipeline.mine.table import DEFAULT_TABLE_MB, MIB, AnalysisEntry, AnalysisTable, TableLines
 from schemas.dataset import to_signed64
 from search.backend import Backend
@@ -38,9 +40,6 @@ from search.chessgame import zobrist
 from search.errors import DiffimaxError
 from search.judges import Judge, JudgeSettings
 from search.settings import DiffiMaxSettings, SettingsError
-
-# The `X as X` imports above are re-exported: the planner (`pipeline.mine.plan`) and some tests
-# still import these names from here; their home is `pipeline.mine.occurrences` and `.rows`.
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from pipeline.engines.backends import EMBEDDED, EngineOptions
-from pipeline.judging import model_path
+from pipeline.human.model import model_path
 from pipeline.play.clock import TimeSettings
 from pipeline.play.settings import STYLES, PlaySettings, check_whole, parse_style
 from search.errors import DiffimaxError

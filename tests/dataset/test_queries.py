@@ -24,7 +24,7 @@ from pipeline.dataset.queries import (
     run_saved,
     saved_queries,
 )
-from pipeline.ingest.games import GameFilter
+from pipeline.ingest.headers import GameFilter
 from search.settings import DiffiMaxSettings
 from tests.conftest import GAMES, run_cli
 from tests.mining_helpers import EVERY_JUDGE, mine

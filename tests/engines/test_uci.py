@@ -20,17 +20,11 @@ import chess
 import chess.engine
 import pytest
 
-from pipeline.engines.uci import (
-    DEFAULT_NODES,
-    EngineError,
-    EngineLimits,
-    UciBackend,
-    line_value,
-    open_uci_backend,
-    resolve_engine,
-)
+from pipeline.engines.process import EngineError, resolve_engine
+from pipeline.engines.uci import DEFAULT_NODES, EngineLimits, UciBackend, line_value, open_uci_backend
+from pipeline.mine.occurrences import game_occurrences
 from pipeline.mine.table import AnalysisEntry
-from pipeline.mine.work import Judging, analyse_position, game_occurrences
+from pipeline.mine.work import Judging, analyse_position
 from search.chessgame import FenError, board_from_fen
 from search.judges import JudgeSettings
 from search.settings import UCI_DEFAULT_DEPTH, DiffiMaxSettings, SettingsError

@@ -21,14 +21,10 @@ import numpy as np
 import pytest
 
 from pipeline.human.book import Book, BookBuilder, own_counts
+from pipeline.human.context import MoverContext
 from pipeline.human.data import GameRecord, read_inputs
 from pipeline.human.engine import EngineSettings, ShallowEngine
-from pipeline.human.features import (
-    FeatureError,
-    MoverContext,
-    feature_names,
-    move_features,
-)
+from pipeline.human.features import FeatureError, feature_names, move_features
 from pipeline.human.model import DEFAULT_MODEL, MODEL_VERSION, HumanMoveModel, ModelError
 from pipeline.human.train import TrainConfig, TrainError, played_ranks, train
 from tests.conftest import GAMES, ROOT, run_cli
@@ -161,7 +157,7 @@ def test_book_counts_leave_the_game_itself_out():
 
 
 def test_played_ranks_count_better_moves_and_earlier_ties():
-    from pipeline.human.train import Examples
+    from pipeline.human.examples import Examples
 
     probabilities = np.asarray([0.5, 0.3, 0.2, 0.25, 0.25, 0.5])
     examples = Examples(
@@ -353,7 +349,7 @@ def test_cli_train_and_eval_on_a_small_slice(data_dir, tmp_path):
 @pytest.mark.slow
 @pytest.mark.cluster
 def test_a_mined_dataset_gives_the_same_positions_as_its_pgn(data_dir, tmp_path):
-    from pipeline.ingest.games import GameFilter
+    from pipeline.ingest.headers import GameFilter
     from tests.mining_helpers import mine
 
     data = slice_pgn(tmp_path, 30)  # enough games that the carved tune share holds some

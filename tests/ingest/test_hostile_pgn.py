@@ -20,7 +20,7 @@ import chess.pgn
 import pytest
 import zstandard
 
-from pipeline.ingest.games import GameFilter
+from pipeline.ingest.headers import GameFilter
 from search.judges import JudgeSettings
 from tests.conftest import GAMES
 from tests.mining_helpers import assert_counts_add_up, mine, rows

@@ -20,7 +20,7 @@ import pytest
 import zstandard
 
 from pipeline.ingest import streams
-from pipeline.ingest.games import Failed, Selected, read_games, split_games
+from pipeline.ingest.games import Failed, Selected, read_games
 from pipeline.ingest.sources import (
     InputError,
     Shard,
@@ -32,6 +32,7 @@ from pipeline.ingest.sources import (
     shard_bytes_of,
     shard_id_of,
 )
+from pipeline.ingest.split import split_games
 from tests.conftest import GAMES
 from tests.loopback import Behaviour, FirstMode, RangeMode, RangeServer
 

@@ -23,7 +23,7 @@ import pytest
 import zstandard
 
 from pipeline.dataset.queries import run_query
-from pipeline.ingest.games import split_games
+from pipeline.ingest.split import split_games
 from tests.conftest import GAMES, ROOT, run_cli
 from tests.loopback import Behaviour, FirstMode, RangeMode, RangeServer
 from tests.processes import assert_session_ends, session_processes

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from pipeline.ingest.games import GameFilter
+from pipeline.ingest.headers import GameFilter
 from pipeline.ingest.sources import count_games
 from tests.conftest import GAMES
 from tests.mining_helpers import SERVED, assert_counts_add_up, assert_same_rows, mine

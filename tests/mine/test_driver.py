@@ -9,8 +9,10 @@ import pytest
 from pipeline.dataset.duck import connect
 from pipeline.dataset.store import OutputError
 from pipeline.engines.backends import EngineOptions
-from pipeline.ingest.games import GameFilter
-from pipeline.mine.work import AnalysisWorker, Judging, game_occurrences, played_class
+from pipeline.ingest.headers import GameFilter
+from pipeline.mine.occurrences import game_occurrences
+from pipeline.mine.rows import played_class
+from pipeline.mine.work import AnalysisWorker, Judging
 from search.settings import DiffiMaxSettings
 from tests.conftest import GAMES
 from tests.mining_helpers import MINING_JUDGES, SERVED, assert_counts_add_up, assert_same_rows, mine, rows
@@ -181,7 +183,7 @@ def test_bad_input_is_recorded_and_valid_games_survive(tmp_path):
 
 def test_setter_choices_record_trap_setting_moves(tmp_path):
     from pipeline.dataset.queries import run_saved
-    from pipeline.mine.driver import MineConfig
+    from pipeline.mine.config import MineConfig
 
     out = tmp_path / "run"
     manifest = mine([SAMPLE], out, workers=2, max_games=6, setter_choices=True, settings=DiffiMaxSettings(depth=2))

@@ -25,9 +25,10 @@ import chess.pgn
 import pytest
 
 from pipeline.common.sanitize import clean_text, pgn_value, safe_url, spreadsheet_safe
-from pipeline.dataset.duck import DatasetError, connect
+from pipeline.dataset.duck import connect
+from pipeline.dataset.integrity import DatasetError
 from pipeline.engines.process import EngineError, EngineStartError, resolve_engine
-from pipeline.ingest.games import GameFilter
+from pipeline.ingest.headers import GameFilter
 from pipeline.outputs.puzzles import (
     BATCHES_PER_WORKER,
     FORMATS,

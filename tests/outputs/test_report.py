@@ -25,10 +25,9 @@ import pytest
 import ray
 
 from pipeline.common.sanitize import terminal_visible
-from pipeline.dataset.duck import DatasetError
-from pipeline.dataset.integrity import IncompleteDatasetError
+from pipeline.dataset.integrity import DatasetError, IncompleteDatasetError
 from pipeline.dataset.queries import CSV_KEEPS, QueryResult, render, run_query, run_saved
-from pipeline.ingest.games import GameFilter
+from pipeline.ingest.headers import GameFilter
 from pipeline.outputs.html import tag, text
 from pipeline.outputs.report import REPORT_NAME, ReportError, write_report
 from pipeline.outputs.report.data import BOARDS_SHOWN

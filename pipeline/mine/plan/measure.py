@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from pipeline.ingest.games import Selected
 from pipeline.ingest.sources import Shard
 from pipeline.mine.config import MineConfig
+from pipeline.mine.occurrences import Occurrence
 from pipeline.mine.plan.records import PlanError, TimedPosition
-from pipeline.mine.work import AnalysisWorker, Occurrence, PartOutcome, PositionResult, occurrence_rows
+from pipeline.mine.rows import PositionResult, occurrence_rows
+from pipeline.mine.work import AnalysisWorker, PartOutcome
 
 # Positions of the scratch shard whose commit is timed (at most; fewer when shards are smaller).
 COMMIT_PROBE_POSITIONS = 2000

@@ -14,6 +14,7 @@ from pipeline.engines.backends import EMBEDDED, check_backend, effective_engine_
 from pipeline.ingest.games import Selected
 from pipeline.ingest.sources import expand_inputs
 from pipeline.mine.config import MineConfig
+from pipeline.mine.occurrences import Occurrence
 from pipeline.mine.plan.count import count_sources
 from pipeline.mine.plan.estimate import CountFigures, count_figures, mean_interval
 from pipeline.mine.plan.measure import COMMIT_PROBE_POSITIONS, time_commit, time_positions
@@ -38,7 +39,7 @@ from pipeline.mine.plan.walltime import (
     scale_to,
     worker_count,
 )
-from pipeline.mine.work import Occurrence, PositionResult
+from pipeline.mine.rows import PositionResult
 
 # Games the sample reads by default (a few seconds of parsing).
 SAMPLE_GAMES = 2000

@@ -14,8 +14,8 @@ import numpy as np
 from pipeline.ingest.games import Failed, Filtered, GameReader, PositionRow, Selected
 from pipeline.ingest.sources import Shard, stream_shards
 from pipeline.mine.config import MineConfig
+from pipeline.mine.occurrences import Occurrence, occurrences_of
 from pipeline.mine.plan.records import ReuseFit, SourceCount
-from pipeline.mine.work import Occurrence, occurrences_of
 
 # Consecutive games per sample block (blocks at seeded places, so the sample spans the input).
 SAMPLE_BLOCK_GAMES = 25
