@@ -20,7 +20,7 @@ import chess
 import chess.engine
 import pytest
 
-from pipeline.engines.process import EngineError, resolve_engine
+from pipeline.engines.process import EngineError, UciEngine, resolve_engine
 from pipeline.engines.uci import DEFAULT_NODES, EngineLimits, UciBackend, line_value, open_uci_backend
 from pipeline.mine.occurrences import game_occurrences
 from pipeline.mine.table import AnalysisEntry
@@ -246,6 +246,60 @@ def test_an_engine_that_dies_mid_search_is_restarted_once_then_reported(tmp_path
         assert len(fake.pids()) == 2  # the first engine, and the one restarted for the retry
         assert backend.pid is None  # the next analysis starts a fresh engine
     assert not any(running(pid) for pid in fake.pids())
+
+
+# An engine that dies on reading WORD (python-chess sends `ucinewgame` when the game changes and
+# `setoption` when MultiPV does, before its `go`), or right after it answered a search.
+DIES_ON = """
+def die_on(word):
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == word:
+            os._exit(3)
+        if words[0] == "uci":
+            say("id name FakeFish")
+            say("option name MultiPV type spin default 1 min 1 max 500")
+            say("uciok")
+        elif words[0] == "isready":
+            say("readyok")
+        elif words[0] == "go":
+            say("info depth 1 multipv 1 score cp 10 nodes 10 pv e2e4")
+            say("bestmove e2e4")
+            if word == "bestmove":
+                os._exit(3)
+"""
+
+
+@pytest.mark.parametrize("word", ["ucinewgame", "setoption"])
+def test_an_engine_that_dies_between_two_commands_is_a_crash_at_once_not_a_timeout(tmp_path, word):
+    """python-chess misses a death between the commands of one search: it waited out the whole
+    timeout (60 s by default; about 1 Stockfish SIGKILL in 100 mid-search), and the position
+    became an error where a crash is restarted. The soak run of issue 18 lost a position so."""
+    fake = fake_engine(tmp_path, f"dies-on-{word}", DIES_ON + f"die_on({word!r})")
+    engine = UciEngine(str(fake.path), timeout=5)
+    try:
+        started = time.monotonic()
+        with pytest.raises(EngineError, match="crashed twice"):
+            engine.search(chess.Board(), 2, chess.engine.Limit(nodes=100), game=object())
+        assert time.monotonic() - started < 4  # the crash, not the 5-s timeout
+        assert len(fake.pids()) == 2  # restarted once, as for a death mid-search
+    finally:
+        engine.close()
+
+
+def test_an_engine_that_dies_after_answering_is_restarted_for_the_next_search(tmp_path):
+    fake = fake_engine(tmp_path, "dies-after-bestmove", DIES_ON + 'die_on("bestmove")')
+    engine = UciEngine(str(fake.path), timeout=5)
+    try:
+        for _ in range(3):
+            started = time.monotonic()
+            found = engine.search(chess.Board(), 1, chess.engine.Limit(nodes=100), game=object())
+            assert found.infos[0]["pv"][0] == chess.Move.from_uci("e2e4") and time.monotonic() - started < 4
+    finally:
+        engine.close()
+    assert len(fake.pids()) == 3
 
 
 def test_a_hung_engine_times_out_and_is_killed(tmp_path):
