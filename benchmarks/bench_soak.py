@@ -25,9 +25,10 @@ Not part of the test suite (an hour or more on a shared 2-core machine). What it
    `reused` (`tests.mining_helpers.SERVED`: which occurrences a worker's table served, which a
    restarted worker or a resumed run changes; no row column holds a time), EXCEPT ALL both ways,
    with the row counts; `assert_counts_add_up` over the manifest, and `diffimax verify`.
-4. Leftovers: no process of any session this benchmark started may outlive its driver by `GRACE`
-   (`ray::` workers, raylet, gcs_server, Stockfish: all stay in the driver's session, see
-   `tests.processes`).
+4. Leftovers: no process of any session this benchmark started may outlive the last driver by
+   `GRACE`, nor a SIGKILLed driver by `KILLED_GRACE` (Ray's agents take a fixed minute to give up
+   on the dead GCS; `ray::` workers, raylet, gcs_server, Stockfish: all stay in the driver's
+   session, see `tests.processes`).
 
 Exit 1 on any difference, leftover, failed reference, or a job that never finished.
 """
@@ -65,6 +66,10 @@ KINDS: tuple[Kind, ...] = ("worker", "stockfish", "driver")
 WORKER_TITLES = ("ray::MiningWorker", "ray::prepare", "ray::write", "ray::read_stream")
 # Seconds the sessions get, once the last driver has exited, before what is left counts as a leftover.
 GRACE = 30.0
+# Seconds a SIGKILLed driver's session gets from its driver's end: Ray's agents notice the raylet's
+# death at once, then spend Ray's fixed 60 s (`publish_error_to_driver`, no setting) reporting it
+# to the dead GCS before they exit on their own (docs/mining.md); beyond this they are leftovers.
+KILLED_GRACE = 60.0 + GRACE
 # Seconds between looks at the driver and its processes.
 POLL = 0.25
 # Driver starts before the benchmark gives up on a job that never finishes.
@@ -164,8 +169,12 @@ class Ends:
             start, ended = self.pending.pop(sid)
             start.ended_after = round(time.monotonic() - ended, 1)
 
-    def finish(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
+    def finish(self, seconds: float, killed_seconds: float = KILLED_GRACE) -> None:
+        """Wait `seconds` from now, and for a killed driver's session `killed_seconds` from its
+        driver's end, whichever is later; what is alive then is a leftover."""
+        now = time.monotonic()
+        killed_ends = [ended + killed_seconds for start, ended in self.pending.values() if start.killed]
+        deadline = max([now + seconds, *killed_ends])
         self.sweep()
         while self.pending and time.monotonic() < deadline:
             time.sleep(POLL)
