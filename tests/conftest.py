@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import ray
@@ -42,14 +44,24 @@ def data_dir() -> Path:
     return DATA
 
 
+@contextlib.contextmanager
+def local_ray(num_cpus: int = 2, address: str = "local") -> Iterator[None]:
+    """A quiet local Ray cluster (or `address`, e.g. a `ray.cluster_utils.Cluster`'s) for the
+    block, shut down after it: the tests' one way to start Ray."""
+    options: dict[str, Any] = {"num_cpus": num_cpus, "include_dashboard": False} if address == "local" else {}
+    ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False, **options)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
 @pytest.fixture(scope="module")
 def ray_session(request: pytest.FixtureRequest) -> Iterator[None]:
     """A local Ray cluster for one module's tests, shut down after them: `RAY_CPUS` logical CPUs
     when the module sets it (e.g. 4, so that a job can have four workers on two cores), else 2."""
-    cpus = getattr(request.module, "RAY_CPUS", 2)
-    ray.init(address="local", num_cpus=cpus, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
-    yield
-    ray.shutdown()
+    with local_ray(getattr(request.module, "RAY_CPUS", 2)):
+        yield
 
 
 # Modules whose tests start Ray clusters or mining jobs: under `pytest -n 2 --dist loadgroup` (the

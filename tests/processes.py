@@ -9,6 +9,8 @@ outlived the job.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -53,3 +55,17 @@ def assert_session_ends(sid: int, seconds: float = 20.0) -> None:
         time.sleep(0.2)
         left = session_processes(sid)
     assert not left, f"processes left behind: {left}"
+
+
+def terminate_timed(process: subprocess.Popen[str], timeout: float = 60.0) -> tuple[float, str]:
+    """SIGTERM `process` (a session leader) and wait for its end: (seconds from the signal to the
+    exit, its stderr). A process still alive after `timeout` is killed with its whole group."""
+    sent = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    try:
+        _, stderr = process.communicate(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate(timeout=60)
+    return time.monotonic() - sent, stderr

@@ -26,7 +26,7 @@ from pipeline.dataset.queries import run_query
 from pipeline.ingest.split import split_games
 from tests.conftest import GAMES, ROOT, run_cli
 from tests.loopback import Behaviour, FirstMode, RangeMode, RangeServer
-from tests.processes import assert_session_ends, session_processes
+from tests.processes import assert_session_ends, session_processes, terminate_timed
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
@@ -115,14 +115,8 @@ def test_sigterm_while_a_bomb_is_read_ends_the_job_within_5_seconds(bomb: Path, 
             assert process.poll() is None and time.monotonic() < deadline, "the stream reader did not start"
             time.sleep(0.2)
         time.sleep(2)  # well inside the bomb
-        sent = time.monotonic()
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=60)
-        took = time.monotonic() - sent
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate(timeout=60)
+        took, stderr = terminate_timed(process)
     assert process.returncode == 143, stderr[-3000:]
     assert took <= 5, f"SIGTERM took {took:.1f} s"
     assert_session_ends(process.pid)
@@ -290,14 +284,8 @@ def test_a_slow_or_broken_url_blocks_no_commit_and_sigterm_ends_the_job_within_5
                     assert process.poll() is None and time.monotonic() < deadline, "the stream reader did not start"
                     time.sleep(0.2)
                 time.sleep(2)
-            sent = time.monotonic()
-            process.send_signal(signal.SIGTERM)
-            _, stderr = process.communicate(timeout=60)
-            took = time.monotonic() - sent
         finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.communicate(timeout=60)
+            took, stderr = terminate_timed(process)
     assert process.returncode == 143, stderr[-3000:]
     assert took <= 5, f"SIGTERM took {took:.1f} s"
     if cut_game:

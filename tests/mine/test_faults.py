@@ -19,7 +19,7 @@ import pytest
 import ray
 from ray.cluster_utils import Cluster
 
-from tests.conftest import GAMES, ROOT
+from tests.conftest import GAMES, ROOT, local_ray
 from tests.mining_helpers import SERVED, assert_counts_add_up, assert_same_rows, mine
 
 pytestmark = pytest.mark.slow
@@ -80,17 +80,13 @@ def wait_for(condition, seconds: float = 120) -> None:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("reference") / "run"
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-    try:
+    with local_ray():
         mine([SAMPLE], out, **JOB)
-    finally:
-        ray.shutdown()
     return out
 
 
 def test_killed_worker_process(tmp_path, reference):
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-    try:
+    with local_ray():
         out = tmp_path / "run"
         thread, outcome = run_in_thread(out)
         wait_for(lambda: worker_pids() or not thread.is_alive())
@@ -99,24 +95,21 @@ def test_killed_worker_process(tmp_path, reference):
         assert victims and thread.is_alive(), "the job ended before a worker could be killed"
         os.kill(victims[0], signal.SIGKILL)
         finish(thread, outcome, out, reference)
-    finally:
-        ray.shutdown()
 
 
 def test_removed_node(tmp_path, reference):
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     nodes = [cluster.add_node(num_cpus=1) for _ in range(2)]
     cluster.wait_for_nodes()
-    ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
     try:
-        out = tmp_path / "run"
-        thread, outcome = run_in_thread(out)
-        wait_for(lambda: committed(out) >= 1 or not thread.is_alive())
-        assert thread.is_alive(), "the job ended before a node could be removed"
-        cluster.remove_node(nodes[0])  # a whole node goes, with whatever ran on it
-        finish(thread, outcome, out, reference)
+        with local_ray(address=cluster.address):
+            out = tmp_path / "run"
+            thread, outcome = run_in_thread(out)
+            wait_for(lambda: committed(out) >= 1 or not thread.is_alive())
+            assert thread.is_alive(), "the job ended before a node could be removed"
+            cluster.remove_node(nodes[0])  # a whole node goes, with whatever ran on it
+            finish(thread, outcome, out, reference)
     finally:
-        ray.shutdown()
         cluster.shutdown()
 
 
@@ -128,14 +121,13 @@ def test_four_nodes_give_the_rows_of_one(tmp_path, reference):
     for _ in range(3):
         cluster.add_node(num_cpus=1)
     cluster.wait_for_nodes()
-    ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
     try:
-        out = tmp_path / "run"
-        manifest = mine([SAMPLE], out, **{**JOB, "workers": 4})
-        nodes = {node["NodeID"] for node in ray.nodes() if node["Alive"]}
-        assert len(nodes) == 4
+        with local_ray(address=cluster.address):
+            out = tmp_path / "run"
+            manifest = mine([SAMPLE], out, **{**JOB, "workers": 4})
+            nodes = {node["NodeID"] for node in ray.nodes() if node["Alive"]}
+            assert len(nodes) == 4
     finally:
-        ray.shutdown()
         cluster.shutdown()
     assert manifest["workers"] == 4
     assert_counts_add_up(manifest, out)

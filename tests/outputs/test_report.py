@@ -8,12 +8,10 @@ import csv
 import html
 import io
 import json
-import logging
 import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -22,7 +20,6 @@ from typing import Any
 import chess
 import chess.pgn
 import pytest
-import ray
 
 from pipeline.common.sanitize import terminal_visible
 from pipeline.dataset.integrity import DatasetError, IncompleteDatasetError
@@ -61,13 +58,6 @@ CARRIAGE = "Carriage\rReturn"  # a bare CR inside a header line: the reader keep
 ENTITIES = "&amp; &lt;b&gt;"  # must show literally, not as `& <b>`
 BELL = "Bell\x07Ringer"  # a control character: not valid XML, shown as U+FFFD
 GAME_ID = '"><svg onload=alert(4)>'
-
-
-@pytest.fixture(scope="module")
-def ray_session() -> Iterator[None]:
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
-    yield
-    ray.shutdown()
 
 
 @dataclass
