@@ -29,6 +29,8 @@ class Behaviour:
     ranges: RangeMode = "ok"
     accept_ranges: str | None = "bytes"
     """The Accept-Ranges header of every answer (None: not sent)."""
+    head_stall: float = 0.0
+    """Seconds a HEAD request waits before its answer."""
     requests: list[tuple[str | None, str | None]] = field(default_factory=list)
     """(Range, If-Range) of each GET, in order."""
 
@@ -55,6 +57,7 @@ class RangeServer:
                 self.end_headers()
 
             def do_HEAD(self) -> None:
+                stopping.wait(served.head_stall)
                 self.headers_for(200, len(served.data), served.etag, {})
 
             def do_GET(self) -> None:

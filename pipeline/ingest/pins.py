@@ -23,10 +23,11 @@ PIN_BLOCK: Final = 1 << 20
 URL_HEADERS: Final = ("Content-Length", "ETag", "Last-Modified")
 
 
-def input_pin(source: str) -> dict[str, Any]:
-    """The pin of one expanded input: {"bytes", "sha256"} of a local file, the headers of a URL."""
+def input_pin(source: str, url_timeout: float = URL_TIMEOUT) -> dict[str, Any]:
+    """The pin of one expanded input: {"bytes", "sha256"} of a local file, the headers of a URL
+    (asked within `url_timeout` seconds, the job's --url-timeout)."""
     if is_url(source):
-        return url_pin(source)
+        return url_pin(source, url_timeout)
     digest = hashlib.sha256()
     size = 0
     try:
@@ -39,12 +40,12 @@ def input_pin(source: str) -> dict[str, Any]:
     return {"bytes": size, "sha256": digest.hexdigest()}
 
 
-def url_pin(url: str) -> dict[str, Any]:
+def url_pin(url: str, timeout: float = URL_TIMEOUT) -> dict[str, Any]:
     """A URL's length, ETag and Last-Modified (a HEAD request; None for those not given). A
     server that refuses HEAD gives an empty pin: the stream's own errors still stop the job."""
     request = urllib.request.Request(url, method="HEAD")
     try:
-        with urllib.request.urlopen(request, timeout=URL_TIMEOUT) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             headers = response.headers
     except urllib.error.HTTPError as error:
         if error.code in (403, 405, 501):  # HEAD not allowed: nothing to pin by

@@ -134,7 +134,7 @@ def run(
     check_unlocked(config.out)  # a job running there is the one thing to say about it
     check_output(config.out, resume=config.resume)
     engine_name = check_backend(config.engine)
-    pins = [input_pin(source) for source in sources]  # what --resume must find unchanged
+    pins = [input_pin(source, config.url_timeout) for source in sources]  # what --resume must find unchanged
     identity = job_identity(config, sources, engine_name, human_evidence_digests(config.human), pins)
     fresh = not Path(config.out).exists()
     with output_lock(config.out):  # one job per output directory, for the whole job

@@ -235,6 +235,21 @@ def test_a_url_that_drops_or_stalls_mid_frame_is_resumed_and_every_game_is_mined
     assert (manifest["games_read"], manifest["games_error"], manifest["shards_committed"]) == (100, 0, 20)
 
 
+def test_a_url_whose_head_request_stalls_is_one_line_within_the_url_timeout(tmp_path: Path) -> None:
+    """The job pins a URL by a HEAD request before anything starts; a server that never answers it
+    is refused after --url-timeout (it waited a fixed 60 s before), nothing created."""
+    behaviour = Behaviour((GAMES / "lichess_100.pgn").read_bytes(), head_stall=120)
+    out = tmp_path / "run"
+    with RangeServer(behaviour) as server:
+        started = time.monotonic()
+        refused = run_cli("mine", f"{server.url}/games.pgn", "--out", str(out), *MATERIAL, "--url-timeout", "2")
+        took = time.monotonic() - started
+    assert refused.returncode == 1, refused.stderr[-3000:]
+    (line,) = refused.stderr.strip().splitlines()
+    assert line.startswith(f"diffimax: error: cannot open '{server.url}/games.pgn'") and "timed out" in line, line
+    assert took < 30 and not out.exists()
+
+
 def test_url_timeout_must_be_above_0(tmp_path: Path) -> None:
     for bad in ("0", "-1", "nan"):
         refused = run_cli("mine", str(GAMES / "lichess_100.pgn"), "--out", str(tmp_path / "run"), "--url-timeout", bad)
