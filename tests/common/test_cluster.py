@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 import ray
@@ -12,9 +13,16 @@ import ray
 from pipeline.common.cluster import fan_out
 
 
-def slow_square(value: int, delay: float, offset: int) -> tuple[int, int]:
-    """value² + offset after `delay` seconds, with the process that computed it."""
-    time.sleep(delay)
+def square(value: int, last_done: str | None, offset: int) -> tuple[int, int]:
+    """value² + offset, with the process that computed it. With `last_done` (a path), call 0 first
+    waits (up to a minute) for call 4 to have left that file: so call 0 finishes after call 4
+    whatever the order Ray runs them in."""
+    if last_done is not None and value == 0:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(last_done) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    if last_done is not None and value == 4:
+        Path(last_done).touch()
     return value * value + offset, os.getpid()
 
 
@@ -24,12 +32,9 @@ def refuse(value: int) -> int:
     return value
 
 
-CALLS = [(value, 0.4 * (4 - value)) for value in range(5)]  # the first call finishes last
-
-
 def test_on_one_process_the_calls_run_here_in_order() -> None:
     seen: list[int] = []
-    results = fan_out(slow_square, [(v, 0.0) for v, _ in CALLS], workers=1, shared=(10,),
+    results = fan_out(square, [(value, None) for value in range(5)], workers=1, shared=(10,),
                       on_result=lambda index, result: seen.append(index))  # fmt: skip
     assert [value for value, _ in results] == [10, 11, 14, 19, 26]
     assert {pid for _, pid in results} == {os.getpid()}
@@ -38,12 +43,13 @@ def test_on_one_process_the_calls_run_here_in_order() -> None:
 
 
 @pytest.mark.cluster
-def test_on_ray_results_come_back_in_call_order_whatever_the_finish_order() -> None:
+def test_on_ray_results_come_back_in_call_order_whatever_the_finish_order(tmp_path: Path) -> None:
     seen: list[int] = []
-    results = fan_out(slow_square, CALLS, workers=2, shared=(10,), on_result=lambda index, result: seen.append(index))
+    calls = [(value, str(tmp_path / "four-done")) for value in range(5)]
+    results = fan_out(square, calls, workers=2, shared=(10,), on_result=lambda index, result: seen.append(index))
     assert [value for value, _ in results] == [10, 11, 14, 19, 26]
     assert os.getpid() not in {pid for _, pid in results}  # the work ran in Ray's workers
-    assert sorted(seen) == [0, 1, 2, 3, 4] and seen != [0, 1, 2, 3, 4]  # progress as each arrives
+    assert sorted(seen) == [0, 1, 2, 3, 4] and seen.index(4) < seen.index(0)  # progress as each arrives
     assert not ray.is_initialized()  # the cluster it started is gone
 
 
