@@ -36,6 +36,12 @@ SMALL = ["--engine", "native", "--depth", "1", "--plies", "10-10", "--max-games"
 # (plies 10-13 finished within that window once the pipeline got faster).
 LONG = ["--engine", "native", "--depth", "1", "--plies", "10-25", "--shard-mb", str(15_000 / (1 << 20)),
         "--workers", "2", *CHEAP_JUDGES]  # fmt: skip
+# LONG in shards of ~4 KB (~19 of 76 KB): a job is stopped at its first commit with most of its
+# shards still ahead. In 15-KB shards (5, fewer than the 6 in flight) every shard was prepared at
+# once and the commits came together at the end, so under load a signal sent at the first commit
+# could fall into the interpreter's exit after a finished job (exit 0).
+INTERRUPTIBLE = [*LONG[: LONG.index("--shard-mb")], "--shard-mb", str(4_000 / (1 << 20)),
+                 *LONG[LONG.index("--shard-mb") + 2 :]]  # fmt: skip
 DIFFIMAX = [sys.executable, "-m", "pipeline.cli"]
 
 
@@ -114,7 +120,7 @@ def test_resume_with_the_same_settings_adds_nothing(finished_run: Path) -> None:
 
 def test_an_interrupted_run_carries_its_identity_and_resumes_only_under_it(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    process = start_mine(out, *LONG)
+    process = start_mine(out, *INTERRUPTIBLE)
     try:
         wait_for(lambda: committed(out) >= 1 or process.poll() is not None)
         assert process.poll() is None, "the job ended before it could be killed"
@@ -126,10 +132,10 @@ def test_an_interrupted_run_carries_its_identity_and_resumes_only_under_it(tmp_p
     identity = json.loads((out / "job.json").read_text())["identity"]
     assert identity["inputs"] == [SAMPLE]
     assert (identity["depth"], identity["ply_from"], identity["ply_to"], identity["engine"]) == (1, 10, 25, "native")
-    assert identity["shard_bytes"] == 15_000 and identity["schema_version"] >= 1
-    refused = run_cli("mine", SAMPLE, "--out", str(out), *LONG, "--trap-dip", "0.5", "--resume")
+    assert identity["shard_bytes"] == 4_000 and identity["schema_version"] >= 1
+    refused = run_cli("mine", SAMPLE, "--out", str(out), *INTERRUPTIBLE, "--trap-dip", "0.5", "--resume")
     assert refused.returncode == 1 and "--trap-dip differs" in one_error_line(refused.stderr)
-    resumed = run_cli("mine", SAMPLE, "--out", str(out), *LONG, "--resume")
+    resumed = run_cli("mine", SAMPLE, "--out", str(out), *INTERRUPTIBLE, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert_counts_add_up(manifest(out), out)
     assert manifest(out)["games_read"] == 100
@@ -156,7 +162,7 @@ def test_resume_without_a_run_to_resume_is_refused(tmp_path: Path) -> None:
 )
 def test_an_interrupt_ends_with_its_status_one_line_and_nothing_left(tmp_path: Path, signum, to_group, code) -> None:
     out = tmp_path / "run"
-    process = start_mine(out, *LONG)
+    process = start_mine(out, *INTERRUPTIBLE)
     wait_for(lambda: committed(out) >= 1 or process.poll() is not None)
     assert process.poll() is None, "the job ended before it could be interrupted"
     (os.killpg if to_group else os.kill)(process.pid, signum)
@@ -166,7 +172,7 @@ def test_an_interrupt_ends_with_its_status_one_line_and_nothing_left(tmp_path: P
     line = one_error_line(stderr)  # no Ray chatter, no traceback
     assert "interrupted" in line and "committed" in line and "--resume" in line
     assert_session_ends(process.pid)
-    resumed = run_cli("mine", SAMPLE, "--out", str(out), *LONG, "--resume")
+    resumed = run_cli("mine", SAMPLE, "--out", str(out), *INTERRUPTIBLE, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert_counts_add_up(manifest(out), out)
     assert manifest(out)["games_read"] == 100
