@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
-from typing import NoReturn
 
 import typer
 
@@ -23,17 +21,6 @@ app = typer.Typer(
 # Exit codes: 1 for what the user can fix (one line), 2 for a command line the parser rejects,
 # 130 / 143 for an interrupt or SIGTERM, and INTERNAL_ERROR (with the traceback) for a bug.
 INTERNAL_ERROR = 70
-INTERRUPTED = (130, 143)
-
-
-def exit_at_once(code: int) -> NoReturn:
-    """End an interrupted command without the interpreter's teardown. By the time an interrupt
-    reaches here the job has committed what it had, released its locks and shut its Ray cluster
-    down; what is left is the atexit hooks of Ray, Arrow and the rest, 0.7-0.9 s of a SIGTERM's
-    2.4-2.9 s on a loaded machine (measured), which a supervisor's deadline should not pay."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 def main() -> None:
@@ -43,10 +30,7 @@ def main() -> None:
         app(standalone_mode=False)
     except DiffimaxError as error:
         typer.echo(f"diffimax: error: {error}", err=True)
-        code = getattr(error, "exit_code", 1)
-        if code in INTERRUPTED:
-            exit_at_once(code)
-        sys.exit(code)
+        sys.exit(getattr(error, "exit_code", 1))
     except OSError as error:
         typer.echo(f"diffimax: error: {error}", err=True)
         sys.exit(1)
@@ -54,7 +38,7 @@ def main() -> None:
         sys.exit(done.exit_code)
     except (typer.Abort, KeyboardInterrupt):
         typer.echo("diffimax: interrupted", err=True)
-        exit_at_once(130)
+        sys.exit(130)
     except Exception as error:
         # Usage errors from the command-line parser (typer vendors click, so match by shape).
         format_message = getattr(error, "format_message", None)
