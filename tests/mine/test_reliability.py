@@ -49,12 +49,30 @@ def committed(out: Path) -> int:
     return len(list((out / "shards").glob("*/_shard.json"))) if (out / "shards").is_dir() else 0
 
 
+def as_a_terminal_starts_it() -> None:
+    """In the child before exec: the signal state a shell gives a foreground job (SIGINT and
+    SIGTERM at their defaults, nothing blocked), whatever the test process's own has become."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def start_mine(out: Path, *args: str) -> subprocess.Popen[str]:
     """`diffimax mine` in a session of its own, as a terminal would run it."""
     command = [*DIFFIMAX, "mine", SAMPLE, "--out", str(out), *args]
     return subprocess.Popen(
-        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=as_a_terminal_starts_it,
+    )  # fmt: skip
+
+
+def signal_state(pid: int) -> str:
+    """The driver's signal masks from /proc (blocked, ignored, caught), for a failure message."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return "(gone)"
+    return " ".join(line.replace("\t", "=") for line in lines if line.startswith(("SigBlk", "SigIgn", "SigCgt")))
 
 
 def wait_for(condition, seconds: float = 180) -> None:  # type: ignore[no-untyped-def]
@@ -165,9 +183,10 @@ def test_an_interrupt_ends_with_its_status_one_line_and_nothing_left(tmp_path: P
     process = start_mine(out, *INTERRUPTIBLE)
     wait_for(lambda: committed(out) >= 1 or process.poll() is not None)
     assert process.poll() is None, "the job ended before it could be interrupted"
+    state = signal_state(process.pid)
     (os.killpg if to_group else os.kill)(process.pid, signum)
     stdout, stderr = process.communicate(timeout=120)
-    assert process.returncode == code
+    assert process.returncode == code, f"driver's signals when sent: {state}; stderr: {stderr[-2000:]}"
     assert stdout == ""
     line = one_error_line(stderr)  # no Ray chatter, no traceback
     assert "interrupted" in line and "committed" in line and "--resume" in line
