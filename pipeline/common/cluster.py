@@ -118,15 +118,39 @@ class StderrAside:
         self.saved = None
 
 
-@contextlib.contextmanager
-def stderr_aside() -> Iterator[None]:
-    """Stderr aside for the duration of the block (see `StderrAside`)."""
+def stop_ray(*, quietly: bool = False) -> None:
+    """`ray.shutdown()`, and when this process started the cluster, none of its processes left.
+    Ray stops the processes it knows of; a worker the raylet was still starting when the cluster
+    went down (a SIGTERM to the whole process group, on a loaded machine) is not among them, and
+    would live on for the ~10 s of its connection retries plus its imports. `quietly` keeps the
+    dying processes' complaints out of the terminal (an interrupt)."""
+    node = ray._private.worker._global_node  # Ray's handle on the cluster, if this process started it
+    session_dir = node.get_session_dir_path() if node is not None and node.head else None
     aside = StderrAside()
-    aside.start()
+    if quietly:
+        aside.start()
     try:
-        yield
+        ray.shutdown()
     finally:
         aside.end()
+    if session_dir is not None:
+        kill_processes_mentioning(session_dir)
+
+
+def kill_processes_mentioning(text: str) -> list[int]:
+    """SIGKILL every process (but this one) whose command line contains `text`, such as a stopped
+    Ray session's directory, which each of its processes is started with; returns their pids."""
+    killed = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if text.encode() in (entry / "cmdline").read_bytes():
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+        except (OSError, ProcessLookupError):
+            continue  # gone meanwhile, or not ours to read
+    return killed
 
 
 @contextlib.contextmanager
@@ -146,12 +170,11 @@ def ray_session(
     try:
         yield True
     except KeyboardInterrupt:
-        with stderr_aside():  # Ray's dying workers say so at length: not in the user's terminal
-            ray.shutdown()
+        stop_ray(quietly=True)  # Ray's dying workers say so at length: not in the user's terminal
         raise
     finally:
         if ray.is_initialized():
-            ray.shutdown()
+            stop_ray()
 
 
 def project_runtime_env() -> dict[str, Any]:
@@ -199,8 +222,9 @@ __all__ = [
     "ClusterError",
     "StderrAside",
     "fan_out",
+    "kill_processes_mentioning",
     "project_runtime_env",
     "ray_session",
     "start_ray",
-    "stderr_aside",
+    "stop_ray",
 ]

@@ -45,7 +45,7 @@ import ray
 import ray.exceptions
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from pipeline.common.cluster import StderrAside, start_ray
+from pipeline.common.cluster import StderrAside, start_ray, stop_ray
 from pipeline.dataset.lock import check_unlocked, output_lock
 from pipeline.dataset.store import DatasetWriter, check_output
 from pipeline.engines.backends import check_backend
@@ -168,12 +168,8 @@ def _run_job(
                     job.stop_workers()
     except (KeyboardInterrupt, _Terminated) as interrupt:
         shown.close()
-        aside.start()
-        try:
-            if owns_ray:
-                ray.shutdown()
-        finally:
-            aside.end()
+        if owns_ray:
+            stop_ray(quietly=True)  # Ray's dying workers say so at length: not in the user's terminal
         code = 130 if isinstance(interrupt, KeyboardInterrupt) else 143
         raise MiningStopped(_stopped_message(store, "interrupted"), exit_code=code) from None
     except MiningStopped as stopped:
@@ -186,7 +182,7 @@ def _run_job(
         raise
     finally:
         if owns_ray and ray.is_initialized():
-            ray.shutdown()
+            stop_ray()
         aside.end()  # whatever ended the job, its error line reaches the terminal
 
 

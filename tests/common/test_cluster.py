@@ -4,13 +4,16 @@ human evaluation and the harness use it), on this process and on a real local cl
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 import ray
 
-from pipeline.common.cluster import fan_out
+from pipeline.common.cluster import fan_out, ray_session
 
 
 def square(value: int, last_done: str | None, offset: int) -> tuple[int, int]:
@@ -57,4 +60,18 @@ def test_on_ray_results_come_back_in_call_order_whatever_the_finish_order(tmp_pa
 def test_an_exception_in_a_call_reaches_the_caller_with_its_type() -> None:
     with pytest.raises(ValueError, match="no 2"):
         fan_out(refuse, [(value,) for value in range(4)], workers=2)
+    assert not ray.is_initialized()
+
+
+@pytest.mark.cluster
+def test_a_process_of_the_cluster_that_ray_does_not_know_of_ends_with_it() -> None:
+    with ray_session(num_cpus=1) as started:
+        assert started
+        session_dir = ray._private.worker._global_node.get_session_dir_path()
+        # A straggler as a raylet leaves one when it dies while starting a worker: started with the
+        # session's paths, but not among the processes ray.shutdown stops.
+        straggler = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(300)", session_dir], start_new_session=True
+        )
+    assert straggler.wait(timeout=10) == -signal.SIGKILL
     assert not ray.is_initialized()

@@ -289,7 +289,7 @@ def run_verification(
     """
     if workers == 1 or len(tasks) <= VERIFY_BATCH:
         return verify_serial(tasks, how, limit), 0, 1
-    from pipeline.common.cluster import start_ray, stderr_aside  # the miner's quiet local cluster
+    from pipeline.common.cluster import start_ray, stop_ray  # the miner's quiet local cluster
 
     owns_ray = not ray.is_initialized()
     try:
@@ -305,9 +305,8 @@ def run_verification(
         return verdicts, discarded, workers
     except KeyboardInterrupt:
         if owns_ray:  # Ray's dying workers say so at length: not in the user's terminal
-            with stderr_aside():
-                ray.shutdown()
+            stop_ray(quietly=True)
         raise
     finally:
         if owns_ray and ray.is_initialized():
-            ray.shutdown()
+            stop_ray()
