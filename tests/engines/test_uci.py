@@ -115,11 +115,13 @@ def say(line):
     sys.stdout.write(line + "\\n")
     sys.stdout.flush()
 
-def serve(on_go):
+def serve(on_go, die_on=None):
     for line in sys.stdin:
         words = line.split()
         if not words:
             continue
+        if words[0] == die_on:
+            crash()
         if words[0] == "uci":
             say("id name FakeFish")
             say("option name Threads type spin default 1 min 1 max 64")
@@ -135,6 +137,14 @@ def serve(on_go):
 
 def crash():
     os._exit(3)
+
+def answer():
+    say("info depth 1 multipv 1 score cp 10 nodes 10 pv e2e4")
+    say("bestmove e2e4")
+
+def answer_then_die():
+    answer()
+    crash()
 
 def hang():
     while True:  # ignores stop, quit and the end of its input
@@ -248,36 +258,14 @@ def test_an_engine_that_dies_mid_search_is_restarted_once_then_reported(tmp_path
     assert not any(running(pid) for pid in fake.pids())
 
 
-# An engine that dies on reading WORD (python-chess sends `ucinewgame` when the game changes and
-# `setoption` when MultiPV does, before its `go`), or right after it answered a search.
-DIES_ON = """
-def die_on(word):
-    for line in sys.stdin:
-        words = line.split()
-        if not words:
-            continue
-        if words[0] == word:
-            os._exit(3)
-        if words[0] == "uci":
-            say("id name FakeFish")
-            say("option name MultiPV type spin default 1 min 1 max 500")
-            say("uciok")
-        elif words[0] == "isready":
-            say("readyok")
-        elif words[0] == "go":
-            say("info depth 1 multipv 1 score cp 10 nodes 10 pv e2e4")
-            say("bestmove e2e4")
-            if word == "bestmove":
-                os._exit(3)
-"""
-
-
+# The engines below die on reading a command python-chess sends before its `go` (`ucinewgame` when
+# the game changes, `setoption` when MultiPV does), or right after they answered a search.
 @pytest.mark.parametrize("word", ["ucinewgame", "setoption"])
 def test_an_engine_that_dies_between_two_commands_is_a_crash_at_once_not_a_timeout(tmp_path, word):
     """python-chess misses a death between the commands of one search: it waited out the whole
     timeout (60 s by default; about 1 Stockfish SIGKILL in 100 mid-search), and the position
     became an error where a crash is restarted. The soak run of issue 18 lost a position so."""
-    fake = fake_engine(tmp_path, f"dies-on-{word}", DIES_ON + f"die_on({word!r})")
+    fake = fake_engine(tmp_path, f"dies-on-{word}", f"serve(answer, die_on={word!r})")
     engine = UciEngine(str(fake.path), timeout=5)
     try:
         started = time.monotonic()
@@ -290,7 +278,7 @@ def test_an_engine_that_dies_between_two_commands_is_a_crash_at_once_not_a_timeo
 
 
 def test_an_engine_that_dies_after_answering_is_restarted_for_the_next_search(tmp_path):
-    fake = fake_engine(tmp_path, "dies-after-bestmove", DIES_ON + 'die_on("bestmove")')
+    fake = fake_engine(tmp_path, "dies-after-bestmove", "serve(answer_then_die)")
     engine = UciEngine(str(fake.path), timeout=5)
     try:
         for _ in range(3):
