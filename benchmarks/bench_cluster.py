@@ -81,7 +81,11 @@ def mine(checkout: Path, out: Path, games: int, workers: int) -> dict[str, Any]:
     python = checkout / ".venv" / "bin" / "python"
     command = [str(python if python.exists() else sys.executable), "-m", "pipeline.cli", "mine", str(PLAYER_A),
                "--out", str(out), *JOB, "--workers", str(workers), "--max-games", str(games)]  # fmt: skip
-    process = subprocess.Popen(command, cwd=checkout, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # The checkout's own code on the driver and on the workers (the raylet a local cluster starts
+    # passes the driver's environment on), whichever checkout the virtualenv was installed from.
+    env = os.environ | {"PYTHONPATH": str(checkout)}
+    process = subprocess.Popen(command, cwd=checkout, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)  # fmt: skip
     state = {"cpu": 0.0, "peak_kib": 0, "driver_peak_kib": 0}
 
     def sample() -> None:
