@@ -137,16 +137,17 @@ def stop_ray(*, quietly: bool = False) -> None:
         kill_processes_mentioning(session_dir)
 
 
-def kill_processes_mentioning(text: str) -> list[int]:
-    """SIGKILL every process (but this one) whose command line contains `text`, such as a stopped
-    Ray session's directory, which each of its processes is started with; returns their pids."""
+def kill_processes_mentioning(text: str, signum: int = signal.SIGKILL) -> list[int]:
+    """Signal (SIGKILL by default) every process but this one whose command line contains `text`,
+    such as a Ray session's directory, which each of its processes is started with; returns their
+    pids."""
     killed = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             if text.encode() in (entry / "cmdline").read_bytes():
-                os.kill(int(entry.name), signal.SIGKILL)
+                os.kill(int(entry.name), signum)
                 killed.append(int(entry.name))
         except (OSError, ProcessLookupError):
             continue  # gone meanwhile, or not ours to read

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.common.cluster import kill_processes_mentioning
 from pipeline.dataset.duck import connect
 from tests.conftest import GAMES, ROOT
 from tests.mining_helpers import assert_counts_add_up
@@ -60,7 +62,14 @@ def cluster(tmp_path):
     try:
         yield env, f"http://127.0.0.1:{dashboard}", Path(temp_dir)
     finally:
-        subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=120)
+        # This cluster's processes only (each names its session under temp_dir): `ray stop` stops
+        # every Ray process on the machine, the other xdist worker's clusters too (their GCS gone,
+        # a mining job in test_plan failed with "Failed to connect to GCS").
+        kill_processes_mentioning(temp_dir, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        while kill_processes_mentioning(temp_dir, 0) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        kill_processes_mentioning(temp_dir)
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
