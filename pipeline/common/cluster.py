@@ -149,7 +149,7 @@ def kill_processes_mentioning(text: str, signum: int = signal.SIGKILL) -> list[i
             if text.encode() in (entry / "cmdline").read_bytes():
                 os.kill(int(entry.name), signum)
                 killed.append(int(entry.name))
-        except (OSError, ProcessLookupError):
+        except OSError:
             continue  # gone meanwhile, or not ours to read
     return killed
 

@@ -289,12 +289,9 @@ def run_verification(
     """
     if workers == 1 or len(tasks) <= VERIFY_BATCH:
         return verify_serial(tasks, how, limit), 0, 1
-    from pipeline.common.cluster import start_ray, stop_ray  # the miner's quiet local cluster
+    from pipeline.common.cluster import ray_session  # the miner's quiet local cluster
 
-    owns_ray = not ray.is_initialized()
-    try:
-        if owns_ray:
-            start_ray(None)
+    with ray_session():  # Ray as found, or a local cluster for the call, stopped (quietly on Ctrl-C) after it
         if workers is None:
             cluster: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
             workers = max(1, int(cluster.get("CPU", 1)))
@@ -303,10 +300,3 @@ def run_verification(
             return verify_serial(tasks, how, limit), 0, 1
         verdicts, discarded = verify_on_pool(tasks, how, limit, workers)
         return verdicts, discarded, workers
-    except KeyboardInterrupt:
-        if owns_ray:  # Ray's dying workers say so at length: not in the user's terminal
-            stop_ray(quietly=True)
-        raise
-    finally:
-        if owns_ray and ray.is_initialized():
-            stop_ray()
