@@ -15,7 +15,11 @@ raylet, GCS and workers): their sum's peak is "the memory of all the job's proce
   DIR (today's main, say) side by side;
 - memory at 1x, 5x and 10x `--games`, 2 workers (the 10x run with the default per-worker tables,
   bounded);
-- positions per second of the manifest's wall time with 1 and 2 workers at 1x.
+- positions per second of the manifest's wall time with 1 and 2 workers at 1x (`--rounds`, in
+  turn), and the same with Stockfish at the defaults over `--stockfish-games` games (plies 10-29),
+  where the analysis, not the job around it, is most of the CPU;
+- for every run, the CPU seconds of the job's processes by kind (workers, prepare and write
+  tasks, Ray's daemons), which say where a 2-core machine's time goes.
 
 The machine is shared: read the ratios within one run.
 """
@@ -76,23 +80,53 @@ def descendants(root: int) -> set[int]:
     return found
 
 
-def mine(checkout: Path, out: Path, games: int, workers: int) -> dict[str, Any]:
-    """One job of `checkout`'s code: its manifest, the driver's CPU seconds, the peak memory."""
+def kind_of(pid: int) -> str:
+    """What a process of the job is, by its command line: Ray names its workers after the task
+    or actor they run (`ray::MiningWorker.analyse_part`, `ray::prepare`, `ray::IDLE` between tasks)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return ""
+    head = argv[0].decode(errors="replace").strip()
+    if head.startswith("ray::"):
+        return head.split(".")[0].split()[0]
+    if "stockfish" in head:
+        return "stockfish"
+    for part in argv[:4]:  # raylet, gcs_server, dashboard, log monitor: the program's own name
+        name = part.decode(errors="replace").rsplit("/", 1)[-1]
+        if name and not name.startswith("python") and name not in ("-m", "-u"):
+            return name[:40]
+    return head.rsplit("/", 1)[-1][:40]
+
+
+def mine(checkout: Path, out: Path, games: int, workers: int, job: list[str] = JOB) -> dict[str, Any]:
+    """One job of `checkout`'s code: its manifest, the driver's CPU seconds, the peak memory, and
+    the CPU seconds of its processes by kind (the last reading of each process: a process that
+    lives less than 0.2 s is missed)."""
     python = checkout / ".venv" / "bin" / "python"
     command = [str(python if python.exists() else sys.executable), "-m", "pipeline.cli", "mine", str(PLAYER_A),
-               "--out", str(out), *JOB, "--workers", str(workers), "--max-games", str(games)]  # fmt: skip
+               "--out", str(out), *job, "--workers", str(workers), "--max-games", str(games)]  # fmt: skip
     # The checkout's own code on the driver and on the workers (the raylet a local cluster starts
     # passes the driver's environment on), whichever checkout the virtualenv was installed from.
     env = os.environ | {"PYTHONPATH": str(checkout)}
     process = subprocess.Popen(command, cwd=checkout, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True)  # fmt: skip
     state = {"cpu": 0.0, "peak_kib": 0, "driver_peak_kib": 0}
+    cpu_by_pid: dict[int, tuple[str, float]] = {}
 
     def sample() -> None:
         while process.poll() is None:
             state["cpu"] = max(state["cpu"], cpu_seconds(process.pid))
             driver = pss_kib(process.pid)
-            total = driver + sum(pss_kib(pid) for pid in descendants(process.pid))
+            children = descendants(process.pid)
+            for pid in children:
+                kind = kind_of(pid)  # a Ray worker's title changes with its task: keep the busiest
+                seconds = cpu_seconds(pid)
+                if seconds and (pid not in cpu_by_pid or kind != "ray::IDLE"):
+                    cpu_by_pid[pid] = (kind or cpu_by_pid.get(pid, ("?", 0.0))[0], seconds)
+                elif pid in cpu_by_pid:
+                    cpu_by_pid[pid] = (cpu_by_pid[pid][0], seconds)
+            total = driver + sum(pss_kib(pid) for pid in children)
             state["peak_kib"] = max(state["peak_kib"], total)
             state["driver_peak_kib"] = max(state["driver_peak_kib"], driver)
             time.sleep(0.2)
@@ -104,6 +138,9 @@ def mine(checkout: Path, out: Path, games: int, workers: int) -> dict[str, Any]:
     if process.returncode != 0:
         raise SystemExit(f"mine failed ({process.returncode}): {stderr[-2000:]}")
     manifest = json.loads((out / "manifest.json").read_text())
+    by_kind: dict[str, float] = {"driver": state["cpu"]}
+    for kind, seconds in cpu_by_pid.values():
+        by_kind[kind] = by_kind.get(kind, 0.0) + seconds
     return {
         "games": games,
         "workers": workers,
@@ -113,12 +150,16 @@ def mine(checkout: Path, out: Path, games: int, workers: int) -> dict[str, Any]:
         "job_peak_mib": state["peak_kib"] / 1024,
         "driver_peak_mib": state["driver_peak_kib"] / 1024,
         "reused": manifest["positions_reused"],
+        "wall_seconds": manifest["wall_seconds"],
+        "cpu_seconds_by_kind": {
+            kind: round(seconds, 2) for kind, seconds in sorted(by_kind.items(), key=lambda kv: -kv[1])
+        },
     }
 
 
 def marginal_cpu(small: dict[str, Any], large: dict[str, Any]) -> float:
     """The driver's CPU microseconds per position between two runs."""
-    return 1e6 * (large["driver_cpu_s"] - small["driver_cpu_s"]) / (large["positions"] - small["positions"])
+    return float(1e6 * (large["driver_cpu_s"] - small["driver_cpu_s"]) / (large["positions"] - small["positions"]))
 
 
 def main() -> None:
@@ -127,7 +168,11 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=500)
     parser.add_argument("--large", type=int, default=2500)
     parser.add_argument("--baseline", type=Path, help="a checkout of the code to compare with (its own .venv)")
-    parser.add_argument("--skip", default="", help="comma list of parts to skip: cpu, memory, workers")
+    parser.add_argument("--skip", default="", help="comma list of parts to skip: cpu, memory, workers, stockfish")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="workers, stockfish: rounds of 1 and 2 workers, interleaved"
+    )
+    parser.add_argument("--stockfish-games", type=int, default=24, help="stockfish: games (plies 10-29, shards of 4)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -142,7 +187,7 @@ def main() -> None:
         work = Path(tmp)
         checkouts = {"new": ROOT} | ({"baseline": args.baseline} if args.baseline else {})
         if "cpu" not in skip:
-            for name, checkout in checkouts.items():  # side by side: small, small, large, large
+            for name, checkout in checkouts.items():  # each checkout: small, then large
                 runs = {size: mine(checkout, work / f"{name}-cpu-{size}", size, 2) for size in (args.small, args.large)}
                 report[f"driver_{name}"] = {
                     "runs": list(runs.values()),
@@ -150,20 +195,36 @@ def main() -> None:
                 }
                 save()
         if "memory" not in skip:
-            runs = [mine(ROOT, work / f"memory-{scale}", args.games * scale, 2) for scale in (1, 5, 10)]
+            scaled = [mine(ROOT, work / f"memory-{scale}", args.games * scale, 2) for scale in (1, 5, 10)]
             report["memory"] = {
-                "runs": runs,
-                "ratio_5x": runs[1]["job_peak_mib"] / runs[0]["job_peak_mib"],
-                "ratio_10x": runs[2]["job_peak_mib"] / runs[0]["job_peak_mib"],
+                "runs": scaled,
+                "ratio_5x": scaled[1]["job_peak_mib"] / scaled[0]["job_peak_mib"],
+                "ratio_10x": scaled[2]["job_peak_mib"] / scaled[0]["job_peak_mib"],
             }
             save()
         if "workers" not in skip:
             for name, checkout in checkouts.items():
-                one = mine(checkout, work / f"{name}-w1", args.games, 1)
-                two = mine(checkout, work / f"{name}-w2", args.games, 2)
-                report[f"workers_{name}"] = {"runs": [one, two],
-                                             "speedup": two["positions_per_s"] / one["positions_per_s"]}  # fmt: skip
+                report[f"workers_{name}"] = one_and_two_workers(checkout, work / f"{name}-w", args.games, args.rounds)
                 save()
+        if "stockfish" not in skip:  # where the analysis is most of the work: this code only
+            report["workers_stockfish"] = one_and_two_workers(ROOT, work / "sf-w", args.stockfish_games, args.rounds,
+                                                              STOCKFISH_JOB)  # fmt: skip
+            save()
+
+
+# Stockfish, the default judges and human-move model: the engine is most of a position's cost.
+STOCKFISH_JOB = ["--plies", "10-29", "--shard-games", "4"]
+
+
+def one_and_two_workers(checkout: Path, out: Path, games: int, rounds: int, job: list[str] = JOB) -> dict[str, Any]:
+    """1 and 2 workers, `rounds` times, in turn (1, 2, then 2, 1, ...) so that a shared machine's
+    load falls on both alike; the speed-up of the summed positions per second."""
+    runs = []
+    for round_ in range(rounds):
+        for workers in (1, 2) if round_ % 2 == 0 else (2, 1):
+            runs.append(mine(checkout, out.with_name(f"{out.name}{workers}-{round_}"), games, workers, job))
+    rate = {w: sum(run["positions_per_s"] for run in runs if run["workers"] == w) for w in (1, 2)}
+    return {"runs": runs, "speedup": rate[2] / rate[1]}
 
 
 if __name__ == "__main__":
