@@ -155,6 +155,8 @@ def run_variants(args: argparse.Namespace) -> None:
         ("lightgbm: base + engine", "lightgbm", ("base", "engine")),
         ("lightgbm: base + engine + book", "lightgbm", ("base", "engine", "book")),
         ("linear: base + engine + book", "linear", ("base", "engine", "book")),
+        # What telling the rating pools apart buys (issue 19): the same fit with the pool column.
+        ("lightgbm: base + engine + book + pool", "lightgbm", ("base", "engine", "book", "pool")),
     ]
     if args.only:
         variants = [v for v in variants if any(word in v[0] for word in args.only.split(","))]
