@@ -120,7 +120,9 @@ def mine(checkout: Path, out: Path, games: int, workers: int, job: list[str] = J
             driver = pss_kib(process.pid)
             children = descendants(process.pid)
             for pid in children:
-                kind = kind_of(pid)  # a Ray worker's title changes with its task: keep the busiest
+                # A Ray worker is titled after the task it runs, `ray::IDLE` between tasks: its CPU
+                # goes to the last task it was seen running (prepare and write share processes).
+                kind = kind_of(pid)
                 seconds = cpu_seconds(pid)
                 if seconds and (pid not in cpu_by_pid or kind != "ray::IDLE"):
                     cpu_by_pid[pid] = (kind or cpu_by_pid.get(pid, ("?", 0.0))[0], seconds)
