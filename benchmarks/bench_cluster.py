@@ -30,12 +30,13 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks.checkouts import cli_of
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "games"
 PLAYER_A = DATA / "lichess_player_a_37221.pgn.zst"
@@ -103,16 +104,14 @@ def mine(checkout: Path, out: Path, games: int, workers: int, job: list[str] = J
     """One job of `checkout`'s code: its manifest, the driver's CPU seconds, the peak memory, and
     the CPU seconds of its processes by kind (the last reading of each process: a process that
     lives less than 0.2 s is missed)."""
-    python = checkout / ".venv" / "bin" / "python"
-    command = [str(python if python.exists() else sys.executable), "-m", "pipeline.cli", "mine", str(PLAYER_A),
-               "--out", str(out), *job, "--workers", str(workers), "--max-games", str(games)]  # fmt: skip
-    # The checkout's own code on the driver and on the workers (the raylet a local cluster starts
-    # passes the driver's environment on), whichever checkout the virtualenv was installed from.
-    env = os.environ | {"PYTHONPATH": str(checkout)}
+    cli, env = cli_of(checkout)
+    command = [*cli, "mine", str(PLAYER_A), "--out", str(out), *job, "--workers", str(workers),
+               "--max-games", str(games)]  # fmt: skip
     process = subprocess.Popen(command, cwd=checkout, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True)  # fmt: skip
     state = {"cpu": 0.0, "peak_kib": 0, "driver_peak_kib": 0}
-    cpu_by_pid: dict[int, tuple[str, float]] = {}
+    label_of: dict[int, str] = {}
+    cpu_of: dict[int, float] = {}
 
     def sample() -> None:
         while process.poll() is None:
@@ -123,11 +122,9 @@ def mine(checkout: Path, out: Path, games: int, workers: int, job: list[str] = J
                 # A Ray worker is titled after the task it runs, `ray::IDLE` between tasks: its CPU
                 # goes to the last task it was seen running (prepare and write share processes).
                 kind = kind_of(pid)
-                seconds = cpu_seconds(pid)
-                if seconds and (pid not in cpu_by_pid or kind != "ray::IDLE"):
-                    cpu_by_pid[pid] = (kind or cpu_by_pid.get(pid, ("?", 0.0))[0], seconds)
-                elif pid in cpu_by_pid:
-                    cpu_by_pid[pid] = (cpu_by_pid[pid][0], seconds)
+                if kind and (kind != "ray::IDLE" or pid not in label_of):
+                    label_of[pid] = kind
+                cpu_of[pid] = max(cpu_of.get(pid, 0.0), cpu_seconds(pid))  # 0 once it is gone
             total = driver + sum(pss_kib(pid) for pid in children)
             state["peak_kib"] = max(state["peak_kib"], total)
             state["driver_peak_kib"] = max(state["driver_peak_kib"], driver)
@@ -141,7 +138,8 @@ def mine(checkout: Path, out: Path, games: int, workers: int, job: list[str] = J
         raise SystemExit(f"mine failed ({process.returncode}): {stderr[-2000:]}")
     manifest = json.loads((out / "manifest.json").read_text())
     by_kind: dict[str, float] = {"driver": state["cpu"]}
-    for kind, seconds in cpu_by_pid.values():
+    for pid, seconds in cpu_of.items():
+        kind = label_of.get(pid, "?")
         by_kind[kind] = by_kind.get(kind, 0.0) + seconds
     return {
         "games": games,

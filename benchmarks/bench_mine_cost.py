@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from benchmarks.checkouts import cli_of
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "games"
 FILES = ("lichess_100.pgn", "lichess_player_b_1089.pgn")
@@ -50,12 +50,8 @@ def first_games(count: int, into: Path) -> list[Path]:
 
 
 def mine(checkout: Path, inputs: list[Path], out: Path, plies: str) -> dict[str, Any]:
-    python = checkout / ".venv" / "bin" / "python"
-    command = [str(python if python.exists() else sys.executable), "-m", "pipeline.cli", "mine", *map(str, inputs),
-               "--out", str(out), "--workers", "1", "--plies", plies]  # fmt: skip
-    # The checkout's own code on the driver and on the worker, whichever checkout the virtualenv
-    # was installed from (a baseline worktree shares this one's; see bench_cluster).
-    env = os.environ | {"PYTHONPATH": str(checkout)}
+    cli, env = cli_of(checkout)
+    command = [*cli, "mine", *map(str, inputs), "--out", str(out), "--workers", "1", "--plies", plies]
     done = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True, timeout=7200)
     if done.returncode != 0:
         raise SystemExit(f"{checkout}: mine failed ({done.returncode}): {done.stderr[-2000:]}")
