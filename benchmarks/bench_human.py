@@ -80,6 +80,50 @@ def subset(examples: Examples, groups: tuple[FeatureGroup, ...]) -> Examples:
     return replace(examples, values=np.ascontiguousarray(examples.values[:, columns]))
 
 
+# Columns derived from the extracted ones, for the variants of issue 19 ("what weak players miss",
+# "the rating in every interaction"): products the trees could in principle build from several
+# splits, given to them as one column to see whether, at this data size, it buys anything.
+RATING_SCALE = 400.0  # (rating - 1500) / 400: about one unit per rating band group
+INTERACTING = ("engine_gap", "engine_win_gap", "engine_rank", "see", "hanging_after", "hanging_change", "is_check",
+               "is_capture", "threat_change", "book_share")  # fmt: skip
+
+
+def weak_miss_columns(column: dict[str, np.ndarray[Any, Any]]) -> dict[str, np.ndarray[Any, Any]]:
+    """What weak players miss, as explicit columns: a check that loses material, a capture that loses
+    material, a piece that was hanging and is left hanging, a recapture that loses material."""
+    losing = np.maximum(-column["see"], 0.0)
+    left_hanging = (column["hanging_before"] > 0) & (column["hanging_after"] >= column["hanging_before"])
+    return {
+        "check_loses_material": column["is_check"] * losing,
+        "capture_loses_material": column["is_capture"] * losing,
+        "leaves_hanging": left_hanging * column["hanging_after"],
+        "recapture_loses_material": column["recapture"] * losing,
+    }
+
+
+def rating_interaction_columns(column: dict[str, np.ndarray[Any, Any]]) -> dict[str, np.ndarray[Any, Any]]:
+    """The rating times each move quantity (NaN rating: NaN product, LightGBM's missing branch)."""
+    scaled = (column["rating"] - 1500.0) / RATING_SCALE
+    return {f"rating_x_{name}": scaled * column[name] for name in INTERACTING}
+
+
+DERIVED = {"weak": weak_miss_columns, "rating": rating_interaction_columns}
+
+
+def with_derived(
+    examples: Examples, names: tuple[str, ...], kinds: tuple[str, ...]
+) -> tuple[Examples, tuple[str, ...]]:
+    """`examples` (columns `names`) with the derived columns of `kinds` appended."""
+    column = {name: examples.values[:, i].astype(np.float64) for i, name in enumerate(names)}
+    extra: dict[str, np.ndarray[Any, Any]] = {}
+    for kind in kinds:
+        extra.update(DERIVED[kind](column))
+    if not extra:
+        return examples, names
+    values = np.hstack([examples.values, np.column_stack(list(extra.values())).astype(np.float32)])
+    return replace(examples, values=np.ascontiguousarray(values)), (*names, *extra)
+
+
 def cached_examples(cache: Path, train_rate: float, tune_rate: float, depth: int, workers: int) -> tuple[Examples, ...]:
     cache.mkdir(parents=True, exist_ok=True)
     tag = f"r{train_rate:g}-t{tune_rate:g}-d{depth}"
@@ -149,26 +193,31 @@ def run_variants(args: argparse.Namespace) -> None:
         train, _ = select(train, keep)
         say(f"  variants fitted on a seeded {train.positions} of them")
     # Every variant is fitted on the same positions and measured on the same tune positions.
-    variants: list[tuple[str, str, tuple[FeatureGroup, ...]]] = [
-        ("lightgbm: base", "lightgbm", ("base",)),
-        ("lightgbm: base + book", "lightgbm", ("base", "book")),
-        ("lightgbm: base + engine", "lightgbm", ("base", "engine")),
-        ("lightgbm: base + engine + book", "lightgbm", ("base", "engine", "book")),
-        ("linear: base + engine + book", "linear", ("base", "engine", "book")),
+    every: tuple[FeatureGroup, ...] = ("base", "engine", "book", "pool")
+    variants: list[tuple[str, str, tuple[FeatureGroup, ...], tuple[str, ...]]] = [
+        ("lightgbm: base", "lightgbm", ("base",), ()),
+        ("lightgbm: base + book", "lightgbm", ("base", "book"), ()),
+        ("lightgbm: base + engine", "lightgbm", ("base", "engine"), ()),
+        ("lightgbm: base + engine + book", "lightgbm", ("base", "engine", "book"), ()),
+        ("linear: base + engine + book", "linear", ("base", "engine", "book"), ()),
         # What telling the rating pools apart buys (issue 19): the same fit with the pool column.
-        ("lightgbm: base + engine + book + pool", "lightgbm", ("base", "engine", "book", "pool")),
+        ("lightgbm: base + engine + book + pool", "lightgbm", every, ()),
+        # Issue 19's other suggestions, each on top of the previous line.
+        ("lightgbm: all + weak-miss columns", "lightgbm", every, ("weak",)),
+        ("lightgbm: all + rating interactions", "lightgbm", every, ("rating",)),
+        ("lightgbm: all + weak-miss + rating interactions", "lightgbm", every, ("weak", "rating")),
     ]
     if args.only:
         variants = [v for v in variants if any(word in v[0] for word in args.only.split(","))]
     views = tune_views(tune)
     results: list[dict[str, Any]] = []
-    for name, kind, groups in variants:
+    for name, kind, groups, derived in variants:
         config = TrainConfig(kind=kind, groups=groups, seed=0)  # type: ignore[arg-type]
-        fit_train = subset(train, groups)
-        fit_tune = subset(tune, groups)
+        fit_train, names = with_derived(subset(train, groups), feature_names(groups), derived)
+        fit_tune, _ = with_derived(subset(tune, groups), feature_names(groups), derived)
         started = time.monotonic()
         if kind == "lightgbm":
-            booster, best, _ = fit_lightgbm(fit_train, fit_tune, config, say)
+            booster, best, _ = fit_lightgbm(fit_train, fit_tune, config, say, names=names)
             scores = np.asarray(booster.predict(fit_tune.values, num_iteration=best, raw_score=True), dtype=np.float64)
             size = len(booster.model_to_string(num_iteration=best))
         else:

@@ -232,14 +232,20 @@ def _targets(examples: Examples) -> FloatArray:
 
 
 def fit_lightgbm(
-    train: Examples, tune: Examples, config: TrainConfig, echo: Echo, extra_params: dict[str, Any] | None = None
+    train: Examples,
+    tune: Examples,
+    config: TrainConfig,
+    echo: Echo,
+    extra_params: dict[str, Any] | None = None,
+    names: Sequence[str] | None = None,
 ) -> tuple[Any, int, list[float]]:
     """Trees on the within-position softmax loss, early-stopped on the tune log-loss. Returns the
     booster, the best number of trees and the tune log-loss after each tree. `extra_params` join
-    LightGBM's (the network of a distributed fit)."""
+    LightGBM's (the network of a distributed fit); `names` are the columns when they are not those
+    of `config.groups` (a benchmark's derived columns)."""
     import lightgbm
 
-    names = list(feature_names(config.groups))
+    names = list(names if names is not None else feature_names(config.groups))
     sizes = train.sizes
     y = _targets(train)
     tune_sizes = tune.sizes
