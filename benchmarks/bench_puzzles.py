@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import sys
 import time
 from collections import Counter
@@ -111,6 +112,12 @@ def rating_main(argv: list[str]) -> None:
     assert model is not None
     cache_path = Path(args.cache)
     cache: dict[str, float] = json.loads(cache_path.read_text()) if cache_path.exists() else {}
+    # Cached surprisals are keyed by the model file's bytes, not its name: "default" is another
+    # model after the bundled file is replaced.
+    from pipeline.human.model import DEFAULT_MODEL
+
+    model_file = DEFAULT_MODEL if args.model == "default" else Path(args.model)
+    model_key = hashlib.sha256(model_file.read_bytes()).hexdigest()[:16]
     measured: dict[str, tuple[list[float], list[float]]] = {}
     start = time.perf_counter()
     for path in (TUNE, HELD_OUT):
@@ -118,7 +125,7 @@ def rating_main(argv: list[str]) -> None:
             rows = list(csv.DictReader(handle))[: args.limit]
         pairs: tuple[list[float], list[float]] = ([], [])
         for row in rows:
-            key = f"{args.model}|{row['PuzzleId']}"
+            key = f"{model_key}|{row['PuzzleId']}"
             if key not in cache:
                 cache[key] = rating.surprisal(model, row["FEN"], row["Moves"].split())
                 if len(cache) % 100 == 0:
