@@ -413,7 +413,7 @@ def test_default_model_is_small_and_records_its_training():
     described = json.loads(DEFAULT_MODEL.read_text())["training"]
     assert described["command"].startswith("diffimax human train")
     names = [item["name"] for item in described["data"]]
-    assert names == ["lichess_player_a_37221.pgn.zst", "lichess_eval_clk_10024.pgn.zst"]
+    assert names == ["lichess_player_a_37221.pgn.zst", "lichess_eval_clk_10024.pgn.zst", "chesscom_mixed_1187.pgn"]
     assert all(len(item["sha256"]) == 64 for item in described["data"])
 
 

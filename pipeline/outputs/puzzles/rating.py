@@ -38,15 +38,15 @@ QUANTILES = tuple(q / 20 for q in range(21))  # calibration knots: every 5 %
 # Quantile knots (surprisal -> rating), fitted on the tune file by `fit_calibration`
 # (`python -m benchmarks.bench_puzzles rating` prints them).
 SURPRISAL_KNOTS: tuple[float, ...] = (
-    0.0818, 0.7805, 0.9808, 1.2116, 1.3788, 1.5019, 1.6537, 1.7958, 1.9442, 2.0877, 2.1878, 2.3472, 2.4853,
-    2.6866, 2.9007, 3.1462, 3.4263, 3.8835, 4.5128, 5.4511, 11.2053,
+    0.0484, 0.3149, 0.4333, 0.5367, 0.6561, 0.7733, 0.8783, 0.9933, 1.1149, 1.2603, 1.3786, 1.5005, 1.6889,
+    1.865, 2.0584, 2.3216, 2.6704, 3.1669, 4.2614, 6.0939, 15.1321,
 )  # fmt: skip
 RATING_KNOTS: tuple[float, ...] = (
     835, 1231, 1265, 1296, 1332, 1363, 1391, 1415, 1442, 1470, 1491, 1511, 1536, 1556, 1585, 1613, 1644, 1689,
     1741, 1834, 2147,
 )  # fmt: skip
 # Root-mean-square error on the tune file per band of the estimate: (upper bound, deviation).
-DEVIATION_BANDS: tuple[tuple[float, int], ...] = ((1200, 372), (1600, 202), (2000, 274), (math.inf, 515))
+DEVIATION_BANDS: tuple[tuple[float, int], ...] = ((1200, 401), (1600, 203), (2000, 279), (math.inf, 377))
 
 
 @dataclass(frozen=True)
