@@ -108,6 +108,7 @@ def rating_interaction_columns(column: dict[str, np.ndarray[Any, Any]]) -> dict[
 
 
 DERIVED = {"weak": weak_miss_columns, "rating": rating_interaction_columns}
+EXPERT_BELOW = 1400  # the weak-player expert's training positions: movers rated below this
 
 
 def with_derived(
@@ -206,6 +207,8 @@ def run_variants(args: argparse.Namespace) -> None:
         ("lightgbm: all + weak-miss columns", "lightgbm", every, ("weak",)),
         ("lightgbm: all + rating interactions", "lightgbm", every, ("rating",)),
         ("lightgbm: all + weak-miss + rating interactions", "lightgbm", every, ("weak", "rating")),
+        # A weak-player expert: the same columns fitted on the positions of movers rated < 1400 only.
+        (f"lightgbm: all, movers < {EXPERT_BELOW} only", "lightgbm", every, ()),
     ]
     if args.only:
         variants = [v for v in variants if any(word in v[0] for word in args.only.split(","))]
@@ -213,7 +216,10 @@ def run_variants(args: argparse.Namespace) -> None:
     results: list[dict[str, Any]] = []
     for name, kind, groups, derived in variants:
         config = TrainConfig(kind=kind, groups=groups, seed=0)  # type: ignore[arg-type]
-        fit_train, names = with_derived(subset(train, groups), feature_names(groups), derived)
+        chosen = train
+        if name.endswith("only"):
+            chosen, _ = select(train, np.nan_to_num(train.ratings, nan=np.inf) < EXPERT_BELOW)
+        fit_train, names = with_derived(subset(chosen, groups), feature_names(groups), derived)
         fit_tune, _ = with_derived(subset(tune, groups), feature_names(groups), derived)
         started = time.monotonic()
         if kind == "lightgbm":
