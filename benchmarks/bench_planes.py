@@ -3,7 +3,7 @@ human-move model, measured on the TUNE split only (held-out games are never read
 
   python -m benchmarks.bench_planes [--lichess-rate 0.05] [--lichess-tune-rate 0.02] [--chesscom-tune-rate 1]
                                     [--blocks 6] [--filters 64] [--epochs 4] [--budget-minutes 40]
-                                    [--model /work/runs/h19b/model.json] [--cache /tmp/diffimax_planes]
+                                    [--model MODEL] [--cache /tmp/diffimax_planes]
                                     [--stage all|data|train|lgbm|report] [--out planes.json]
 
 Needs PyTorch, which the project does not depend on (install it into the virtualenv for this
@@ -16,7 +16,7 @@ after `data`):
   split (`GameRecord.split`) and the project's seeded position sample (`position_value(seed,
   game id, ply)` below a rate, forced moves left out, as `pipeline.human.examples.game_examples`).
   Training: chess.com's training games whole, `--lichess-rate` of the Lichess training positions
-  (with seed 0 and 0.05 these are the positions the LightGBM candidate /work/runs/h19b was fitted
+  (with seed 0 and 0.05 these are the positions the bundled LightGBM model, issue 19's, was fitted
   on). Tune: `--chesscom-tune-rate` of chess.com's tune positions and `--lichess-tune-rate` of
   Lichess's, a subset of the positions the LightGBM model was early-stopped on (it sampled 1 and
   0.1 with the same seed). Every position is encoded from the mover's point of view (the board
@@ -62,6 +62,7 @@ from pipeline.common.splits import game_key
 from pipeline.human.data import GameRecord, read_inputs
 from pipeline.human.evaluate import band_of, band_order
 from pipeline.human.examples import context_of, position_value
+from pipeline.human.model import DEFAULT_MODEL
 from pipeline.human.protocol import MAIA_MIN_CLOCK, MAIA_MIN_PLY
 
 GAMES = (
@@ -668,7 +669,7 @@ def main() -> None:
     parser.add_argument("--decay", type=float, default=0.5, help="the learning rate's factor after every epoch")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (at most 2)")
     parser.add_argument("--budget-minutes", type=float, default=40.0)
-    parser.add_argument("--model", default="/work/runs/h19b/model.json")
+    parser.add_argument("--model", default=str(DEFAULT_MODEL))
     parser.add_argument("--min-n", type=int, default=200, help="bands with fewer positions are left out of the print")
     parser.add_argument("--max-games", type=int, default=0, help="read only the first N games (a smoke test)")
     parser.add_argument("--out", default=None)
