@@ -10,11 +10,13 @@ Lichess ratings (piecewise linear between the QUANTILES knots, flat beyond). Rat
 the root-mean-square error of that estimate on the calibration set, among its puzzles whose
 estimate fell in the same band (the estimate's own uncertainty, measured).
 
-Why one reference rating and not the rating at which the curve crosses one half: the bundled
-model's probabilities barely move with the rating (trained on games of players rated ~1450-2100
-and ~3000, it is flat below ~1400), so a crossing point is ill-determined; the surprisal ranks
-puzzles the same at every rating (docs/puzzles.md gives the figures). Re-measure with a new model
-(`python -m benchmarks.bench_puzzles --rating --model FILE`), which refits the knots.
+Why one reference rating and not the rating at which the curve crosses one half: the model's
+probabilities move slowly with the rating (issue 13's model, trained on Lichess players rated
+~1450-2100 and ~3000, was flat below ~1400; issue 19's, with chess.com's weak players, moves
+below 1400 too, by a few points of probability per 400), so a crossing point is ill-determined;
+the surprisal ranks puzzles nearly the same at every rating (docs/puzzles.md gives the figures).
+Re-measure with a new model (`python -m benchmarks.bench_puzzles rating --model FILE`), which
+refits the knots.
 
 The knots below were fitted on `lichess_puzzles_sample_1000.csv` (the tune file) with the bundled
 model; the figures are measured on `lichess_puzzles_sample_1499.csv` (held out).
