@@ -13,8 +13,8 @@ Stages, each cached in --cache (so a rerun is cheap; `train` and `lgbm` can run 
 after `data`):
 
 - data: the shared games through the project's reader (`pipeline.human.data.read_inputs`), their
-  split (`GameRecord.split`) and the project's seeded position sample (`position_value(seed,
-  game id, ply)` below a rate, forced moves left out, as `pipeline.human.examples.game_examples`).
+  split (`GameRecord.split`) and the project's seeded position sample
+  (`pipeline.human.examples.sampled_positions`: below a rate, forced moves left out, as training).
   Training: chess.com's training games whole, `--lichess-rate` of the Lichess training positions
   (with seed 0 and 0.05 these are the positions the bundled LightGBM model, issue 19's, was fitted
   on). Tune: `--chesscom-tune-rate` of chess.com's tune positions and `--lichess-tune-rate` of
@@ -61,7 +61,7 @@ import numpy as np
 from pipeline.common.splits import game_key
 from pipeline.human.data import GameRecord, read_inputs
 from pipeline.human.evaluate import band_of, band_order
-from pipeline.human.examples import context_of, position_value
+from pipeline.human.examples import context_of, sampled_positions
 from pipeline.human.model import DEFAULT_MODEL
 from pipeline.human.protocol import MAIA_MIN_CLOCK, MAIA_MIN_PLY
 
@@ -136,12 +136,11 @@ class Builder:
         self.labels: list[int] = []
         self.meta: list[tuple[str, str, int, int, float, int]] = []  # pool, game key, ply, rating, clock, half
 
-    def add(self, board: chess.Board, record: GameRecord, position: Any, half: int) -> bool:
+    def add(self, board: chess.Board, record: GameRecord, position: Any, half: int) -> None:
+        """One unforced position (`sampled_positions` leaves the forced ones out, as the project does)."""
         squares, scalars, marks, cells, promotions, ucis = encode(
             board, record, position.rating, position.clock_seconds, position.ply
         )
-        if len(ucis) < 2:
-            return False  # forced: left out, as the project does
         self.squares.append(squares)
         self.scalars.append(scalars)
         self.marks.append(marks)
@@ -156,7 +155,6 @@ class Builder:
                 math.nan if position.clock_seconds is None else position.clock_seconds, half,
             )
         )  # fmt: skip
-        return True
 
     def arrays(self) -> dict[str, Any]:
         return {
@@ -200,10 +198,9 @@ def stage_data(args: argparse.Namespace, cache: Path) -> None:
         half = half_of(game_key(record.source, record.game_id, record.byte_offset)) if split == "tune" else -1
         target = train if split == "train" else tune
         kept = 0
-        for position, board in record.boards():
-            if position_value(args.seed, record.game_id, position.ply) >= rate:
-                continue
-            kept += target.add(board, record, position, half)
+        for position, board, _ in sampled_positions(record, args.seed, rate):
+            target.add(board, record, position, half)
+            kept += 1
         if kept:
             games[split] += 1
             if split == "tune":
@@ -416,12 +413,8 @@ def stage_lgbm(args: argparse.Namespace, cache: Path) -> None:
         for record in records:
             chesscom = record.source == CHESSCOM
             rate = args.chesscom_tune_rate if chesscom else args.lichess_tune_rate
-            for position, board in record.boards():
-                if position_value(args.seed, record.game_id, position.ply) >= rate:
-                    continue
-                legal = [move.uci() for move in board.generate_legal_moves()]
-                if len(legal) < 2:
-                    continue
+            for position, board, moves in sampled_positions(record, args.seed, rate):
+                legal = [move.uci() for move in moves]
                 assert len(legal) == sizes[done], "tune positions out of step"
                 p = model.move_probabilities(board, context_of(record, position.rating, position.clock_seconds))
                 out[offset : offset + len(legal)] = [p[m] for m in legal]

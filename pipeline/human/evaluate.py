@@ -36,7 +36,7 @@ from pipeline.human.book import Book, BookBuilder
 from pipeline.human.context import Pool
 from pipeline.human.data import GameRecord, GameSample, read_inputs
 from pipeline.human.engine import EngineSettings, ShallowEngine
-from pipeline.human.examples import context_of, position_value
+from pipeline.human.examples import context_of, position_value, sampled_positions
 from pipeline.human.model import HumanMoveModel
 from search.errors import DiffimaxError
 
@@ -211,13 +211,8 @@ def _measure_game(
     result: PartResult,
 ) -> None:
     model, reference = models
-    rate = config.rate_of(record.source)
-    for position, board in record.boards():
-        if position_value(config.seed, record.game_id, position.ply) >= rate:
-            continue
-        legal = [move.uci() for move in board.generate_legal_moves()]
-        if len(legal) < 2:
-            continue
+    for position, board, moves in sampled_positions(record, config.seed, config.rate_of(record.source)):
+        legal = [move.uci() for move in moves]
         played = position.move
         context = context_of(record, position.rating, position.clock_seconds)
         started = time.perf_counter()

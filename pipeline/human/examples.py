@@ -13,11 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
+import chess
 import numpy as np
 import numpy.typing as npt
 
@@ -25,7 +26,7 @@ from pipeline.common.cluster import fan_out
 from pipeline.common.splits import Split
 from pipeline.human.book import Book, own_counts
 from pipeline.human.context import MoverContext, Pool
-from pipeline.human.data import GameRecord, GameSample, read_inputs
+from pipeline.human.data import GameRecord, GameSample, PositionRecord, read_inputs
 from pipeline.human.engine import EngineSettings, ShallowEngine
 from pipeline.human.features import FeatureGroup, Matrix, feature_names, move_features
 
@@ -108,6 +109,21 @@ def position_value(seed: int, game_id: str, ply: int) -> float:
     return int.from_bytes(digest, "big") / 2.0**64
 
 
+def sampled_positions(
+    record: GameRecord, seed: int, rate: float
+) -> Iterator[tuple[PositionRecord, chess.Board, list[chess.Move]]]:
+    """The positions of `record` in the seeded sample below `rate` that are not forced (two legal
+    moves or more), each with its board (the same board, mutated: see `GameRecord.boards`) and its
+    legal moves: the one sample that training, evaluation and the benchmarks draw from."""
+    for position, board in record.boards():
+        if position_value(seed, record.game_id, position.ply) >= rate:
+            continue
+        legal = list(board.generate_legal_moves())
+        if len(legal) < 2:
+            continue
+        yield position, board, legal
+
+
 def carved(game_id: str) -> bool:
     """Whether a training game falls in the carved tune share (inputs without tune games)."""
     return position_value(CARVE_SEED, game_id, -1) < CARVED_TUNE_SHARE
@@ -126,12 +142,7 @@ def game_examples(
     keys: list[tuple[int, ...]] = []
     ratings: list[int | None] = []
     own = own_counts((p.key, p.move) for p in record.positions) if book is not None and spec.leave_one_out else None
-    rate = spec.rate_of(record.source)
-    for position, board in record.boards():
-        if position_value(spec.seed, record.game_id, position.ply) >= rate:
-            continue
-        if sum(1 for _ in board.generate_legal_moves()) < 2:
-            continue
+    for position, board, _ in sampled_positions(record, spec.seed, spec.rate_of(record.source)):
         scores = engine.scores(board) if engine is not None else None
         counts = book.lookup(position.key, own) if book is not None else None
         matrix = move_features(
