@@ -36,7 +36,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -109,6 +109,17 @@ def rating_interaction_columns(column: dict[str, np.ndarray[Any, Any]]) -> dict[
 
 DERIVED = {"weak": weak_miss_columns, "rating": rating_interaction_columns}
 EXPERT_BELOW = 1400  # the weak-player expert's training positions: movers rated below this
+
+
+class Variant(NamedTuple):
+    """One candidate of `--variants`: a model kind over feature groups, with derived columns, fitted
+    on the training positions of movers rated below `movers_below` (None: all of them)."""
+
+    name: str
+    kind: str
+    groups: tuple[FeatureGroup, ...]
+    derived: tuple[str, ...] = ()
+    movers_below: int | None = None
 
 
 def with_derived(
@@ -195,30 +206,30 @@ def run_variants(args: argparse.Namespace) -> None:
         say(f"  variants fitted on a seeded {train.positions} of them")
     # Every variant is fitted on the same positions and measured on the same tune positions.
     every: tuple[FeatureGroup, ...] = ("base", "engine", "book", "pool")
-    variants: list[tuple[str, str, tuple[FeatureGroup, ...], tuple[str, ...]]] = [
-        ("lightgbm: base", "lightgbm", ("base",), ()),
-        ("lightgbm: base + book", "lightgbm", ("base", "book"), ()),
-        ("lightgbm: base + engine", "lightgbm", ("base", "engine"), ()),
-        ("lightgbm: base + engine + book", "lightgbm", ("base", "engine", "book"), ()),
-        ("linear: base + engine + book", "linear", ("base", "engine", "book"), ()),
+    variants = [
+        Variant("lightgbm: base", "lightgbm", ("base",)),
+        Variant("lightgbm: base + book", "lightgbm", ("base", "book")),
+        Variant("lightgbm: base + engine", "lightgbm", ("base", "engine")),
+        Variant("lightgbm: base + engine + book", "lightgbm", ("base", "engine", "book")),
+        Variant("linear: base + engine + book", "linear", ("base", "engine", "book")),
         # What telling the rating pools apart buys (issue 19): the same fit with the pool column.
-        ("lightgbm: base + engine + book + pool", "lightgbm", every, ()),
+        Variant("lightgbm: base + engine + book + pool", "lightgbm", every),
         # Issue 19's other suggestions, each on top of the previous line.
-        ("lightgbm: all + weak-miss columns", "lightgbm", every, ("weak",)),
-        ("lightgbm: all + rating interactions", "lightgbm", every, ("rating",)),
-        ("lightgbm: all + weak-miss + rating interactions", "lightgbm", every, ("weak", "rating")),
+        Variant("lightgbm: all + weak-miss columns", "lightgbm", every, ("weak",)),
+        Variant("lightgbm: all + rating interactions", "lightgbm", every, ("rating",)),
+        Variant("lightgbm: all + weak-miss + rating interactions", "lightgbm", every, ("weak", "rating")),
         # A weak-player expert: the same columns fitted on the positions of movers rated < 1400 only.
-        (f"lightgbm: all, movers < {EXPERT_BELOW} only", "lightgbm", every, ()),
+        Variant(f"lightgbm: all, movers < {EXPERT_BELOW} only", "lightgbm", every, movers_below=EXPERT_BELOW),
     ]
     if args.only:
-        variants = [v for v in variants if any(word in v[0] for word in args.only.split(","))]
+        variants = [v for v in variants if any(word in v.name for word in args.only.split(","))]
     views = tune_views(tune)
     results: list[dict[str, Any]] = []
-    for name, kind, groups, derived in variants:
+    for name, kind, groups, derived, movers_below in variants:
         config = TrainConfig(kind=kind, groups=groups, seed=0)  # type: ignore[arg-type]
         chosen = train
-        if name.endswith("only"):
-            chosen, _ = select(train, np.nan_to_num(train.ratings, nan=np.inf) < EXPERT_BELOW)
+        if movers_below is not None:
+            chosen, _ = select(train, np.nan_to_num(train.ratings, nan=np.inf) < movers_below)
         fit_train, names = with_derived(subset(chosen, groups), feature_names(groups), derived)
         fit_tune, _ = with_derived(subset(tune, groups), feature_names(groups), derived)
         started = time.monotonic()
