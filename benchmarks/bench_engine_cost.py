@@ -36,7 +36,8 @@ import chess.pgn
 
 from pipeline.engines.process import resolve_engine
 from pipeline.engines.uci import DEFAULT_NODES, EngineLimits, UciBackend
-from pipeline.judging import judge_position, load_model
+from pipeline.human.models import load_move_model
+from pipeline.judging import judge_position
 from pipeline.mine.plan import cpu_seconds
 from search.judges import JudgeSettings
 from search.settings import UCI_DEFAULT_DEPTH, DiffiMaxSettings
@@ -78,7 +79,7 @@ def backend(limits: EngineLimits) -> UciBackend:
 def main(args: argparse.Namespace) -> dict[str, Any]:
     boards = positions(args.positions)
     settings = DiffiMaxSettings(depth=UCI_DEFAULT_DEPTH)
-    model = load_model("default")
+    model = load_move_model("default")
     assert model is not None
     methods = {
         "before": backend(EngineLimits(nodes=DEFAULT_NODES, **BEFORE)),  # type: ignore[arg-type]

@@ -416,7 +416,7 @@ def stage_lgbm(args: argparse.Namespace, cache: Path) -> None:
             for position, board, moves in sampled_positions(record, args.seed, rate):
                 legal = [move.uci() for move in moves]
                 assert len(legal) == sizes[done], "tune positions out of step"
-                p = model.move_probabilities(board, context_of(record, position.rating, position.clock_seconds))
+                p = model.move_probabilities(board, context_of(record, position))
                 out[offset : offset + len(legal)] = [p[m] for m in legal]
                 offset += len(legal)
                 done += 1

@@ -48,7 +48,8 @@ import chess.pgn
 
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.human.context import MoverContext
-from pipeline.judging import judge_position, load_model
+from pipeline.human.models import load_move_model
+from pipeline.judging import judge_position
 from pipeline.play.choice import loss_cp
 from pipeline.play.trap import trap_chance
 from search.backend import Backend
@@ -353,7 +354,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     styles = [s.strip() for s in args.styles.split(",") if s.strip()]
     starts = openings((args.games + 1) // 2)
-    model = load_model("default")
+    model = load_move_model("default")
     referee = Referee(
         open_backend("stockfish", EngineOptions(nodes=args.ref_nodes)), model, DiffiMaxSettings(),
         JudgeSettings(judges=frozenset({"practical"})), base_seconds=round(args.base),

@@ -32,7 +32,8 @@ import chess
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
-from pipeline.judging import judge_position, load_model
+from pipeline.human.models import load_move_model
+from pipeline.judging import judge_position
 from search.judges import JUDGES, JudgeSettings
 from search.settings import NATIVE_DEFAULT_DEPTH, UCI_DEFAULT_DEPTH, DiffiMaxSettings
 
@@ -108,7 +109,7 @@ def rating_main(argv: list[str]) -> None:
     parser.add_argument("--cache", default="/tmp/diffimax-rating-cache.json")
     parser.add_argument("--limit", type=int, default=None)
     args = parser.parse_args(argv)
-    model = load_model(args.model)
+    model = load_move_model(args.model)
     assert model is not None
     cache_path = Path(args.cache)
     cache: dict[str, float] = json.loads(cache_path.read_text()) if cache_path.exists() else {}
@@ -167,7 +168,7 @@ def judges_main(argv: list[str]) -> None:
     depth = args.depth or (NATIVE_DEFAULT_DEPTH if args.engine == "native" else UCI_DEFAULT_DEPTH)
     settings = DiffiMaxSettings(depth=depth)
     judges = JudgeSettings(judges=frozenset(JUDGES))
-    model = load_model(None if args.human_model == "none" else args.human_model)
+    model = load_move_model(None if args.human_model == "none" else args.human_model)
     corpus = Corpus.load(args.human_corpus) if args.human_corpus else None
     backend = open_backend(args.engine, EngineOptions(nodes=args.nodes))
     tallies: dict[str, Counter[str]] = {judge: Counter() for judge in sorted(judges.judges)}

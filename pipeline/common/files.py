@@ -1,7 +1,8 @@
-"""Writing a file whole or not at all: the one atomic write every output uses."""
+"""Files written whole or not at all (the one atomic write every output uses), and their digests."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -20,3 +21,12 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
         temporary.unlink(missing_ok=True)
         raise
     return target
+
+
+def file_sha256(path: str | os.PathLike[str], chunk_bytes: int = 1 << 20) -> str:
+    """The SHA-256 of a file's bytes, hex, read in pieces (a file may be larger than memory)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        while piece := stream.read(chunk_bytes):
+            digest.update(piece)
+    return digest.hexdigest()

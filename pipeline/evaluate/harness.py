@@ -39,10 +39,11 @@ from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.evaluate.known_traps import KnownTrap, load_known_traps
 from pipeline.human.context import MoverContext, pool_of
 from pipeline.human.corpus import Corpus
+from pipeline.human.models import MoveModel
 from pipeline.ingest.games import Selected, read_games
 from pipeline.ingest.headers import GameFilter
 from pipeline.ingest.sources import iter_shards
-from pipeline.judging import MoveModel, judge_position
+from pipeline.judging import judge_position
 from search.errors import DiffimaxError
 from search.judges import (
     JUDGES,
@@ -378,9 +379,9 @@ def _gather_specs(
     shallow_depths: Sequence[int],
 ) -> list[Record]:
     """`gather` with the model and corpus loaded here (a Ray task gets paths, not objects)."""
-    from pipeline.judging import load_model
+    from pipeline.human.models import load_move_model
 
-    model = load_model(model_spec)
+    model = load_move_model(model_spec)
     try:
         corpus = Corpus.load(corpus_spec) if corpus_spec else None
         return gather(samples, engine, options, settings, judges, model=model, corpus=corpus,

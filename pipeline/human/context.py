@@ -39,6 +39,8 @@ class MoverContext:
     pool: Pool | None = None
     """The rating pool the rating is in (`pool_of`); None: unknown (the model then treats the
     rating as it was trained on the mix of pools)."""
+    opponent_rating: int | None = None
+    """The opponent's rating, in the same pool (Maia-3 reads both players' ratings)."""
 
 
 def parse_pool(name: str | None) -> Pool | None:

@@ -93,6 +93,16 @@ class GameRecord:
         board_turn_white = self._white_to_move_at(ply)
         return self.white if board_turn_white else self.black
 
+    def opponent_rating(self, ply: int) -> int | None:
+        """The rating of the player not to move at `ply`: the mover's at the ply before or after
+        (None where neither is recorded)."""
+        first = self.positions[0].ply if self.positions else 0
+        for other in (ply + 1, ply - 1):
+            index = other - first
+            if 0 <= index < len(self.positions) and self.positions[index].ply == other:
+                return self.positions[index].rating
+        return None
+
     def _white_to_move_at(self, ply: int) -> bool:
         first_white = True if self.start_fen is None else self.start_fen.split()[1] == "w"
         return first_white == ((ply - self.start_ply) % 2 == 0)

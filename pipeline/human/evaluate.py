@@ -6,7 +6,8 @@ Positions are taken from the games of one split (`held_out` by default: the figu
 sampled by a hash of (seed, game id, ply); forced positions (one legal move) are left out. At each
 position every predictor ranks the legal moves and is scored on the move played:
 
-- ``model``: the model, through its public API (`HumanMoveModel.move_probabilities`);
+- ``model``: the model, through its public API (`MoveModel.batch_probabilities`, a game's sampled
+  positions at a time);
 - ``uniform``: every legal move alike (top-1 = 1/n exactly, no tie-breaking by chance);
 - ``corpus``: the move most often played at this exact position in the corpus games (a `Book` of
   training games, any count), where the corpus has the position;
@@ -37,7 +38,7 @@ from pipeline.human.context import Pool
 from pipeline.human.data import GameRecord, GameSample, read_inputs
 from pipeline.human.engine import EngineSettings, ShallowEngine
 from pipeline.human.examples import context_of, position_value, sampled_positions
-from pipeline.human.model import HumanMoveModel
+from pipeline.human.models import MoveModel, resolve_model
 from search.errors import DiffimaxError
 
 Echo = Callable[[str], None]
@@ -86,7 +87,7 @@ class EvalConfig:
     engine_override: str | None = None
     """Engine for the model's own engine features (None: the one recorded in the model)."""
     reference_model: str | None = None
-    """A second model file measured on the same positions as predictor `reference`."""
+    """A second model (a `--human-model` spec) measured on the same positions as predictor `reference`."""
     source_rates: tuple[tuple[str, float], ...] = ()
     """(file name, share) pairs that replace `sample_rate` for that file's positions."""
     pool: Pool | None = None
@@ -168,15 +169,21 @@ def corpus_book(inputs: Sequence[str]) -> Book:
     return builder.build(1)
 
 
+def load_for_eval(spec: str, config: EvalConfig) -> MoveModel:
+    """The model of `spec` (`--human-model`'s words), with the engine override of its features."""
+    choice = resolve_model(spec)
+    if choice is None:
+        raise EvalError("no model to measure: give a model, not none")
+    return choice.load(engine=config.engine_override)
+
+
 def evaluate_part(
-    model_path: str, inputs: Sequence[str], part: int, parts: int, config: EvalConfig, corpus: Book | None
+    model_spec: str, inputs: Sequence[str], part: int, parts: int, config: EvalConfig, corpus: Book | None
 ) -> PartResult:
     """The outcomes of part `part` of `parts` of the inputs (a plain function: Ray runs it remotely)."""
     result = PartResult()
-    model = HumanMoveModel.load(model_path, engine=config.engine_override)
-    reference = None
-    if config.reference_model is not None:
-        reference = HumanMoveModel.load(config.reference_model, engine=config.engine_override)
+    model = load_for_eval(model_spec, config)
+    reference = None if config.reference_model is None else load_for_eval(config.reference_model, config)
     engines: dict[str, ShallowEngine] = {}
     if config.engine_nodes is not None:
         engines["sf_nodes"] = ShallowEngine(EngineSettings(config.engine), lines=3, nodes=config.engine_nodes)
@@ -202,31 +209,44 @@ def evaluate_part(
     return result
 
 
+# Moves of history a sampled position keeps (Maia-3 reads the last eight positions).
+HISTORY_KEPT: Final = 7
+
+
 def _measure_game(
     record: GameRecord,
-    models: tuple[HumanMoveModel, HumanMoveModel | None],
+    models: tuple[MoveModel, MoveModel | None],
     engines: dict[str, ShallowEngine],
     config: EvalConfig,
     corpus: Book | None,
     result: PartResult,
 ) -> None:
     model, reference = models
-    for position, board, moves in sampled_positions(record, config.seed, config.rate_of(record.source)):
+    sampled = [
+        (position, board.copy(stack=HISTORY_KEPT), moves)
+        for position, board, moves in sampled_positions(record, config.seed, config.rate_of(record.source))
+    ]
+    if config.max_positions is not None:
+        sampled = sampled[: max(0, config.max_positions - len(result.outcomes))]
+    items = [(board, context_of(record, position)) for position, board, _ in sampled]
+    started = time.perf_counter()
+    predicted = model.batch_probabilities(items)
+    result.model_seconds += time.perf_counter() - started
+    result.model_positions += len(items)
+    others: list[dict[str, float]] = []
+    if reference is not None:
+        started = time.perf_counter()
+        others = reference.batch_probabilities(items)
+        result.reference_seconds += time.perf_counter() - started
+    for index, (position, board, moves) in enumerate(sampled):
         legal = [move.uci() for move in moves]
         played = position.move
-        context = context_of(record, position.rating, position.clock_seconds)
-        started = time.perf_counter()
-        probabilities = model.move_probabilities(board, context)
-        result.model_seconds += time.perf_counter() - started
-        result.model_positions += 1
+        probabilities = predicted[index]
         ranks = {"model": rank_by_scores(probabilities, played, legal)}
         played_probability = {"model": probabilities[played], "uniform": 1.0 / len(legal)}
         if reference is not None:
-            started = time.perf_counter()
-            other = reference.move_probabilities(board, context)
-            result.reference_seconds += time.perf_counter() - started
-            ranks["reference"] = rank_by_scores(other, played, legal)
-            played_probability["reference"] = other[played]
+            ranks["reference"] = rank_by_scores(others[index], played, legal)
+            played_probability["reference"] = others[index][played]
         for move, p in probabilities.items():
             bin_index = min(CALIBRATION_BINS - 1, int(p * CALIBRATION_BINS))
             cell = result.calibration[bin_index]
@@ -253,22 +273,21 @@ def _measure_game(
                 position.clock_seconds, record.pool,
             )
         )  # fmt: skip
-        if config.max_positions is not None and len(result.outcomes) >= config.max_positions:
-            return
 
 
-def evaluate(model_path: str, inputs: Sequence[str], config: EvalConfig, echo: Echo | None = None) -> PartResult:
-    """Every part's outcomes merged (in part order), on Ray when `config.workers > 1`."""
+def evaluate(model_spec: str, inputs: Sequence[str], config: EvalConfig, echo: Echo | None = None) -> PartResult:
+    """Every part's outcomes merged (in part order), on Ray when `config.workers > 1`. `model_spec`
+    and `config.reference_model` are `--human-model` specs (`pipeline.human.models`)."""
     say = echo or (lambda line: None)
-    HumanMoveModel.load(model_path, engine=config.engine_override).close()  # refuse a bad file early
+    load_for_eval(model_spec, config).close()  # refuse a bad model early
     if config.reference_model is not None:
-        HumanMoveModel.load(config.reference_model, engine=config.engine_override).close()
+        load_for_eval(config.reference_model, config).close()
     corpus = None
     if config.corpus:
         say("counting the corpus of training games")
         corpus = corpus_book(config.corpus)
         say(f"  {len(corpus)} positions")
-    calls = [(model_path, list(inputs), part, config.workers, config) for part in range(config.workers)]
+    calls = [(model_spec, list(inputs), part, config.workers, config) for part in range(config.workers)]
     parts = fan_out(evaluate_part, calls, workers=config.workers, shared=(corpus,))
     merged = PartResult()
     for part_result in parts:

@@ -129,8 +129,12 @@ def carved(game_id: str) -> bool:
     return position_value(CARVE_SEED, game_id, -1) < CARVED_TUNE_SHARE
 
 
-def context_of(record: GameRecord, rating: int | None, clock: float | None) -> MoverContext:
-    return MoverContext(rating, clock, record.base_seconds, record.increment_seconds, record.pool)
+def context_of(record: GameRecord, position: PositionRecord) -> MoverContext:
+    """Who moves at `position` of `record`, under what clock, and against whom."""
+    return MoverContext(
+        position.rating, position.clock_seconds, record.base_seconds, record.increment_seconds, record.pool,
+        record.opponent_rating(position.ply),
+    )  # fmt: skip
 
 
 def game_examples(
@@ -145,10 +149,7 @@ def game_examples(
     for position, board, _ in sampled_positions(record, spec.seed, spec.rate_of(record.source)):
         scores = engine.scores(board) if engine is not None else None
         counts = book.lookup(position.key, own) if book is not None else None
-        matrix = move_features(
-            board, context_of(record, position.rating, position.clock_seconds), groups=spec.groups, engine=scores,
-            book=counts,
-        )  # fmt: skip
+        matrix = move_features(board, context_of(record, position), groups=spec.groups, engine=scores, book=counts)
         try:
             label = matrix.moves.index(position.move)
         except ValueError:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -228,6 +228,10 @@ class HumanMoveModel:
         exp = np.exp(scores - scores.max())
         probabilities = exp / exp.sum()
         return {move: float(p) for move, p in zip(moves, probabilities, strict=True)}
+
+    def batch_probabilities(self, items: Sequence[tuple[chess.Board, MoverContext | None]]) -> list[dict[str, float]]:
+        """`move_probabilities` of each position (the trees score one position at a time)."""
+        return [self.move_probabilities(board, context) for board, context in items]
 
     # -- description -----------------------------------------------------------------------
 

@@ -39,9 +39,13 @@ class MiningWorker(AnalysisWorker):
         human: HumanEvidence,
         counter: str,
         table_mb: float = DEFAULT_TABLE_MB,
+        shipped_model: tuple[bytes, str] | None = None,
     ) -> None:
+        """`shipped_model` comes by reference (one copy in the object store for every worker)."""
         handle = ray.get_actor(counter)
-        super().__init__(engine, options, judging, human, progress=handle.add.remote, table_mb=table_mb)
+        super().__init__(
+            engine, options, judging, human, progress=handle.add.remote, table_mb=table_mb, shipped_model=shipped_model
+        )
 
     def table_stats(self) -> dict[str, int]:
         table = self.table

@@ -18,12 +18,11 @@ from typing import Any
 from pipeline.engines.backends import EngineOptions, effective_engine_options
 from pipeline.human.context import Pool
 from pipeline.human.corpus import Corpus
-from pipeline.human.model import model_path
+from pipeline.human.models import resolve_model
 from pipeline.ingest.headers import GameFilter
 from pipeline.ingest.pins import changed_input
 from pipeline.ingest.sources import MAX_GAME_BYTES
 from pipeline.ingest.streams import URL_TIMEOUT
-from pipeline.judging import load_model
 from pipeline.mine.table import DEFAULT_TABLE_MB
 from pipeline.mine.work import HumanEvidence, Judging, primary_judge
 from schemas.dataset import SCHEMA_VERSION
@@ -244,13 +243,13 @@ def check_resume(out: str, started_with: dict[str, Any] | None, now: dict[str, A
 def human_evidence_digests(human: HumanEvidence) -> dict[str, str | None]:
     """Load the model and the corpus once on the driver, so that a bad file is one line before
     anything starts; their digests go into the job's identity."""
-    model = load_model(human.model)
-    if model is not None:
-        model.close()
+    choice = resolve_model(human.model)
+    if choice is not None:
+        choice.load().close()
     if human.corpus is not None:
         Corpus.load(human.corpus)
     return {
-        "human_model": None if human.model is None else file_digest(model_path(human.model)),
+        "human_model": None if choice is None else choice.identity(),
         "human_corpus": None if human.corpus is None else file_digest(human.corpus),
     }
 

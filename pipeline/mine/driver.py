@@ -49,6 +49,7 @@ from pipeline.common.cluster import StderrAside, start_ray, stop_ray
 from pipeline.dataset.lock import check_unlocked, output_lock
 from pipeline.dataset.store import DatasetWriter, check_output
 from pipeline.engines.backends import check_backend
+from pipeline.human.models import resolve_model
 from pipeline.ingest.pins import input_pin
 from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url, source_shards
 from pipeline.mine.actors import MiningWorker, PositionCounter, prepare, read_stream, write
@@ -330,6 +331,7 @@ class MiningJob:
         self.positions_sent = 0  # positions of the shards prepared in this run
         self.games_seen = 0  # games read by the shards prepared in this run
         self.total_bytes = _total_bytes(config.inputs)
+        self.model = resolve_model(config.human.model)
         self.start_workers()
 
     # -- workers ---------------------------------------------------------------------------------
@@ -345,12 +347,17 @@ class MiningJob:
         counter_class: Any = ray.remote(num_cpus=0)(PositionCounter)
         self.counter = counter_class.options(name=counter_name, scheduling_strategy=here).remote()
         actor_class: Any = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=-1)(MiningWorker)
+        # Maia-3's graph goes to the workers through the object store, built and checked once here,
+        # so that a worker on a node without the model's files needs none.
+        payload = None if self.model is None else self.model.payload()
+        shipped = None if payload is None else ray.put(payload)
         self.actors = [
             actor_class.remote(
-                config.engine, config.engine_options, config.judging(), config.human, counter_name, config.table_mb
+                config.engine, config.engine_options, config.judging(), config.human, counter_name, config.table_mb,
+                shipped,
             )
             for _ in range(self.workers)
-        ]
+        ]  # fmt: skip
         self.engine_info: dict[str, Any] = ray.get(self.actors[0].describe.remote())
         self.prepare_task: Any = ray.remote(num_cpus=0, max_retries=3)(prepare)
         self.write_task = ray.remote(num_cpus=0, max_retries=3)(write).options(scheduling_strategy=here)
@@ -533,7 +540,11 @@ class MiningJob:
             "settings": config.settings.describe(),
             "judges": config.judges.describe(),
             "primary_judge": config.judging().primary,
-            "human": {"model": config.human.model, "corpus": config.human.corpus},
+            "human": {
+                "model": config.human.model,
+                "model_name": None if self.model is None else self.model.name,
+                "corpus": config.human.corpus,
+            },
             "filter": asdict(config.game_filter),
             "max_games": config.max_games,
             "engine": self.engine_info,

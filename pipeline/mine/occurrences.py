@@ -20,9 +20,10 @@ from pipeline.mine.table import analysis_key
 from schemas.dataset import to_signed64
 from search.chessgame import zobrist
 
-# Moves of history an occurrence carries at least (the human-move model reads the last two moves),
-# and at most (the fifty-move rule: a search sees no further back than 100 plies).
-MIN_HISTORY = 2
+# Moves of history an occurrence carries at least (Maia-3 reads the last eight positions: the
+# seven moves before this one), and at most (the fifty-move rule: a search sees no further back
+# than 100 plies).
+MIN_HISTORY = 7
 MAX_HISTORY = 100
 
 
@@ -67,7 +68,8 @@ class Occurrence:
     """The position `len(moves)` plies earlier (`pack_board`)."""
     moves: tuple[str, ...]
     """The UCI moves from `base_fen` to the position: every move since the last irreversible one
-    (which a search needs for repetitions), and at least the last two (the human-move model)."""
+    (which a search needs for repetitions), and at least the last `MIN_HISTORY` (the human-move
+    model's history)."""
     played: str | None
     """The move the human played here."""
     context: MoverContext | None = None
@@ -89,13 +91,17 @@ def occurrences_of(selected: Selected, first_seq: int = 0, pool_override: Pool |
     game = selected.game
     base, increment = game["base_seconds"], game["increment_seconds"]
     pool = pool_of({"Site": game["site"], "Link": game["link"]}, pool_override)
+    elo = {"white": game["white_elo"], "black": game["black_elo"]}
     wanted = {
         row["ply"]: (
-            MoverContext(row["mover_rating"], row["clock_seconds"], base, increment, pool),
+            MoverContext(
+                row["mover_rating"], row["clock_seconds"], base, increment, pool,
+                elo["black" if row["side_to_move"] == "white" else "white"],
+            ),
             row["position_key"],
         )
         for row in selected.positions
-    }
+    }  # fmt: skip
     return game_occurrences(game["game_id"], selected.moves, wanted, start_fen=selected.start_fen, first_seq=first_seq)
 
 
@@ -112,8 +118,8 @@ def game_occurrences(
     otherwise). The move played at a ply is the game's next move (None after the last)."""
     wanted = {ply: (None, None) for ply in plies} if not isinstance(plies, Mapping) else dict(plies)
     board = chess.Board(start_fen) if start_fen else chess.Board()
-    # The positions an occurrence may start from: the last two, and the one after the last
-    # irreversible move.
+    # The positions an occurrence may start from: the last `MIN_HISTORY`, and the one after the
+    # last irreversible move.
     kept: dict[int, PackedBoard] = {}
     zero = 0  # the ply of the position after the last irreversible move
     recent: list[int] = []  # Polyglot keys of the positions since then
@@ -123,7 +129,7 @@ def game_occurrences(
         if board.halfmove_clock == 0:
             zero = ply
         kept[ply] = pack_board(board)
-        for old in [old for old in kept if old < ply - 2 and old != zero]:
+        for old in [old for old in kept if old < ply - MIN_HISTORY and old != zero]:
             del kept[old]
         known = wanted.get(ply)
         position_key = None if known is None else known[1]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,9 @@ from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.engines.process import EngineStartError
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
-from pipeline.judging import MoveModel, judge_lines, load_model
+from pipeline.human.maia3 import Maia3Model
+from pipeline.human.models import MoveModel, load_move_model
+from pipeline.judging import judge_lines
 from pipeline.mine.occurrences import Occurrence
 from pipeline.mine.rows import (
     CHOICES_UNKNOWN,
@@ -44,10 +46,11 @@ from search.settings import DiffiMaxSettings, SettingsError
 
 @dataclass(frozen=True)
 class HumanEvidence:
-    """Where a job's human evidence comes from (paths, so that workers load their own copies)."""
+    """Where a job's human evidence comes from (paths and specs, so that workers load their own
+    copies; the driver ships Maia-3's graph to workers that may not have its files)."""
 
     model: str | None = None
-    """A human-move model file, `default` for the bundled one, or None."""
+    """A `--human-model` spec (`pipeline.human.models`: default, maia3, a model file...), or None."""
     corpus: str | None = None
     """A mined dataset or corpus file of what humans played where, or None."""
 
@@ -85,12 +88,14 @@ def analyse_position(
     corpus: Corpus | None = None,
     context: MoverContext | None = None,
     key: int | None = None,
+    model_probabilities: Mapping[str, float] | None = None,
 ) -> PositionResult:
     """Judge `board` (with its move stack) with the player who just moved as setter, on the engine's
     answers kept in `entry` (a fresh one when None; the answers it lacks are added to it). The
     `played` move is valued for the analytics when `value_played` (else a judge values it if it
-    needs it). `key` is the position's signed Polyglot key when the caller knows it already. A
-    position whose analysis fails is returned with its error."""
+    needs it). `key` is the position's signed Polyglot key when the caller knows it already, and
+    `model_probabilities` the model's answer when it asked for a batch. A position whose analysis
+    fails is returned with its error."""
     key = to_signed64(zobrist(board)) if key is None else key
     result = PositionResult(ply=board.ply(), position_key=key)
     setter = not board.turn
@@ -103,6 +108,7 @@ def analyse_position(
         judgement = judge_lines(
             lines, board, setter, settings, judging.judges, model=model, corpus=corpus, context=context,
             also=() if played is None or not value_played else (played,), key=key,
+            model_probabilities=model_probabilities,
         )  # fmt: skip
         common = settings_columns(settings, backend.name)
         result.response = (
@@ -216,14 +222,20 @@ class AnalysisWorker:
         human: HumanEvidence | None = None,
         progress: Callable[[int], Any] | None = None,
         table_mb: float = DEFAULT_TABLE_MB,
+        shipped_model: tuple[bytes, str] | None = None,
     ) -> None:
+        """`shipped_model`: Maia-3's graph as the driver built it (`pipeline.human.maia3.payload`),
+        used in place of loading `human.model` here."""
         self.judging = judging
         self.progress = progress
         self.backend: Backend | None = None
         self.startup_error: str | None = None
         self.table = AnalysisTable(round(table_mb * MIB))
         human = human or HumanEvidence()
-        self.model = load_model(human.model)
+        self.model: MoveModel | None = (
+            load_move_model(human.model) if shipped_model is None else Maia3Model.from_payload(shipped_model)
+        )
+        self.wants_model = bool(judging.judges.judges & {"model", "practical"})
         self.corpus = Corpus.load(human.corpus) if human.corpus else None
         try:
             self.backend = open_backend(engine, options)
@@ -239,9 +251,11 @@ class AnalysisWorker:
         responses: list[dict[str, Any]] = []
         traps: list[dict[str, Any]] = []
         reporter = None if self.progress is None else ProgressReporter(self.progress)
+        boards = [occurrence.board() for occurrence in occurrences or ()]
+        predicted = self.predict(occurrences or (), boards, outcome)
         try:
-            for occurrence in occurrences or ():
-                self.analyse_one(occurrence, outcome, responses, traps)
+            for index, occurrence in enumerate(occurrences or ()):
+                self.analyse_one(occurrence, boards[index], predicted[index], outcome, responses, traps)
                 if reporter is not None:
                     reporter.position()
         except EngineStartError as error:
@@ -254,8 +268,28 @@ class AnalysisWorker:
         outcome.seconds = time.perf_counter() - start
         return outcome
 
+    def predict(
+        self, occurrences: Sequence[Occurrence], boards: Sequence[chess.Board], outcome: PartOutcome
+    ) -> Sequence[dict[str, float] | None]:
+        """The human-move model's answer at every occurrence, asked in one batch (a network runs a
+        batch in one call); None at each where no judge reads the model."""
+        if self.model is None or not self.wants_model or not occurrences:
+            return [None] * len(occurrences)
+        start = time.perf_counter()
+        found = self.model.batch_probabilities(
+            [(board, occurrence.context) for board, occurrence in zip(boards, occurrences, strict=True)]
+        )
+        outcome.engine_seconds += time.perf_counter() - start
+        return found
+
     def analyse_one(
-        self, occurrence: Occurrence, outcome: PartOutcome, responses: list[dict[str, Any]], traps: list[dict[str, Any]]
+        self,
+        occurrence: Occurrence,
+        board: chess.Board,
+        predicted: dict[str, float] | None,
+        outcome: PartOutcome,
+        responses: list[dict[str, Any]],
+        traps: list[dict[str, Any]],
     ) -> None:
         assert self.backend is not None
         table = self.table
@@ -263,9 +297,9 @@ class AnalysisWorker:
         reused = entry is not None
         entry = entry or AnalysisEntry()
         result = analyse_position(
-            self.backend, occurrence.board(), self.judging, entry=entry, played=occurrence.played,
+            self.backend, board, self.judging, entry=entry, played=occurrence.played,
             value_played=not occurrence.next_judged, model=self.model, corpus=self.corpus, context=occurrence.context,
-            key=occurrence.position_key,
+            key=occurrence.position_key, model_probabilities=predicted,
         )  # fmt: skip
         if result.engine_calls or not reused:
             table.put(occurrence.key, entry)

@@ -314,9 +314,10 @@ def explain_position(
     move), every judge of `judges` and the dip judge, with the human-move `model` ('default',
     'none' or a file) and the `corpus` (a path, or None); else the seed's search alone."""
     from pipeline.human.corpus import Corpus
-    from pipeline.judging import judge_position, load_model
+    from pipeline.human.models import load_move_model
+    from pipeline.judging import judge_position
 
-    move_model = load_model(model)
+    move_model = load_move_model(model)
     moves = Corpus.load(corpus) if corpus else None
     backend = open_backend(engine, options, exact_root=True)
     judgement = None

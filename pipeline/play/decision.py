@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import chess
 
 from pipeline.human.corpus import Corpus
-from pipeline.judging import MoveModel
+from pipeline.human.models import MoveModel
 from pipeline.play.choice import Choice, MoveOption, Offer, Situation, pawns
 from pipeline.play.settings import PlaySettings
 from search.backend import Backend, Level, ReplyValues

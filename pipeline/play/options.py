@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from pipeline.engines.backends import EMBEDDED, EngineOptions
-from pipeline.human.model import model_path
+from pipeline.human.models import resolve_model
 from pipeline.play.clock import TimeSettings
 from pipeline.play.settings import STYLES, PlaySettings, check_whole, parse_style
 from search.errors import DiffimaxError
@@ -258,9 +258,11 @@ def set_option(config: Config, name: str, text: str) -> Config:
     value = spec.parse(text)
     if spec.path == "setup.engine":
         _check_engine(value)
-    elif spec.path == "setup.human_model" and value.lower() not in ("default", "none"):
-        if not Path(model_path(value)).is_file():
-            raise OptionError(f"invalid value {value!r} for option {spec.name}: no model file there")
+    elif spec.path == "setup.human_model":
+        try:
+            resolve_model(value)
+        except DiffimaxError as error:
+            raise OptionError(f"invalid value {value!r} for option {spec.name}: {error}") from None
     elif spec.path == "setup.human_corpus" and value is not None and not Path(value).exists():
         raise OptionError(f"invalid value {value!r} for option {spec.name}: no corpus there")
     try:

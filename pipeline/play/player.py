@@ -27,7 +27,7 @@ from collections.abc import Iterator
 import chess
 
 from pipeline.human.corpus import Corpus
-from pipeline.judging import MoveModel
+from pipeline.human.models import MoveModel
 from pipeline.play.choice import Choice, Control, Offer, Remembered, Situation, TutorState, game_of, loss_cp, no_offer
 from pipeline.play.decision import Decision, choose_best
 from pipeline.play.settings import PlayError, PlaySettings

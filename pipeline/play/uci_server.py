@@ -29,7 +29,7 @@ import chess
 from pipeline.engines.backends import open_backend
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
-from pipeline.judging import MoveModel, load_model
+from pipeline.human.models import MoveModel, load_move_model
 from pipeline.play.choice import Choice, Control, Situation
 from pipeline.play.clock import Go, TimePlan, parse_go, plan_time
 from pipeline.play.options import OPTIONS, Config, EngineSetup, set_option
@@ -205,7 +205,7 @@ class Session:
         model: MoveModel | None = None
         corpus: Corpus | None = None
         try:
-            model = load_model(setup.human_model)
+            model = load_move_model(setup.human_model)
             if model is not None:  # start its engine now, not during the first move
                 model.move_probabilities(chess.Board(), MoverContext())
         except DiffimaxError as error:

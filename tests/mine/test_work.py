@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.engines.backends import EngineOptions
 from pipeline.mine import work
-from pipeline.mine.occurrences import game_occurrences
+from pipeline.mine.occurrences import MIN_HISTORY, game_occurrences
 from pipeline.mine.table import AnalysisEntry, AnalysisTable, analysis_key, partition_of
 from pipeline.mine.work import AnalysisWorker, Judging, ProgressReporter
 from schemas.dataset import to_signed64
@@ -47,8 +47,9 @@ def test_an_occurrence_carries_the_moves_a_search_can_see_and_rebuilds_its_posit
         assert rebuilt.fen() == board.fen()
         assert occurrence.position_key == to_signed64(zobrist(board))
         assert occurrence.played == GAME[ply]
-        # every move since the last irreversible one, and at least the last two
-        assert len(occurrence.moves) == min(ply, max(2, board.halfmove_clock))
+        # every move since the last irreversible one, and at least the seven Maia-3 reads
+        assert len(occurrence.moves) == min(ply, max(MIN_HISTORY, board.halfmove_clock))
+        assert MIN_HISTORY == 7
         board.push_uci(GAME[ply])
 
 

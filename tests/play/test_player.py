@@ -28,7 +28,8 @@ import pytest
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.evaluate.known_traps import load_known_traps
 from pipeline.human.context import MoverContext
-from pipeline.judging import Judgement, load_model
+from pipeline.human.models import load_move_model
+from pipeline.judging import Judgement
 from pipeline.play.choice import Choice, Control, MoveOption, Remembered, Situation, TutorState, clip, loss_cp
 from pipeline.play.clock import Go, TimeSettings, parse_go, plan_time
 from pipeline.play.options import OPTIONS, Config, OptionError, set_option
@@ -390,7 +391,7 @@ def engine() -> Iterator[tuple[object, object]]:
     if not STOCKFISH.exists():
         pytest.skip("Debian's stockfish package is not installed")
     backend = open_backend("stockfish", EngineOptions(nodes=NODES))
-    model = load_model("default")
+    model = load_move_model("default")
     try:
         yield backend, model
     finally:

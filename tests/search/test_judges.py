@@ -16,7 +16,8 @@ import pytest
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus, write_corpus
-from pipeline.judging import judge_position, load_model
+from pipeline.human.models import load_move_model
+from pipeline.judging import judge_position
 from schemas.dataset import to_signed64
 from search.judges import (
     JudgeSettings,
@@ -193,7 +194,7 @@ def test_every_judge_on_real_stockfish_the_model_and_real_games(tmp_path: Path) 
         for _ in range(6)
     ]
     corpus = Corpus.load(write_corpus(pa.Table.from_pylist(rows), tmp_path / "corpus.parquet"))
-    model = load_model("default")
+    model = load_move_model("default")
     judges = JudgeSettings(judges=parse_judges("all"))
     backend = open_backend("stockfish", EngineOptions(nodes=20_000))
     try:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pipeline.common.files import write_atomic
 from pipeline.engines.process import check_engine
+from pipeline.human.models import load_move_model
 from pipeline.outputs.puzzles.book import render_html
 from pipeline.outputs.puzzles.candidates import evidence_order, load_candidates
 from pipeline.outputs.puzzles.csv_out import render_csv
@@ -126,9 +127,7 @@ def generate_puzzles(
     engine_name = check_engine(engine)  # an unusable engine is one line before the dataset is read
     model = None
     if human_model is not None:
-        from pipeline.judging import load_model  # the model (LightGBM) loads on demand
-
-        model = load_model(human_model)
+        model = load_move_model(human_model)
     candidates, early, games = load_candidates(data, kinds, round(min_dip * 100), rules)
     report = PuzzleReport(engine=engine_name, nodes=rules.nodes, margin=rules.margin, standard=rules.name, games=games)
     for name in kinds:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import chess
 
 from pipeline.human.context import MoverContext
-from pipeline.judging import MoveModel
+from pipeline.human.models import MoveModel
 
 REFERENCE_RATING = 1500  # the solver rating the model is asked at
 FLOOR_P = 1e-6  # a solution move the model gives no chance still costs a finite surprisal

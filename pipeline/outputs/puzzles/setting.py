@@ -53,12 +53,12 @@ class SettingJudge:
 
     def __init__(self, engine: str, *, model: str = "default", nodes: int = SETTING_NODES) -> None:
         from pipeline.engines.backends import EngineOptions, open_backend
-        from pipeline.judging import load_model
+        from pipeline.human.models import load_move_model
         from search.judges import JudgeSettings
         from search.settings import NATIVE_DEFAULT_DEPTH, UCI_DEFAULT_DEPTH, DiffiMaxSettings
 
         self.backend = open_backend(engine, EngineOptions(nodes=nodes))
-        self.model = load_model(model)
+        self.model = load_move_model(model)
         depth = NATIVE_DEFAULT_DEPTH if engine == "native" else UCI_DEFAULT_DEPTH
         self.settings = DiffiMaxSettings(depth=depth)
         self.judges = JudgeSettings(judges=frozenset({"practical"}))

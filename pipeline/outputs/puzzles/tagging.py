@@ -57,9 +57,9 @@ def tag_csv(source: str | Path, out: str | Path, *, human_model: str | None = "d
         raise PuzzleError(f"{str(path)!r} is not a Lichess puzzle CSV: no {' or '.join(missing)} column")
     model = None
     if human_model is not None:
-        from pipeline.judging import load_model
+        from pipeline.human.models import load_move_model
 
-        model = load_model(human_model)
+        model = load_move_model(human_model)
     report = TagReport()
     stream = io.StringIO()
     writer = csv.writer(stream, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
