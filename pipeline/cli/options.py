@@ -22,6 +22,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from pipeline.engines.backends import EngineOptions, default_engine
+from pipeline.human.models import MODEL_HELP
 from search.errors import DiffimaxError
 from search.judges import Judge, JudgeSettings, parse_judges
 from search.settings import NATIVE_DEFAULT_DEPTH, UCI_DEFAULT_DEPTH, DiffiMaxSettings, parse_scope
@@ -67,7 +68,7 @@ JudgesOpt = Annotated[
 ]
 HumanModelOpt = Annotated[
     str,
-    typer.Option("--human-model", help="Human-move model file, 'default' (the bundled one) or 'none'."),
+    typer.Option("--human-model", help=MODEL_HELP),
 ]
 HumanCorpusOpt = Annotated[
     str | None,

@@ -100,6 +100,9 @@ class Record:
     evidence: NodeEvidence
     shallow_by_depth: dict[int, dict[str, int]]  # shallow ranks at each measured depth
     nodes: dict[str, int]
+    outcomes: dict[str, float] = field(default_factory=dict)
+    """The setter's human-expected score after each reply a variant may name (Maia-3's value head
+    at the two players' ratings: win + draw / 2); empty with a model that has no value head."""
 
 
 # -- samples -------------------------------------------------------------------------------------
@@ -131,9 +134,10 @@ def game_samples(
         rows.sort(key=lambda row: sample_value(seed + row["ply"], game.game["game_id"]))
         for row, board in game.boards():
             if row in rows[:per_game] and board.legal_moves.count() >= 2:
+                opponent = game.game["black_elo" if board.turn == chess.WHITE else "white_elo"]
                 context = MoverContext(
                     row["mover_rating"], row["clock_seconds"], game.game["base_seconds"],
-                    game.game["increment_seconds"], pool_of({"Site": game.game["site"]}),
+                    game.game["increment_seconds"], pool_of({"Site": game.game["site"]}), opponent,
                 )  # fmt: skip
                 samples.append(
                     HumanSample(
@@ -206,10 +210,34 @@ def gather_one(
         backend(None), board, setter, settings, loose(judges), model=model, corpus=corpus, context=sample.context,
         also=sorted(extra),
     )  # fmt: skip
+    evidence = judgement.evidence
+    named = {sample.played, evidence.best} | {
+        r.move for r in evidence.replies if r.model_p is not None and r.model_p >= LOOSE_P
+    }
     return Record(
-        sample.source, sample.game_id, sample.ply, board.fen(), sample.played, sample.name, judgement.evidence,
-        by_depth, judgement.nodes,
+        sample.source, sample.game_id, sample.ply, board.fen(), sample.played, sample.name, evidence, by_depth,
+        judgement.nodes, expected_scores(model, board, sample.context, sorted(named)),
     )  # fmt: skip
+
+
+def expected_scores(
+    model: MoveModel | None, board: chess.Board, context: MoverContext, replies: Sequence[str]
+) -> dict[str, float]:
+    """The setter's human-expected score after each of `replies`, from a model with a value head
+    (Maia-3: `batch_outcomes`), the setter rated as the responder's opponent; {} without one."""
+    outcomes = getattr(model, "batch_outcomes", None)
+    if outcomes is None:
+        return {}
+    setter = MoverContext(
+        rating=context.opponent_rating, pool=context.pool, opponent_rating=context.rating,
+        base_seconds=context.base_seconds, increment_seconds=context.increment_seconds,
+    )  # fmt: skip
+    after = []
+    for move in replies:
+        child = board.copy(stack=7)
+        child.push_uci(move)
+        after.append((child, setter))
+    return {move: win + draw / 2 for move, (_, draw, win) in zip(replies, outcomes(after), strict=True)}
 
 
 def gather(
@@ -254,6 +282,10 @@ class Variant:
     judge: str
     judges: JudgeSettings
     shallow_depth: int | None = None
+    outcome_drop: float | None = None
+    """Also (or, with `engine_drop` False, instead of the engine's loss) require the setter's
+    human-expected score (the value head) to rise by at least this much over the best reply's."""
+    engine_drop: bool = True
 
 
 def variants(base: JudgeSettings, shallow_depths: Sequence[int] = SHALLOW_DEPTHS) -> list[Variant]:
@@ -275,6 +307,11 @@ def variants(base: JudgeSettings, shallow_depths: Sequence[int] = SHALLOW_DEPTHS
                 )  # fmt: skip
                 shallow = "" if shallow_p is None else f" or top-2 p{shallow_p:.2f}"
                 found.append(Variant(f"practical p{p:.2f}{shallow} w{drop:.2f}", "practical", settings))
+    for value in (0.05, 0.10, 0.15, 0.20):  # the value head: beside the engine's loss, or in its place
+        found.append(Variant(f"practical + value {value:.2f}", "practical", base, outcome_drop=value))
+        for p in (0.10, 0.20):
+            only = dataclasses.replace(base, model_p=p)
+            found.append(Variant(f"value p{p:.2f} {value:.2f}", "model", only, outcome_drop=value, engine_drop=False))
     return found
 
 
@@ -287,9 +324,20 @@ def candidates(record: Record, variant: Variant, settings: DiffiMaxSettings) -> 
             return None
         replies = tuple(dataclasses.replace(r, shallow_rank=ranks.get(r.move)) for r in evidence.replies)
         evidence = dataclasses.replace(evidence, replies=replies)
-    chosen = dataclasses.replace(variant.judges, judges=frozenset({variant.judge}))  # type: ignore[arg-type]
-    verdicts = judge(evidence, chosen, settings).candidates
-    return verdicts.get(variant.judge)  # type: ignore[call-overload,no-any-return]
+    if variant.outcome_drop is not None and evidence.best not in record.outcomes:
+        return None  # no value head in this evidence
+    if variant.engine_drop:
+        chosen = dataclasses.replace(variant.judges, judges=frozenset({variant.judge}))  # type: ignore[arg-type]
+        found: frozenset[str] | None = judge(evidence, chosen, settings).candidates.get(variant.judge)  # type: ignore[call-overload]
+    else:
+        found = frozenset(
+            r.move for r in evidence.replies
+            if r.excluded is None and r.move != evidence.best and (r.model_p or 0.0) >= variant.judges.model_p
+        ) if evidence.meaningful() >= 2 else frozenset()  # fmt: skip
+    if found is None or variant.outcome_drop is None:
+        return found
+    floor = record.outcomes[evidence.best] + variant.outcome_drop
+    return frozenset(move for move in found if record.outcomes.get(move, 0.0) >= floor)
 
 
 def measure(records: Sequence[Record], variant: Variant, settings: DiffiMaxSettings) -> dict[str, Any]:
@@ -365,7 +413,7 @@ def _record(item: dict[str, Any]) -> Record:
                         None if dip is None else frozenset(dip))  # fmt: skip
     by_depth = {int(depth): ranks for depth, ranks in item["shallow_by_depth"].items()}
     return Record(item["source"], item["game_id"], item["ply"], item["fen"], item["played"], item["name"], node,
-                  by_depth, item["nodes"])  # fmt: skip
+                  by_depth, item["nodes"], item.get("outcomes", {}))  # fmt: skip
 
 
 def _gather_specs(

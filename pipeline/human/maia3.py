@@ -188,9 +188,18 @@ class Maia3Model:
 
     def outcome(self, board: chess.Board, context: MoverContext | None = None) -> tuple[float, float, float]:
         """The value head: (loss, draw, win) for the side to move, between humans of these ratings."""
-        _, values = self.run([board], [context])
-        loss, draw, win = softmax(values[0]).tolist()
-        return loss, draw, win
+        return self.batch_outcomes([(board, context)])[0]
+
+    def batch_outcomes(
+        self, items: Sequence[tuple[chess.Board, MoverContext | None]]
+    ) -> list[tuple[float, float, float]]:
+        """`outcome` of several positions, a batch per session run."""
+        _, values = self.run([board for board, _ in items], [context for _, context in items])
+        found = []
+        for row in values:
+            loss, draw, win = softmax(row).tolist()
+            found.append((loss, draw, win))
+        return found
 
     def describe(self) -> dict[str, object]:
         from pipeline.human.maia3_files import UPSTREAM
