@@ -44,7 +44,7 @@ from pipeline.dataset.integrity import (
     read_json,
     shard_problem,
 )
-from pipeline.dataset.lock import LOCK_FILE
+from pipeline.dataset.lock import LOCK_FILE, check_out_path
 from schemas.dataset import TABLES, versioned
 from search.errors import DiffimaxError
 
@@ -126,6 +126,7 @@ def table_of(name: str, rows: Iterable[Mapping[str, Any]]) -> pa.Table:
 def check_output(root: str | os.PathLike[str], *, resume: bool) -> None:
     """Refuse an output path that cannot be used, without creating or changing anything."""
     path = Path(root)
+    check_out_path(path)
     if path.exists() and not path.is_dir():
         raise OutputError(f"output path {str(path)!r} exists and is not a directory")
     if resume:
