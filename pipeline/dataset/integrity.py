@@ -26,6 +26,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,12 +37,22 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from pipeline.dataset.lock import LOCK_FILE
 from schemas.dataset import TABLES
 from search.errors import DiffimaxError
 
 SHARD_MARKER: Final = "_shard.json"
 JOB_FILE: Final = "job.json"
 MANIFEST_FILE: Final = "manifest.json"
+SHARDS_DIR: Final = "shards"
+STAGING_DIR: Final = "_staging"
+# What a shard is named (`pipeline.ingest.sources.shard_id_of`): its source's stem, a hash of the
+# source, its index. One path component, never `.`, `..` or absolute: a name read from a manifest
+# or a directory listing that does not match is refused, never joined to a path.
+SHARD_ID: Final = re.compile(r"[A-Za-z0-9_.-]+-[0-9a-f]{8}-[0-9]{6,}")
+# The names of a dataset's own directory: none may be a symbolic link (what it points to lies
+# outside the directory the user named, and a resumed run with --repair deletes inside `shards`).
+OWN_NAMES: Final = (SHARDS_DIR, STAGING_DIR, JOB_FILE, MANIFEST_FILE, LOCK_FILE)
 # The Parquet files of every shard, one per table.
 FILES: Final = tuple(f"{name}.parquet" for name in TABLES)
 # A Parquet file ends with its footer's length (4 bytes, little-endian) and the magic "PAR1".
@@ -77,6 +88,37 @@ class DamagedDatasetError(DatasetError):
 
 class IncompleteDatasetError(DatasetError):
     """The dataset's job has not finished (it is running, was interrupted, or is being resumed)."""
+
+
+class LinkedDatasetError(DatasetError):
+    """A dataset's own directory or file, or a shard's, is a symbolic link, or a manifest names a
+    shard outside the dataset: refused, never followed."""
+
+
+def is_shard_id(name: str) -> bool:
+    """Whether `name` is a shard's id (`SHARD_ID`): one path component inside `shards/`."""
+    return SHARD_ID.fullmatch(name) is not None
+
+
+def link_note(path: Path) -> str:
+    """`path` as a refusal quotes a symbolic link: where it lies and where it points."""
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    return f"{str(path)!r} is a symbolic link (to {target!r})"
+
+
+def check_layout(root: Path) -> None:
+    """LinkedDatasetError when one of the dataset's own names (`OWN_NAMES`) is a symbolic link:
+    diffimax reads and writes only inside the directory the user named, and follows no link out
+    of it (the directory itself may be one: the user named it)."""
+    for name in OWN_NAMES:
+        if (root / name).is_symlink():
+            raise LinkedDatasetError(
+                f"{link_note(root / name)}: diffimax reads and writes only inside {str(root)!r} and follows no "
+                "link out of it; put the directory or file itself there"
+            )
 
 
 @dataclass(frozen=True)
@@ -209,10 +251,18 @@ def manifest_records(root: Path) -> dict[str, Mapping[str, FileRecord] | None]:
 
 def shard_problem(shards: Path, shard_id: str, expected: Mapping[str, FileRecord] | None = None) -> str | None:
     """What is wrong with one committed shard, cheaply (presence, `_shard.json`, sizes, footers),
-    against `expected` (the manifest's records) or else its own `_shard.json`; None if nothing."""
+    against `expected` (the manifest's records) or else its own `_shard.json`; None if nothing.
+    A symbolic link, the shard's or one of its files', is a problem: never followed."""
+    if not is_shard_id(shard_id):
+        return "it is not named as a shard"
     directory = shards / shard_id
+    if directory.is_symlink():
+        return "its directory is a symbolic link"
     if not directory.is_dir():
         return "its directory is missing"
+    linked = [name for name in (SHARD_MARKER, *FILES) if (directory / name).is_symlink()]
+    if linked:
+        return f"{linked[0]} is a symbolic link"
     try:
         info = read_json(directory / SHARD_MARKER)
     except DamagedDatasetError:
@@ -220,6 +270,8 @@ def shard_problem(shards: Path, shard_id: str, expected: Mapping[str, FileRecord
     own = shard_records(info)
     if not isinstance(info, dict) or (own is not None and set(own) != set(FILES)):
         return f"its {SHARD_MARKER} is not a shard record"
+    if info.get("shard_id", shard_id) != shard_id:
+        return f"its {SHARD_MARKER} names another shard ({str(info.get('shard_id'))[:80]!r})"
     if expected is not None and own is not None and own != dict(expected):
         return f"its {SHARD_MARKER} does not match the manifest"
     records = dict(expected) if expected is not None else own
@@ -260,14 +312,41 @@ def damaged_error(root: Path, shard_id: str, problem: str) -> DamagedDatasetErro
     )
 
 
+def committed_ids(shards: Path) -> list[str]:
+    """The ids of the shard directories under `shards` that hold a `_shard.json`, sorted; an entry
+    not named as a shard is no shard (`verify` names it), a symbolic link is one whose check fails."""
+    if not shards.is_dir():
+        return []
+    return sorted(path.name for path in shards.iterdir() if is_shard_id(path.name) and (path / SHARD_MARKER).exists())
+
+
+def listed_shards(manifest_path: Path, manifest: Any) -> dict[str, Any] | None:
+    """The manifest's shards (None for a manifest written before file records); a name that is no
+    shard id (`../../elsewhere/shards/x`, an absolute path) is refused, never joined to a path."""
+    listed = manifest.get("shards") if isinstance(manifest, dict) else None
+    if listed is None:
+        return None
+    if not isinstance(listed, dict):
+        raise DamagedDatasetError(f"{str(manifest_path)!r} is not a manifest: its shards are not a mapping")
+    for shard_id in listed:
+        if not is_shard_id(shard_id):
+            raise LinkedDatasetError(
+                f"{str(manifest_path)!r} lists {shard_id[:120]!r}, which is not a shard id: a manifest names only "
+                "shards inside its dataset; repair: run the diffimax mine command that wrote it again with --resume"
+            )
+    return listed
+
+
 def check_dataset(root: str | Path, *, allow_partial: bool = False) -> DatasetState:
-    """The cheap check every reader makes before it reads: the manifest, and each shard it lists
-    (`shard_problem`). Raises IncompleteDatasetError or DamagedDatasetError for the first problem,
-    unless `allow_partial`: then the state lists what is left out."""
+    """The cheap check every reader makes before it reads: the dataset's own names (`check_layout`),
+    the manifest, and each shard it lists (`shard_problem`). Raises IncompleteDatasetError or
+    DamagedDatasetError for the first problem, unless `allow_partial`: then the state lists what is
+    left out."""
     base = Path(root)
-    shards = base / "shards"
+    check_layout(base)
+    shards = base / SHARDS_DIR
     manifest_path = base / MANIFEST_FILE
-    committed = sorted(path.parent.name for path in shards.glob(f"*/{SHARD_MARKER}"))
+    committed = committed_ids(shards)
     if not manifest_path.is_file():
         if not allow_partial:
             raise IncompleteDatasetError(
@@ -283,13 +362,11 @@ def check_dataset(root: str | Path, *, allow_partial: bool = False) -> DatasetSt
             else:
                 state.missing.append(f"{shard_id} ({problem})")
         return state
-    manifest = read_json(manifest_path)
-    listed = manifest.get("shards") if isinstance(manifest, dict) else None
+    listed = listed_shards(manifest_path, read_json(manifest_path))
+    verified = listed is not None
     if listed is None:  # a dataset mined before file records: read what is committed
-        return DatasetState(base, committed, verified=False)
-    if not isinstance(listed, dict):
-        raise DamagedDatasetError(f"{str(manifest_path)!r} is not a manifest: its shards are not a mapping")
-    state = DatasetState(base, [])
+        listed = {shard_id: {"files": None} for shard_id in committed}
+    state = DatasetState(base, [], verified=verified)
     for shard_id in sorted(listed):
         problem = shard_problem(shards, shard_id, listed_records(listed[shard_id]))
         if problem is None:
@@ -377,22 +454,25 @@ class VerifyReport:
 
 def verify_dataset(root: str | Path) -> VerifyReport:
     """Every digest and every page checksum of every shard (the manifest's, or for a job that
-    has not finished, each committed shard's own `_shard.json`)."""
+    has not finished, each committed shard's own `_shard.json`). The dataset's own names must not
+    be symbolic links (`check_layout`: LinkedDatasetError), nor may the manifest name a shard
+    outside it; a shard directory or file that is a link, or an entry of `shards/` that is no
+    shard, is a problem."""
     base = Path(root)
-    shards = base / "shards"
+    check_layout(base)
+    shards = base / SHARDS_DIR
     report = VerifyReport(base)
-    committed = {path.parent.name for path in shards.glob(f"*/{SHARD_MARKER}")}
-    on_disk = {path.name for path in shards.iterdir() if path.is_dir()} if shards.is_dir() else set()
+    entries = list(shards.iterdir()) if shards.is_dir() else []
+    on_disk = {path.name for path in entries if path.is_dir() or path.is_symlink()}
     listed: dict[str, Any] | None = None
     if (base / MANIFEST_FILE).is_file():
-        manifest = read_json(base / MANIFEST_FILE)
-        listed = manifest.get("shards") if isinstance(manifest, dict) else None
+        listed = listed_shards(base / MANIFEST_FILE, read_json(base / MANIFEST_FILE))
         if listed is None:
             report.problems.append(f"{MANIFEST_FILE} holds no file records (mined before them): nothing to verify")
             return report
     else:
         report.problems.append(f"no {MANIFEST_FILE}: the job has not finished; its committed shards are checked")
-    names = sorted(listed) if listed is not None else sorted(committed)
+    names = sorted(listed) if listed is not None else committed_ids(shards)
     for shard_id in names:
         report.shards += 1
         expected = listed_records(listed[shard_id]) if listed is not None else None
@@ -400,6 +480,9 @@ def verify_dataset(root: str | Path) -> VerifyReport:
         if problem is not None:
             report.problems.append(f"shard {shard_id}: {problem}")
     for extra in sorted(on_disk - set(names)):
+        if not is_shard_id(extra):
+            report.problems.append(f"{extra[:120]!r} in shards/ is not a shard")
+            continue
         where = MANIFEST_FILE if listed is not None else "a record"
         report.problems.append(f"shard {extra}: in shards/ but not in {where}")
     return report
@@ -423,8 +506,9 @@ def deep_problem(directory: Path, report: VerifyReport, expected: Mapping[str, F
 
 
 __all__ = [
-    "FILES", "JOB_FILE", "MANIFEST_FILE", "SHARD_MARKER", "DamagedDatasetError", "DatasetError", "DatasetState",
-    "FileRecord", "IncompleteDatasetError", "VerifyReport", "check_dataset", "damage_named", "damaged_error",
-    "file_record", "first_line", "is_damage", "locate_damage", "manifest_records", "read_verified", "scan",
-    "shard_problem", "verify_dataset",
+    "FILES", "JOB_FILE", "MANIFEST_FILE", "OWN_NAMES", "SHARDS_DIR", "SHARD_ID", "SHARD_MARKER", "STAGING_DIR",
+    "DamagedDatasetError", "DatasetError", "DatasetState", "FileRecord", "IncompleteDatasetError",
+    "LinkedDatasetError", "VerifyReport", "check_dataset", "check_layout", "committed_ids", "damage_named",
+    "damaged_error", "file_record", "first_line", "is_damage", "is_shard_id", "link_note", "listed_shards",
+    "locate_damage", "manifest_records", "read_verified", "scan", "shard_problem", "verify_dataset",
 ]  # fmt: skip

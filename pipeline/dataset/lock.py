@@ -19,6 +19,7 @@ import fcntl
 import json
 import os
 import socket
+import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -35,6 +36,46 @@ NO_LOCKING: Final = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, err
 
 class LockedError(DiffimaxError, RuntimeError):
     """Another job holds the directory's lock."""
+
+
+class LockFileError(DiffimaxError, ValueError):
+    """The lock file is a symbolic link or not a regular file: never followed, never truncated."""
+
+
+class OutputPathError(DiffimaxError, ValueError):
+    """An output directory that cannot be made where the user named it (a dangling link)."""
+
+
+def check_out_path(root: Path) -> None:
+    """OutputPathError for a symbolic link that points nowhere: what to do about it is the user's
+    choice (make its target, or name another directory), not a guess of ours."""
+    if root.is_symlink() and not root.exists():
+        raise OutputPathError(
+            f"output directory {str(root)!r} is a symbolic link to {os.readlink(root)!r}, which does not exist: "
+            "create that directory, or choose another --out"
+        )
+
+
+# How the lock file is opened: never through a symbolic link (its target would be truncated).
+OPEN_FLAGS: Final = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def _open_lock(path: Path, *, create: bool) -> int:
+    """The lock file's descriptor, opened without following a link (`OPEN_FLAGS`); LockFileError
+    for a link or anything but a regular file, in one line."""
+    try:
+        descriptor = os.open(path, OPEN_FLAGS | (os.O_CREAT if create else 0), 0o644)
+    except OSError as error:
+        if error.errno == errno.ELOOP or path.is_symlink():
+            raise LockFileError(
+                f"{str(path)!r} is a symbolic link: diffimax never follows it (what it points to would be "
+                "overwritten); remove it"
+            ) from None
+        raise
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise LockFileError(f"{str(path)!r} is not a regular file: remove it")
+    return descriptor
 
 
 @dataclass(frozen=True)
@@ -79,10 +120,11 @@ def output_lock(directory: str | os.PathLike[str], command: str | None = None) -
     created and the block left empty (a job that failed before writing) is removed with its lock
     file: a failed run leaves nothing behind."""
     root = Path(directory)
+    check_out_path(root)
     created = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
     path = root / LOCK_FILE
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    descriptor = _open_lock(path, create=True)
     try:
         _acquire(descriptor, root)
         record = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time(),
@@ -109,9 +151,9 @@ def check_unlocked(directory: str | os.PathLike[str]) -> None:
     file that does not exist is not locked). For checks made before the lock is taken."""
     path = Path(directory) / LOCK_FILE
     try:
-        descriptor = os.open(path, os.O_RDWR)
+        descriptor = os.open(path, OPEN_FLAGS)
     except OSError:
-        return
+        return  # missing, or a link (which `output_lock` refuses)
     try:
         _acquire(descriptor, Path(directory))
     finally:
@@ -137,4 +179,7 @@ def _acquire(descriptor: int, root: Path) -> None:
     )
 
 
-__all__ = ["LOCK_FILE", "Holder", "LockedError", "check_unlocked", "output_lock"]
+__all__ = [
+    "LOCK_FILE", "Holder", "LockFileError", "LockedError", "OutputPathError", "check_out_path", "check_unlocked",
+    "output_lock",
+]  # fmt: skip

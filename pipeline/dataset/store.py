@@ -36,15 +36,21 @@ from pipeline.dataset.integrity import (
     JOB_FILE,
     MANIFEST_FILE,
     SHARD_MARKER,
+    SHARDS_DIR,
+    STAGING_DIR,
     DamagedDatasetError,
+    LinkedDatasetError,
+    check_layout,
+    committed_ids,
     damaged_error,
     file_record,
     first_line,
+    is_shard_id,
     manifest_records,
     read_json,
     shard_problem,
 )
-from pipeline.dataset.lock import LOCK_FILE
+from pipeline.dataset.lock import LOCK_FILE, check_out_path
 from schemas.dataset import TABLES, versioned
 from search.errors import DiffimaxError
 
@@ -58,34 +64,40 @@ class DatasetReader:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
-        self.shards = self.root / "shards"
+        self.shards = self.root / SHARDS_DIR
 
     def committed(self) -> set[str]:
-        return {path.parent.name for path in self.shards.glob(f"*/{SHARD_MARKER}")}
+        return set(committed_ids(self.shards))
 
     def shard_info(self) -> dict[str, dict[str, Any]]:
         """Every committed shard's `_shard.json`; DamagedDatasetError names one that is unreadable."""
         info = {}
-        for path in sorted(self.shards.glob(f"*/{SHARD_MARKER}")):
+        for shard_id in committed_ids(self.shards):
+            path = self.shards / shard_id / SHARD_MARKER
             data = read_json(path)
             if not isinstance(data, dict):
                 raise DamagedDatasetError(f"cannot read {str(path)!r}: not a shard record")
-            info[path.parent.name] = data
+            info[shard_id] = data
         return info
 
     def damaged(self) -> dict[str, str]:
-        """The shard directories that fail the cheap check (`pipeline.dataset.integrity.shard_problem`:
-        presence, `_shard.json`, sizes, footers) against the manifest's records where it lists
-        them, else their own `_shard.json`, and why. A directory without `_shard.json` counts: it
-        would block the shard's publication."""
+        """The entries of `shards/` that fail the cheap check (`pipeline.dataset.integrity.shard_problem`:
+        presence, `_shard.json`, sizes, footers, no symbolic link) against the manifest's records
+        where it lists them, else their own `_shard.json`, and why. A directory without
+        `_shard.json` counts: it would block the shard's publication. An entry not named as a
+        shard is refused (LinkedDatasetError): no run made it, and none deletes it."""
+        check_layout(self.root)
         if not self.shards.is_dir():
             return {}
         listed = manifest_records(self.root)
-        found = {
-            path.name: shard_problem(self.shards, path.name, listed.get(path.name))
-            for path in sorted(self.shards.iterdir())
-            if path.is_dir()
-        }
+        entries = sorted(self.shards.iterdir())
+        strangers = [path for path in entries if not is_shard_id(path.name)]
+        if strangers:
+            raise LinkedDatasetError(
+                f"{str(strangers[0])!r} is not a shard of this dataset: move it out of {str(self.shards)!r} "
+                "(nothing was changed)"
+            )
+        found = {path.name: shard_problem(self.shards, path.name, listed.get(path.name)) for path in entries}
         return {shard: problem for shard, problem in found.items() if problem is not None}
 
     def read_table(self, name: str, shard_ids: Iterable[str] | None = None) -> pa.Table:
@@ -126,9 +138,12 @@ def table_of(name: str, rows: Iterable[Mapping[str, Any]]) -> pa.Table:
 def check_output(root: str | os.PathLike[str], *, resume: bool) -> None:
     """Refuse an output path that cannot be used, without creating or changing anything."""
     path = Path(root)
+    check_out_path(path)
     if path.exists() and not path.is_dir():
         raise OutputError(f"output path {str(path)!r} exists and is not a directory")
     if resume:
+        if path.is_dir():
+            check_layout(path)
         if not path.is_dir() or not (path / JOB_FILE).is_file():
             raise OutputError(f"nothing to resume in {str(path)!r}: no {JOB_FILE} (start the run without --resume)")
         return
@@ -191,7 +206,7 @@ class DatasetWriter(DatasetReader):
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         super().__init__(root)
-        self.staging = self.root / "_staging"
+        self.staging = self.root / STAGING_DIR
         self.created = False  # this writer made the directory (so `discard` may remove it)
 
     @classmethod
@@ -212,7 +227,7 @@ class DatasetWriter(DatasetReader):
         then it is removed, and the run mines it again."""
         check_output(root, resume=True)
         writer = cls(root)
-        damaged = writer.damaged()
+        damaged = writer.damaged()  # refuses a linked layout, and any entry of shards/ no run made
         if damaged and not repair:
             shard_id, problem = next(iter(damaged.items()))
             more = f" ({len(damaged) - 1} more damaged shard(s))" if len(damaged) > 1 else ""
@@ -227,23 +242,30 @@ class DatasetWriter(DatasetReader):
 
     def remove_shard(self, shard_id: str) -> None:
         """Take a damaged shard out of the dataset (`--repair`), so that the run mines it again:
-        renamed into staging first (one step), then deleted."""
+        renamed into staging first (one step), then deleted. A symbolic link or a file in its
+        place is unlinked: what a link points to is never followed, let alone deleted."""
+        if not is_shard_id(shard_id):
+            raise LinkedDatasetError(f"{shard_id[:120]!r} is not a shard id: nothing removed")
+        path = self.shards / shard_id
+        if path.is_symlink() or not path.is_dir():
+            path.unlink(missing_ok=True)
+            return
         aside = self.staging / f"{shard_id}.removed.{uuid.uuid4().hex[:8]}"
-        os.rename(self.shards / shard_id, aside)
+        os.rename(path, aside)
         shutil.rmtree(aside, ignore_errors=True)
 
     def commit(
         self, shard_id: str, rows: Mapping[str, Iterable[Mapping[str, Any]] | list[pa.Table]], info: dict[str, Any]
     ) -> None:
         """Write every table of one shard and publish them together (`stage_shard`, then `publish`)."""
-        if (self.shards / shard_id).exists():
+        if os.path.lexists(self.shards / shard_id):
             raise OutputError(f"shard {shard_id} is already committed in {str(self.root)!r}")
         self.publish(shard_id, stage_shard(self.root, shard_id, rows, info))
 
     def publish(self, shard_id: str, staged: str | os.PathLike[str]) -> None:
         """Make a shard written by `stage_shard` part of the dataset, in one `os.rename`."""
         final = self.shards / shard_id
-        if final.exists():
+        if os.path.lexists(final):  # a dangling link too: never renamed over, never followed
             raise OutputError(f"shard {shard_id} is already committed in {str(self.root)!r}")
         os.rename(staged, final)
         flush_to_disk(self.shards)
