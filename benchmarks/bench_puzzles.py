@@ -32,7 +32,7 @@ import chess
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
-from pipeline.human.models import load_move_model
+from pipeline.human.models import load_move_model, resolve_model
 from pipeline.judging import judge_position
 from search.judges import JUDGES, JudgeSettings
 from search.settings import NATIVE_DEFAULT_DEPTH, UCI_DEFAULT_DEPTH, DiffiMaxSettings
@@ -113,12 +113,11 @@ def rating_main(argv: list[str]) -> None:
     assert model is not None
     cache_path = Path(args.cache)
     cache: dict[str, float] = json.loads(cache_path.read_text()) if cache_path.exists() else {}
-    # Cached surprisals are keyed by the model file's bytes, not its name: "default" is another
-    # model after the bundled file is replaced.
-    from pipeline.human.model import DEFAULT_MODEL
-
-    model_file = DEFAULT_MODEL if args.model == "default" else Path(args.model)
-    model_key = hashlib.sha256(model_file.read_bytes()).hexdigest()[:16]
+    # Cached surprisals are keyed by the model's identity (its files' digests), not its name:
+    # "default" is another model once Maia-3 is installed or the bundled file is replaced.
+    choice = resolve_model(args.model)
+    assert choice is not None
+    model_key = hashlib.sha256(choice.identity().encode()).hexdigest()[:16]
     measured: dict[str, tuple[list[float], list[float]]] = {}
     start = time.perf_counter()
     for path in (TUNE, HELD_OUT):

@@ -136,13 +136,15 @@ def judge_position(
     corpus: Corpus | None = None,
     also: Collection[str] = (),
     key: int | None = None,
+    model_probabilities: Mapping[str, float] | None = None,
 ) -> Judgement:
     """Judge the replies of the side to move at `board` (with its move stack) for `setter`, asking
     the engine for every answer (`judge_lines`)."""
     lines = BackendLines(backend, board, setter, settings)
     return judge_lines(
-        lines, board, setter, settings, judges, model=model, context=context, corpus=corpus, also=also, key=key
-    )
+        lines, board, setter, settings, judges, model=model, context=context, corpus=corpus, also=also, key=key,
+        model_probabilities=model_probabilities,
+    )  # fmt: skip
 
 
 def judge_lines(
@@ -182,7 +184,7 @@ def judge_lines(
         name: {"move": name, "excluded": excluded_as(board, move, settings)} for name, move in legal.items()
     }
     gathering = _Gathering(engine, settings, judges, fields)
-    if wanted & {"trappy", "practical"}:
+    if "trappy" in wanted or ("practical" in wanted and judges.practical_shallow_k > 0):
         gathering.shallow_pass()
     if wanted & {"model", "practical"}:
         if model_probabilities is not None:
