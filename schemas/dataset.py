@@ -207,6 +207,19 @@ TABLES: dict[str, pa.Schema] = {
 }
 
 
+def settings_out_of_range(settings: dict[str, object]) -> tuple[str, object, int] | None:
+    """The first setting (name, value, the largest value its column holds) of `settings` (a
+    `DiffiMaxSettings.describe()`) that an integer column of SETTINGS_FIELDS cannot hold; None
+    when every one fits. A job checks its settings with it before anything starts."""
+    for field in SETTINGS_FIELDS:
+        value = settings.get(field.name)
+        if pa.types.is_integer(field.type) and isinstance(value, int):
+            largest = (1 << (field.type.bit_width - 1)) - 1
+            if not -largest - 1 <= value <= largest:
+                return field.name, value, largest
+    return None
+
+
 def versioned(name: str) -> pa.Schema:
     """The schema of table `name` with its name and version in the metadata."""
     return TABLES[name].with_metadata(

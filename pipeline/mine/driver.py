@@ -36,7 +36,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -93,6 +93,7 @@ class Counts:
     games_written: int = 0
     games_filtered: int = 0
     games_error: int = 0
+    games_latin1: int = 0
     positions: int = 0
     positions_analysed: int = 0
     positions_reused: int = 0
@@ -100,11 +101,21 @@ class Counts:
     traps: int = 0
     shards_committed: int = 0
     shards_skipped: int = 0
+    games_filtered_by: dict[str, int] = field(default_factory=dict)
+    values_dropped: dict[str, int] = field(default_factory=dict)
 
-    def add(self, other: dict[str, int]) -> None:
+    def add(self, other: dict[str, Any]) -> None:
+        """Add a shard's counts (a mapping's counts by key, as `games_filtered_by`)."""
         for name, value in other.items():
-            if hasattr(self, name):
-                setattr(self, name, getattr(self, name) + value)
+            if not hasattr(self, name):
+                continue
+            mine = getattr(self, name)
+            if isinstance(mine, dict) and isinstance(value, dict):
+                for key, count in value.items():
+                    mine[key] = mine.get(key, 0) + count
+                setattr(self, name, dict(sorted(mine.items())))
+            elif isinstance(mine, int) and isinstance(value, int):
+                setattr(self, name, mine + value)
 
 
 def _versions() -> dict[str, str]:

@@ -7,6 +7,7 @@ the driver only passes their results along by reference.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,9 +35,12 @@ class ShardCounts:
     games_written: int = 0
     games_filtered: int = 0
     games_error: int = 0
+    games_latin1: int = 0  # games written whose headers were not UTF-8 (read as Windows-1252)
     positions: int = 0
     bytes_read: int = 0
     seconds: float = 0.0
+    filtered_by: dict[str, int] = field(default_factory=dict)  # games filtered, by rule
+    values_dropped: dict[str, int] = field(default_factory=dict)  # values dropped from written games, by kind
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,9 @@ def prepare_shard(
     positions: list[PositionRow] = []
     errors: list[dict[str, Any]] = []
     parts: list[list[Occurrence]] = [[] for _ in range(partitions)]
-    read = filtered = 0
+    read = latin1 = 0
+    filtered_by: Counter[str] = Counter()
+    dropped: Counter[str] = Counter()
     for outcome in read_games(shard, game_filter):
         if limit is not None and read >= limit:
             break
@@ -69,13 +75,17 @@ def prepare_shard(
                 parts[partition_of(occurrence.key, partitions)].append(occurrence)
             games.append(outcome.game)
             positions.extend(outcome.positions)
+            dropped.update(outcome.dropped)
+            latin1 += outcome.latin1
         elif isinstance(outcome, Failed):
             errors.append({**outcome.error, "stage": "parse"})
         else:
-            filtered += 1
+            filtered_by[outcome.rule] += 1
     counts = ShardCounts(
-        games_read=read, games_written=len(games), games_filtered=filtered, games_error=len(errors),
-        positions=len(positions), bytes_read=shard.end - shard.start, seconds=time.perf_counter() - start,
+        games_read=read, games_written=len(games), games_filtered=filtered_by.total(), games_error=len(errors),
+        games_latin1=latin1, positions=len(positions), bytes_read=shard.end - shard.start,
+        seconds=time.perf_counter() - start, filtered_by=dict(sorted(filtered_by.items())),
+        values_dropped=dict(sorted(dropped.items())),
     )  # fmt: skip
     tables = ShardTables(table_of("games", games), table_of("positions", positions), errors)
     return counts, tables, parts
@@ -88,7 +98,7 @@ class ShardResult:
 
     shard_id: str
     staged: str | None
-    counts: dict[str, int]
+    counts: dict[str, Any]  # ints, and the by-rule and by-kind counts as mappings
     analysis_seconds: float = 0.0
     engine_seconds: float = 0.0
     engine_calls: int = 0
@@ -123,6 +133,9 @@ def write_shard(
         "games_written": counts.games_written,
         "games_filtered": counts.games_filtered,
         "games_error": counts.games_error,
+        "games_latin1": counts.games_latin1,
+        "games_filtered_by": counts.filtered_by,
+        "values_dropped": counts.values_dropped,
         "positions": counts.positions,
         "positions_analysed": sum(part.analysed for part in parts),
         "positions_reused": sum(part.reused for part in parts),
