@@ -6,6 +6,8 @@ Version 2 records the trap judges: per reply their evidence and verdicts, per po
 flag, a candidate count and a fell flag per judge. Version 3 judges every occurrence of a position
 on its own (its mover's human evidence, its played move) over engine answers that a worker's table
 may serve: `reused` says the table held the position's answers, `analysis_key` names them.
+Version 4 keeps one copy of a game read twice: `games.digest` (its tags and moves), from which, with
+its id and Link, a resumed run knows the games it kept (`pipeline.mine.duplicates`).
 Values are centipawns from the setter's point of view (the player who just moved at the analysed
 root); pawns only appear in views.
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SETTINGS_FIELDS = [
     pa.field("reasonable_dip", pa.float64(), nullable=False),
@@ -50,6 +52,9 @@ GAMES = pa.schema(
         pa.field("plies", pa.int32()),
         pa.field("variant", pa.string()),
         pa.field("start_fen", pa.string()),
+        # The digest of the game's tags and moves (`pipeline.ingest.headers.game_digest`): what makes
+        # two copies of a game without an id one game (`pipeline.mine.duplicates`).
+        pa.field("digest", pa.int64()),
     ]
 )
 

@@ -35,7 +35,7 @@ def check_schema_version(path: Path) -> None:
         dataset = path.parent.parent.parent
         raise DatasetError(
             f"dataset {str(dataset)!r} has schema version {version}; this diffimax reads version {SCHEMA_VERSION} "
-            "(the trap judges): mine it again into a new --out"
+            "(duplicate games kept once): mine it again into a new --out"
         )
 
 

@@ -42,6 +42,7 @@ from pipeline.ingest.headers import (
     date_dropped,
     decode_text,
     find_board,
+    game_digest,
     game_id_of,
     is_rated,
     parse_date,
@@ -87,6 +88,7 @@ class GameRow(TypedDict):
     plies: int | None
     variant: str
     start_fen: str | None
+    digest: int | None
 
 
 class PositionRow(TypedDict):
@@ -401,7 +403,7 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
             "base_seconds": headers.base_seconds, "increment_seconds": headers.increment_seconds,
             "time_control_class": headers.speed, "result": get("Result"), "termination": get("Termination"),
             "opening": get("Opening"), "eco": get("ECO"), "plies": len(sans), "variant": variant,
-            "start_fen": start_fen,
+            "start_fen": start_fen, "digest": None,
         }  # fmt: skip
 
     def visit_board(self, board: chess.Board) -> None:
@@ -483,6 +485,7 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
             position["clock_seconds"] = clocks.get(ply - 1) if ply >= 2 else base
             position["eval_cp"], position["eval_mate"] = self.evals.get(ply, (None, None))
         start_fen = self.row["start_fen"]
+        self.row["digest"] = game_digest(self.tags, self.ucis)
         self.outcome = Selected(
             self.row, self.positions, tuple(self.ucis), start_fen, self.board.chess960, tuple(self.dropped), self.latin1
         )

@@ -12,13 +12,14 @@ from __future__ import annotations
 import datetime
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
 import chess
 import chess.variant
 
+from pipeline.common.splits import PATH_ID_PREFIX
 from search.errors import DiffimaxError
 
 TimeControlClass = Literal["ultrabullet", "bullet", "blitz", "rapid", "classical", "correspondence", "unknown"]
@@ -270,7 +271,34 @@ def game_id_of(headers: Mapping[str, str], source: str, byte_offset: int) -> str
     if match:
         return match.group(1)
     digest = hashlib.sha1(f"{source}#{byte_offset}".encode()).hexdigest()[:16]
-    return f"pgn-{digest}"
+    return f"{PATH_ID_PREFIX}{digest}"
+
+
+def digest64(text: str) -> int:
+    """A 64-bit digest of `text`, as the signed int64 Parquet stores."""
+    return int.from_bytes(
+        hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big", signed=True
+    )
+
+
+def game_digest(headers: Mapping[str, str], moves: Sequence[str]) -> int:
+    """The digest of a game's tags (all of them, by name) and its moves in UCI (`games.digest`):
+    two games are the same tags and moves exactly when their digests agree (but for 64-bit
+    collisions). Comments, clocks and evals are not part of it."""
+    tags = "\n".join(f"{name}\t{value}" for name, value in sorted(headers.items()))
+    return digest64(f"{tags}\n\n{' '.join(moves)}")
+
+
+def identity_keys(game_id: str, link: str | None, digest: int | None) -> tuple[int, ...]:
+    """What makes two games one (`pipeline.mine.duplicates`): the game's id, its Link tag when it
+    has one, and for a game without an id of its own (a `pgn-` id) the digest of its tags and
+    moves. Computed from the stored row, so that a resumed run finds the same keys."""
+    keys = [digest64(f"id\t{game_id}")]
+    if link is not None and link.strip():
+        keys.append(digest64(f"link\t{link.strip()}"))
+    if game_id.startswith(PATH_ID_PREFIX) and digest is not None:
+        keys.append(digest)
+    return tuple(keys)
 
 
 def is_rated(headers: Mapping[str, str]) -> bool:
