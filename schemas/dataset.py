@@ -203,6 +203,41 @@ ERRORS = pa.schema(
     ]
 )
 
+# The plausible ranges of what a game says (values beyond them are dropped where they are read,
+# `pipeline.ingest`, and refused by `diffimax verify`). Ratings: every rating system in use (FIDE,
+# Lichess, chess.com) lies in 0..4000. A clock or a time control's base: 31 days (correspondence
+# clocks give at most 14 days a move); an increment: a day. An evaluation: 1,000 pawns (engines
+# report at most ~330, the shared data at most 154); a mate: in 1,000 moves (the longest known
+# forced mate takes 549).
+RATING_MAX = 4_000
+CLOCK_SECONDS_MAX = 31 * 86_400
+INCREMENT_SECONDS_MAX = 86_400
+EVAL_CP_MAX = 100_000
+MATE_MAX = 1_000
+# The values of the colours' columns.
+SIDES = ("white", "black")
+
+# Rules on values beyond the types and the non-null flags, per table and column: (lowest,
+# highest) of a number (None: unbounded), or the values a text may take. `diffimax verify` checks
+# every file against them.
+VALUE_RULES: dict[str, dict[str, tuple[float | None, float | None] | tuple[str, ...]]] = {
+    "games": {
+        "game_index": (0, None), "byte_offset": (0, None), "white_elo": (0, RATING_MAX), "black_elo": (0, RATING_MAX),
+        "base_seconds": (0, CLOCK_SECONDS_MAX), "increment_seconds": (0, INCREMENT_SECONDS_MAX), "plies": (1, None),
+    },
+    "positions": {
+        "ply": (0, None), "side_to_move": SIDES, "mover_rating": (0, RATING_MAX),
+        "clock_seconds": (0, CLOCK_SECONDS_MAX), "eval_cp": (-EVAL_CP_MAX, EVAL_CP_MAX),
+        "eval_mate": (-MATE_MAX, MATE_MAX),
+    },
+    "responses": {
+        "ply": (0, None), "setter": SIDES, "responder": SIDES, "legal": (1, None), "meaningful": (0, None),
+        "played_class": PLAYED_CLASSES, "primary_judge": JUDGE_NAMES, "nodes": (0, None),
+    },
+    "traps": {"ply": (0, None), "node_ply": (0, None), "setter": SIDES, "responder": SIDES},
+    "errors": {"game_index": (0, None), "byte_offset": (0, None), "ply": (0, None), "stage": ("parse", "analyse")},
+}  # fmt: skip
+
 TABLES: dict[str, pa.Schema] = {
     "games": GAMES,
     "positions": POSITIONS,

@@ -20,6 +20,7 @@ import chess
 import chess.variant
 
 from pipeline.common.splits import PATH_ID_PREFIX
+from schemas.dataset import CLOCK_SECONDS_MAX, INCREMENT_SECONDS_MAX, RATING_MAX
 from search.errors import DiffimaxError
 
 TimeControlClass = Literal["ultrabullet", "bullet", "blitz", "rapid", "classical", "correspondence", "unknown"]
@@ -38,12 +39,8 @@ FilterRule = Literal["variant", "rated", "time_control", "rating", "sample", "pl
 # A value read from a game outside its plausible range, or unreadable: dropped (stored as null)
 # and counted by kind, never stored as it came and never a crash (a closed vocabulary).
 DroppedValue = Literal["eval", "clock", "rating", "date", "time_control"]
-# The plausible ranges. Ratings: every rating system in use (FIDE, Lichess, chess.com) lies in
-# 0..4000. Time controls: a base of at most 31 days and an increment of at most one day (chess.com's
-# slowest daily game gives 14 days a move, as `1/1209600`, which is no base+increment tag).
-RATING_MAX: Final = 4_000
-BASE_SECONDS_MAX: Final = 31 * 86_400
-INCREMENT_SECONDS_MAX: Final = 86_400
+# The plausible ranges of ratings and time controls are the dataset's (`schemas.dataset`: chess.com's
+# slowest daily game, 14 days a move, is written `1/1209600`, no base+increment tag).
 # PGN dates (`YYYY.MM.DD`, any part `??`): the years chess games were recorded in.
 YEARS: Final = range(1400, 2200)
 
@@ -147,7 +144,7 @@ def parse_time_control_class(tc: str) -> TimeControlClass:
 
 def time_control_dropped(tc: str | None) -> bool:
     """Whether a TimeControl tag of the form `base+increment` holds numbers outside their plausible
-    range (`BASE_SECONDS_MAX`, `INCREMENT_SECONDS_MAX`): such a tag is read as `unknown`, counted."""
+    range (`CLOCK_SECONDS_MAX`, `INCREMENT_SECONDS_MAX`): such a tag is read as `unknown`, counted."""
     match = _TIME_CONTROL.fullmatch(tc.strip()) if tc is not None else None
     if match is None:
         return False
@@ -155,7 +152,7 @@ def time_control_dropped(tc: str | None) -> bool:
     # The digits' count first: int() of a 10,000-digit tag is slow, and absurd anyway.
     if len(base) > 9 or len(increment) > 9:
         return True
-    return int(base) > BASE_SECONDS_MAX or int(increment) > INCREMENT_SECONDS_MAX
+    return int(base) > CLOCK_SECONDS_MAX or int(increment) > INCREMENT_SECONDS_MAX
 
 
 _TIME_CONTROL = re.compile(r"(\d+)(?:\+(\d+))?")

@@ -16,6 +16,7 @@ from typing import Final
 import chess
 
 from pipeline.ingest.headers import DroppedValue, quote
+from schemas.dataset import CLOCK_SECONDS_MAX, EVAL_CP_MAX, MATE_MAX
 
 # Move numbers and whitespace are skipped; the group is one token.
 _TOKENS = re.compile(
@@ -35,12 +36,8 @@ Eval = tuple[int | None, int | None]
 # (a decimal, signed) or #mate in moves (signed), then an optional `,depth`.
 _CLOCK = re.compile(r"(\d+):([0-5]\d):([0-5]\d(?:\.\d+)?)|(\d+):([0-5]\d(?:\.\d+)?)")
 _EVAL = re.compile(r"(?:#([+-]?\d+)|([+-]?(?:\d+(?:\.\d*)?|\.\d+)))(?:,\d+)?")
-# The plausible ranges, beyond which a value is dropped: a clock of 31 days (correspondence clocks
-# give at most 14 days a move); an evaluation of 1,000 pawns (engines report at most ~330, the real
-# data here at most 154); a mate in 1,000 moves (the longest known forced mate is 549 moves).
-CLOCK_SECONDS_MAX: Final = 31 * 86_400
-EVAL_CP_MAX: Final = 100_000
-MATE_MAX: Final = 1_000
+# Beyond the plausible ranges of `schemas.dataset` (CLOCK_SECONDS_MAX, EVAL_CP_MAX, MATE_MAX) a
+# value is dropped.
 _CASTLES: Final = frozenset({"O-O", "O-O-O", "0-0", "0-0-0"})
 # python-chess's SAN pattern (`chess.SAN_REGEX`) without its optional check mark.
 _SAN = re.compile(r"([NBKRQ])?([a-h])?([1-8])?[-x]?([a-h][1-8])(?:=?([nbrqkNBRQK]))?")
