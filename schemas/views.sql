@@ -1,4 +1,4 @@
--- DuckDB views over a diffimax dataset (schema version 2).
+-- DuckDB views over a diffimax dataset (schema version 4).
 -- `{games}` and the like are replaced by a scan of the table's Parquet files in the dataset (listed
 -- in Python, so that no character of the dataset's path is read as a glob), or by an empty table
 -- of the right schema when no shard is committed yet.

@@ -219,12 +219,24 @@ def parse_plies(text: str | None) -> tuple[int, int | None]:
     return start, end
 
 
+def _by_key(counts: dict[str, int] | None) -> str:
+    """` (3 duplicate, 2 variant)` for counts by rule or kind; nothing when there are none."""
+    return f" ({', '.join(f'{n:,} {key}' for key, n in sorted(counts.items()))})" if counts else ""
+
+
 def summary_text(manifest: dict[str, Any], out: str) -> str:
     m = manifest
+    notes = []
+    if m.get("values_dropped"):
+        dropped = _by_key(m["values_dropped"])[2:-1]
+        notes.append(f"values dropped (unreadable or out of range, stored as null): {dropped}")
+    if m.get("games_latin1"):
+        notes.append(f"games whose headers were not UTF-8, read as Windows-1252: {m['games_latin1']:,}")
     return "\n".join([
         f"Dataset written to {out} (manifest: {out}/manifest.json)",
-        f"games: {m['games_read']:,} read = {m['games_written']:,} mined + {m['games_filtered']:,} filtered "
-        f"+ {m['games_error']:,} with errors",
+        f"games: {m['games_read']:,} read = {m['games_written']:,} mined + {m['games_filtered']:,} filtered"
+        f"{_by_key(m.get('games_filtered_by'))} + {m['games_error']:,} with errors",
+        *notes,
         f"positions: {m['positions']:,} ({m['positions_analysed']:,} analysed, {m['positions_reused']:,} reused "
         f"from repeats, {m['positions_error']:,} failed)",
         f"trap records: {m['traps']:,}; engine: {m['engine'].get('engine') or m['engine'].get('name', '?')}; "

@@ -9,10 +9,13 @@ Three levels of checking, from cheap to complete:
 
 * `check_dataset` (every reader, before it reads): each shard the manifest lists is present, its
   `_shard.json` readable and agreeing with the manifest, each file of the size recorded, with the
-  footer recorded. A few stats and small reads per shard, whatever the size of the data.
+  footer recorded, and that footer's Arrow schema the one `schemas.dataset` says
+  (`pipeline.dataset.conformance.schema_problem`: a shard re-signed after a column was dropped or
+  retyped fails here). A few stats and small reads per shard, whatever the size of the data.
 * Page checksums, checked as pages are read (`SCAN_FORMAT`, and `read_verified`): a changed byte
   inside a page fails the read that meets it, and `locate_damage` then names the file.
-* `verify_dataset` (`diffimax verify`): the SHA-256 of every file and every page checksum.
+* `verify_dataset` (`diffimax verify`): the SHA-256 of every file, every page checksum, and every
+  value against its column's non-null and range rules (`conformance.value_problem`).
 
 A reader never answers from a partial dataset silently: a job that has not finished (no
 manifest), a shard that is missing or damaged, is one line that names it and says how to repair
@@ -37,8 +40,9 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from pipeline.dataset.conformance import schema_problem, value_problem
 from pipeline.dataset.lock import LOCK_FILE
-from schemas.dataset import TABLES
+from schemas.dataset import SCHEMA_VERSION, TABLES, schema_version_of
 from search.errors import DiffimaxError
 
 SHARD_MARKER: Final = "_shard.json"
@@ -275,11 +279,14 @@ def shard_problem(shards: Path, shard_id: str, expected: Mapping[str, FileRecord
     if expected is not None and own is not None and own != dict(expected):
         return f"its {SHARD_MARKER} does not match the manifest"
     records = dict(expected) if expected is not None else own
-    if records is None:  # written before file records: presence is all there is to check
+    if records is None:  # written before file records: presence and schemas are all there is to check
         missing = [name for name in FILES if not (directory / name).is_file()]
-        return f"{missing[0]} is missing" if missing else None
-    for name in FILES:
-        problem = file_problem(directory / name, records.get(name))
+        if missing:
+            return f"{missing[0]} is missing"
+    for table, name in zip(TABLES, FILES, strict=True):
+        problem = (None if records is None else file_problem(directory / name, records.get(name))) or schema_problem(
+            directory / name, table
+        )
         if problem is not None:
             return problem
     return None
@@ -337,6 +344,25 @@ def listed_shards(manifest_path: Path, manifest: Any) -> dict[str, Any] | None:
     return listed
 
 
+def check_version(root: Path, shard_ids: list[str]) -> None:
+    """Refuse a dataset written under another schema version (its first shard's games file says
+    which), in one line that says what to do; a shard of another version among others of this one
+    is damage (`shard_problem`)."""
+    for shard_id in shard_ids:
+        path = root / SHARDS_DIR / shard_id / FILES[0]
+        if not is_shard_id(shard_id) or path.is_symlink() or not path.is_file():
+            continue
+        try:
+            version = schema_version_of(pq.read_schema(path))
+        except (pa.ArrowException, OSError):
+            continue  # damage: `shard_problem` names it
+        if version != SCHEMA_VERSION:
+            raise DatasetError(
+                f"dataset {str(root)!r} has schema version {version}; this diffimax reads version {SCHEMA_VERSION} "
+                "(duplicate games kept once): mine it again into a new --out"
+            )
+
+
 def check_dataset(root: str | Path, *, allow_partial: bool = False) -> DatasetState:
     """The cheap check every reader makes before it reads: the dataset's own names (`check_layout`),
     the manifest, and each shard it lists (`shard_problem`). Raises IncompleteDatasetError or
@@ -355,6 +381,7 @@ def check_dataset(root: str | Path, *, allow_partial: bool = False) -> DatasetSt
                 "or read what is there with --allow-partial"
             )
         state = DatasetState(base, [], finished=False)
+        check_version(base, committed[:1])
         for shard_id in committed:
             problem = shard_problem(shards, shard_id)
             if problem is None:
@@ -363,6 +390,7 @@ def check_dataset(root: str | Path, *, allow_partial: bool = False) -> DatasetSt
                 state.missing.append(f"{shard_id} ({problem})")
         return state
     listed = listed_shards(manifest_path, read_json(manifest_path))
+    check_version(base, sorted(listed or committed)[:1])
     verified = listed is not None
     if listed is None:  # a dataset mined before file records: read what is committed
         listed = {shard_id: {"files": None} for shard_id in committed}
@@ -499,16 +527,19 @@ def deep_problem(directory: Path, report: VerifyReport, expected: Mapping[str, F
         if record is not None and file_record(path).sha256 != record.sha256:
             return f"{name} has changed (its SHA-256 differs from the one recorded)"
         try:
-            read_verified(path)
+            data = read_verified(path)
         except (pa.ArrowException, OSError) as error:
             return f"{name} fails its page checksums ({first_line(error)})"
+        problem = value_problem(data, name.removesuffix(".parquet"), name)
+        if problem is not None:
+            return problem
     return None
 
 
 __all__ = [
     "FILES", "JOB_FILE", "MANIFEST_FILE", "OWN_NAMES", "SHARDS_DIR", "SHARD_ID", "SHARD_MARKER", "STAGING_DIR",
     "DamagedDatasetError", "DatasetError", "DatasetState", "FileRecord", "IncompleteDatasetError",
-    "LinkedDatasetError", "VerifyReport", "check_dataset", "check_layout", "committed_ids", "damage_named",
-    "damaged_error", "file_record", "first_line", "is_damage", "is_shard_id", "link_note", "listed_shards",
-    "locate_damage", "manifest_records", "read_verified", "scan", "shard_problem", "verify_dataset",
+    "LinkedDatasetError", "VerifyReport", "check_dataset", "check_layout", "check_version", "committed_ids",
+    "damage_named", "damaged_error", "file_record", "first_line", "is_damage", "is_shard_id", "link_note",
+    "listed_shards", "locate_damage", "manifest_records", "read_verified", "scan", "shard_problem", "verify_dataset",
 ]  # fmt: skip

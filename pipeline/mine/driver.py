@@ -36,7 +36,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -52,8 +52,9 @@ from pipeline.engines.backends import check_backend
 from pipeline.human.models import resolve_model
 from pipeline.ingest.pins import input_pin
 from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url, source_shards
-from pipeline.mine.actors import MiningWorker, PositionCounter, prepare, read_stream, write
+from pipeline.mine.actors import GameRegistry, MiningWorker, PositionCounter, prepare, read, read_stream, write
 from pipeline.mine.config import MineConfig, check_resume, human_evidence_digests, job_identity
+from pipeline.mine.duplicates import Ordinal, ordinal_of
 from pipeline.mine.progress import Progress, Status
 from pipeline.mine.shards import ShardCounts, ShardResult
 from schemas.dataset import SCHEMA_VERSION
@@ -94,6 +95,7 @@ class Counts:
     games_written: int = 0
     games_filtered: int = 0
     games_error: int = 0
+    games_latin1: int = 0
     positions: int = 0
     positions_analysed: int = 0
     positions_reused: int = 0
@@ -101,11 +103,21 @@ class Counts:
     traps: int = 0
     shards_committed: int = 0
     shards_skipped: int = 0
+    games_filtered_by: dict[str, int] = field(default_factory=dict)
+    values_dropped: dict[str, int] = field(default_factory=dict)
 
-    def add(self, other: dict[str, int]) -> None:
+    def add(self, other: dict[str, Any]) -> None:
+        """Add a shard's counts (a mapping's counts by key, as `games_filtered_by`)."""
         for name, value in other.items():
-            if hasattr(self, name):
-                setattr(self, name, getattr(self, name) + value)
+            if not hasattr(self, name):
+                continue
+            mine = getattr(self, name)
+            if isinstance(mine, dict) and isinstance(value, dict):
+                for key, count in value.items():
+                    mine[key] = mine.get(key, 0) + count
+                setattr(self, name, dict(sorted(mine.items())))
+            elif isinstance(mine, int) and isinstance(value, int):
+                setattr(self, name, mine + value)
 
 
 def _versions() -> dict[str, str]:
@@ -323,6 +335,11 @@ class MiningJob:
         self.limit_left = config.max_games - self.counts.games_read if config.max_games else None
         self.feed = ShardFeed(config)
         self.runs: deque[ShardRun] = deque()
+        # Each unpublished shard's identity keys (by reference), and those of the last published
+        # ones (`window` of them: a registry restarted just before a publication has not seen it on
+        # disk, and the next claims name it), by ordinal: every claim names those before it.
+        self.identities: dict[Ordinal, Any] = {}
+        self.published: deque[Ordinal] = deque()
         self.broken: str | None = None  # why a URL's stream broke off (the job then ends non-zero)
         self.engine_seconds = 0.0
         self.analysis_seconds = 0.0
@@ -359,24 +376,34 @@ class MiningJob:
             for _ in range(self.workers)
         ]  # fmt: skip
         self.engine_info: dict[str, Any] = ray.get(self.actors[0].describe.remote())
+        registry_class: Any = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)(GameRegistry)
+        self.registry = registry_class.options(scheduling_strategy=here).remote(str(self.store.root))
+        self.read_task: Any = ray.remote(num_cpus=0, max_retries=3)(read)
         self.prepare_task: Any = ray.remote(num_cpus=0, max_retries=3)(prepare)
         self.write_task = ray.remote(num_cpus=0, max_retries=3)(write).options(scheduling_strategy=here)
         self.window = SHARDS_IN_FLIGHT_BASE + SHARDS_IN_FLIGHT_PER_WORKER * self.workers
 
     def stop_workers(self) -> None:
         """End the actors now (their engines with them), so nothing keeps running after the job."""
-        for actor in [*getattr(self, "actors", []), getattr(self, "counter", None)]:
+        for actor in [*getattr(self, "actors", []), getattr(self, "counter", None), getattr(self, "registry", None)]:
             if actor is not None:
                 with contextlib.suppress(Exception):
                     ray.kill(actor, no_restart=True)
 
     def submit(self, run: ShardRun) -> None:
-        """The shard's whole pipeline, submitted at once: prepare, each worker's part, the write.
-        Ray starts each step when its inputs exist; a worker runs its parts in submission order,
-        which is shard order."""
+        """The shard's whole pipeline, submitted at once: read, the registry's claim (which games
+        are duplicates), prepare, each worker's part, the write. Ray starts each step when its
+        inputs exist; a worker runs its parts in submission order, which is shard order."""
         partitions = len(self.actors)
+        games, identities = self.read_task.options(num_returns=2).remote(
+            run.shard, run.data, self.config.game_filter, self.limit_left
+        )
+        ordinal = ordinal_of(run.shard.source_index, run.shard.index)
+        earlier = [(before, [ref]) for before, ref in self.identities.items() if before < ordinal]
+        self.identities[ordinal] = identities
+        duplicates = self.registry.claim.remote(ordinal, identities, earlier)
         refs: Any = self.prepare_task.options(num_returns=partitions + 2).remote(
-            run.shard, run.data, self.config.game_filter, self.limit_left, partitions, self.config.pool
+            games, duplicates, partitions, self.config.pool
         )
         counts, tables, parts = refs[0], refs[1], refs[2:]
         outcomes = [actor.analyse_part.remote(part) for actor, part in zip(self.actors, parts, strict=True)]
@@ -471,6 +498,9 @@ class MiningJob:
                 raise MiningStopped(f"stopped: {result.fatal}")
             self.store.publish(run.shard.shard_id, str(result.staged))
             self.runs.popleft()
+            self.published.append(ordinal_of(run.shard.source_index, run.shard.index))
+            while len(self.published) > self.window:
+                self.identities.pop(self.published.popleft(), None)
             self.counts.add(result.counts)
             self.counts.shards_committed += 1
             self.analysis_seconds += result.analysis_seconds

@@ -370,7 +370,9 @@ def test_latin1_name_does_not_spoil_the_game() -> None:
     latin = games[0].replace(b'[White "BFG9k"]', b'[White "Jos\xe9 Ra\xfal"]')
     outcomes = read_all(games[1] + latin)
     assert kinds(outcomes) == ["Selected", "Selected"]
-    assert outcomes[1].game["white"] == "Jos\ufffd Ra\ufffdl"  # type: ignore[union-attr]
+    # Issue 29: headers that are not UTF-8 are read as Windows-1252 (was U+FFFD), and said so.
+    assert outcomes[1].game["white"] == "Jos\xe9 Ra\xfal"  # type: ignore[union-attr]
+    assert [outcome.latin1 for outcome in outcomes] == [False, True]  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("data", [b"", b"\n\n  \r\n\t", b"\xef\xbb\xbf\n"])

@@ -20,6 +20,7 @@ OutputFormat = Literal["csv", "pgn", "html"]
 SetRule = Literal["only", "practical"]
 # Why a candidate was not written. See `DROP_REASONS` for each one's meaning.
 DropReason = Literal[
+    "unreadable",
     "history_missing",
     "screened",
     "illegal",
@@ -35,6 +36,7 @@ DropReason = Literal[
 KINDS: tuple[PuzzleKind, ...] = ("punish", "set")
 FORMATS: tuple[OutputFormat, ...] = ("csv", "pgn", "html")
 DROP_REASONS: dict[DropReason, str] = {
+    "unreadable": "the dataset's FEN or a move of the line is not one (a damaged shard: diffimax verify names it)",
     "history_missing": "set: the two plies before the root are not in the dataset (outside --plies)",
     "screened": "set: the miner's own analysis already rules the setting move out (see docs/puzzles.md)",
     "illegal": "a move of the line is not legal where it is played",

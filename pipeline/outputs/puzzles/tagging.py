@@ -3,8 +3,10 @@ beside Lichess's own columns (`DiffimaxThemes`, `DiffimaxRating`), so anyone can
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +52,22 @@ def tag_csv(source: str | Path, out: str | Path, *, human_model: str | None = "d
         raise PuzzleError(f"no puzzle CSV at {str(path)!r}") from None
     except (OSError, UnicodeDecodeError) as error:
         raise PuzzleError(f"cannot read puzzle CSV {str(path)!r}: {error}") from None
+    with field_limit(len(text) + 1):  # no cell limit below the file's size (csv's default: 131,072)
+        return _tag_text(text, path, out, human_model)
+
+
+@contextlib.contextmanager
+def field_limit(limit: int) -> Iterator[None]:
+    """The csv module's field size limit (a process-wide setting) raised to `limit` for the block."""
+    before = csv.field_size_limit()
+    csv.field_size_limit(max(before, limit))
+    try:
+        yield
+    finally:
+        csv.field_size_limit(before)
+
+
+def _tag_text(text: str, path: Path, out: str | Path, human_model: str | None) -> TagReport:
     reader = csv.DictReader(io.StringIO(text))
     columns = list(reader.fieldnames or [])
     missing = [name for name in REQUIRED_COLUMNS if name not in columns]
@@ -76,7 +94,8 @@ def tag_csv(source: str | Path, out: str | Path, *, human_model: str | None = "d
         except LineError as error:
             report.errors.append((reader.line_num, clean_text(row.get("PuzzleId")), str(error)))
         row["DiffimaxThemes"], row["DiffimaxRating"] = themes, rating
-        writer.writerow([spreadsheet_safe(row.get(name) or "") if name in ADDED_COLUMNS else (row.get(name) or "")
+        # Every cell copied as it came, but a formula (`=cmd|x!A0`), as `query` and `puzzles` write them.
+        writer.writerow([spreadsheet_safe(row.get(name) or "", numbers=True)
                          for name in [*columns, *(c for c in ADDED_COLUMNS if c not in columns)]])  # fmt: skip
     target = Path(out)
     report.written.append(write_atomic(target, stream.getvalue()))
