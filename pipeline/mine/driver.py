@@ -46,6 +46,7 @@ import ray.exceptions
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from pipeline.common.cluster import StderrAside, start_ray, stop_ray
+from pipeline.common.progress import Progress
 from pipeline.dataset.lock import check_unlocked, output_lock
 from pipeline.dataset.store import DatasetWriter, check_output
 from pipeline.engines.backends import check_backend
@@ -53,7 +54,7 @@ from pipeline.ingest.pins import input_pin
 from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url, source_shards
 from pipeline.mine.actors import MiningWorker, PositionCounter, prepare, read_stream, write
 from pipeline.mine.config import MineConfig, check_resume, human_evidence_digests, job_identity
-from pipeline.mine.progress import Progress, Status
+from pipeline.mine.progress import Status, show_status
 from pipeline.mine.shards import ShardCounts, ShardResult
 from schemas.dataset import SCHEMA_VERSION
 from search.errors import DiffimaxError
@@ -162,7 +163,9 @@ def _run_job(
         with _sigterm_stops(stop, aside):  # after ray.init, whose C++ core installs a SIGTERM handler of its own
             job = MiningJob(config, store, identity, shown, started, stop)
             try:
-                return job.run()
+                manifest = job.run()
+                shown.close()
+                return manifest
             finally:
                 if not owns_ray:  # a cluster that outlives the job keeps no actor of it
                     job.stop_workers()
@@ -492,7 +495,8 @@ class MiningJob:
             done = ray.get(self.counter.total.remote(), timeout=5)
         except (ray.exceptions.RayError, TimeoutError):  # progress is worth less than the job
             done = counts.positions
-        self.progress.update(
+        show_status(
+            self.progress,
             Status(
                 games_read=self.games_seen + self.games_before(),
                 analyses_requested=self.positions_sent,
@@ -504,7 +508,7 @@ class MiningJob:
                 total_bytes=self.total_bytes,
                 reading_done=self.reading_done() and all(run.counted for run in self.runs),
                 finished=final,
-            )
+            ),
         )
 
     def games_before(self) -> int:
