@@ -101,11 +101,18 @@ def after(fen: str, *moves: str) -> str:
 
 def test_the_lichess_standard_is_stricter_than_the_default() -> None:
     default, lichess = STANDARDS["default"], STANDARDS["lichess"]
-    one = {after(LEGAL, "g7g6"): [("f3e5", cp(400)), ("h2h3", cp(0))]}  # 0.62 win chances apart
+    later = {
+        after(LEGAL, "g7g6", "f3e5", "g4d1"): [("c4f7 e8e7", cp(900)), ("c3d1", cp(-300))],
+        after(LEGAL, "g7g6", "f3e5", "g4d1", "c4f7", "e8e7"): [("c3d5", cp(950)), ("h2h3", cp(900))],
+    }
+    one = {after(LEGAL, "g7g6"): [("f3e5 g4d1", cp(400)), ("h2h3", cp(0))], **later}  # 0.62 win chances apart
     assert not isinstance(check_candidate(LEGAL, ["g7g6", "f3e5"], 1, scripted(one), default), str)  # type: ignore[arg-type]
     assert check_candidate(LEGAL, ["g7g6", "f3e5"], 1, scripted(one), lichess) == "not_unique"  # type: ignore[arg-type]
-    wide = {after(LEGAL, "g7g6"): [("f3e5", cp(900)), ("h2h3", cp(0))]}
+    # The second solver move is the only good one by 0.3 but not by 0.7: a one-mover under Lichess's rules.
+    wide = {**later, after(LEGAL, "g7g6"): [("f3e5 g4d1", cp(900)), ("h2h3", cp(0))]}
+    wide[after(LEGAL, "g7g6", "f3e5", "g4d1")] = [("c4f7 e8e7", cp(900)), ("c3d1", cp(300))]
     assert check_candidate(LEGAL, ["g7g6", "f3e5"], 1, scripted(wide), lichess) == "too_short"  # type: ignore[arg-type]
+    assert not isinstance(check_candidate(LEGAL, ["g7g6", "f3e5"], 1, scripted(wide), default), str)  # type: ignore[arg-type]
     # Two mates in one: the default refuses, Lichess's rule accepts when no other move wins.
     mates = "6k1/5ppp/8/8/8/8/5PPP/RR4K1 b - - 0 1"
     table = {after(mates, "g8h8"): [("a1a8", mate(1)), ("b1b8", mate(1)), ("h2h3", cp(0))]}

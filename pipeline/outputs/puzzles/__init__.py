@@ -14,7 +14,7 @@ The parts, one purpose each (lichess-puzzler keeps its generator and its tagger 
 | `records` | the records passed between the parts, the vocabularies, the errors |
 | `standards` | the verification standards (`default`, `lichess`) |
 | `candidates` | candidates from the dataset (SQL in `schemas/puzzles.sql`), the screen, the order |
-| `rules` | judging a line, pure: win chances, the only-move rule, trimming, `check_candidate` |
+| `rules` | judging a line, pure: the only-move rule, `check_candidate` (verify, extend, decide), `recheck` |
 | `setting` | the practical rule for a set puzzle's setting move |
 | `verify` | the engines: serially or on a Ray actor pool, verdicts in the serial order |
 | `line`, `tactics`, `mates`, `themes` | the pure theme tagger, `cook(puzzle) -> tags` |
@@ -49,10 +49,9 @@ from pipeline.outputs.puzzles.records import (
 )
 from pipeline.outputs.puzzles.rules import (
     Analyse,
-    IllegalLineError,
     check_candidate,
     is_only_move,
-    trim_line,
+    recheck,
     win_chances,
 )
 from pipeline.outputs.puzzles.standards import DEFAULT_NODES, STANDARDS, Standard, standard_of
@@ -71,7 +70,6 @@ __all__ = [
     "Checked",
     "EngineVerifier",
     "GameInfo",
-    "IllegalLineError",
     "LineError",
     "MultiPvLine",
     "PracticalCheck",
@@ -91,12 +89,12 @@ __all__ = [
     "parse_formats",
     "parse_kind",
     "puzzle_id",
+    "recheck",
     "render_csv",
     "render_html",
     "render_pgn",
     "standard_of",
     "tag_csv",
     "themes_for",
-    "trim_line",
     "win_chances",
 ]  # fmt: skip

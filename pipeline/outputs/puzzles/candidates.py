@@ -10,7 +10,7 @@ from pipeline.common.stats import wilson
 from pipeline.dataset.duck import connect, open_dataset
 from pipeline.dataset.integrity import damage_named
 from pipeline.dataset.sql import query
-from pipeline.outputs.puzzles.records import DropReason, GameInfo, PuzzleCandidate, PuzzleKind, SettingEvidence
+from pipeline.outputs.puzzles.records import CandidateKind, DropReason, GameInfo, PuzzleCandidate, SettingEvidence
 from pipeline.outputs.puzzles.setting import PRACTICAL_FLOOR, SAFETY_CP
 from pipeline.outputs.puzzles.standards import Standard
 
@@ -73,7 +73,7 @@ def screen_setting(row: dict[str, Any], standard: Standard) -> tuple[DropReason 
 
 
 def load_candidates(
-    data: Any, kinds: Sequence[PuzzleKind], min_dip_cp: int, standard: Standard
+    data: Any, kinds: Sequence[CandidateKind], min_dip_cp: int, standard: Standard
 ) -> tuple[list[PuzzleCandidate], dict[str, dict[str, int]], int]:
     """Candidates of the given kinds, the set candidates dropped before the engine (by reason),
     and the games in the dataset."""
@@ -87,7 +87,7 @@ def load_candidates(
 
 
 def _candidates_of(
-    connection: Any, kinds: Sequence[PuzzleKind], min_dip_cp: int, standard: Standard
+    connection: Any, kinds: Sequence[CandidateKind], min_dip_cp: int, standard: Standard
 ) -> tuple[list[PuzzleCandidate], dict[str, dict[str, int]], int]:
     params = {"min_dip_cp": min_dip_cp}
     early: dict[str, dict[str, int]] = {kind: {} for kind in kinds}
@@ -98,7 +98,15 @@ def _candidates_of(
     info = {game_id: _game(row) for game_id, row in games.items()}
     candidates = [
         PuzzleCandidate(
-            "punish", info[row["game_id"]], row["ply"], row["fen"], (row["move"], *row["refutation"]), 1, row["dip"]
+            "punish",
+            info[row["game_id"]],
+            row["ply"],
+            row["fen"],
+            (row["move"], *row["refutation"]),
+            1,
+            row["dip"],
+            start_cp=row["start_cp"],
+            practical_trap=bool(row["by_practical"]),
         )
         for row in punish
     ]
@@ -110,7 +118,18 @@ def _candidates_of(
         moves = (row["prior_move"], row["setting_move"], row["move"], *row["refutation"])
         game = info[row["game_id"]]
         candidates.append(
-            PuzzleCandidate("set", game, row["ply"] - 2, row["fen"], moves, 3, row["dip"], bool(row["fell"]), evidence)
+            PuzzleCandidate(
+                "set",
+                game,
+                row["ply"] - 2,
+                row["fen"],
+                moves,
+                3,
+                row["dip"],
+                bool(row["fell"]),
+                evidence,
+                practical_trap=bool(row["by_practical"]),
+            )
         )
     (count,) = connection.execute(query("puzzles", "game-count")).fetchone() or (0,)
     return candidates, early, int(count)
