@@ -14,9 +14,9 @@ import chess
 import chess.engine
 import pytest
 
+from pipeline.ingest.openings import opening_table
 from pipeline.outputs.puzzles import STANDARDS, LineError, MultiPvLine, PuzzleError, PuzzleLine, cook, tag_csv
-from pipeline.outputs.puzzles.links import game_url
-from pipeline.outputs.puzzles.openings import puzzle_opening_tags, table
+from pipeline.outputs.puzzles.openings import puzzle_opening_tags
 from pipeline.outputs.puzzles.rating import CALIBRATION, fit_calibration, rating_of
 from pipeline.outputs.puzzles.rules import check_candidate
 from pipeline.outputs.puzzles.setting import PRACTICAL_FLOOR, practical_verdict
@@ -143,25 +143,15 @@ def test_the_practical_rule_wants_a_safe_clear_best() -> None:
     assert verdict is not None and verdict.runner_up_move == "e2e4" and verdict.loss == 10
 
 
-def test_game_urls_carry_the_ply_for_lichess_and_chesscom() -> None:
-    fen = "r5k1/pp3p1p/2b2qp1/3pr3/8/4P2P/R1PN1PP1/Q3K2R w K - 0 19"
-    assert game_url("Chess.com", fen, 36, "https://www.chess.com/game/live/56889059865") == (
-        "https://www.chess.com/game/live/56889059865?move=36"
-    )
-    assert game_url("https://lichess.org/SLbfzQtP", fen, 36) == "https://lichess.org/SLbfzQtP#36"
-    assert game_url("Chess.com", fen, 36, "javascript:alert(1)") == ""
-
-
-def test_opening_tags_come_from_the_game_moves_in_lichess_form() -> None:
-    petrov = ("e2e4", "e7e5", "g1f3", "g8f6", "d2d3", "b8c6")
+def test_opening_tags_come_from_the_game_opening_in_lichess_form() -> None:
+    petrov = ["e2e4", "e7e5", "g1f3", "g8f6", "d2d3", "b8c6"]
+    name = opening_table().of_moves(petrov)
+    assert name is not None and name.eco == "C42" and name.name == "Petrov's Defense"
     early = "r1bqkb1r/pppp1ppp/2n2n2/4p3/4P3/3P1N2/PPP2PPP/RNBQKB1R w KQkq - 1 4"
-    assert puzzle_opening_tags(early, petrov, None, None) == "Russian_Game Russian_Game_Other_variations" or (
-        puzzle_opening_tags(early, petrov, None, None).startswith("Petrovs_Defense")
-    )
-    assert puzzle_opening_tags(early, None, "Petrovs-Defense", None).startswith(("Petrovs_Defense", "Russian_Game"))
+    assert puzzle_opening_tags(early, name.name) == "Petrovs_Defense Petrovs_Defense_Other_variations"
     late = "8/6k1/2R4p/5p1P/5P1K/6P1/8/r7 w - - 2 58"
-    assert puzzle_opening_tags(late, petrov, "Petrovs-Defense", "C42") == ""  # Lichess: none past ply 37
-    assert len(table().by_epd) > 3_000
+    assert puzzle_opening_tags(late, name.name) == ""  # Lichess: none past ply 37
+    assert puzzle_opening_tags(early, name.name, start_fen=early) == ""  # a game from a set-up position
 
 
 def test_tag_keeps_every_row_and_records_the_bad_ones(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ The parts, one purpose each (lichess-puzzler keeps its generator and its tagger 
 | `verify` | the engines: serially or on a Ray actor pool, verdicts in the serial order |
 | `line`, `tactics`, `mates`, `themes` | the pure theme tagger, `cook(puzzle) -> tags` |
 | `rating` | the difficulty rating from the human-move model |
-| `openings`, `links` | Lichess's OpeningTags and GameUrl |
+| `openings` | Lichess's OpeningTags (the opening and the game's link come from the dataset) |
 | `csv_out`, `pgn_out`, `book`, `words` | the renderers (and the words they share) |
 | `generate` | `generate_puzzles`, the command's core |
 | `tagging` | `tag_csv`, the `tag` command's core |
@@ -31,7 +31,6 @@ from pipeline.outputs.puzzles.book import render_html
 from pipeline.outputs.puzzles.csv_out import render_csv
 from pipeline.outputs.puzzles.generate import generate_puzzles, parse_formats, parse_kind, puzzle_id, themes_for
 from pipeline.outputs.puzzles.line import LineError, PuzzleLine
-from pipeline.outputs.puzzles.links import game_url
 from pipeline.outputs.puzzles.openings import opening_tags
 from pipeline.outputs.puzzles.pgn_out import render_pgn
 from pipeline.outputs.puzzles.records import (
@@ -82,7 +81,6 @@ __all__ = [
     "Standard",
     "check_candidate",
     "cook",
-    "game_url",
     "generate_puzzles",
     "is_only_move",
     "opening_tags",

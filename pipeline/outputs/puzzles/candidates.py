@@ -36,9 +36,6 @@ def _game(row: dict[str, Any]) -> GameInfo:
         black_elo=row.get("black_elo"),
         opening=row.get("opening"),
         eco=row.get("eco"),
-        link=row.get("link"),
-        source=row.get("source"),
-        byte_offset=row.get("byte_offset"),
         start_fen=row.get("start_fen"),
     )
 
@@ -107,6 +104,7 @@ def _candidates_of(
             row["dip"],
             start_cp=row["start_cp"],
             practical_trap=bool(row["by_practical"]),
+            link=row["link"],
         )
         for row in punish
     ]
@@ -129,6 +127,7 @@ def _candidates_of(
                 bool(row["fell"]),
                 evidence,
                 practical_trap=bool(row["by_practical"]),
+                link=row["link"],
             )
         )
     (count,) = connection.execute(query("puzzles", "game-count")).fetchone() or (0,)

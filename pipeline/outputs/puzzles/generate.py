@@ -11,12 +11,12 @@ from pathlib import Path
 
 from pipeline.common.files import write_atomic
 from pipeline.common.progress import Progress
+from pipeline.common.sanitize import safe_url
 from pipeline.engines.process import check_engine
 from pipeline.outputs.puzzles.book import render_html
 from pipeline.outputs.puzzles.candidates import evidence_order, load_candidates
 from pipeline.outputs.puzzles.csv_out import render_csv
 from pipeline.outputs.puzzles.line import PuzzleLine
-from pipeline.outputs.puzzles.links import game_url, source_games
 from pipeline.outputs.puzzles.openings import puzzle_opening_tags
 from pipeline.outputs.puzzles.pgn_out import render_pgn
 from pipeline.outputs.puzzles.records import (
@@ -236,19 +236,14 @@ def _puzzles(
     model: object,
     shown: Progress,
 ) -> list[Puzzle]:
-    """The written records: themes, the rating, and what is read back from the games' sources
-    (a chess.com game's Link, the moves that name its opening)."""
+    """The written records: themes, the rating, the game's link and opening."""
     from pipeline.outputs.puzzles.rating import rate
 
-    wanted = [(m[0].game.game_id, m[0].game.source, m[0].game.byte_offset) for _, _, m, _ in passed]
-    sources = source_games((g, s, o) for g, s, o in wanted if s is not None and o is not None)
     puzzles = []
     shown.start("rated", "puzzles", len(passed))
     for puzzle_kind, key, members, result in passed:
         shown.advance()
         first = members[0]
-        read = sources.get(first.game.game_id)
-        link = first.game.link or (read.link if read else None)
         rating, deviation = rate(model, first.fen, result.moves) if model is not None else (None, None)  # type: ignore[arg-type]
         puzzles.append(
             Puzzle(
@@ -257,10 +252,8 @@ def _puzzles(
                 fen=first.fen,
                 moves=result.moves,
                 themes=themes_for(puzzle_kind, result, first.fen, rules.name),
-                game_url=game_url(first.game.site, first.fen, first.ply, link),
-                opening_tags=puzzle_opening_tags(
-                    first.fen, read.moves if read else None, first.game.opening, first.game.eco, first.game.start_fen
-                ),
+                game_url=safe_url(first.link),
+                opening_tags=puzzle_opening_tags(first.fen, first.game.opening, first.game.start_fen),
                 checks=result.checks,
                 game_ids=tuple(sorted({c.game.game_id for c in members})),
                 game=first.game,

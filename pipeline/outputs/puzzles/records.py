@@ -97,12 +97,8 @@ class GameInfo:
     white_elo: int | None = None
     black_elo: int | None = None
     opening: str | None = None
+    """Lichess's name of the game's opening (from its moves, when it was mined)."""
     eco: str | None = None
-    link: str | None = None
-    """The `Link` header (chess.com's game address), where the dataset or the source has one."""
-    source: str | None = None
-    """Where the game was mined from, and its byte offset there (to read its Link and moves back)."""
-    byte_offset: int | None = None
     start_fen: str | None = None
     """The game's own start position (a `FEN` header), if it did not start from the usual one."""
 
@@ -147,6 +143,8 @@ class PuzzleCandidate:
     practical_trap: bool = False
     """The opponent's mistake (the trap move, or the set puzzle's trap reply) is a trap candidate
     of the practical judge: only then do the outputs call it "the trap"."""
+    link: str | None = None
+    """Where the game can be seen at the puzzle's FEN (the views' `game_link`)."""
 
     def key(self) -> tuple[str, tuple[str, ...]]:
         """What makes two candidates the same puzzle: the solver's first position and the rest."""
