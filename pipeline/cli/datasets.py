@@ -115,7 +115,10 @@ def tag(
     human_model: HumanModelOpt = "default",
 ) -> None:
     """Our theme tagger and difficulty rating on any Lichess puzzle CSV, beside Lichess's own columns."""
+    from pipeline.common.progress import Progress
     from pipeline.outputs.puzzles import tag_csv
 
-    report = tag_csv(puzzles_csv, out, human_model=None if human_model.lower() == "none" else human_model)
+    with Progress() as progress:
+        model = None if human_model.lower() == "none" else human_model
+        report = tag_csv(puzzles_csv, out, human_model=model, progress=progress)
     typer.echo(report.summary())

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from typing import Annotated, Any, Literal, cast
 
 import typer
 
+from pipeline.common.progress import Progress
 from pipeline.common.splits import Split
 from pipeline.human.context import parse_pool
 from pipeline.human.data import GameSample
@@ -39,10 +39,6 @@ SourceGameRateOpt = Annotated[
     list[str] | None,
     typer.Option("--source-game-rate", help="FILE=RATE: the share of that file's games read (repeatable)."),
 ]
-
-
-def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 @human_app.command("train")
@@ -99,7 +95,8 @@ def train_command(
         min_data_in_leaf=min_data_in_leaf, threads=threads, workers=workers,
         trainer=cast(Literal["local", "ray"], trainer),  # checked by TrainConfig
     )  # fmt: skip
-    summary = train(data, out, config, echo=_say, dump=dump_examples)
+    with Progress() as progress:
+        summary = train(data, out, config, progress=progress, dump=dump_examples)
     if json_out:
         typer.echo(json.dumps(summary, indent=2, sort_keys=True))
         return
@@ -181,7 +178,9 @@ def eval_command(
         source_rates=parse_source_rates(source_rate or []), pool=parse_pool(pool),
         games=game_sample(game_rate, parse_source_rates(source_game_rate or [])),
     )  # fmt: skip
-    result = evaluate(model_path(model), games, config, echo=_say)
+    with Progress() as progress:
+        progress.say(f"measuring {model} on the {split} games of {', '.join(games)}")
+        result = evaluate(model_path(model), games, config, progress=progress)
     if not result.outcomes:
         raise EvalError(f"no position of split {split!r} in {', '.join(games)}")
     if json_out:
@@ -221,6 +220,5 @@ def corpus_command(
         raise TrainError(f"invalid --splits {splits!r}: expected some of {', '.join(SPLITS)}")
     rows = build_corpus(list(data), chosen)
     path = write_corpus(rows, out)
-    _say(
-        f"corpus written to {path}: {rows.num_rows:,} positions of {len(set(rows['position_key'].to_pylist())):,} kinds"
-    )
+    kinds = len(set(rows["position_key"].to_pylist()))
+    typer.echo(f"corpus written to {path}: {rows.num_rows:,} positions of {kinds:,} kinds", err=True)

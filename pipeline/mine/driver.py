@@ -156,6 +156,8 @@ def _run_job(
     started = time.time()
     owns_ray = not ray.is_initialized()
     aside = StderrAside()
+    # The step starts before the cluster and its workers do (tens of seconds on a loaded machine).
+    shown.start("analysed", "positions", None, "starting the cluster and its workers")
     try:
         if owns_ray:
             start_ray(config.address, verbose=verbose)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.common.files import write_atomic
+from pipeline.common.progress import Progress
 from pipeline.common.sanitize import clean_text, spreadsheet_safe
 from pipeline.outputs.puzzles.line import LineError, PuzzleLine
 from pipeline.outputs.puzzles.rating import rate
@@ -38,11 +39,15 @@ class TagReport:
         return "\n".join(lines)
 
 
-def tag_csv(source: str | Path, out: str | Path, *, human_model: str | None = "default") -> TagReport:
+def tag_csv(
+    source: str | Path, out: str | Path, *, human_model: str | None = "default", progress: Progress | None = None
+) -> TagReport:
     """Every row of the Lichess puzzle CSV `source` written to `out` with DiffimaxThemes (`cook`)
     and DiffimaxRating (`rating.rate`, empty without a model). A row whose FEN or Moves cannot be
     replayed keeps its cells, with the two columns empty; it is counted, and listed with its
-    reason in `OUT.errors.csv`. A file that is missing or lacks FEN/Moves is one PuzzleError."""
+    reason in `OUT.errors.csv`. A file that is missing or lacks FEN/Moves is one PuzzleError.
+    `progress` shows the rows tagged."""
+    shown = progress or Progress.quiet()
     path = Path(source)
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -59,13 +64,16 @@ def tag_csv(source: str | Path, out: str | Path, *, human_model: str | None = "d
     if human_model is not None:
         from pipeline.judging import load_model
 
+        shown.say("loading the human-move model")
         model = load_model(human_model)
     report = TagReport()
     stream = io.StringIO()
     writer = csv.writer(stream, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
     writer.writerow([*columns, *(c for c in ADDED_COLUMNS if c not in columns)])
+    shown.start("tagged", "rows", text.count("\n") - 1 if text.endswith("\n") else text.count("\n"))
     for row in reader:
         report.rows += 1
+        shown.advance()
         themes = rating = ""
         try:
             puzzle = PuzzleLine(row["FEN"] or "", tuple((row["Moves"] or "").split()))
@@ -78,6 +86,7 @@ def tag_csv(source: str | Path, out: str | Path, *, human_model: str | None = "d
         row["DiffimaxThemes"], row["DiffimaxRating"] = themes, rating
         writer.writerow([spreadsheet_safe(row.get(name) or "") if name in ADDED_COLUMNS else (row.get(name) or "")
                          for name in [*columns, *(c for c in ADDED_COLUMNS if c not in columns)]])  # fmt: skip
+    shown.finish_step()
     target = Path(out)
     report.written.append(write_atomic(target, stream.getvalue()))
     if report.errors:
