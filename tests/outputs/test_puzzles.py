@@ -692,8 +692,18 @@ def test_csv_pgn_and_html_agree_and_are_well_formed(generated: PuzzleReport) -> 
     assert_html_self_contained(parser)
     sections = [a for t, a in parser.tags if t == "section"]
     assert [a["id"] for a in sections] == [row["PuzzleId"] for row in rows]
-    images = sum(1 for t, _ in parser.tags if t == "img")
-    assert images == sum(len(row["Moves"].split()) + 2 for row in rows)  # the play board, then one per step
+    boards = [a for t, a in parser.tags if t == "svg" and a.get("class") == "board"]
+    assert len(boards) == len(rows)  # one board per puzzle, its steps drawn on it by the script
+
+
+@pytest.mark.stockfish
+@pytest.mark.slow
+def test_no_puzzle_writes_no_file_and_says_so_in_one_line(mined: Path, tmp_path: Path) -> None:
+    # A margin no line can pass: every candidate is dropped, nothing is written (the lichess
+    # run wrote three empty files), and the summary says so.
+    report = generate_puzzles(mined, tmp_path / "none", nodes=TEST_NODES, margin=1.99, workers=1, human_model=None)
+    assert report.puzzles == [] and report.written == {} and not (tmp_path / "none").exists()
+    assert report.summary().splitlines()[-1] == f"no puzzles from {report.games:,} games: nothing written"
 
 
 def outputs(report: PuzzleReport) -> dict[str, bytes]:

@@ -275,7 +275,7 @@ def _solver_move(walk: _Walk, planned: chess.Move | None, index: int, rules: _Ru
             return "not_best" if best.move != move else "not_unique"
         return None
     own = best if best.move == move else MultiPvLine(move, chess.engine.Mate(1), (move,))
-    if not required and own.score.mate() is None and cp_of(own.score) < ADVANTAGE_CP and not rules.defending:
+    if not required and not rules.defending and cp_of(own.score) < ADVANTAGE_CP:
         return None  # a later move that leaves the solver short of a clear advantage ends the line before it
     walk.checks.append(SolverCheck(index, own.score, second.score if second else None))
     walk.pv = own.pv
