@@ -510,6 +510,7 @@ class MiningJob:
                 total_bytes=self.total_bytes,
                 reading_done=self.reading_done() and all(run.counted for run in self.runs),
                 finished=final,
+                max_games=self.config.max_games,
             ),
         )
 

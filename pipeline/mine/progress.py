@@ -28,15 +28,22 @@ class Status:
     total_bytes: int | None  # input bytes in all, when known
     reading_done: bool
     finished: bool = False
+    max_games: int | None = None  # --max-games: the job ends after this many games read
 
     def expected_analyses(self) -> int | None:
         """How many analyses the whole job will need: exact once reading is done, else estimated
-        from the input bytes routed so far (None when the input size is unknown)."""
+        from the input bytes routed so far, or from the games read so far when --max-games ends the
+        job sooner (None when neither is known)."""
         if self.reading_done:
             return self.analyses_requested
-        if not self.total_bytes or not self.bytes_routed:
+        estimates = []
+        if self.total_bytes and self.bytes_routed:
+            estimates.append(self.analyses_requested * self.total_bytes / self.bytes_routed)
+        if self.max_games and self.games_read:
+            estimates.append(self.analyses_requested * max(1.0, self.max_games / self.games_read))
+        if not estimates:
             return None
-        return max(self.analyses_requested, round(self.analyses_requested * self.total_bytes / self.bytes_routed))
+        return max(self.analyses_requested, round(min(estimates)))
 
     def detail(self) -> str:
         committed = f"{self.shards_committed:,} shards committed, {self.traps:,} trap records"
