@@ -39,6 +39,7 @@ from pipeline.outputs.puzzles import (
     EngineVerifier,
     GameInfo,
     MultiPvLine,
+    PracticalCheck,
     Puzzle,
     PuzzleCandidate,
     PuzzleError,
@@ -275,6 +276,33 @@ def test_set_candidates_check_the_setting_move_and_skip_the_trap_reply() -> None
     assert [c.index for c in checked.checks] == [1, 3]  # g6 (index 2) is the trap, not checked
     table[epd_after(fen, "c8g4")] = [("b1c3", cp(60)), ("h2h3", cp(40))]
     assert check_candidate(fen, line, 3, scripted(table), DEFAULT) == "not_unique"
+
+
+def test_the_practical_setting_rule_is_asked_last_and_only_for_a_line_that_stands() -> None:
+    cp = chess.engine.Cp
+    fen = "rnbqkbnr/ppp2ppp/3p4/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R b KQkq - 1 3"
+    line = ["c8g4", "b1c3", "g7g6", "f3e5"]
+    table = {
+        epd_after(fen, "c8g4"): [("b1c3 g7g6", cp(60)), ("h2h3", cp(40))],  # not the only good move
+        epd_after(fen, "c8g4", "b1c3", "g7g6"): [("f3e5 g4d1", cp(400)), ("h2h3", cp(50))],
+        epd_after(fen, *line, "g4d1"): [("c4f7 e8e7", cp(500)), ("c3d1", cp(-300))],
+        epd_after(fen, *line, "g4d1", "c4f7", "e8e7"): [("c3d5", cp(650)), ("h2h3", cp(600))],
+    }
+    asked: list[str] = []
+    verdict = PracticalCheck(0.41, 0.12, "h2h3", 20)
+
+    def judge(board: chess.Board, move: chess.Move) -> PracticalCheck | None:
+        asked.append(move.uci())
+        return verdict
+
+    checked = check_candidate(fen, line, 3, scripted(table), DEFAULT, judge)
+    assert not isinstance(checked, str) and checked.set_rule == "practical" and checked.practical == verdict
+    assert asked == ["b1c3"]
+    assert check_candidate(fen, line, 3, scripted(table), DEFAULT, lambda board, move: None) == "not_practical"
+    # The refutation fails: the costly rule is never asked.
+    asked.clear()
+    failing = {**table, epd_after(fen, "c8g4", "b1c3", "g7g6"): [("h2h3", cp(400)), ("f3e5", cp(50))]}
+    assert check_candidate(fen, line, 3, scripted(failing), DEFAULT, judge) == "not_best" and asked == []
 
 
 @pytest.mark.parametrize("prefix", ["=", "+", "-", "@", "\t", "\r"])

@@ -5,7 +5,7 @@ with the engine's own line and decides whether it is a puzzle under a `Standard`
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import chess
 import chess.engine
@@ -152,6 +152,9 @@ class _Walk:
     pv: tuple[chess.Move, ...] = ()
     set_rule: SetRule | None = None
     practical: PracticalCheck | None = None
+    deferred: tuple[chess.Board, chess.Move] | None = None
+    """A setting move left to the practical rule, judged once the rest of the line stands (the
+    rule costs a judging of every safe move; most lines fail before it would matter)."""
 
     def play(self, move: chess.Move) -> None:
         self.board.push(move)
@@ -190,7 +193,8 @@ def check_candidate(
     the solver ADVANTAGE_CP ahead (or, defending, at any score), up to MAX_SOLVER_MOVES
     (`extend=False`: the mined moves only). A final only-legal solver move is dropped. A set
     puzzle's setting move (index 1 when `fixed` is 3) passes by the only-move rule or, where the
-    standard allows it and `judge_setting` is given, by the practical rule.
+    standard allows it and `judge_setting` is given, by the practical rule, which is applied last,
+    to a line that passes everything else (`not_practical` when it fails).
 
     Then the puzzle rules: a line without mate needs MIN_SOLVER_MOVES solver moves (`too_short`)
     and must end ADVANTAGE_CP ahead, or, when `defence_from` (the solver's value before the
@@ -207,7 +211,11 @@ def check_candidate(
     dropped = _walk_line(walk, full, rules)
     if dropped is not None:
         return dropped
-    return _finish(fen, walk, rules)
+    checked = _finish(fen, walk, rules)
+    if isinstance(checked, str) or walk.deferred is None or rules.judge_setting is None:
+        return checked
+    practical = rules.judge_setting(*walk.deferred)
+    return "not_practical" if practical is None else replace(checked, practical=practical)
 
 
 def _walk_line(walk: _Walk, mined: list[chess.Move], rules: _Rules) -> DropReason | None:
@@ -266,9 +274,7 @@ def _solver_move(walk: _Walk, planned: chess.Move | None, index: int, rules: _Ru
         if passed:
             walk.set_rule = "only"
         elif "practical" in rules.standard.set_rules and rules.judge_setting is not None:
-            walk.practical = rules.judge_setting(walk.board.copy(), move)
-            if walk.practical is None:
-                return "not_practical"
+            walk.deferred = (walk.board.copy(), move)  # judged last (`check_candidate`)
             passed, walk.set_rule = True, "practical"
     if not passed:
         if required:

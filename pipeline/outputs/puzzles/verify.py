@@ -135,12 +135,11 @@ class Verifier:
         return verdict
 
     def _practical(self, task: VerifyTask) -> Any:
-        if self.setting is None:
-            from pipeline.outputs.puzzles.setting import SettingJudge  # loads the model on demand
-
-            self.setting = SettingJudge(self.how.engine, model=self.how.model or "default")
-
         def judge(board: chess.Board, move: chess.Move) -> PracticalCheck | None:
+            if self.setting is None:  # started when a line first needs it (the model loads on demand)
+                from pipeline.outputs.puzzles.setting import SettingJudge
+
+                self.setting = SettingJudge(self.how.engine, model=self.how.model or "default")
             return self.setting(board, move, task.opponent_rating)  # type: ignore[no-any-return]
 
         return judge
