@@ -39,13 +39,22 @@ starts as (
     select r.*, coalesce(f.fell_primary, false) as fell_primary,
            r.played_win_drop > $jump and r.played_value >= $winning as starts
     from responses r left join fell f using (game_id, ply)
+),
+punish as (
+    select win_drop, value from root_candidates where by_primary and fell and dip >= 100
+),
+final as (
+    select (select count(*) from starts) as positions,
+           (select count(*) from starts where starts) as lichess_starts,
+           (select count(*) from starts where starts and fell_primary) as lichess_starts_at_a_trap,
+           (select count(*) from starts where played_value is null and move_played <> best_move)
+               as played_move_not_valued,
+           (select median(played_dip) from starts where starts) as median_dip_cp_of_starts,
+           (select count(*) from punish) as punish_candidates,
+           (select count(*) from punish where win_drop > $jump and value >= $winning) as punish_candidates_lichess_jump,
+           (select median(win_drop) from punish) as median_win_drop_of_punish_candidates
 )
-select count(*) as positions,
-       count(*) filter (where starts) as lichess_starts,
-       count(*) filter (where starts and fell_primary) as lichess_starts_at_a_trap,
-       count(*) filter (where played_value is null and move_played <> best_move) as played_move_not_valued,
-       median(played_dip) filter (where starts) as median_dip_cp_of_starts
-from starts
+select * from final
 """
 
 
