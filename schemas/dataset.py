@@ -7,7 +7,9 @@ flag, a candidate count and a fell flag per judge. Version 3 judges every occurr
 on its own (its mover's human evidence, its played move) over engine answers that a worker's table
 may serve: `reused` says the table held the position's answers, `analysis_key` names them.
 Version 4 keeps one copy of a game read twice: `games.digest` (its tags and moves), from which, with
-its id and Link, a resumed run knows the games it kept (`pipeline.mine.duplicates`).
+its id and Link, a resumed run knows the games it kept (`pipeline.mine.duplicates`). It also names
+every game's opening from its moves (`eco`, `opening`: Lichess's table, keeping the header's own
+name as `opening_header`) and its address (`url`), and reads chess.com's `TimeClass`.
 Values are centipawns from the setter's point of view (the player who just moved at the analysed
 root); pawns only appear in views.
 """
@@ -47,8 +49,10 @@ GAMES = pa.schema(
         pa.field("time_control_class", pa.string()),
         pa.field("result", pa.string()),
         pa.field("termination", pa.string()),
-        pa.field("opening", pa.string()),
-        pa.field("eco", pa.string()),
+        pa.field("opening", pa.string()),  # Lichess's name of the game's opening, from its moves (else its headers)
+        pa.field("eco", pa.string()),  # that line's ECO code (else the ECO header)
+        pa.field("opening_header", pa.string()),  # the game's own Opening header (chess.com: a slug)
+        pa.field("url", pa.string()),  # where the game can be seen: a lichess.org Site, else Link, else an http(s) Site
         pa.field("plies", pa.int32()),
         pa.field("variant", pa.string()),
         pa.field("start_fen", pa.string()),

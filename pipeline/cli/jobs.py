@@ -193,14 +193,15 @@ def plan(
     """Estimate a mining job before running it: games and positions after the filters, distinct
     positions after reuse, engine core-hours and wall time for --workers, from samples of its input
     read and judged here with its engine and settings (`diffimax mine`'s flags)."""
+    from pipeline.common.progress import Progress
     from pipeline.mine.plan import plan as plan_job
     from pipeline.mine.plan import plan_text
 
     # Planning writes nothing: the output directory only completes the job's description.
     config = job("(planned, not written)", False)
-    echo = None if as_json else (lambda line: typer.echo(line, err=True))
-    planned = plan_job(config, sample_games=sample_games, sample_positions=sample_positions,
-                       assume_games=assume_games, seed=plan_seed, echo=echo)  # fmt: skip
+    with Progress() as progress:  # on stderr, beside --json's stdout
+        planned = plan_job(config, sample_games=sample_games, sample_positions=sample_positions,
+                           assume_games=assume_games, seed=plan_seed, progress=progress)  # fmt: skip
     emit(planned.describe(), plan_text(planned), as_json)
 
 

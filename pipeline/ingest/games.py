@@ -52,9 +52,11 @@ from pipeline.ingest.headers import (
     quote,
     rating_dropped,
     rating_rule,
+    time_class,
     time_control_dropped,
 )
 from pipeline.ingest.movetext import Eval, MoveError, check_movetext, read_commands, resolve_token
+from pipeline.ingest.openings import OPENING_PLIES, Opening, game_address, opening_table
 from pipeline.ingest.sources import Shard, load_shard
 from pipeline.ingest.split import game_spans
 from schemas.dataset import to_signed64
@@ -85,6 +87,8 @@ class GameRow(TypedDict):
     termination: str | None
     opening: str | None
     eco: str | None
+    opening_header: str | None
+    url: str | None
     plies: int | None
     variant: str
     start_fen: str | None
@@ -257,6 +261,7 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
         self.positions: list[PositionRow] = []
         self.clocks: dict[int, float] = {}  # ply after the move -> the mover's clock
         self.evals: dict[int, Eval] = {}
+        self.opening: Opening | None = None  # the deepest position so far found in Lichess's openings table
 
     # -- outcomes -------------------------------------------------------------------------------
 
@@ -340,6 +345,7 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
             return None
         tc = get("TimeControl")
         base, increment, speed = self.reader.time_control(tc)
+        speed = time_class(speed, get("TimeClass"))
         if game_filter.time_controls is not None and speed not in game_filter.time_controls:
             self.filter_out("time_control", f"time control {speed} ({tc or 'no TimeControl tag'})")
             return None
@@ -402,8 +408,8 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
             "white_elo": headers.white_elo, "black_elo": headers.black_elo, "time_control": headers.time_control,
             "base_seconds": headers.base_seconds, "increment_seconds": headers.increment_seconds,
             "time_control_class": headers.speed, "result": get("Result"), "termination": get("Termination"),
-            "opening": get("Opening"), "eco": get("ECO"), "plies": len(sans), "variant": variant,
-            "start_fen": start_fen, "digest": None,
+            "opening": None, "eco": get("ECO"), "opening_header": get("Opening"), "url": game_address(get("Site"),
+            get("Link")), "plies": len(sans), "variant": variant, "start_fen": start_fen, "digest": None,
         }  # fmt: skip
 
     def visit_board(self, board: chess.Board) -> None:
@@ -436,6 +442,8 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
 
     def visit_move(self, board: chess.Board, move: chess.Move) -> None:
         ply = self.ply
+        if 0 < ply <= OPENING_PLIES and self.standard and self.row is not None and self.row["start_fen"] is None:
+            self.opening = opening_table().at(board) or self.opening  # the position after `ply` moves
         uci = board.uci(move)
         self.ucis.append(uci)
         if self.first <= ply <= self.last:
@@ -477,6 +485,7 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
             except MoveError as error:
                 return self.fail(str(error), error.ply)
             return self.fail(f"python-chess's reader skipped {quote(token)} at ply {self.ply}", self.ply)
+        self.name_opening(self.row, self.board)
         clocks = self.clocks
         base_seconds = self.row["base_seconds"]
         base = float(base_seconds) if clocks and base_seconds is not None else None
@@ -489,6 +498,16 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
         self.outcome = Selected(
             self.row, self.positions, tuple(self.ucis), start_fen, self.board.chess960, tuple(self.dropped), self.latin1
         )
+
+    def name_opening(self, row: GameRow, board: chess.Board) -> None:
+        """The game's ECO code and Lichess opening name from its moves (the last position too), else
+        from its headers (`pipeline.ingest.openings`); the header's own name stays in `opening_header`."""
+        table = opening_table()
+        if 0 < self.ply <= OPENING_PLIES and self.standard and row["start_fen"] is None:
+            self.opening = table.at(board) or self.opening
+        found = self.opening or table.of_headers(row["opening_header"], row["eco"])
+        if found is not None:
+            row["eco"], row["opening"] = found.eco, found.name
 
 
 class GameReader:

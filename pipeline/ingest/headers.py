@@ -3,8 +3,8 @@
 The header block is read here (`parse_headers`), not by python-chess, whose reader passes over a
 malformed tag line in silence: such a game fails with its reason. From the headers come the
 game's id (`game_id_of`), its time-control class (`parse_time_control`, by Lichess's speed
-rule), whether it is rated (`is_rated`), its variant's board (`find_board`), and what the
-`GameFilter` makes of its ratings (`rating_rule`).
+rule, or chess.com's `TimeClass` header: `time_class`), whether it is rated (`is_rated`), its
+variant's board (`find_board`), and what the `GameFilter` makes of its ratings (`rating_rule`).
 """
 
 from __future__ import annotations
@@ -133,6 +133,19 @@ def parse_time_control(tc: str | None) -> tuple[int | None, int | None, TimeCont
         if estimate < limit:
             return base, increment, name
     return base, increment, "classical"
+
+
+# chess.com's `TimeClass` header: the class its players chose, taken before the TimeControl rule.
+TIME_CLASS_NAMES: Final[dict[str, TimeControlClass]] = {
+    "bullet": "bullet", "blitz": "blitz", "rapid": "rapid", "daily": "correspondence", "classical": "classical",
+}  # fmt: skip
+
+
+def time_class(speed: TimeControlClass, time_class_header: str | None) -> TimeControlClass:
+    """A game's class: chess.com's `TimeClass` where the game has a known one (`daily` is
+    correspondence), else `speed` (Lichess's rule on its TimeControl). They differ at the edges:
+    chess.com calls 5+5 blitz, Lichess's estimate (500 s) rapid; the site's own word wins."""
+    return TIME_CLASS_NAMES.get((time_class_header or "").strip().lower(), speed)
 
 
 def parse_time_control_class(tc: str) -> TimeControlClass:

@@ -46,6 +46,7 @@ import ray.exceptions
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from pipeline.common.cluster import StderrAside, start_ray, stop_ray
+from pipeline.common.progress import Progress
 from pipeline.dataset.lock import check_unlocked, output_lock
 from pipeline.dataset.store import DatasetWriter, check_output
 from pipeline.engines.backends import check_backend
@@ -55,7 +56,7 @@ from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url, sou
 from pipeline.mine.actors import GameRegistry, MiningWorker, PositionCounter, prepare, read, read_stream, write
 from pipeline.mine.config import MineConfig, check_resume, human_evidence_digests, job_identity
 from pipeline.mine.duplicates import Ordinal, ordinal_of
-from pipeline.mine.progress import Progress, Status
+from pipeline.mine.progress import Status, show_status
 from pipeline.mine.shards import ShardCounts, ShardResult
 from schemas.dataset import SCHEMA_VERSION
 from search.errors import DiffimaxError
@@ -168,6 +169,8 @@ def _run_job(
     started = time.time()
     owns_ray = not ray.is_initialized()
     aside = StderrAside()
+    # The step starts before the cluster and its workers do (tens of seconds on a loaded machine).
+    shown.start("analysed", "positions", None, "starting the cluster and its workers")
     try:
         if owns_ray:
             start_ray(config.address, verbose=verbose)
@@ -175,7 +178,9 @@ def _run_job(
         with _sigterm_stops(stop, aside):  # after ray.init, whose C++ core installs a SIGTERM handler of its own
             job = MiningJob(config, store, identity, shown, started, stop)
             try:
-                return job.run()
+                manifest = job.run()
+                shown.close()
+                return manifest
             finally:
                 if not owns_ray:  # a cluster that outlives the job keeps no actor of it
                     job.stop_workers()
@@ -529,7 +534,8 @@ class MiningJob:
             done = ray.get(self.counter.total.remote(), timeout=5)
         except (ray.exceptions.RayError, TimeoutError):  # progress is worth less than the job
             done = counts.positions
-        self.progress.update(
+        show_status(
+            self.progress,
             Status(
                 games_read=self.games_seen + self.games_before(),
                 analyses_requested=self.positions_sent,
@@ -541,7 +547,8 @@ class MiningJob:
                 total_bytes=self.total_bytes,
                 reading_done=self.reading_done() and all(run.counted for run in self.runs),
                 finished=final,
-            )
+                max_games=self.config.max_games,
+            ),
         )
 
     def games_before(self) -> int:

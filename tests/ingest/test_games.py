@@ -585,7 +585,8 @@ def test_game_row() -> None:
         "event": "Rated Classical game", "site": "https://lichess.org/j1dkb5dw", "link": None, "date": "2012.12.31",
         "white": "BFG9k", "black": "mamalak", "white_elo": 1639, "black_elo": 1403, "time_control": "600+8",
         "base_seconds": 600, "increment_seconds": 8, "time_control_class": "rapid", "result": "1-0",
-        "termination": "Normal", "opening": "French Defense: Normal Variation", "eco": "C00", "plies": 25,
+        "termination": "Normal", "opening": "French Defense: Normal Variation", "eco": "C00",
+        "opening_header": "French Defense: Normal Variation", "url": "https://lichess.org/j1dkb5dw", "plies": 25,
         "variant": "Standard", "start_fen": None,
     }  # fmt: skip
     first = outcome.positions[0]

@@ -12,7 +12,7 @@ from pipeline.common.stats import wilson
 from pipeline.dataset.duck import connect, open_dataset
 from pipeline.dataset.integrity import damage_named
 from pipeline.dataset.sql import query
-from pipeline.outputs.puzzles.records import DropReason, GameInfo, PuzzleCandidate, PuzzleKind, SettingEvidence
+from pipeline.outputs.puzzles.records import CandidateKind, DropReason, GameInfo, PuzzleCandidate, SettingEvidence
 from pipeline.outputs.puzzles.setting import PRACTICAL_FLOOR, SAFETY_CP
 from pipeline.outputs.puzzles.standards import Standard
 
@@ -38,9 +38,6 @@ def _game(row: dict[str, Any]) -> GameInfo:
         black_elo=row.get("black_elo"),
         opening=row.get("opening"),
         eco=row.get("eco"),
-        link=row.get("link"),
-        source=row.get("source"),
-        byte_offset=row.get("byte_offset"),
         start_fen=row.get("start_fen"),
     )
 
@@ -89,7 +86,7 @@ def screen_setting(row: dict[str, Any], standard: Standard) -> tuple[DropReason 
 
 
 def load_candidates(
-    data: Any, kinds: Sequence[PuzzleKind], min_dip_cp: int, standard: Standard
+    data: Any, kinds: Sequence[CandidateKind], min_dip_cp: int, standard: Standard
 ) -> tuple[list[PuzzleCandidate], dict[str, dict[str, int]], int]:
     """Candidates of the given kinds, the set candidates dropped before the engine (by reason),
     and the games in the dataset."""
@@ -103,7 +100,7 @@ def load_candidates(
 
 
 def _candidates_of(
-    connection: Any, kinds: Sequence[PuzzleKind], min_dip_cp: int, standard: Standard
+    connection: Any, kinds: Sequence[CandidateKind], min_dip_cp: int, standard: Standard
 ) -> tuple[list[PuzzleCandidate], dict[str, dict[str, int]], int]:
     params = {"min_dip_cp": min_dip_cp}
     early: dict[str, dict[str, int]] = {kind: {} for kind in kinds}
@@ -118,7 +115,12 @@ def _candidates_of(
         if (dropped := unreadable(row["fen"], moves)) is not None:
             early["punish"][dropped] = early["punish"].get(dropped, 0) + 1
             continue
-        candidates.append(PuzzleCandidate("punish", info[row["game_id"]], row["ply"], row["fen"], moves, 1, row["dip"]))
+        candidates.append(
+            PuzzleCandidate(
+                "punish", info[row["game_id"]], row["ply"], row["fen"], moves, 1, row["dip"],
+                start_cp=row["start_cp"], practical_trap=bool(row["by_practical"]), link=row["link"],
+            )
+        )  # fmt: skip
     for row in sets:
         reason, evidence = screen_setting(row, standard)
         moves = (row["prior_move"], row["setting_move"], row["move"], *row["refutation"])
@@ -128,7 +130,19 @@ def _candidates_of(
             continue
         game = info[row["game_id"]]
         candidates.append(
-            PuzzleCandidate("set", game, row["ply"] - 2, row["fen"], moves, 3, row["dip"], bool(row["fell"]), evidence)
+            PuzzleCandidate(
+                "set",
+                game,
+                row["ply"] - 2,
+                row["fen"],
+                moves,
+                3,
+                row["dip"],
+                bool(row["fell"]),
+                evidence,
+                practical_trap=bool(row["by_practical"]),
+                link=row["link"],
+            )
         )
     (count,) = connection.execute(query("puzzles", "game-count")).fetchone() or (0,)
     return candidates, early, int(count)
