@@ -27,7 +27,7 @@ import io
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal, NamedTuple, TypedDict
+from typing import NamedTuple
 
 import chess
 import chess.pgn
@@ -57,66 +57,11 @@ from pipeline.ingest.headers import (
 )
 from pipeline.ingest.movetext import Eval, MoveError, check_movetext, read_commands, resolve_token
 from pipeline.ingest.openings import OPENING_PLIES, Opening, game_address, opening_table
+from pipeline.ingest.rows import ErrorRow, GameRow, PositionRow
 from pipeline.ingest.sources import Shard, load_shard
 from pipeline.ingest.split import game_spans
 from schemas.dataset import to_signed64
 from search.chessgame import zobrist
-
-Side = Literal["white", "black"]
-
-
-class GameRow(TypedDict):
-    game_id: str
-    source: str
-    shard_id: str
-    game_index: int
-    byte_offset: int
-    event: str | None
-    site: str | None
-    link: str | None
-    date: str | None
-    white: str | None
-    black: str | None
-    white_elo: int | None
-    black_elo: int | None
-    time_control: str | None
-    base_seconds: int | None
-    increment_seconds: int | None
-    time_control_class: TimeControlClass
-    result: str | None
-    termination: str | None
-    opening: str | None
-    eco: str | None
-    opening_header: str | None
-    url: str | None
-    plies: int | None
-    variant: str
-    start_fen: str | None
-    digest: int | None
-
-
-class PositionRow(TypedDict):
-    game_id: str
-    ply: int
-    fen: str
-    position_key: int
-    side_to_move: Side
-    move_uci: str
-    move_san: str
-    mover_rating: int | None
-    clock_seconds: float | None
-    eval_cp: int | None
-    eval_mate: int | None
-
-
-class ErrorRow(TypedDict):
-    source: str
-    shard_id: str
-    game_index: int
-    byte_offset: int | None
-    game_id: str | None
-    ply: int | None
-    reason: str
 
 
 @dataclass(frozen=True, slots=True)

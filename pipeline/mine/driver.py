@@ -52,10 +52,11 @@ from pipeline.dataset.store import DatasetWriter, check_output
 from pipeline.engines.backends import check_backend
 from pipeline.human.models import resolve_model
 from pipeline.ingest.pins import input_pin
-from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url, source_shards
-from pipeline.mine.actors import GameRegistry, MiningWorker, PositionCounter, prepare, read, read_stream, write
+from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url
+from pipeline.mine.actors import GameRegistry, MiningWorker, PositionCounter, prepare, read, write
 from pipeline.mine.config import MineConfig, check_resume, human_evidence_digests, job_identity
 from pipeline.mine.duplicates import Ordinal, ordinal_of
+from pipeline.mine.feed import ShardFeed, resolved
 from pipeline.mine.progress import Status, show_status
 from pipeline.mine.shards import ShardCounts, ShardResult
 from schemas.dataset import SCHEMA_VERSION
@@ -66,9 +67,6 @@ from search.errors import DiffimaxError
 # object store holds; the driver holds only references).
 SHARDS_IN_FLIGHT_PER_WORKER = 2
 SHARDS_IN_FLIGHT_BASE = 2
-# Stream shards the reader may read ahead of the driver (each is two objects: its description and
-# its bytes): bounded memory whatever the stream.
-STREAM_LOOKAHEAD = 2
 # Times a shard's pipeline is submitted again after a system failure (a node gone with its
 # objects) before the job gives up; a worker or task that dies is retried by Ray itself first.
 SHARD_ATTEMPTS = 3
@@ -234,72 +232,6 @@ def _sigterm_stops(stop: threading.Event, aside: StderrAside) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-class ShardFeed:
-    """The job's shards in input order, read without the driver touching their bytes: a plain file
-    is cut into byte ranges by arithmetic (no I/O), a compressed file or a URL is read by a stream
-    reader task (`pipeline.mine.actors.read_stream`) whose shards arrive as objects, at most
-    STREAM_LOOKAHEAD ahead. `next` never waits on a stream: None means "nothing yet"."""
-
-    def __init__(self, config: MineConfig) -> None:
-        self.config = config
-        self.sources = list(enumerate(expand_inputs(config.inputs)))
-        self.ranges: Iterator[Shard] | None = None
-        self.stream: Any = None  # the reader's ObjectRefGenerator
-        self.exhausted = False
-        self.reader: Any = ray.remote(num_cpus=0, max_retries=3)(read_stream)
-
-    def next(self) -> tuple[Shard, Any] | None:
-        """The next shard and a reference to its bytes (None for a range shard), or None if the
-        stream has nothing ready yet or everything was read (`exhausted`)."""
-        config = self.config
-        while not self.exhausted:
-            if self.ranges is not None:
-                shard = next(self.ranges, None)
-                if shard is not None:
-                    return shard, None
-                self.ranges = None
-            elif self.stream is not None:
-                ready, _ = ray.wait([self.stream], timeout=0)
-                if not ready:
-                    return None
-                try:
-                    described = next(self.stream)
-                except StopIteration:
-                    self.stream = None
-                    continue
-                data = next(self.stream)
-                return _resolved(described), data
-            elif self.sources:
-                index, source = self.sources.pop(0)
-                if is_stream(source):
-                    self.stream = self.reader.options(_generator_backpressure_num_objects=2 * STREAM_LOOKAHEAD).remote(
-                        source, index, config.shard_bytes, config.shard_games, config.max_game_bytes,
-                        config.url_timeout,
-                    )  # fmt: skip
-                else:
-                    self.ranges = source_shards(
-                        source, index, shard_bytes=config.shard_bytes, shard_games=config.shard_games,
-                        max_game_bytes=config.max_game_bytes,
-                    )  # fmt: skip
-            else:
-                self.exhausted = True
-        return None
-
-    def waiting_on(self) -> list[Any]:
-        """What the driver may wait on for the next shard."""
-        return [self.stream] if self.stream is not None else []
-
-
-def _resolved(ref: Any) -> Any:
-    """`ray.get`, with an error the user caused in a task (an unreadable input) as itself: one line."""
-    try:
-        return ray.get(ref)
-    except ray.exceptions.RayTaskError as error:
-        if isinstance(error.cause, DiffimaxError):
-            raise error.cause from None
-        raise
 
 
 @dataclass
@@ -517,7 +449,7 @@ class MiningJob:
         node, a task that could not be retried), the shard's pipeline is submitted again and None
         returned. A user's error is one line; a bug keeps its traceback."""
         try:
-            return _resolved(ref)
+            return resolved(ref)
         except ray.exceptions.RayTaskError:
             raise
         except ray.exceptions.RayError:

@@ -19,8 +19,9 @@ import pyarrow.compute as pc
 
 from pipeline.dataset.store import stage_shard, table_of
 from pipeline.human.context import Pool
-from pipeline.ingest.games import Failed, GameRow, PositionRow, Selected, read_games
+from pipeline.ingest.games import Failed, Selected, read_games
 from pipeline.ingest.headers import GameFilter, identity_keys
+from pipeline.ingest.rows import GameRow, PositionRow
 from pipeline.ingest.sources import Shard
 from pipeline.mine.duplicates import SeenGames, ordinal_of
 from pipeline.mine.occurrences import Occurrence, occurrences_of

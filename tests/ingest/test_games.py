@@ -580,6 +580,8 @@ def test_sampling_is_deterministic_and_independent_of_shards(tmp_path: Path) -> 
 def test_game_row() -> None:
     (outcome,) = read_all(lichess_games()[0])
     assert isinstance(outcome, Selected)
+    digest = outcome.game["digest"]  # of its tags and moves: what tells a duplicate (test_hostile_inputs)
+    assert isinstance(digest, int) and -(2**63) <= digest < 2**63
     assert outcome.game == {
         "game_id": "j1dkb5dw", "source": "<bytes>", "shard_id": "bytes", "game_index": 0, "byte_offset": 0,
         "event": "Rated Classical game", "site": "https://lichess.org/j1dkb5dw", "link": None, "date": "2012.12.31",
@@ -587,7 +589,7 @@ def test_game_row() -> None:
         "base_seconds": 600, "increment_seconds": 8, "time_control_class": "rapid", "result": "1-0",
         "termination": "Normal", "opening": "French Defense: Normal Variation", "eco": "C00",
         "opening_header": "French Defense: Normal Variation", "url": "https://lichess.org/j1dkb5dw", "plies": 25,
-        "variant": "Standard", "start_fen": None,
+        "variant": "Standard", "start_fen": None, "digest": digest,
     }  # fmt: skip
     first = outcome.positions[0]
     assert first == {

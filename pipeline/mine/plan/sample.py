@@ -11,7 +11,8 @@ from typing import cast
 
 import numpy as np
 
-from pipeline.ingest.games import Failed, Filtered, GameReader, PositionRow, Selected
+from pipeline.ingest.games import Failed, Filtered, GameReader, Selected
+from pipeline.ingest.rows import PositionRow
 from pipeline.ingest.sources import Shard, stream_shards
 from pipeline.mine.config import MineConfig
 from pipeline.mine.occurrences import Occurrence, occurrences_of
