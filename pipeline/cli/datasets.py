@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Iterator
 from typing import Annotated
 
 import typer
@@ -18,10 +21,17 @@ def query(
     list_saved: Annotated[bool, typer.Option("--list", help="List the saved queries.")] = False,
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
     allow_partial: AllowPartialOpt = False,
+    read_only: Annotated[
+        bool,
+        typer.Option("--read-only", help="Touch nothing outside the dataset: no COPY TO, ATTACH, INSTALL."),
+    ] = False,
+    script: Annotated[
+        bool, typer.Option("--script", help="Run every statement of the SQL, showing the last one's result.")
+    ] = False,
 ) -> None:
     """Query a trap dataset with SQL (DuckDB), or run a saved query."""
     from pipeline.dataset.duck import open_dataset
-    from pipeline.dataset.queries import render, run_query, run_saved, saved_queries
+    from pipeline.dataset.queries import QueryOptions, render, render_stream, run_saved, saved_queries, stream_query
 
     if list_saved:
         for item in saved_queries().values():
@@ -34,8 +44,23 @@ def query(
     state = open_dataset(data, allow_partial=allow_partial)
     if state.partial:
         typer.echo(f"diffimax: warning: {state.note()}", err=True)
-    result = run_saved(state, saved) if saved else run_query(state, sql or "")
-    typer.echo(render(result, fmt))
+    if saved:
+        typer.echo(render(run_saved(state, saved), fmt))
+        return
+    render_stream([], [], fmt)  # an unknown format is one line before the query runs
+    with stream_query(state, sql or "", QueryOptions(read_only=read_only, script=script)) as (columns, batches):
+        write_out(render_stream(columns, batches, fmt))
+
+
+def write_out(pieces: Iterator[str]) -> None:
+    """Each piece to stdout as it comes (a large result streams through bounded memory); a reader
+    that stops reading (`| head`) ends the command quietly."""
+    try:
+        for piece in pieces:
+            sys.stdout.write(piece)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
 
 
 def verify(

@@ -52,7 +52,9 @@ def connect(dataset: str | Path | DatasetState, *, allow_partial: bool = False) 
     state = dataset if isinstance(dataset, DatasetState) else open_dataset(dataset, allow_partial=allow_partial)
     root = state.root.resolve()
     files_of = {table: table_files(root, table, state.shards) for table in TABLES}
+    # No progress bar: DuckDB draws it on stdout, into a long query's CSV or JSON.
     connection = duckdb.connect()
+    connection.execute("set enable_progress_bar = false")
     views = sql_text("views")
     for table, files in files_of.items():
         name = f"scan_{table}"

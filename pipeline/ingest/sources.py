@@ -30,6 +30,7 @@ import gzip
 import hashlib
 import os
 import re
+import stat
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -194,6 +195,11 @@ def _walk(directory: str) -> list[str]:
 def _readable(path: str, named_by: str) -> str:
     if not os.access(path, os.R_OK):
         raise InputError(f"cannot read {path!r} (from input {named_by!r})")
+    if not stat.S_ISREG(os.stat(path).st_mode):  # a pipe, a device: a second reading finds nothing
+        raise InputError(
+            f"{path!r} (from input {named_by!r}) is not a regular file (a named pipe?): a job reads each input "
+            "more than once (its digest, which --resume checks, then its games); save it to a file first"
+        )
     return os.path.abspath(path)
 
 
