@@ -21,7 +21,7 @@ line) keeps the score of the engine's value; what the human opponent's mistakes 
 
 Gains, not absolute scores, are chained: each node's gain is measured against its own engine
 value, so a reply valued by a probe and another valued by a full search are each compared with
-the node's value at their own level (`NodeEvidence.drop`).
+the best value known at their own level (`reply_drop`).
 
 Pure: no engine, no files; the evidence comes from `pipeline.judging`.
 """
@@ -113,10 +113,21 @@ def reply_probabilities(evidence: NodeEvidence, settings: JudgeSettings) -> dict
 
 
 def reply_drop(evidence: NodeEvidence, reply: ReplyEvidence) -> float | None:
-    """The score `reply` gives up against the node's best reply, searched deeper where it was (the
-    practical judge's measure, on the score scale); None where no search valued it."""
-    drop = evidence.drop(reply, deeper=True)
-    return None if drop is None else drop * SCORE_PER_WIN_CHANCE
+    """The score `reply` gives up against the best reply known at the level it was valued at: full
+    depth (searched deeper where it was, as the practical judge measures it) or the probe. The best
+    known is the node's own search or a reply's own search that found better (searches of a node
+    and of its replies one by one need not agree); None where no search valued the reply."""
+    if reply.deep_value is not None or reply.deeper_value is not None:
+        value = reply.deeper_value if reply.deeper_value is not None else reply.deep_value
+        known = [evidence.best_value]
+        known += [v for r in evidence.replies for v in (r.deep_value, r.deeper_value) if v is not None]
+    elif reply.probe_value is not None and evidence.probe_best_value is not None:
+        value = reply.probe_value
+        known = [evidence.probe_best_value, *(r.probe_value for r in evidence.replies if r.probe_value is not None)]
+    else:
+        return None
+    assert value is not None
+    return max(0.0, score(value) - score(min(known)))
 
 
 def human_replies(

@@ -69,6 +69,11 @@ def test_human_replies_drop_at_the_level_each_was_valued_and_deeper_where_search
     assert replies["d7d5"].drop == pytest.approx(win_drop(10, 150) / 2)  # the probe against the probe's best
     assert replies["g7g5"].drop == pytest.approx(win_drop(0, 380) / 2)  # the deeper value
     assert replies["h7h6"].drop is None  # never valued: unexplored
+    # A reply whose own search finds better than the node's search is the best known: no drop, and
+    # the others are measured against it.
+    better = NodeEvidence((ReplyEvidence("a", deep_value=30), ReplyEvidence("b", deep_value=-20)), "a", 30)
+    found = {r.move: r.drop for r in human_replies(better, {"a": 0.5, "b": 0.5})}
+    assert found == {"a": pytest.approx(score(30) - score(-20)), "b": 0.0}
     chosen = human_replies(evidence, {"d7d5": 0.3, "g7g5": 0.15}, explore=["g7g5"], gains={"g7g5": 0.1})
     assert [(r.move, r.drop is None, r.gain) for r in chosen] == [("d7d5", True, 0.0), ("g7g5", False, 0.1)]
 
