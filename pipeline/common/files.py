@@ -20,3 +20,16 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
         temporary.unlink(missing_ok=True)
         raise
     return target
+
+
+def write_atomic_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """`write_atomic` for bytes (a Parquet file built in memory)."""
+    target = Path(path)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_bytes(data)
+        os.replace(temporary, target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return target
