@@ -64,7 +64,7 @@ NODES = pa.schema(
         pa.field("model_p", pa.float64()),
         pa.field("corpus_count", pa.int32()),
         pa.field("drop", pa.float64()),  # the score it gives up against the best reply
-        pa.field("explored", pa.bool_()),  # above the floor
+        pa.field("explored", pa.bool_()),  # above the floor (grown); below it, a valued reply is a leaf
         pa.field("trap", pa.bool_()),  # the practical judge's candidate
         pa.field("punishment_uci", pa.list_(pa.string())),  # the principal variation after it
         pa.field("punishment_san", pa.string()),
@@ -72,7 +72,7 @@ NODES = pa.schema(
         pa.field("source", pa.string()),  # corpus | model | none
         pa.field("corpus_games", pa.int32()),
         pa.field("best_reply", pa.string()),
-        pa.field("unexplored", pa.float64()),  # probability mass of the replies not explored
+        pa.field("unexplored", pa.float64()),  # probability mass of the replies no search valued
         pa.field("deepened", pa.bool_()),  # its replies grown on (within the width)
         pa.field("traps", pa.int16()),
         pa.field("trap_probability", pa.float64()),  # the traps' total probability: how often one works

@@ -72,7 +72,7 @@ def ray_session(request: pytest.FixtureRequest) -> Iterator[None]:
 CLUSTER_MODULES = frozenset(
     {
         "test_golden_rows", "test_hostile_pgn", "test_driver", "test_datasets", "test_faults", "test_puzzles",
-        "test_queries", "test_ray_job", "test_reliability", "test_report",
+        "test_queries", "test_ray_job", "test_reliability", "test_report", "test_repertoire",
     }
 )  # fmt: skip
 

@@ -254,8 +254,9 @@ def sketch_opponent(
     probabilities, model_p, counts, games = human_probabilities(board, settings, model, corpus, key)
     explore = explored_replies(probabilities, request.reach, settings.floor)
     legal = {move.uci() for move in board.legal_moves}
-    values = {m: v for m, v in lines.shallow().values.items() if m in legal} or dict.fromkeys(sorted(legal), 0)
-    best = min(values, key=lambda m: (values[m], m))
+    shallow = {m: v for m, v in lines.shallow().values.items() if m in legal} or dict.fromkeys(sorted(legal), 0)
+    best = min(shallow, key=lambda m: (shallow[m], m))
+    values = {m: shallow[m] for m in {best, *explore} if m in shallow}  # what a full expansion values, at least
     drops = {m: max(0.0, score(v) - score(values[best])) for m, v in values.items()}
     use_corpus = games is not None and games >= settings.judges.corpus_min_games
     source: Source = "corpus" if use_corpus else ("model" if model is not None else "none")

@@ -15,9 +15,11 @@ The order results come in does not change the tree: a node's children depend on 
 and, for the width, on its siblings' results alone.
 
 Its values (`back_up`), leaves first, by `search.expectimax` (the one expectimax over human
-replies): an opponent node's practical gain is the expectation over its explored replies, each
-worth its drop plus the gain of the line after it; a player node's is that of its best candidate
-by expected score (`practical_choice`), which is the *recommended* move there.
+replies): an opponent node's practical gain is the expectation over its valued replies (the
+explored ones, and those below the floor that the practical judge valued anyway, as leaves, as
+`play --style trap` counts them), each worth its drop plus the gain of the line after it; a player
+node's is that of its best candidate by expected score (`practical_choice`), which is the
+*recommended* move there.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from search.expectimax import HumanReply, expect, move_gain, practical_choice, s
 from search.values import Value
 
 # Why a node was not expanded: the depth reached, the game over, a candidate outside the width (its
-# one-reply expectation stands), a reply below the floor (shown because it is a trap), an error.
+# one-reply expectation stands), a reply below the floor (valued anyway: its drop counts), an error.
 LeafReason = Literal["depth", "game over", "width", "floor", "error"]
 
 
@@ -70,7 +72,7 @@ class Node:
     recommended: bool = False
     """A player's move: the one chosen at its parent (`back_up`)."""
     unexplored: float = 0.0
-    """An opponent node: the probability mass of the replies not explored (`back_up`)."""
+    """An opponent node: the probability mass of the replies no search valued (`back_up`)."""
 
     @property
     def move(self) -> str | None:
@@ -149,13 +151,15 @@ class Growth:
 
     def reply_children(self, node: Node, *, deepen: bool) -> list[NodeRequest]:
         """The children of an expanded opponent node: each explored reply (expanded when `deepen`,
-        else a leaf of the width) and each trap below the floor (a leaf, shown for its trap)."""
+        else a leaf of the width), and each reply below the floor that the practical judge valued
+        anyway (a leaf: its drop counts, nothing grows below it)."""
         result = node.result
         assert isinstance(result, OpponentResult)
         node.deepened = deepen
         wanted = []
         shown = [m for m in result.explored if m in result.values]
-        shown += [m for m in result.traps if m not in shown and m in result.values]
+        below = [m for m in result.values if m not in shown and result.probabilities.get(m, 0.0) > 0.0]
+        shown += sorted(below, key=lambda m: (-result.probabilities[m], m))
         for move in shown:
             p = result.probabilities.get(move, 0.0)
             child = self.add(node, move, result.values[move], p, node.reach * p)
@@ -202,7 +206,7 @@ class Growth:
 
 
 def opponent_gain(node: Node, gains: dict[int, float] | None = None) -> float:
-    """An expanded opponent node's practical gain (`search.expectimax.expect`) over its explored
+    """An expanded opponent node's practical gain (`search.expectimax.expect`) over its valued
     replies, each worth its drop plus its child's gain from `gains` (none: the replies as leaves)."""
     result = node.result
     assert isinstance(result, OpponentResult)
@@ -212,13 +216,14 @@ def opponent_gain(node: Node, gains: dict[int, float] | None = None) -> float:
 def expectation_of(
     result: OpponentResult, children: dict[str, int], gains: dict[int, float] | None
 ) -> tuple[float, float]:
-    """(gain, unexplored mass) of an opponent node's result (see `opponent_gain`)."""
-    explored = set(result.explored)
+    """(gain, unexplored mass) of an opponent node's result (see `opponent_gain`): every reply a
+    search valued counts (the explored ones, and those below the floor the practical judge valued
+    anyway, as leaves), as in `diffimax play --style trap`; the rest is the unexplored mass."""
     replies = [
         HumanReply(
             move,
             p,
-            result.drops.get(move) if move in explored else None,
+            result.drops.get(move),
             0.0 if gains is None or move not in children else gains.get(children[move], 0.0),
         )
         for move, p in sorted(result.probabilities.items())
@@ -237,9 +242,7 @@ def back_up(growth: Growth) -> None:
         elif isinstance(result, OpponentResult):
             node.gain, node.unexplored = expectation_of(result, node.children, gains)
             for move, child_id in node.children.items():
-                child = growth.nodes[child_id]
-                drop = result.drops.get(move, 0.0) if move in result.explored else 0.0
-                child.move_gain = drop + gains.get(child_id, 0.0)
+                growth.nodes[child_id].move_gain = result.drops.get(move, 0.0) + gains.get(child_id, 0.0)
         else:
             choices = {m: (result.values[m], gains.get(c, 0.0)) for m, c in node.children.items()}
             for move, child_id in node.children.items():

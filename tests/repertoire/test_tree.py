@@ -92,29 +92,30 @@ def test_the_gains_are_the_expectimax_over_the_explored_replies() -> None:
     settings = RepertoireSettings(color=chess.WHITE, rating=1200, plies=3, floor=0.2, width=2)
     nodes = by_path(grow(settings))
     e4, d4 = nodes[("e2e4",)], nodes[("d2d4",)]
-    # c5 (0.1) lies below the floor: unexplored, counted as the best reply. f6 is explored and a
-    # trap; after it White's best is g3f3 (+150), so the line's gain is its drop alone.
-    f6_drop = score(150) - score(40)
-    assert e4.gain == pytest.approx(0.3 * f6_drop)  # type: ignore[attr-defined]
-    assert e4.unexplored == pytest.approx(0.1)  # type: ignore[attr-defined]
+    # Every valued reply counts: e5 (the best, no drop), f6 (a trap: White's best after it is
+    # g1f3, +150) and c5, below the floor (0.1) but valued: a leaf whose drop counts.
+    f6_drop, c5_drop = score(150) - score(40), score(45) - score(40)
+    assert e4.gain == pytest.approx(0.3 * f6_drop + 0.1 * c5_drop)  # type: ignore[attr-defined]
+    assert e4.unexplored == pytest.approx(0.0)  # type: ignore[attr-defined]
     assert d4.gain == 0.0  # type: ignore[attr-defined]
     # The player pays 1.d4's loss out of nothing: 1.e4 is recommended, and the start's gain is its.
     assert e4.recommended and not d4.recommended  # type: ignore[attr-defined]
-    assert e4.move_gain == pytest.approx(0.3 * f6_drop)  # type: ignore[attr-defined]
+    assert e4.move_gain == pytest.approx(e4.gain)  # type: ignore[attr-defined]
     assert d4.move_gain == pytest.approx(score(30) - score(40))  # type: ignore[attr-defined]
     start = nodes[()]
     assert start.gain == pytest.approx(e4.move_gain)  # type: ignore[attr-defined]
-    assert start.expected == pytest.approx(score(40) + 0.3 * f6_drop)  # type: ignore[attr-defined]
+    assert start.expected == pytest.approx(score(40) + e4.gain)  # type: ignore[attr-defined]
     # At depth 2 White's candidates after 1.e4 f6 are leaves of the depth (plies 3): the best is
     # recommended, the other pays its loss.
     nf3, other = nodes[("e2e4", "f7f6", "g1f3")], nodes[("e2e4", "f7f6", "d2d4")]
     assert nf3.recommended and nf3.leaf == "depth"  # type: ignore[attr-defined]
     assert other.move_gain == pytest.approx(score(140) - score(150))  # type: ignore[attr-defined]
-    # The floor is on the line's reach: c5 (reach 0.1) is no node at all; nor is f6 at floor 0.5.
-    assert ("e2e4", "c7c5") not in nodes
+    # The floor is on the line's reach: c5 (reach 0.1) does not grow; nor does f6 at floor 0.5.
+    assert nodes[("e2e4", "c7c5")].leaf == "floor"  # type: ignore[attr-defined]
     high = by_path(grow(RepertoireSettings(color=chess.WHITE, rating=1200, plies=3, floor=0.5, width=2)))
-    assert ("e2e4", "f7f6") in high and high[("e2e4", "f7f6")].leaf == "floor"  # type: ignore[attr-defined]
-    assert high[("e2e4",)].gain == 0.0  # type: ignore[attr-defined]  # a trap below the floor earns nothing
+    assert high[("e2e4", "f7f6")].leaf == "floor"  # type: ignore[attr-defined]
+    assert ("e2e4", "f7f6", "g1f3") not in high
+    assert high[("e2e4",)].gain == pytest.approx(0.3 * f6_drop + 0.1 * c5_drop)  # type: ignore[attr-defined]
 
 
 def test_the_width_grows_only_the_best_candidates_after_one_reply() -> None:
