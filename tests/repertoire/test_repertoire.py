@@ -28,6 +28,7 @@ from pipeline.outputs.repertoire.write import HTML_FILE, PGN_FILE, write_reperto
 from pipeline.play.player import Player
 from pipeline.play.settings import PlaySettings
 from pipeline.repertoire.driver import WorkerSpec, build_repertoire
+from pipeline.repertoire.plan import plan_repertoire, plan_text
 from pipeline.repertoire.records import NODES_FILE, Labels, connect_nodes, saved_repertoire_queries
 from pipeline.repertoire.settings import RepertoireSettings, Start, parse_start
 from search.settings import DiffiMaxSettings
@@ -226,3 +227,16 @@ def test_the_command_writes_every_output_and_says_bad_flags_in_one_line(tmp_path
     queried = run_cli("repertoire-query", "--in", str(out), "--saved", "best-practical-lines", "--format", "json",
                       check=True)  # fmt: skip
     assert '"move_san"' in queried.stdout
+
+
+def test_the_plan_sketches_the_tree_and_times_real_nodes(built: dict[str, Any]) -> None:
+    """`--plan`: the sketch on the shallow pass has nodes of both kinds, the sample is timed for
+    real, and more workers never plan a longer wall; the sketch's node count is of the order of the
+    real run's (it is a sketch: docs/repertoire.md compares them on the default repertoire)."""
+    plan = plan_repertoire(spec(), (1, 2), sample=4)
+    assert plan.kinds["player"].nodes > 0 and plan.kinds["opponent"].nodes > 0
+    assert plan.kinds["player"].sampled + plan.kinds["opponent"].sampled >= 4
+    assert plan.core_hours.value > 0 and plan.walls[2].value <= plan.walls[1].value
+    planned = sum(kind.nodes for kind in plan.kinds.values())
+    assert planned / 3 <= built["local"]["stats"].expanded <= planned * 3
+    assert "1 -> 2 workers" in plan_text(plan)
