@@ -18,7 +18,8 @@
   node's result does not depend on the depth, and the replies a larger floor explores are among
   those the smaller one valued), so each setting's root gain, first move, nodes and engine seconds
   are what a run with it would give, without running it. A node the replay needs and the cache
-  lacks (a width choice that went another way) is counted.
+  lacks (a deeper ply, a lower floor, a width choice that went another way) is counted, and with
+  `--extend` expanded for real by the run's own worker and kept in the cache.
 - **traps**: the 27 known opening traps (`pipeline/evaluate/known_traps.py`) in repertoires of the
   setter's colour: the trap position among the tree's nodes (by its Polyglot key, so a
   transposition counts), in the recommended tree or not, the setter's move's gain, and the victim's
@@ -48,7 +49,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,9 @@ from search.judges import JudgeSettings
 UNIFORM_SHARE = 0.01
 # The niceness of a benchmark run's processes, Ray's included once it has started.
 NICENESS = 10
+# Tries to start Ray (each `ray_session` tries twice) before a run gives up: on this shared machine
+# the raylet often misses its fixed 30 s to register.
+RAY_ATTEMPTS = 10
 # Decile edges of the calibration table.
 DECILES = [i / 10 for i in range(11)]
 
@@ -109,20 +113,24 @@ def grow_command(args: argparse.Namespace) -> dict[str, Any]:
                          "core_hours": dataclasses.asdict(plan.core_hours),
                          "walls": {n: dataclasses.asdict(w) for n, w in plan.walls.items()}}  # fmt: skip
         say(plan_text(plan))
-    started = time.perf_counter()
-    cpu_before = _cpu()
+    asked = time.perf_counter()
     with polite_ray(args.workers):
+        started = time.perf_counter()  # Ray is up (its start, retries and all, is reported apart)
+        cpu_before = _cpu()
         growth, stats = build_repertoire(spec, args.workers, on_progress=_progress())
-    labels = Labels("stockfish", args.human_model, args.human_corpus)
-    report = write_repertoire(growth, stats, labels, args.out)
-    wall = time.perf_counter() - started
-    found["run"] = {"wall_seconds": wall, "driver_cpu_seconds": _cpu() - cpu_before, "workers": args.workers,
-                    "stats": dataclasses.asdict(stats), "summary": report.summary()}  # fmt: skip
+        labels = Labels("stockfish", args.human_model, args.human_corpus)
+        report = write_repertoire(growth, stats, labels, args.out)
+        wall = time.perf_counter() - started
+        driver_cpu = _cpu() - cpu_before
+    found["run"] = {"wall_seconds": wall, "ray_start_seconds": started - asked, "driver_cpu_seconds": driver_cpu,
+                    "workers": args.workers, "stats": dataclasses.asdict(stats), "summary": report.summary(),
+                    "load_average": os.getloadavg()}  # fmt: skip
     say(report.summary())
     say(f"wall {wall:.0f} s, workers' CPU {stats.cpu_seconds / 3600:.3f} core-hours, {stats.expanded} nodes")
     if args.cache:
         cache = {(n.to_move, n.path): n.result for n in growth.nodes if n.result is not None}
-        Path(args.cache).write_bytes(pickle.dumps({"settings": settings, "start": growth.start, "cache": cache}))
+        kept = {"settings": settings, "start": growth.start, "spec": spec, "cache": cache}
+        Path(args.cache).write_bytes(pickle.dumps(kept))
     return found
 
 
@@ -135,10 +143,20 @@ def polite_ray(workers: int) -> Iterator[None]:
     if workers < 1:
         yield
         return
-    from pipeline.common.cluster import project_runtime_env, ray_session
+    from pipeline.common.cluster import ClusterError, project_runtime_env, ray_session
 
     os.setpriority(os.PRIO_PROCESS, 0, 0)  # root may lower its niceness: for Ray's start alone
-    with ray_session(num_cpus=workers, runtime_env=project_runtime_env()):
+    for attempt in range(1, RAY_ATTEMPTS + 1):
+        try:
+            session = ray_session(num_cpus=workers, runtime_env=project_runtime_env())
+            session.__enter__()
+            break
+        except ClusterError as error:
+            say(f"Ray did not start ({attempt}/{RAY_ATTEMPTS}): {error}")
+            if attempt == RAY_ATTEMPTS:
+                raise
+            time.sleep(60)
+    try:
         os.setpriority(os.PRIO_PROCESS, 0, NICENESS)
         done = threading.Event()
 
@@ -156,6 +174,8 @@ def polite_ray(workers: int) -> Iterator[None]:
             yield
         finally:
             done.set()
+    finally:
+        session.__exit__(None, None, None)
 
 
 def descendants(root: int) -> list[int]:
@@ -194,9 +214,12 @@ def _progress() -> Any:
 # -- choose ----------------------------------------------------------------------------------------
 
 
-def replay(settings: RepertoireSettings, start: Any, cache: Cache) -> tuple[Growth, float, int]:
-    """The growth under `settings` answered from `cache`: the tree, the cached nodes' seconds, the
-    nodes the cache lacked (left as failed leaves)."""
+def replay(
+    settings: RepertoireSettings, start: Any, cache: Cache, expand: Callable[[NodeRequest], NodeResult] | None = None
+) -> tuple[Growth, float, int]:
+    """The growth under `settings` answered from `cache`: the tree, the nodes' seconds, and the
+    nodes the cache lacked: expanded for real by `expand` (and kept in the cache) when given, else
+    left as failed leaves."""
     growth = Growth(settings, start)
     pending = growth.first()
     seconds, missing = 0.0, 0
@@ -205,7 +228,10 @@ def replay(settings: RepertoireSettings, start: Any, cache: Cache) -> tuple[Grow
         result = adapt(cache.get((request.kind, request.path)), request, settings)
         if result is None:
             missing += 1
-            result = failed(request, "not in the cache")
+            if expand is None:
+                result = failed(request, "not in the cache")
+            else:
+                result = cache[request.kind, request.path] = expand(request)
         seconds += result.cost.seconds
         pending.extend(growth.receive(result))
     back_up(growth)
@@ -228,12 +254,16 @@ def adapt(result: NodeResult | None, request: NodeRequest, settings: RepertoireS
 def choose_command(args: argparse.Namespace) -> dict[str, Any]:
     saved = pickle.loads(Path(args.cache).read_bytes())
     base: RepertoireSettings = saved["settings"]
+    worker = saved["spec"].build() if args.extend else None
     rows = []
     for width in [int(w) for w in args.widths.split(",")]:
         for floor in [float(f) for f in args.floors.split(",")]:
             for plies in [int(p) for p in args.plies.split(",")]:
                 settings = dataclasses.replace(base, plies=plies, floor=floor, width=width)
-                growth, seconds, missing = replay(settings, saved["start"], saved["cache"])
+                expand = None if worker is None else worker.expand
+                growth, seconds, missing = replay(settings, saved["start"], saved["cache"], expand)
+                if worker is not None and missing:
+                    Path(args.cache).write_bytes(pickle.dumps(saved))
                 root = growth.nodes[0]
                 line = recommended_line(growth)
                 expanded = [n for n in growth.nodes if n.result is not None]
@@ -244,6 +274,8 @@ def choose_command(args: argparse.Namespace) -> dict[str, Any]:
                 say(f"plies {plies:2d} floor {floor:.4f} width {width}: gain {root.gain:+.4f} expected "
                     f"{root.expected:.4f} {' '.join(line):30s} nodes {len(expanded):5d} seconds {seconds:7.0f} "
                     f"missing {missing}")  # fmt: skip
+    if worker is not None:
+        worker.close()
     return {"cache": args.cache, "rows": rows}
 
 
@@ -479,6 +511,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     choose.add_argument("--plies", default="8,10,12,14,16")
     choose.add_argument("--floors", default="0.02,0.01,0.005")
     choose.add_argument("--widths", default="1,2")
+    choose.add_argument("--extend", action="store_true", help="expand the nodes the cache lacks, for real")
     traps = commands.add_parser("traps")
     traps.add_argument("repertoires", nargs="+")
     heldout = commands.add_parser("heldout")

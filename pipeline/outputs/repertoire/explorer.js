@@ -118,7 +118,7 @@
     }
     function drawTraps(node) {
       traps.textContent = "";
-      node.traps.forEach(function (trap) {
+      (node.traps.length ? node.traps : ["none among the replies valued here"]).forEach(function (trap) {
         var li = document.createElement("li");
         li.textContent = trap;
         traps.appendChild(li);
