@@ -323,10 +323,12 @@ def traps_command(args: argparse.Namespace) -> dict[str, Any]:
         key = to_signed64(zobrist(trap.board))
         setter = "white" if trap.setter == chess.WHITE else "black"
         entry: dict[str, Any] = {"trap": trap.name, "setter": setter, "victim_move": trap.victim_san}
+        line = [move.uci() for move in trap.line[: trap.trap_ply + 1]]
         for directory, rows in repertoires.items():
             if rows[0]["color"] != setter:
                 continue
             entry |= trap_in(rows, key, trap.victim_move.uci()) | {"repertoire": directory}
+            entry |= followed(rows, line)
         found.append(entry)
         say(json.dumps(entry, default=str))
     in_tree = sum(1 for e in found if e.get("in_tree"))
@@ -334,6 +336,16 @@ def traps_command(args: argparse.Namespace) -> dict[str, Any]:
     say(f"{in_tree}/27 trap positions in the trees; {as_line}/27 as lines of the recommended tree with the "
         f"victim's move explored")  # fmt: skip
     return {"traps": found, "in_tree": in_tree, "as_line": as_line}
+
+
+def followed(rows: Sequence[dict[str, Any]], line: Sequence[str]) -> dict[str, Any]:
+    """How far the tree follows a trap's line move by move (to the victim's move included), and how
+    far the recommended tree does."""
+    paths = {tuple(row["path_uci"]): row["node_id"] for row in rows}
+    main = recommended_ids(rows)
+    tree = max((k for k in range(len(line) + 1) if tuple(line[:k]) in paths), default=0)
+    kept = max((k for k in range(len(line) + 1) if paths.get(tuple(line[:k])) in main), default=0)
+    return {"line_plies": len(line), "tree_follows": tree, "recommended_follows": kept}
 
 
 def trap_in(rows: Sequence[dict[str, Any]], key: int, victim: str) -> dict[str, Any]:
