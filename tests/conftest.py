@@ -93,7 +93,7 @@ CLUSTER_MODULES = frozenset(
     {
         "test_golden_rows", "test_hostile_inputs", "test_hostile_outputs", "test_hostile_paths", "test_hostile_pgn",
         "test_driver", "test_datasets", "test_faults", "test_puzzles", "test_queries", "test_ray_job", "test_reliability",
-        "test_report", "test_openings_links", "test_progress",
+        "test_report", "test_openings_links", "test_progress", "test_repertoire",
     }
 )  # fmt: skip
 

@@ -8,7 +8,7 @@ are registered here, in the order `diffimax --help` lists them.
 
 from __future__ import annotations
 
-from pipeline.cli import analysis, datasets, evaluate, jobs, play
+from pipeline.cli import analysis, datasets, evaluate, jobs, play, repertoire
 from pipeline.cli.app import INTERNAL_ERROR, app, main
 from pipeline.cli.jobs import mine_config
 from pipeline.human.commands import human_app
@@ -16,7 +16,8 @@ from pipeline.human.commands import human_app
 app.add_typer(human_app, name="human")
 for _command in (
     analysis.tree, analysis.explain, jobs.mine, jobs.plan, datasets.query, datasets.verify, datasets.report,
-    datasets.puzzles, datasets.tag, evaluate.evaluate, analysis.prototype, play.play,
+    datasets.puzzles, datasets.tag, evaluate.evaluate, analysis.prototype, play.play, repertoire.repertoire,
+    repertoire.repertoire_query,
 ):  # fmt: skip
     app.command()(_command)
 

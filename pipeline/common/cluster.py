@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -86,6 +87,9 @@ def start_ray(
                 if "timed out during startup" not in str(error):
                     raise
                 ray.shutdown()
+                # A start that timed out leaves its head's processes (GCS server, dashboard, log
+                # and autoscaler monitors) running: each try on a loaded machine added four.
+                kill_processes_matching(rf"/session_[0-9_-]+_{os.getpid()}\b")
                 if attempt == CLUSTER_START_ATTEMPTS:
                     raise ClusterError(
                         f"Ray's local cluster did not start in time, {attempt} tries (machine overloaded?): {error}"
@@ -137,6 +141,24 @@ def stop_ray(*, quietly: bool = False) -> None:
         aside.end()
     if session_dir is not None:
         kill_processes_mentioning(session_dir)
+
+
+def kill_processes_matching(pattern: str, signum: int = signal.SIGKILL) -> list[int]:
+    """`kill_processes_mentioning` for the processes whose command line matches the regular
+    expression `pattern` (such as the sessions this process started: Ray names a session's
+    directory after its driver's pid)."""
+    compiled = re.compile(pattern.encode())
+    killed = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if compiled.search((entry / "cmdline").read_bytes().replace(b"\0", b" ")):
+                os.kill(int(entry.name), signum)
+                killed.append(int(entry.name))
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    return killed
 
 
 def kill_processes_mentioning(text: str, signum: int = signal.SIGKILL) -> list[int]:
@@ -287,6 +309,7 @@ __all__ = [
     "StderrAside",
     "Tick",
     "fan_out",
+    "kill_processes_matching",
     "kill_processes_mentioning",
     "project_runtime_env",
     "ray_session",

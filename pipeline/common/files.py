@@ -7,15 +7,19 @@ import os
 from pathlib import Path
 
 
-def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write `text` (UTF-8, newlines as given) to `path` through a temporary file beside it and a
+def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> Path:
+    """Write `text` (a str as UTF-8, newlines as given; bytes as they are, such as a Parquet file
+    built in memory) to `path` through a temporary file beside it and a
     rename, so that a reader, or a crash, never sees half a file; the temporary file is removed
     when the write fails."""
     target = Path(path)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        with temporary.open("w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
+        if isinstance(text, bytes):
+            temporary.write_bytes(text)
+        else:
+            with temporary.open("w", encoding="utf-8", newline="") as stream:
+                stream.write(text)
         os.replace(temporary, target)
     except BaseException:
         temporary.unlink(missing_ok=True)

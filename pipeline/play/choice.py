@@ -49,7 +49,7 @@ class TrapReply:
     probability: float
     """How likely a human plays it (corpus share, model probability, or the trappy fallback's share)."""
     drop: float
-    """The win chances it gives up (searched deeper where its class sat near the threshold)."""
+    """The win chances it gives up, on [0, 2] (searched deeper where its class sat near the threshold)."""
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,8 @@ class MoveOption:
     probability: float | None = None
     """The human-move model's probability that we (a human of the tutor's rating) play it."""
     chance: float | None = None
-    """Trap style: its trap chance (None: not judged)."""
+    """Trap style: its trap chance, the score the opponent's replies are expected to give up after it
+    (`search.expectimax`; None: not judged)."""
     traps: tuple[TrapReply, ...] = ()
     """Trap style: the opponent's replies that make the chance."""
     weight: float | None = None

@@ -6,7 +6,8 @@ centipawns, as `Backend.reply_values` returns it with the player as setter.
 
 - **best** (`pipeline.play.decision`): the backend's best move (one search at the per-line limit).
 - **trap** (`pipeline.play.trap`): among the moves within the safety margin S of the best, the one
-  with the largest trap chance (the win chances a human opponent is expected to give up after it).
+  with the best expected score against a human opponent (`search.expectimax`: the move's own score
+  plus the score the opponent's replies are expected to give up after it).
 - **tutor** (`pipeline.play.tutor`, seed 001's "lose plausibly"): a plausible mistake, drawn among
   the moves the human-move model gives at least ε, under an ε that follows the opponent.
 

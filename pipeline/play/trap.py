@@ -1,16 +1,19 @@
-"""The style trap: among our moves within the safety margin S of the best, the one whose position
-the opponent is likeliest to go wrong in.
+"""The style trap: among our moves within the safety margin S of the best, the one with the best
+expected score against humans of the opponent's rating.
 
 For each move within S the position after it is judged (`pipeline.judging.judge_position`) and its
-*trap chance* is the expected gain over the opponent's replies under the human evidence: the sum,
-over the replies the practical judge names, of the probability that a human plays the reply (the
-corpus's share where the corpus knows the position, else the human-move model:
-`search.judges.plausible_share`) times the win chances the reply gives up
-(`search.judges.win_drop`). Without any human evidence the trappy judge decides, and a human is
-assumed to play one of the shallow pass's `trappy_k` best replies, each as likely. The move with
-the largest chance wins, ties going to the better value; with no chance anywhere, the best move.
+*trap chance* is the practical gain of the opponent's reply under the human evidence: the expected
+score the human's replies give up against their best (`search.expectimax.expect`, the one
+expectimax over human replies, which `diffimax repertoire` runs over a whole tree). A reply's
+probability is the corpus's share where the corpus knows the position, else the human-move
+model's (`search.judges.plausible_share`); a reply no search valued counts as the best. Without any
+human evidence a human is assumed to play one of the shallow pass's `trappy_k` best replies, each
+as likely. The move chosen has the best expected score, its own loss on the win-chance curve
+paid out of the chance it sets up (`search.expectimax.practical_choice`), ties going to the better
+value; with no chance anywhere, that is the best move. The traps shown with it are the practical
+judge's candidates (the trappy judge's without human evidence).
 
-The rules (`trap_chance`, `within_margin`, `trap_pick`) are pure; `choose_trap` runs them in
+The rules (`trap_chance`, `trap_pick`, and `search.expectimax.within_margin`) are pure; `choose_trap` runs them in
 stages on the engine, offering its best choice so far after each.
 """
 
@@ -29,7 +32,16 @@ from pipeline.judging import Judgement, judge_position
 from pipeline.play.choice import Choice, Control, MoveOption, Offer, Situation, TrapReply, loss_cp, pawns
 from pipeline.play.decision import Decision
 from pipeline.play.settings import PlayError
-from search.judges import Judge, JudgeSettings, plausible_share
+from search.expectimax import (
+    SCORE_PER_WIN_CHANCE,
+    even_probabilities,
+    expect,
+    human_replies,
+    practical_choice,
+    reply_probabilities,
+    within_margin,
+)
+from search.judges import Judge, JudgeSettings
 from search.values import MATE, MATE_BOUND, Value
 
 # Seconds a judged position is assumed to take before the first one has been timed.
@@ -37,54 +49,38 @@ FIRST_JUDGE_SECONDS: Final = 0.15
 
 
 def trap_chance(judgement: Judgement, judges: JudgeSettings) -> tuple[float, tuple[TrapReply, ...], str]:
-    """The trap chance of the position `judgement` judged (the opponent to move): the expected win
-    chances the opponent gives up by falling for a trap, with the replies behind it, and the judge
-    that named them ("practical", "trappy" or "none")."""
+    """The trap chance of the position `judgement` judged (the opponent to move): the practical
+    gain of the human's replies on the score scale (`search.expectimax.expect` over every valued
+    reply), the traps among them (the practical judge's candidates, else the trappy judge's), and
+    where the probabilities came from ("practical": human evidence, "trappy": the shallow pass's
+    best replies alike, "none")."""
     evidence = judgement.evidence
     verdicts = judgement.verdicts.candidates
-    replies = {reply.move: reply for reply in evidence.replies}
-    found: list[TrapReply] = []
     if "practical" in verdicts:
-        source = "practical"
-        for name in sorted(verdicts["practical"]):
-            reply = replies[name]
-            share = plausible_share(evidence, reply, judges)
-            drop = evidence.drop(reply, deeper=True)
-            if share is not None and drop is not None:
-                found.append(TrapReply(name, share, drop))
+        source, named = "practical", verdicts["practical"]
+        probabilities = reply_probabilities(evidence, judges)
     elif "trappy" in verdicts:
-        source = "trappy"
-        # No human evidence: a human plays one of the shallow pass's k best replies, each as likely.
-        looked_good = [r for r in evidence.replies if r.shallow_rank is not None and r.shallow_rank <= judges.trappy_k]
-        for name in sorted(verdicts["trappy"]):
-            drop = evidence.drop(replies[name])
-            if drop is not None and looked_good:
-                found.append(TrapReply(name, 1.0 / len(looked_good), drop))
+        source, named = "trappy", verdicts["trappy"]
+        probabilities = even_probabilities(evidence, judges.trappy_k)
     else:
-        source = "none"
-    return sum(t.probability * t.drop for t in found), tuple(found), source
-
-
-def within_margin(values: Mapping[str, Value], margin: Value | None) -> list[str]:
-    """The moves whose value lies within `margin` of the best, best first (ties by UCI)."""
-    if not values:
-        return []
-    best = max(values.values())
-    chosen = [m for m, v in values.items() if margin is None or v >= best - margin]
-    return sorted(chosen, key=lambda m: (-values[m], m))
+        return 0.0, (), "none"
+    replies = human_replies(evidence, probabilities)
+    found = tuple(
+        TrapReply(r.move, r.probability, r.drop / SCORE_PER_WIN_CHANCE)
+        for r in replies
+        if r.move in named and r.drop is not None
+    )
+    return expect(replies).gain, found, source
 
 
 def trap_pick(values: Mapping[str, Value], chances: Mapping[str, float], margin: Value | None) -> str:
-    """The trap style's rule: among the moves within `margin` of the best whose chance is known,
-    the one with the largest trap chance, ties to the better value then the UCI order; the best
-    move when no such move has any chance."""
+    """The trap style's rule: among the moves within `margin` of the best, the best expected score
+    (`search.expectimax.practical_choice`: the move's score plus its chance, 0 where not judged),
+    ties to the better value then the UCI order; the best move when no move has any chance."""
     within = within_margin(values, margin)
     if not within:
         raise PlayError("no valued move to choose from")
-    judged = [m for m in within if chances.get(m, 0.0) > 0.0]
-    if not judged:
-        return within[0]
-    return min(judged, key=lambda m: (-chances[m], -values[m], m))
+    return practical_choice({m: (values[m], chances.get(m, 0.0)) for m in within})
 
 
 @dataclass

@@ -35,8 +35,9 @@ from pipeline.play.clock import Go, TimeSettings, parse_go, plan_time
 from pipeline.play.options import OPTIONS, Config, OptionError, set_option
 from pipeline.play.player import Player, instant_move
 from pipeline.play.settings import PlaySettings, TutorSettings
-from pipeline.play.trap import trap_chance, trap_pick, within_margin
+from pipeline.play.trap import trap_chance, trap_pick
 from pipeline.play.tutor import adapt_epsilon, choice_rng, decided_endgame, draw, effective_epsilon, tutor_weights
+from search.expectimax import within_margin
 from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence, Verdicts, win_drop
 from search.settings import DiffiMaxSettings, SettingsError
 from tests.conftest import ROOT
@@ -63,8 +64,9 @@ def test_within_margin_orders_best_first_and_keeps_ties() -> None:
     assert within_margin(values, None) == ["b2b3", "d2d4", "c2c3", "a2a3", "e2e4"]
 
 
-def test_trap_pick_takes_the_largest_chance_within_the_margin_then_the_best() -> None:
+def test_trap_pick_takes_the_best_expected_score_within_the_margin_then_the_best() -> None:
     values = {"best": 100, "near": 70, "far": 20}
+    # "near" gives up score(100) - score(70) = 0.027 of score for a chance of 0.10: worth it.
     # "far" sets the biggest trap but lies 80 cp below the best, beyond a 50 cp margin.
     assert trap_pick(values, {"best": 0.0, "near": 0.10, "far": 0.90}, 50) == "near"
     assert trap_pick(values, {"best": 0.0, "near": 0.10, "far": 0.90}, 100) == "far"
@@ -72,6 +74,8 @@ def test_trap_pick_takes_the_largest_chance_within_the_margin_then_the_best() ->
     assert trap_pick(values, {"best": 0.0, "near": 0.0}, 50) == "best"  # no chance anywhere: the best
     assert trap_pick(values, {}, None) == "best"  # nothing judged (time ran out): the best
     assert trap_pick({"b": 5, "a": 5}, {}, 0) == "a"  # equal values: UCI order
+    # A chance smaller than the move's own loss on the curve does not pay for it.
+    assert trap_pick(values, {"best": 0.0, "near": 0.02}, 50) == "best"
 
 
 def _judgement(replies: tuple[ReplyEvidence, ...], verdicts: dict[str, frozenset[str]], **node: object) -> Judgement:
@@ -79,19 +83,25 @@ def _judgement(replies: tuple[ReplyEvidence, ...], verdicts: dict[str, frozenset
     return Judgement(evidence, Verdicts(verdicts), {})  # type: ignore[arg-type]
 
 
-def test_trap_chance_is_the_expected_win_drop_of_the_practical_candidates() -> None:
+def test_trap_chance_is_the_expected_score_the_human_replies_give_up() -> None:
     replies = (
         ReplyEvidence("e7e5", deep_value=0, model_p=0.5, shallow_rank=2),
         ReplyEvidence("d7d5", deep_value=150, model_p=0.3, shallow_rank=1),
         ReplyEvidence("g7g5", deep_value=400, deeper_value=380, model_p=0.2, shallow_rank=3),
     )
-    judgement = _judgement(replies, {"practical": frozenset({"d7d5", "g7g5"})})
+    judgement = _judgement(replies, {"practical": frozenset({"g7g5"})})
     chance, traps, source = trap_chance(judgement, JudgeSettings())
-    # The deeper value counts where the reply was searched deeper.
-    assert chance == pytest.approx(0.3 * win_drop(0, 150) + 0.2 * win_drop(0, 380))
-    assert [(t.move, t.probability) for t in traps] == [("d7d5", 0.3), ("g7g5", 0.2)]
+    # Every valued reply counts, the deeper value where the reply was searched deeper; a drop of win
+    # chances (-1..1) is half as much score (0..1).
+    assert chance == pytest.approx((0.3 * win_drop(0, 150) + 0.2 * win_drop(0, 380)) / 2)
+    # The traps shown are the practical judge's candidates, their drops in win chances.
+    assert [(t.move, t.probability, t.drop) for t in traps] == [("g7g5", 0.2, pytest.approx(win_drop(0, 380)))]
     assert source == "practical"
-    assert trap_chance(_judgement(replies, {"practical": frozenset()}), JudgeSettings())[0] == 0.0
+    # A reply no search valued counts as the best reply: no gain.
+    unvalued = (replies[0], ReplyEvidence("d7d5", model_p=0.3), replies[2])
+    assert trap_chance(_judgement(unvalued, {"practical": frozenset()}), JudgeSettings())[0] == pytest.approx(
+        0.2 * win_drop(0, 380) / 2
+    )
 
 
 def test_trap_chance_prefers_the_corpus_share_where_the_corpus_knows_the_position() -> None:
@@ -100,9 +110,9 @@ def test_trap_chance_prefers_the_corpus_share_where_the_corpus_knows_the_positio
         ReplyEvidence("d7d5", deep_value=150, model_p=0.3, corpus_count=8),
     )
     judgement = _judgement(replies, {"practical": frozenset({"d7d5"})}, corpus_games=10)
-    assert trap_chance(judgement, JudgeSettings())[0] == pytest.approx(0.8 * win_drop(0, 150))
+    assert trap_chance(judgement, JudgeSettings())[0] == pytest.approx(0.8 * win_drop(0, 150) / 2)
     few = _judgement(replies, {"practical": frozenset({"d7d5"})}, corpus_games=4)  # under corpus_min_games
-    assert trap_chance(few, JudgeSettings())[0] == pytest.approx(0.3 * win_drop(0, 150))
+    assert trap_chance(few, JudgeSettings())[0] == pytest.approx(0.3 * win_drop(0, 150) / 2)
 
 
 def test_trap_chance_without_human_evidence_spreads_over_the_shallow_best() -> None:
@@ -113,10 +123,10 @@ def test_trap_chance_without_human_evidence_spreads_over_the_shallow_best() -> N
     )
     judgement = _judgement(replies, {"trappy": frozenset({"d7d5"})})
     assert trap_chance(judgement, JudgeSettings(trappy_k=1)) == (
-        pytest.approx(win_drop(0, 150)), trap_chance(judgement, JudgeSettings(trappy_k=1))[1], "trappy"
+        pytest.approx(win_drop(0, 150) / 2), trap_chance(judgement, JudgeSettings(trappy_k=1))[1], "trappy"
     )  # fmt: skip
     # With k = 2 a human plays either of the shallow pass's two best replies, each half the time.
-    assert trap_chance(judgement, JudgeSettings(trappy_k=2))[0] == pytest.approx(0.5 * win_drop(0, 150))
+    assert trap_chance(judgement, JudgeSettings(trappy_k=2))[0] == pytest.approx(0.5 * win_drop(0, 150) / 2)
     assert trap_chance(_judgement(replies, {}), JudgeSettings())[2] == "none"
 
 

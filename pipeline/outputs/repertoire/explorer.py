@@ -1,0 +1,187 @@
+"""The offline HTML explorer of a repertoire: one file in which a reader clicks through the tree on
+the puzzle book's board and sees each move's expected score, practical gain, traps and the real
+games' evidence, and exports the line as PGN.
+
+The board is the puzzle book's widget (`pipeline.outputs.puzzles.book`: its style sheet, a
+python-chess SVG board under a grid of square buttons); here the squares show the pieces of each
+node's position (python-chess's piece images), so one page holds a tree of any size. Every figure
+is formatted here from the nodes' rows (`pipeline.repertoire.records`), and `explorer.js` only
+shows them. As in the book, a Content-Security-Policy allows no network access and no script but
+the page's own (by hash).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import chess
+import chess.svg
+
+from pipeline.common.sanitize import clean_text
+from pipeline.outputs.html import Html, document, tag
+from pipeline.outputs.puzzles.book import BOARD_PX, STYLE
+from search.values import format_pawns
+
+HERE = Path(__file__).resolve().parent
+SCRIPT = (HERE / "explorer.js").read_text(encoding="utf-8")
+# The explorer's own rules, after the book's.
+EXPLORER_STYLE = """
+.sq{background-size:100% 100%;background-repeat:no-repeat}
+.sq.last{box-shadow:inset 0 0 0 100px rgba(155,199,0,.35)}
+.line button.step{margin:.1em;padding:.15em .4em;border:1px solid #999;border-radius:4px;background:#f4f4f4;
+ cursor:pointer}
+table.moves{border-collapse:collapse;font-size:.9em;margin:.5em 0}
+table.moves th,table.moves td{padding:.2em .5em;border-bottom:1px solid #ddd;text-align:right}
+table.moves td.move{text-align:left}
+table.moves tr.recommended td.move button{font-weight:700}
+table.moves tr.trap td{color:#a22}
+table.moves button.go{border:1px solid #888;border-radius:4px;background:#f0f0f0;cursor:pointer;min-width:4.5em}
+textarea.pgn{width:100%;min-height:5em;font-family:monospace}
+.explorer .controls{max-width:60em}
+"""
+HEADINGS = ("move", "p", "value", "expected", "gain", "traps", "works", "seen", "score")
+
+
+def piece_images() -> dict[str, str]:
+    """Each piece (FEN letter) as a data: URI of python-chess's SVG."""
+    found = {}
+    for color in chess.COLORS:
+        for kind in chess.PIECE_TYPES:
+            piece = chess.Piece(kind, color)
+            svg = chess.svg.piece(piece, size=45)
+            found[piece.symbol()] = "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode("ascii")
+    return found
+
+
+def empty_board(orientation: chess.Color) -> str:
+    svg = chess.svg.board(chess.Board(None), size=BOARD_PX, orientation=orientation, coordinates=True)
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode("ascii")
+
+
+def label(row: Mapping[str, Any]) -> str:
+    """The move as a numbered SAN token ("2.Nf3", "2...Nc6")."""
+    if row["move_san"] is None:
+        return "Start"
+    board = chess.Board(row["fen"])
+    number = board.fullmove_number if board.turn == chess.BLACK else board.fullmove_number - 1
+    return f"{number}.{row['move_san']}" if board.turn == chess.BLACK else f"{number}...{row['move_san']}"
+
+
+def cells(row: Mapping[str, Any]) -> dict[str, str]:
+    """The figures of a move's row as the table shows them (the test reads them back)."""
+    player = row["mover"] == "player"
+    seen = ""
+    if row.get("observed_games") is not None:
+        share = row["observed_share"]
+        seen = f"{row['observed_count']}/{row['observed_games']}" + ("" if share is None else f" {100 * share:.1f}%")
+    return {
+        "p": "" if row["probability"] is None else f"{row['probability']:.3f}",
+        "value": "" if row["value_cp"] is None else format_pawns(row["value_cp"]),
+        "expected": "" if row["expected"] is None else f"{row['expected']:.3f}",
+        "gain": "" if row["move_gain"] is None else f"{row['move_gain']:+.3f}",
+        "traps": str(row["traps"] or 0) if player else ("trap" if row["trap"] else ""),
+        "works": f"{100 * row['trap_probability']:.1f}%" if player and row["trap_probability"] else "",
+        "seen": seen,
+        "score": "" if row.get("observed_score") is None else f"{row['observed_score']:.3f}",
+        "mark": "recommended" if row["recommended"] else ("trap" if row["trap"] else ""),
+    }
+
+
+def summary(row: Mapping[str, Any], player: str, opponent: str) -> str:
+    who = player if row["to_move"] == "player" else opponent
+    text = f"{who} to move. Expected score {row['expected']:.3f}, practical gain {row['gain']:+.3f}"
+    if row["to_move"] == "opponent" and row["source"]:
+        text += f"; replies from the {row['source']}, {100 * (row['unexplored'] or 0.0):.1f}% unexplored"
+    if row["status"] != "expanded":
+        text += f"; not grown further ({row['status']})"
+    return text + "."
+
+
+def trap_lines(row: Mapping[str, Any], children: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The traps of a position with the opponent to move: each reply, its figures, its punishment."""
+    found = []
+    for child in sorted(children, key=lambda c: (-(c["probability"] or 0.0), c["move_uci"])):
+        if child["trap"]:
+            found.append(
+                f"{label(child)}? p {child['probability']:.3f}, drop {child['drop']:.3f}; punished by "
+                f"{clean_text(child['punishment_san'] or '(no line)')}"
+            )
+    return found
+
+
+def tree_data(rows: Sequence[Mapping[str, Any]], start: chess.Board) -> dict[str, Any]:
+    """What `explorer.js` needs: every node with its figures, the piece images, the orientation."""
+    children: dict[int, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        if row["parent_id"] is not None:
+            children.setdefault(row["parent_id"], []).append(row)
+    root = rows[0]
+    player, opponent = ("White", "Black") if root["color"] == "white" else ("Black", "White")
+    nodes = []
+    for row in rows:
+        below = children.get(row["node_id"], [])
+        ordered = sorted(below, key=lambda c: (not c["recommended"], -(c["probability"] or 0.0), -(c["expected"] or 0)))
+        nodes.append({
+            "id": row["node_id"], "parent": row["parent_id"], "san": row["move_san"], "uci": row["move_uci"],
+            "label": label(row), "placement": row["fen"].split()[0], "children": [c["node_id"] for c in ordered],
+            "cells": cells(row), "summary": summary(row, player, opponent), "traps": trap_lines(row, below),
+        })  # fmt: skip
+    prefix = chess.Board().variation_san(start.move_stack) + " " if start.move_stack else ""
+    tags = "" if start.root().fen() == chess.STARTING_FEN else f'[SetUp "1"]\n[FEN "{start.root().fen()}"]\n\n'
+    return {"orientation": "white" if root["color"] == "white" else "black", "pieces": piece_images(),
+            "start": tags + prefix, "nodes": nodes}  # fmt: skip
+
+
+def render_explorer(rows: Sequence[Mapping[str, Any]], start: chess.Board, *, title: str | None = None) -> str:
+    """The explorer page (see the module docstring)."""
+    root = rows[0]
+    color = chess.WHITE if root["color"] == "white" else chess.BLACK
+    heading = clean_text(title or f"Repertoire: {root['color']} against {root['opponent_rating']}")
+    script_hash = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode("ascii")
+    csp = (
+        "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+        f"script-src 'sha256-{script_hash}'; base-uri 'none'; form-action 'none'"
+    )
+    about = tag(
+        "p",
+        f"{len(rows)} positions; opponents rated {root['opponent_rating']}"
+        f"{' (' + root['pool'] + ')' if root['pool'] else ''}; plies {root['plies']}, floor {root['floor']}, "
+        f"width {root['width']}, engine {root['engine']}. Click a move in the table, or a piece and its square. "
+        "Expected: the expected score against humans (Lichess's win-chance curve); gain: what the move adds "
+        "over best play by both sides; p: how likely a human of the rating plays the reply; works: how often "
+        "one of the traps it sets is played; seen / score: the real games of --data.",
+        class_="about",
+    )
+    head_row = tag("tr", [tag("th", name) for name in HEADINGS])
+    controls = tag(
+        "div",
+        tag("p", class_="line"),
+        tag("p", class_="status", aria_live="polite"),
+        tag("table", tag("thead", head_row), tag("tbody"), class_="moves"),
+        tag("button", "Back", type="button", class_="back"),
+        tag("button", "Export line", type="button", class_="export"),
+        tag("h3", "Traps set here"),
+        tag("ul", class_="traps"),
+        tag("textarea", class_="pgn", readonly=True, hidden=True, aria_label="the line as PGN"),
+        class_="controls",
+    )
+    stage = tag(
+        "div",
+        tag("img", src=empty_board(color), alt="board", width=BOARD_PX, height=BOARD_PX),
+        tag("div", class_="grid", role="grid", aria_label="board"),
+        class_="stage",
+    )
+    data = json.dumps(tree_data(rows, start), separators=(",", ":"), sort_keys=True)
+    section = tag("section", tag("div", stage, controls, class_="play"), class_="explorer", data_tree=data)
+    return document(
+        heading,
+        [tag("h1", heading), about, section, tag("script", Html(SCRIPT))],
+        csp=csp,
+        style=Html(STYLE + EXPLORER_STYLE),
+        meta=[tag("meta", name="referrer", content="no-referrer")],
+    )

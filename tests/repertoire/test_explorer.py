@@ -1,0 +1,121 @@
+"""The repertoire explorer in a real headless Chromium (Playwright, Debian's /usr/bin/chromium, as
+tests/outputs/test_puzzles_book.py drives it): a reader clicks through three plies of a real
+repertoire (Stockfish, the bundled human-move model) by the move table and by the board, and every
+figure shown is the Parquet row's; the page has no network access and one script."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import chess
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.engines.backends import EngineOptions
+from pipeline.mine.work import HumanEvidence
+from pipeline.outputs.repertoire.write import HTML_FILE, write_repertoire
+from pipeline.repertoire.driver import WorkerSpec, build_repertoire
+from pipeline.repertoire.records import NODES_FILE, Labels
+from pipeline.repertoire.settings import RepertoireSettings, parse_start
+from search.values import format_pawns
+from tests.conftest import STOCKFISH, needs_stockfish
+
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = [
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="no /usr/bin/chromium for the real-browser test"),
+    needs_stockfish,
+]
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def repertoire(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    """Black against 1500 after 1.e4, three plies deep (Stockfish at 20,000 nodes a line)."""
+    settings = RepertoireSettings(color=chess.BLACK, rating=1500, plies=3, floor=0.2, width=1)
+    spec = WorkerSpec(str(STOCKFISH), EngineOptions(nodes=20_000), settings, parse_start(None, "e4"),
+                      HumanEvidence(model="default"))  # fmt: skip
+    growth, stats = build_repertoire(spec, 0)
+    out = tmp_path_factory.mktemp("explorer")
+    write_repertoire(growth, stats, Labels("stockfish", "default", None), out)
+    return out, pq.read_table(out / NODES_FILE).to_pylist()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    profile = tmp_path_factory.mktemp("profile")
+    with sync_api.sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile), executable_path=str(CHROMIUM), args=ARGS, headless=True, offline=True
+        )
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+def shown_rows(page: Any) -> dict[str, dict[str, str]]:
+    """The move table as shown: per move (SAN), each column's text."""
+    found = {}
+    for tr in page.locator("table.moves tbody tr").all():
+        cells = {cell.get_attribute("class"): cell.inner_text().strip() for cell in tr.locator("td").all()}
+        found[cells.pop("move")] = cells
+    return found
+
+
+def check_table(page: Any, rows: list[dict[str, Any]], node_id: int) -> None:
+    """Every child of the node is shown with the row's figures, as the rows say them."""
+    children = [r for r in rows if r["parent_id"] == node_id]
+    shown = shown_rows(page)
+    assert sorted(shown) == sorted(r["move_san"] for r in children)
+    for row in children:
+        cells = shown[row["move_san"]]
+        assert cells["expected"] == f"{row['expected']:.3f}"
+        assert cells["gain"] == f"{row['move_gain']:+.3f}"
+        assert cells["value"] == format_pawns(row["value_cp"])
+        if row["mover"] == "opponent":
+            assert float(cells["p"]) == round(row["probability"], 3)
+        elif row["trap_probability"]:
+            assert cells["works"] == f"{100 * row['trap_probability']:.1f}%"
+            assert cells["traps"] == str(row["traps"])
+
+
+def test_a_reader_clicks_three_plies_and_sees_the_rows_figures(browser: Any, repertoire: tuple[Path, list]) -> None:
+    out, rows = repertoire
+    page = browser.new_page()
+    requests: list[str] = []
+    errors: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto((out / HTML_FILE).as_uri())
+    node = rows[0]
+    check_table(page, rows, node["node_id"])
+    assert page.locator(".status").inner_text().startswith("Black to move. Expected score")
+    for ply in range(3):
+        children = [r for r in rows if r["parent_id"] == node["node_id"]]
+        if not children:
+            break
+        # The recommended move (or the likeliest reply); the second ply by the board: piece, then square.
+        chosen = max(children, key=lambda r: (bool(r["recommended"]), r["probability"] or 0.0, r["expected"]))
+        if ply == 1:
+            page.locator(f'button[data-square="{chosen["move_uci"][:2]}"]').click()
+            page.locator(f'button[data-square="{chosen["move_uci"][2:4]}"]').click()
+        else:
+            page.locator(f'table.moves button.go[data-node="{chosen["node_id"]}"]').click()
+        node = chosen
+        assert page.locator(".line button.step").count() == ply + 2
+        assert f"{node['expected']:.3f}" in page.locator(".status").inner_text()
+        check_table(page, rows, node["node_id"])
+    assert node["depth"] >= 2
+    # Back goes up a ply; Export shows the line from the start as PGN.
+    page.locator("button.back").click()
+    page.locator("button.export").click()
+    exported = page.locator("textarea.pgn").input_value()
+    assert exported.startswith("1. e4 ")
+    assert page.locator("script").count() == 1
+    assert errors == [] and all(url.startswith(("file:", "data:")) for url in requests), requests
