@@ -21,7 +21,7 @@ from pipeline.dataset.sql import query
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.evaluate.known_traps import load_known_traps
 from pipeline.ingest.headers import GameFilter
-from pipeline.judging import load_model
+from pipeline.human.models import load_move_model
 from pipeline.mine.work import HumanEvidence
 from pipeline.outputs.repertoire.pgn import main_lines
 from pipeline.outputs.repertoire.write import HTML_FILE, PGN_FILE, write_repertoire
@@ -200,7 +200,7 @@ def test_play_trap_style_chooses_what_the_repertoire_recommends() -> None:
     growth, _ = build_repertoire(spec(settings, start), 0)
     recommended = next(growth.nodes[c] for c in growth.nodes[0].children.values() if growth.nodes[c].recommended)
     backend = open_backend(str(STOCKFISH), OPTIONS)
-    model = load_model("default")
+    model = load_move_model("bundled")
     try:
         choice = Player(backend, PlaySettings(style="trap", diffimax=DiffiMaxSettings()), model=model).choose(board)
     finally:
