@@ -28,7 +28,6 @@ published shards stay, the rest is dropped, and the error says how to `--resume`
 from __future__ import annotations
 
 import contextlib
-import os
 import platform
 import signal
 import threading
@@ -51,7 +50,7 @@ from pipeline.dataset.store import DatasetWriter, check_output
 from pipeline.engines.backends import check_backend
 from pipeline.human.models import resolve_model
 from pipeline.ingest.pins import input_pin
-from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url, source_shards
+from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url, source_shards, source_size
 from pipeline.mine.actors import MiningWorker, PositionCounter, prepare, read_stream, write
 from pipeline.mine.config import MineConfig, check_resume, human_evidence_digests, job_identity
 from pipeline.mine.progress import Progress, Status
@@ -566,12 +565,12 @@ class MiningJob:
 
 
 def _total_bytes(inputs: tuple[str, ...]) -> int | None:
-    """Bytes to read when every input is a plain local .pgn (the ETA needs them); else None."""
+    """Bytes to read when every input is a plain .pgn file or object (the ETA needs them); else None."""
     total = 0
     for item in expand_inputs(inputs):
         if is_stream(item):
             return None
-        total += os.path.getsize(item)
+        total += source_size(item)
     return total or None
 
 
