@@ -16,57 +16,66 @@ import duckdb
 import pyarrow.parquet as pq
 
 from pipeline.dataset.integrity import DatasetError, DatasetState, check_dataset, damage_named, scan
+from pipeline.dataset.objects import ObjectPath, Where, dataset_path
 from pipeline.dataset.sql import sql_text
 from schemas.dataset import SCHEMA_VERSION, TABLES, schema_version_of, versioned
 
 
-def table_files(root: Path, table: str, shard_ids: list[str] | None = None) -> list[Path]:
-    """The Parquet files of `table` of the shards `shard_ids` (default: every committed shard)
-    under `root` (taken as it is, no pattern)."""
-    if shard_ids is None:
-        return sorted((root / "shards").glob(f"*/{table}.parquet"))
-    return [root / "shards" / shard / f"{table}.parquet" for shard in sorted(shard_ids)]
+def table_files(state: DatasetState, table: str) -> list[Where]:
+    """The Parquet files of `table` of the shards that passed the check, where their records say
+    they lie (taken as they are, no pattern)."""
+    return [state.dirs[shard] / f"{table}.parquet" for shard in sorted(state.shards)]
 
 
-def check_schema_version(path: Path) -> None:
+def check_schema_version(path: Where, dataset: Where) -> None:
     """Refuse a file written under another schema version, in one line that says what to do."""
-    version = schema_version_of(pq.read_schema(path))
+    if isinstance(path, ObjectPath):
+        name, filesystem = path.arrow()
+        schema = pq.read_schema(name, filesystem=filesystem)
+    else:
+        schema = pq.read_schema(path)
+    version = schema_version_of(schema)
     if version != SCHEMA_VERSION:
-        dataset = path.parent.parent.parent
         raise DatasetError(
             f"dataset {str(dataset)!r} has schema version {version}; this diffimax reads version {SCHEMA_VERSION} "
             "(the trap judges): mine it again into a new --out"
         )
 
 
-def is_dataset(root: Path) -> bool:
-    """A directory `diffimax mine` made: shards, or a job that started (and maybe read no game)."""
+def is_dataset(root: Where) -> bool:
+    """A directory or prefix `diffimax mine` made: shards, or a job that started (and maybe read no game)."""
+    if isinstance(root, ObjectPath):
+        return (root / "job.json").is_file() or (root / "manifest.json").is_file()
     return (root / "shards").is_dir() and (
-        (root / "job.json").is_file() or (root / "manifest.json").is_file() or bool(table_files(root, "games"))
+        (root / "job.json").is_file()
+        or (root / "manifest.json").is_file()
+        or any((root / "shards").glob("*/games.parquet"))
     )
 
 
-def open_dataset(dataset: str | Path, *, allow_partial: bool = False) -> DatasetState:
-    """The checked state of a dataset directory (`check_dataset`), after making sure it is one."""
-    root = Path(dataset)
+def open_dataset(dataset: str | Path | ObjectPath, *, allow_partial: bool = False) -> DatasetState:
+    """The checked state of a dataset directory or prefix (`check_dataset`), after making sure it is one."""
+    root = dataset_path(dataset)
     if not is_dataset(root):
         raise DatasetError(f"no diffimax dataset in {str(root)!r} (expected the output directory of diffimax mine)")
     state = check_dataset(root, allow_partial=allow_partial)
-    state.root = root
+    if isinstance(root, Path):
+        state.root = root
     return state
 
 
-def connect(dataset: str | Path | DatasetState, *, allow_partial: bool = False) -> duckdb.DuckDBPyConnection:
+def connect(
+    dataset: str | Path | ObjectPath | DatasetState, *, allow_partial: bool = False
+) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the dataset's views defined over the shards that pass
     the check (`open_dataset`; a partial read only when `allow_partial`); a read that meets a
     damaged page fails (see `pipeline.dataset.integrity.damage_named`)."""
     state = dataset if isinstance(dataset, DatasetState) else open_dataset(dataset, allow_partial=allow_partial)
-    root = state.root.resolve()
-    files_of = {table: table_files(root, table, state.shards) for table in TABLES}
+    files_of = {table: table_files(state, table) for table in TABLES}
     with damage_named(state):
         for files in files_of.values():
             if files:
-                check_schema_version(files[0])
+                check_schema_version(files[0], state.root)
     connection = duckdb.connect()
     views = sql_text("views")
     for table, files in files_of.items():

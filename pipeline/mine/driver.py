@@ -17,9 +17,11 @@ publishes finished shards, passing every position, analysis and row along by ref
    repeat of a position reaches the worker that holds its answers. Actors restart and retry their
    part when a worker process or a node dies; every answer depends on the position alone, so a
    retried part, a restarted worker's empty table or another number of workers give the same rows.
-4. *Write* (a Ray task per shard, on the driver's node): the workers' rows back in input order, the
-   shard's Parquet files staged.
-5. *Publish* (driver, in shard order): one `os.rename` makes the staged shard part of the dataset.
+4. *Write* (a Ray task per shard, on any node that sees the dataset: every node for object storage
+   or a filesystem they share, else the driver's): the workers' rows back in input order, the
+   shard's Parquet files written and committed (`pipeline.dataset.store.commit_shard`: one rename on
+   disk, a record put last on object storage). The driver's node is not in the write path.
+5. *Collect* (driver, in shard order): each shard's small result, its counts added.
 
 An engine that cannot start stops the job with one line. Ctrl-C or SIGTERM stop the job cleanly:
 published shards stay, the rest is dropped, and the error says how to `--resume`.
@@ -45,14 +47,17 @@ import ray.exceptions
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from pipeline.common.cluster import StderrAside, start_ray, stop_ray
-from pipeline.dataset.lock import check_unlocked, output_lock
+from pipeline.common.storage import redact
+from pipeline.dataset.lease import Lease, check_free, dataset_lock
+from pipeline.dataset.objects import ObjectPath
 from pipeline.dataset.store import DatasetWriter, check_output
 from pipeline.engines.backends import check_backend
 from pipeline.human.models import resolve_model
 from pipeline.ingest.pins import input_pin
-from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url, source_shards, source_size
-from pipeline.mine.actors import MiningWorker, PositionCounter, prepare, read_stream, write
+from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url, source_size
+from pipeline.mine.actors import MiningWorker, PositionCounter, prepare, write
 from pipeline.mine.config import MineConfig, check_resume, human_evidence_digests, job_identity
+from pipeline.mine.feed import ShardFeed, resolved
 from pipeline.mine.progress import Progress, Status
 from pipeline.mine.shards import ShardCounts, ShardResult
 from schemas.dataset import SCHEMA_VERSION
@@ -63,9 +68,6 @@ from search.errors import DiffimaxError
 # object store holds; the driver holds only references).
 SHARDS_IN_FLIGHT_PER_WORKER = 2
 SHARDS_IN_FLIGHT_BASE = 2
-# Stream shards the reader may read ahead of the driver (each is two objects: its description and
-# its bytes): bounded memory whatever the stream.
-STREAM_LOOKAHEAD = 2
 # Times a shard's pipeline is submitted again after a system failure (a node gone with its
 # objects) before the job gives up; a worker or task that dies is retried by Ray itself first.
 SHARD_ATTEMPTS = 3
@@ -131,13 +133,17 @@ def run(
     (with --resume) mines damaged shards again; without it they stop a resumed run in one line."""
     # Everything that can be wrong with the request is found before anything is created.
     sources = expand_inputs(config.inputs)
-    check_unlocked(config.out)  # a job running there is the one thing to say about it
+    check_free(config.out)  # a job running there is the one thing to say about it
     check_output(config.out, resume=config.resume)
     engine_name = check_backend(config.engine)
     pins = [input_pin(source, config.url_timeout) for source in sources]  # what --resume must find unchanged
     identity = job_identity(config, sources, engine_name, human_evidence_digests(config.human), pins)
-    fresh = not Path(config.out).exists()
-    with output_lock(config.out):  # one job per output directory, for the whole job
+    fresh = isinstance(DatasetWriter(config.out).root, ObjectPath) or not Path(config.out).exists()
+    shown = progress or Progress(echo=echo)
+    with dataset_lock(config.out) as lease:  # one job per output, for the whole job
+        if lease is not None and not lease.conditional:
+            shown.echo(f"warning: the store of {redact(config.out)} ignores conditional puts: two jobs started "
+                       "at once on it could both run; a shard is still committed once")  # fmt: skip
         if config.resume:
             before = DatasetWriter(config.out).job() or {}
             check_resume(config.out, before.get("identity"), identity)
@@ -145,13 +151,19 @@ def run(
         else:
             store = DatasetWriter.create(config.out, {"identity": identity, "created": time.time()})
             store.created = fresh  # the lock made the directory: a failed first run removes it
-        return _run_job(config, store, identity, progress or Progress(echo=echo), verbose=verbose)
+        return _run_job(config, store, identity, shown, verbose=verbose, lease=lease)
 
 
 def _run_job(
-    config: MineConfig, store: DatasetWriter, identity: dict[str, Any], shown: Progress, *, verbose: bool
+    config: MineConfig,
+    store: DatasetWriter,
+    identity: dict[str, Any],
+    shown: Progress,
+    *,
+    verbose: bool,
+    lease: Lease | None = None,
 ) -> dict[str, Any]:
-    """The job on Ray, its output directory opened (and locked)."""
+    """The job on Ray, its output directory opened (and locked: `lease` on object storage)."""
     started = time.time()
     owns_ray = not ray.is_initialized()
     aside = StderrAside()
@@ -160,7 +172,7 @@ def _run_job(
             start_ray(config.address, verbose=verbose)
         stop = threading.Event()
         with _sigterm_stops(stop, aside):  # after ray.init, whose C++ core installs a SIGTERM handler of its own
-            job = MiningJob(config, store, identity, shown, started, stop)
+            job = MiningJob(config, store, identity, shown, started, stop, lease)
             try:
                 return job.run()
             finally:
@@ -218,72 +230,6 @@ def _sigterm_stops(stop: threading.Event, aside: StderrAside) -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-class ShardFeed:
-    """The job's shards in input order, read without the driver touching their bytes: a plain file
-    is cut into byte ranges by arithmetic (no I/O), a compressed file or a URL is read by a stream
-    reader task (`pipeline.mine.actors.read_stream`) whose shards arrive as objects, at most
-    STREAM_LOOKAHEAD ahead. `next` never waits on a stream: None means "nothing yet"."""
-
-    def __init__(self, config: MineConfig) -> None:
-        self.config = config
-        self.sources = list(enumerate(expand_inputs(config.inputs)))
-        self.ranges: Iterator[Shard] | None = None
-        self.stream: Any = None  # the reader's ObjectRefGenerator
-        self.exhausted = False
-        self.reader: Any = ray.remote(num_cpus=0, max_retries=3)(read_stream)
-
-    def next(self) -> tuple[Shard, Any] | None:
-        """The next shard and a reference to its bytes (None for a range shard), or None if the
-        stream has nothing ready yet or everything was read (`exhausted`)."""
-        config = self.config
-        while not self.exhausted:
-            if self.ranges is not None:
-                shard = next(self.ranges, None)
-                if shard is not None:
-                    return shard, None
-                self.ranges = None
-            elif self.stream is not None:
-                ready, _ = ray.wait([self.stream], timeout=0)
-                if not ready:
-                    return None
-                try:
-                    described = next(self.stream)
-                except StopIteration:
-                    self.stream = None
-                    continue
-                data = next(self.stream)
-                return _resolved(described), data
-            elif self.sources:
-                index, source = self.sources.pop(0)
-                if is_stream(source):
-                    self.stream = self.reader.options(_generator_backpressure_num_objects=2 * STREAM_LOOKAHEAD).remote(
-                        source, index, config.shard_bytes, config.shard_games, config.max_game_bytes,
-                        config.url_timeout,
-                    )  # fmt: skip
-                else:
-                    self.ranges = source_shards(
-                        source, index, shard_bytes=config.shard_bytes, shard_games=config.shard_games,
-                        max_game_bytes=config.max_game_bytes,
-                    )  # fmt: skip
-            else:
-                self.exhausted = True
-        return None
-
-    def waiting_on(self) -> list[Any]:
-        """What the driver may wait on for the next shard."""
-        return [self.stream] if self.stream is not None else []
-
-
-def _resolved(ref: Any) -> Any:
-    """`ray.get`, with an error the user caused in a task (an unreadable input) as itself: one line."""
-    try:
-        return ray.get(ref)
-    except ray.exceptions.RayTaskError as error:
-        if isinstance(error.cause, DiffimaxError):
-            raise error.cause from None
-        raise
-
-
 @dataclass
 class ShardRun:
     """One shard's pipeline in flight: the references the driver holds, nothing more."""
@@ -294,6 +240,7 @@ class ShardRun:
     result: Any = None  # ShardResult, by reference
     attempts: int = 0
     counted: bool = False  # its counts were read for progress
+    write_inputs: tuple[Any, ...] = ()  # the write task's arguments after the root (a write submitted again)
 
 
 class MiningJob:
@@ -307,19 +254,27 @@ class MiningJob:
         progress: Progress,
         started: float,
         stop: threading.Event | None = None,
+        lease: Lease | None = None,
     ) -> None:
         self.config = config
         self.stop = stop or threading.Event()
+        self.lease = lease
         self.store = store
         self.identity = identity
         self.progress = progress
         self.started = started
         self.counts = Counts()
         self.committed = store.committed()
-        for info in store.shard_info().values():  # a resumed run counts what the published shards hold
+        # A resumed run counts what the committed shards hold; under --max-games each counts where
+        # it lies in the input order, as the feed passes it (committed shards need not be a prefix:
+        # writers commit in any order).
+        self.games_committed: dict[str, int] = {}
+        for shard_id, info in store.shard_info().items():
             self.counts.add(info.get("counts", {}))
+            self.games_committed[shard_id] = int(info.get("counts", {}).get("games_read", 0))
         self.counts.shards_skipped = len(self.committed)
-        self.limit_left = config.max_games - self.counts.games_read if config.max_games else None
+        self.limit_left = config.max_games if config.max_games else None
+        self.writer_nodes: dict[str, int] = {}  # shards committed per node that wrote them
         self.feed = ShardFeed(config)
         self.runs: deque[ShardRun] = deque()
         self.broken: str | None = None  # why a URL's stream broke off (the job then ends non-zero)
@@ -339,9 +294,11 @@ class MiningJob:
         config = self.config
         cluster_cpus: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
         self.workers = config.workers or max(1, int(cluster_cpus.get("CPU", 1)))
-        # The counter and the shard writers live on the driver's node: the counter goes only when
-        # the whole job goes, and the writers stage files where the driver publishes them.
+        # The counter lives on the driver's node: it goes only when the whole job goes. The writers
+        # run anywhere until one finds it does not see the dataset (a local directory the nodes do
+        # not share): from then on on the driver's node (`pin_writers`).
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        self.here = here
         counter_name = f"diffimax-positions-{uuid.uuid4().hex}"
         counter_class: Any = ray.remote(num_cpus=0)(PositionCounter)
         self.counter = counter_class.options(name=counter_name, scheduling_strategy=here).remote()
@@ -359,7 +316,8 @@ class MiningJob:
         ]  # fmt: skip
         self.engine_info: dict[str, Any] = ray.get(self.actors[0].describe.remote())
         self.prepare_task: Any = ray.remote(num_cpus=0, max_retries=3)(prepare)
-        self.write_task = ray.remote(num_cpus=0, max_retries=3)(write).options(scheduling_strategy=here)
+        self.write_task: Any = ray.remote(num_cpus=0, max_retries=3)(write)
+        self.pinned = False
         self.window = SHARDS_IN_FLIGHT_BASE + SHARDS_IN_FLIGHT_PER_WORKER * self.workers
 
     def stop_workers(self) -> None:
@@ -380,8 +338,21 @@ class MiningJob:
         counts, tables, parts = refs[0], refs[1], refs[2:]
         outcomes = [actor.analyse_part.remote(part) for actor, part in zip(self.actors, parts, strict=True)]
         run.counts = counts
-        run.result = self.write_task.remote(str(self.store.root), run.shard, counts, tables, *outcomes)
+        run.write_inputs = (run.shard, counts, tables, *outcomes)
+        self.submit_write(run)
         run.attempts += 1
+
+    def submit_write(self, run: ShardRun) -> None:
+        """The shard's write task: anywhere, or on the driver's node once a writer elsewhere did not
+        see the dataset (`pin_writers`)."""
+        # SPREAD: a write task asks for no CPU, so Ray would otherwise keep them all on the driver's node.
+        task = self.write_task.options(scheduling_strategy=self.here if self.pinned else "SPREAD")
+        run.result = task.remote(self.root_text(), self.store.token, *run.write_inputs)
+
+    def root_text(self) -> str:
+        """The dataset's root as the writers take it (a path, or the object URL with no credentials)."""
+        root = self.store.root
+        return root.url.url() if isinstance(root, ObjectPath) else str(root)
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -389,9 +360,11 @@ class MiningJob:
         while True:
             if self.stop.is_set():
                 raise _Terminated
+            if self.lease is not None and self.lease.lost is not None:
+                raise MiningStopped(f"stopped: {self.lease.lost}")
             self.fill()
             self.count()
-            self.publish()
+            self.collect()
             self.show()
             if self.finished():
                 if self.broken is not None:
@@ -435,6 +408,8 @@ class MiningJob:
                 self.feed.exhausted = True
                 return
             if shard.shard_id in self.committed:
+                if self.limit_left is not None:
+                    self.limit_left -= self.games_committed.get(shard.shard_id, 0)
                 continue
             run = ShardRun(shard, data)
             self.submit(run)
@@ -456,8 +431,8 @@ class MiningJob:
             if self.limit_left is not None:
                 self.limit_left -= counts.games_read
 
-    def publish(self) -> None:
-        """Publish the finished shards, in input order."""
+    def collect(self) -> None:
+        """Take the results of the finished shards, in input order: each writer committed its own."""
         while self.runs:
             run = self.runs[0]
             ready, _ = ray.wait([run.result], timeout=0)
@@ -468,7 +443,11 @@ class MiningJob:
                 return  # resubmitted
             if result.fatal is not None:
                 raise MiningStopped(f"stopped: {result.fatal}")
-            self.store.publish(run.shard.shard_id, str(result.staged))
+            if result.misplaced:  # that node does not see the dataset: writers on the driver's node
+                self.pinned = True
+                self.submit_write(run)
+                return
+            self.writer_nodes[result.node] = self.writer_nodes.get(result.node, 0) + 1
             self.runs.popleft()
             self.counts.add(result.counts)
             self.counts.shards_committed += 1
@@ -481,7 +460,7 @@ class MiningJob:
         node, a task that could not be retried), the shard's pipeline is submitted again and None
         returned. A user's error is one line; a bug keeps its traceback."""
         try:
-            return _resolved(ref)
+            return resolved(ref)
         except ray.exceptions.RayTaskError:
             raise
         except ray.exceptions.RayError:
@@ -530,6 +509,11 @@ class MiningJob:
         except (ray.exceptions.RayError, TimeoutError):
             return []
 
+    def writers(self) -> dict[str, Any]:
+        """Where the shards of this run were written: how many nodes, the shards each committed."""
+        nodes = dict(sorted(self.writer_nodes.items()))
+        return {"nodes": len(nodes), "shards_by_node": nodes, "pinned_to_driver": self.pinned}
+
     def write_manifest(self) -> dict[str, Any]:
         config = self.config
         manifest = {
@@ -550,6 +534,7 @@ class MiningJob:
             "engine_options": asdict(config.engine_options),
             "workers": self.workers,
             "tables": {"table_mb": config.table_mb, "workers": self.table_stats()},
+            "writers": self.writers(),
             "versions": _versions(),
             "started": self.started,
             "finished": time.time(),
