@@ -68,6 +68,11 @@ from search.errors import DiffimaxError
 # object store holds; the driver holds only references).
 SHARDS_IN_FLIGHT_PER_WORKER = 2
 SHARDS_IN_FLIGHT_BASE = 2
+# Seconds the job waits at its start for all its analysis actors to be up before it starts with
+# those that are (the rest join as their nodes come: an autoscaler adds them); and how often it
+# looks for actors that came up since.
+WORKER_GRACE_SECONDS = 120.0
+READY_CHECK_SECONDS = 5.0
 # Times a shard's pipeline is submitted again after a system failure (a node gone with its
 # objects) before the job gives up; a worker or task that dies is retried by Ray itself first.
 SHARD_ATTEMPTS = 3
@@ -314,11 +319,33 @@ class MiningJob:
             )
             for _ in range(self.workers)
         ]  # fmt: skip
-        self.engine_info: dict[str, Any] = ray.get(self.actors[0].describe.remote())
+        # The job takes the workers as they come up: an actor without room waits for a node (and
+        # asks the autoscaler for one); each shard is split among the actors up at its submission.
+        self.starting: dict[Any, Any] = {actor.describe.remote(): actor for actor in self.actors}
+        self.ready: list[Any] = []
+        self.engine_info: dict[str, Any] = {}
+        self.checked = 0.0
+        self.take_ready(WORKER_GRACE_SECONDS)
         self.prepare_task: Any = ray.remote(num_cpus=0, max_retries=3)(prepare)
         self.write_task: Any = ray.remote(num_cpus=0, max_retries=3)(write)
         self.pinned = False
-        self.window = SHARDS_IN_FLIGHT_BASE + SHARDS_IN_FLIGHT_PER_WORKER * self.workers
+
+    def take_ready(self, wait: float = 0.0) -> None:
+        """Move the actors that are up into `ready` (at most every READY_CHECK_SECONDS): first all of
+        them or `wait` seconds, whichever comes first, and at least one; an engine that cannot
+        start stops the job here, in one line."""
+        if not self.starting or (not wait and time.monotonic() - self.checked < READY_CHECK_SECONDS):
+            return
+        self.checked = time.monotonic()
+        pending = list(self.starting)
+        done, _ = ray.wait(pending, num_returns=len(pending), timeout=wait)
+        if not done and not self.ready:
+            done, _ = ray.wait(pending, num_returns=1)
+        for ref in done:
+            info = resolved(ref)
+            self.engine_info = self.engine_info or info
+            self.ready.append(self.starting.pop(ref))
+        self.window = SHARDS_IN_FLIGHT_BASE + SHARDS_IN_FLIGHT_PER_WORKER * len(self.ready)
 
     def stop_workers(self) -> None:
         """End the actors now (their engines with them), so nothing keeps running after the job."""
@@ -331,12 +358,12 @@ class MiningJob:
         """The shard's whole pipeline, submitted at once: prepare, each worker's part, the write.
         Ray starts each step when its inputs exist; a worker runs its parts in submission order,
         which is shard order."""
-        partitions = len(self.actors)
+        partitions = len(self.ready)
         refs: Any = self.prepare_task.options(num_returns=partitions + 2).remote(
             run.shard, run.data, self.config.game_filter, self.limit_left, partitions, self.config.pool
         )
         counts, tables, parts = refs[0], refs[1], refs[2:]
-        outcomes = [actor.analyse_part.remote(part) for actor, part in zip(self.actors, parts, strict=True)]
+        outcomes = [actor.analyse_part.remote(part) for actor, part in zip(self.ready, parts, strict=True)]
         run.counts = counts
         run.write_inputs = (run.shard, counts, tables, *outcomes)
         self.submit_write(run)
@@ -362,6 +389,7 @@ class MiningJob:
                 raise _Terminated
             if self.lease is not None and self.lease.lost is not None:
                 raise MiningStopped(f"stopped: {self.lease.lost}")
+            self.take_ready()
             self.fill()
             self.count()
             self.collect()
@@ -505,7 +533,7 @@ class MiningJob:
     def table_stats(self) -> list[dict[str, int]]:
         """Each worker's table: entries, bytes, hits, misses, evictions (since its last start)."""
         try:
-            return list(ray.get([actor.table_stats.remote() for actor in self.actors], timeout=30))
+            return list(ray.get([actor.table_stats.remote() for actor in self.ready], timeout=30))
         except (ray.exceptions.RayError, TimeoutError):
             return []
 
@@ -533,6 +561,7 @@ class MiningJob:
             "engine": self.engine_info,
             "engine_options": asdict(config.engine_options),
             "workers": self.workers,
+            "workers_up": len(self.ready),
             "tables": {"table_mb": config.table_mb, "workers": self.table_stats()},
             "writers": self.writers(),
             "versions": _versions(),
