@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from pipeline.common.progress import Progress
 from pipeline.common.stats import wilson
 from pipeline.human.book import DEFAULT_MIN_GAMES, Book
 from pipeline.human.engine import EngineSettings
@@ -65,8 +66,10 @@ ALL_FILES = (*TRAIN_FILES, "lichess_player_b_1089.pgn", "lichess_100.pgn")
 PLOT = ROOT / "docs" / "human_calibration.png"
 
 
-def say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+# The benchmark's one progress display (pipeline.common.progress): its messages, and the counts of
+# the library calls it makes.
+SHOWN = Progress()
+say = SHOWN.say
 
 
 # -- variants -----------------------------------------------------------------------------
@@ -153,7 +156,7 @@ def cached_examples(cache: Path, train_rate: float, tune_rate: float, depth: int
         say(f"book: {len(book)} positions, {time.monotonic() - started:.0f} s")
     spec = ExtractSpec(("train",), FEATURE_GROUPS, EngineSettings(depth=depth), train_rate, 0)
     started = time.monotonic()
-    train = extract(data, spec, book, workers)
+    train = extract(data, spec, book, workers, SHOWN)
     say(f"train features: {train.positions} positions, {time.monotonic() - started:.0f} s")
     tune = extract(data, replace(spec, splits=("tune",), sample_rate=tune_rate, leave_one_out=False), book, workers)
     save_examples(train, train_path)
@@ -234,11 +237,11 @@ def run_variants(args: argparse.Namespace) -> None:
         fit_tune, _ = with_derived(subset(tune, groups), feature_names(groups), derived)
         started = time.monotonic()
         if kind == "lightgbm":
-            booster, best, _ = fit_lightgbm(fit_train, fit_tune, config, say, names=names)
+            booster, best, _ = fit_lightgbm(fit_train, fit_tune, config, SHOWN, names=names)
             scores = np.asarray(booster.predict(fit_tune.values, num_iteration=best, raw_score=True), dtype=np.float64)
             size = len(booster.model_to_string(num_iteration=best))
         else:
-            scorer = fit_linear(fit_train, config, say)
+            scorer = fit_linear(fit_train, config, SHOWN)
             scores = scorer.scores(fit_tune.values)
             size = 0
         seconds = time.monotonic() - started
@@ -430,7 +433,7 @@ def run_main(args: argparse.Namespace) -> None:
         engine_depths=depths, baseline_rate=args.baseline_rate, workers=args.workers,
     )  # fmt: skip
     started = time.monotonic()
-    result = evaluate(str(model_path), inputs, config, echo=say)
+    result = evaluate(str(model_path), inputs, config, progress=SHOWN)
     eval_seconds = time.monotonic() - started
     print(f"Model {model_path.name}: {description['kind']}, groups {', '.join(description['groups'])}, "
           f"{model_path.stat().st_size / 1e6:.2f} MB, loaded in {load_seconds:.2f} s")  # fmt: skip

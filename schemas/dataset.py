@@ -6,6 +6,10 @@ Version 2 records the trap judges: per reply their evidence and verdicts, per po
 flag, a candidate count and a fell flag per judge. Version 3 judges every occurrence of a position
 on its own (its mover's human evidence, its played move) over engine answers that a worker's table
 may serve: `reused` says the table held the position's answers, `analysis_key` names them.
+Version 4 keeps one copy of a game read twice: `games.digest` (its tags and moves), from which, with
+its id and Link, a resumed run knows the games it kept (`pipeline.mine.duplicates`). It also names
+every game's opening from its moves (`eco`, `opening`: Lichess's table, keeping the header's own
+name as `opening_header`) and its address (`url`), and reads chess.com's `TimeClass`.
 Values are centipawns from the setter's point of view (the player who just moved at the analysed
 root); pawns only appear in views.
 """
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SETTINGS_FIELDS = [
     pa.field("reasonable_dip", pa.float64(), nullable=False),
@@ -45,11 +49,16 @@ GAMES = pa.schema(
         pa.field("time_control_class", pa.string()),
         pa.field("result", pa.string()),
         pa.field("termination", pa.string()),
-        pa.field("opening", pa.string()),
-        pa.field("eco", pa.string()),
+        pa.field("opening", pa.string()),  # Lichess's name of the game's opening, from its moves (else its headers)
+        pa.field("eco", pa.string()),  # that line's ECO code (else the ECO header)
+        pa.field("opening_header", pa.string()),  # the game's own Opening header (chess.com: a slug)
+        pa.field("url", pa.string()),  # where the game can be seen: a lichess.org Site, else Link, else an http(s) Site
         pa.field("plies", pa.int32()),
         pa.field("variant", pa.string()),
         pa.field("start_fen", pa.string()),
+        # The digest of the game's tags and moves (`pipeline.ingest.headers.game_digest`): what makes
+        # two copies of a game without an id one game (`pipeline.mine.duplicates`).
+        pa.field("digest", pa.int64()),
     ]
 )
 
@@ -198,6 +207,41 @@ ERRORS = pa.schema(
     ]
 )
 
+# The plausible ranges of what a game says (values beyond them are dropped where they are read,
+# `pipeline.ingest`, and refused by `diffimax verify`). Ratings: every rating system in use (FIDE,
+# Lichess, chess.com) lies in 0..4000. A clock or a time control's base: 31 days (correspondence
+# clocks give at most 14 days a move); an increment: a day. An evaluation: 1,000 pawns (engines
+# report at most ~330, the shared data at most 154); a mate: in 1,000 moves (the longest known
+# forced mate takes 549).
+RATING_MAX = 4_000
+CLOCK_SECONDS_MAX = 31 * 86_400
+INCREMENT_SECONDS_MAX = 86_400
+EVAL_CP_MAX = 100_000
+MATE_MAX = 1_000
+# The values of the colours' columns.
+SIDES = ("white", "black")
+
+# Rules on values beyond the types and the non-null flags, per table and column: (lowest,
+# highest) of a number (None: unbounded), or the values a text may take. `diffimax verify` checks
+# every file against them.
+VALUE_RULES: dict[str, dict[str, tuple[float | None, float | None] | tuple[str, ...]]] = {
+    "games": {
+        "game_index": (0, None), "byte_offset": (0, None), "white_elo": (0, RATING_MAX), "black_elo": (0, RATING_MAX),
+        "base_seconds": (0, CLOCK_SECONDS_MAX), "increment_seconds": (0, INCREMENT_SECONDS_MAX), "plies": (1, None),
+    },
+    "positions": {
+        "ply": (0, None), "side_to_move": SIDES, "mover_rating": (0, RATING_MAX),
+        "clock_seconds": (0, CLOCK_SECONDS_MAX), "eval_cp": (-EVAL_CP_MAX, EVAL_CP_MAX),
+        "eval_mate": (-MATE_MAX, MATE_MAX),
+    },
+    "responses": {
+        "ply": (0, None), "setter": SIDES, "responder": SIDES, "legal": (1, None), "meaningful": (0, None),
+        "played_class": PLAYED_CLASSES, "primary_judge": JUDGE_NAMES, "nodes": (0, None),
+    },
+    "traps": {"ply": (0, None), "node_ply": (0, None), "setter": SIDES, "responder": SIDES},
+    "errors": {"game_index": (0, None), "byte_offset": (0, None), "ply": (0, None), "stage": ("parse", "analyse")},
+}  # fmt: skip
+
 TABLES: dict[str, pa.Schema] = {
     "games": GAMES,
     "positions": POSITIONS,
@@ -205,6 +249,19 @@ TABLES: dict[str, pa.Schema] = {
     "traps": TRAPS,
     "errors": ERRORS,
 }
+
+
+def settings_out_of_range(settings: dict[str, object]) -> tuple[str, object, int] | None:
+    """The first setting (name, value, the largest value its column holds) of `settings` (a
+    `DiffiMaxSettings.describe()`) that an integer column of SETTINGS_FIELDS cannot hold; None
+    when every one fits. A job checks its settings with it before anything starts."""
+    for field in SETTINGS_FIELDS:
+        value = settings.get(field.name)
+        if pa.types.is_integer(field.type) and isinstance(value, int):
+            largest = (1 << (field.type.bit_width - 1)) - 1
+            if not -largest - 1 <= value <= largest:
+                return field.name, value, largest
+    return None
 
 
 def versioned(name: str) -> pa.Schema:

@@ -3,11 +3,13 @@
 -- $min_dip_cp is the smallest trap dip asked for, in centipawns (setter's view).
 
 -- name: punish-candidates
--- Root trap records the human fell into, with the root position.
+-- Root trap records the human fell into, with the root position, the setter's value there before the trap move, and whether the practical judge names the move.
 with final as (
-    select t.game_id, t.ply, p.fen, t.move, t.dip, t.refutation
+    select t.game_id, t.ply, p.fen, t.move, t.dip, t.refutation, r.value as start_cp,
+           coalesce(t.by_practical, false) as by_practical, t.link
     from root_candidates t
     join positions p on p.game_id = t.game_id and p.ply = t.ply
+    join responses r on r.game_id = t.game_id and r.ply = t.ply
     where t.by_primary and t.fell and t.dip >= $min_dip_cp and p.move_uci = t.move
 )
 select * from final order by game_id, ply;
@@ -27,13 +29,15 @@ chances as (
     group by game_id, ply
 ),
 final as (
-    select c.game_id, c.ply, c.move, c.dip, c.refutation, c.fell,
+    select c.game_id, c.ply, c.move, c.dip, c.refutation, c.fell, coalesce(c.by_practical, false) as by_practical,
            before.fen as fen, before.move_uci as prior_move, setting.move_uci as setting_move,
            screen.move_played = screen.best_move as setting_best,
            list_min([r.dip for r in screen.responses if r.move <> screen.best_move and r.excluded is null])
                as second_dip,
-           screen.played_dip as setting_dip, root.mover_rating as opponent_rating, k.trap_chance
+           screen.played_dip as setting_dip, root.mover_rating as opponent_rating, k.trap_chance,
+           game_link(g.url, c.ply - 2) as link
     from picked c
+    join games g on g.game_id = c.game_id
     join chances k on k.game_id = c.game_id and k.ply = c.ply
     left join positions root on root.game_id = c.game_id and root.ply = c.ply
     left join positions before on before.game_id = c.game_id and before.ply = c.ply - 2

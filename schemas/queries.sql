@@ -26,7 +26,7 @@ with final as (
            wilson_high(sum(fell::int), count(*)) as wilson_high
     from outcomes where trap_node group by time_control_class
 )
-select * from final order by trap_nodes desc;
+select * from final order by trap_nodes desc, time_control_class;
 
 -- name: fall-rate-by-clock
 -- Fall rate at trap nodes by the responder's clock when deciding.
@@ -92,17 +92,18 @@ final as (
 select * from final;
 
 -- name: top-trap-positions
--- Positions where humans fell most (by falls, then the Wilson lower bound of the fall rate, then games).
+-- Positions where humans fell most (ties: the Wilson lower bound of the fall rate, games, the earliest ply, the FEN), with an opening and a game to see it in.
 with nodes as (
     select position_key, min(fen) as fen, count(*) as games, sum(fell::int) as fell,
-           min(trap_count) as trap_candidates, min(best_move) as best_move
+           min(trap_count) as trap_candidates, min(best_move) as best_move, min(ply) as ply,
+           mode(opening) as opening, arg_min(link, (not fell, game_id)) as example_game
     from outcomes where trap_node group by position_key
 ),
 final as (
     select *, wilson_low(fell, games) as wilson_low, fell / games as fall_rate, wilson_high(fell, games) as wilson_high
     from nodes
 )
-select * from final where fell > 0 order by fell desc, wilson_low desc, games desc, position_key limit 25;
+select * from final where fell > 0 order by fell desc, wilson_low desc, games desc, ply, fen limit 25;
 
 -- name: top-players
 -- Players who set and who fell for the most traps (as setter: the responder fell; as responder: they fell).
@@ -174,16 +175,34 @@ final as (
 select * from final order by lift desc nulls last, judge;
 
 -- name: practical-traps
--- The practical judge's trap positions, where humans fell most: candidates with their evidence, falls, Wilson bounds.
+-- The practical judge's trap positions, where humans fell most (ties: Wilson lower bound, games, the smaller dip, the FEN, the move): candidates with their evidence, opening and a game.
 with candidates as (
     select root_key as position_key, move, min(node_fen) as fen, min(best_move) as best_move,
            count(*) as games, sum(fell::int) as fell, avg(model_p) as model_p, min(win_drop) as win_drop,
-           min(dip) / 100.0 as dip_pawns, min(refutation) as refutation
-    from traps where path = [] and by_practical
+           min(dip) as dip, dip_pawns(min(dip), arg_min(best_value, dip), arg_min(value, dip)) as dip_pawns,
+           min(refutation) as refutation, mode(opening) as opening,
+           arg_min(link, (not coalesce(fell, false), game_id)) as example_game
+    from root_candidates where by_practical
     group by root_key, move
 ),
 final as (
     select *, wilson_low(fell, games) as wilson_low, fell / games as fall_rate, wilson_high(fell, games) as wilson_high
     from candidates
 )
-select * from final order by fell desc, wilson_low desc, games desc, position_key, move limit 50;
+select * exclude (dip) from final order by fell desc, wilson_low desc, games desc, dip, fen, move limit 50;
+
+-- name: traps-by-opening
+-- Trap nodes and falls by opening (Lichess's name from the moves) and the responder's rating band (200 points), with Wilson 95% intervals; ties by opening and band.
+with nodes as (
+    select coalesce(eco, '?') as eco, coalesce(opening, '(unnamed)') as opening,
+           (mover_rating // 200) * 200 as rating_band, fell
+    from outcomes where trap_node
+),
+final as (
+    select eco, opening, rating_band, count(*) as trap_nodes, sum(fell::int) as fell,
+           wilson_low(sum(fell::int), count(*)) as wilson_low,
+           sum(fell::int) / count(*) as fall_rate,
+           wilson_high(sum(fell::int), count(*)) as wilson_high
+    from nodes group by eco, opening, rating_band
+)
+select * from final order by trap_nodes desc, fell desc, opening, rating_band nulls last;

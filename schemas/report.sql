@@ -3,10 +3,11 @@
 -- $keys is the list of position keys drawn as boards, $limit a row count.
 
 -- name: trap-candidates
--- Root trap candidates at the drawn positions: how often each was a candidate there and was played, smallest dip (cp) and best rank.
+-- Root trap candidates at the drawn positions: how often each was a candidate there and was played, smallest dip (cp, and for people) and best rank.
 with final as (
     select root_key as position_key, move, count(*) as occurrences, count(*) filter (where fell) as played,
-           min(dip) as dip, min(rank) as rank
+           min(dip) as dip, dip_pawns(min(dip), arg_min(best_value, dip), arg_min(value, dip)) as dip_pawns,
+           min(rank) as rank
     from root_candidates where by_primary and list_contains($keys, root_key)
     group by root_key, move
 )
@@ -34,8 +35,7 @@ select * from final order by position_key, times desc, move_uci;
 -- name: example-games
 -- Up to $limit games that reached each drawn position, those where the human fell first.
 with final as (
-    select o.position_key, o.game_id, o.ply, o.white, o.black, o.white_elo, o.black_elo, g.event, g.date,
-           o.move_san, o.outcome
+    select o.position_key, o.game_id, o.ply, o.game, o.link, o.opening, o.move_san, o.outcome
     from outcomes o join games g using (game_id)
     where list_contains($keys, o.position_key)
     qualify row_number() over (partition by o.position_key order by o.fell desc, o.game_id, o.ply) <= $limit

@@ -1,8 +1,9 @@
--- DuckDB views over a diffimax dataset (schema version 2).
+-- DuckDB views over a diffimax dataset (schema version 4).
 -- `{games}` and the like are replaced by a scan of the table's Parquet files in the dataset (listed
 -- in Python, so that no character of the dataset's path is read as a glob), or by an empty table
 -- of the right schema when no shard is committed yet.
--- Values are centipawns from the setter's view in the tables; *_pawns columns are for people.
+-- Values are centipawns from the setter's view in the tables; *_pawns columns are for people: text,
+-- '+1.80' pawns or '#3' / '#-3' for a mate in 3 moves by the setter / against it (pawns, dip_pawns).
 
 -- Wilson score interval (95%) for k successes in n trials.
 create or replace macro wilson_low(k, n) as
@@ -18,6 +19,41 @@ create or replace macro wilson_high(k, n) as
         / (1 + 1.96 ^ 2 / n)))
     end;
 
+-- A value for people, as search/values.py's format_pawns writes it: pawns, or a mate score
+-- (MATE - n for a mate in n plies from the analysed root, MATE = 100,000; any |cp| >= 90,000) as
+-- '#k' / '#-k', k the mating side's moves; at an analysed root the responder moves first.
+create or replace macro pawns(cp) as
+    case
+        when cp is null then null
+        when cp >= 90000 then '#' || ((100000 - cp) // 2)
+        when cp <= -90000 then '#-' || ((100000 + cp + 1) // 2)
+        else printf('%+.2f', cp / 100.0)
+    end;
+-- A dip for people (format_dip): pawns; where the best reply or this one is a mate score, where
+-- this reply leads instead (a difference of mate scores is no number of pawns).
+create or replace macro dip_pawns(dip, best, value) as
+    case
+        when dip is null then null
+        when abs(best) >= 90000 or abs(value) >= 90000 then pawns(value)
+        else printf('%.2f', dip / 100.0)
+    end;
+-- Where a reader sees the game at a ply: its address (games.url) with the move where the site
+-- takes one (lichess.org: `#ply`, `/black` when Black is to move; chess.com: `?move=ply`).
+create or replace macro game_link(url, ply) as
+    case
+        when url is null then null
+        when regexp_full_match(url, 'https://lichess\.org/[A-Za-z0-9]{8}')
+            then url || case when ply % 2 = 1 then '/black' else '' end || '#' || ply
+        when regexp_full_match(url, 'https://www\.chess\.com/(game/)?(live|daily)/(game/)?[0-9]+')
+            then url || '?move=' || ply
+        else url
+    end;
+-- A game named for people: "White (1500) - Black (1480), Event, 2024.01.31".
+create or replace macro game_name(white, white_elo, black, black_elo, event, date) as
+    coalesce(white, '?') || coalesce(' (' || white_elo || ')', '') || ' - ' || coalesce(black, '?')
+    || coalesce(' (' || black_elo || ')', '') || coalesce(', ' || nullif(event, '?'), '')
+    || coalesce(', ' || nullif(date, '????.??.??'), '');
+
 create or replace view games as
 select * from {games};
 
@@ -25,25 +61,29 @@ create or replace view positions as
 select * from {positions};
 
 create or replace view responses as
-select *, value / 100.0 as value_pawns, played_dip / 100.0 as played_dip_pawns
+select *, pawns(value) as value_pawns, dip_pawns(played_dip, value, played_value) as played_dip_pawns
 from {responses};
 
 create or replace view traps as
-select *, dip / 100.0 as dip_pawns, best_value / 100.0 as best_value_pawns, value / 100.0 as value_pawns
+select *, dip_pawns(dip, best_value, value) as dip_pawns, pawns(best_value) as best_value_pawns,
+       pawns(value) as value_pawns
 from {traps};
 
 create or replace view errors as
 select * from {errors};
 
--- The trap candidates at the analysed roots, each with whether the dataset's primary judge names it.
+-- The trap candidates at the analysed roots, each with whether the dataset's primary judge names it,
+-- the game's opening and a link to the game at that ply.
 create or replace view root_candidates as
 select t.*,
        case r.primary_judge
            when 'dip' then t.by_dip when 'trappy' then t.by_trappy when 'human' then t.by_human
            when 'model' then t.by_model when 'practical' then t.by_practical
-       end is true as by_primary
+       end is true as by_primary,
+       g.eco, g.opening, game_link(g.url, t.ply) as link
 from traps t
 join responses r using (game_id, ply)
+join games g using (game_id)
 where t.path = [];
 
 -- One row per analysed position and judge that gave a verdict there: was it a trap node by that
@@ -88,7 +128,9 @@ with joined as (
         r.game_id, r.ply, r.position_key, r.setter, r.responder, r.best_move, r.move_played, r.primary_judge,
         r.played_class, r.played_dip, r.played_win_drop, r.played_model_p, r.value, r.reasonable_count,
         r.trap_ratio, r.meaningful, r.trap_dip, p.fen, p.move_san, p.mover_rating, p.clock_seconds,
-        g.white, g.black, g.white_elo, g.black_elo, g.time_control_class, g.result,
+        g.white, g.black, g.white_elo, g.black_elo, g.time_control_class, g.result, g.eco, g.opening, g.event, g.date,
+        game_link(g.url, r.ply) as link,
+        game_name(g.white, g.white_elo, g.black, g.black_elo, g.event, g.date) as game,
         case r.setter when 'white' then g.white else g.black end as setter_name,
         case r.setter when 'white' then g.black else g.white end as responder_name,
         case r.setter when 'white' then g.white_elo else g.black_elo end as setter_rating,

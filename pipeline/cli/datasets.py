@@ -44,7 +44,8 @@ def verify(
     data: Annotated[str, typer.Argument(help="The dataset (mine --out): a directory, s3:// or gs://.")],
 ) -> None:
     """Check every file of a dataset: its SHA-256 against the manifest, and every page checksum."""
-    from pipeline.dataset.integrity import REPAIR, DamagedDatasetError, verify_dataset
+    from pipeline.dataset.integrity import REPAIR, DamagedDatasetError
+    from pipeline.dataset.verify import verify_dataset
 
     found = verify_dataset(data)
     for problem in found.problems:
@@ -80,7 +81,9 @@ def report(
 def puzzles(
     data: Annotated[str, typer.Option("--data", help="The dataset (mine --out): a directory, s3:// or gs://.")],
     out: Annotated[str, typer.Option("--out", help="Directory for puzzles.csv, puzzles.pgn, puzzles.html.")],
-    kind: Annotated[str, typer.Option("--kind", help="punish, set or both.")] = "both",
+    kind: Annotated[
+        str, typer.Option("--kind", help="Comma list of punish, set, defend; both (punish,set) or all.")
+    ] = "both",
     min_dip: Annotated[float, typer.Option("--min-dip", help="Smallest trap dip, in pawns.")] = 1.0,
     limit: Annotated[int | None, typer.Option("--limit", help="Write at most this many puzzles.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="Comma list: csv, pgn, html.")] = "csv,pgn,html",
@@ -104,14 +107,15 @@ def puzzles(
     human_model: HumanModelOpt = "default",
 ) -> None:
     """Engine-verified puzzles from a dataset's traps: Lichess CSV, PGN and an interactive HTML puzzle book."""
+    from pipeline.common.progress import Progress
     from pipeline.dataset.lock import output_lock
     from pipeline.outputs.puzzles import generate_puzzles, parse_formats, parse_kind
 
-    with output_lock(local_out(out)):
+    with output_lock(local_out(out)), Progress() as progress:
         report = generate_puzzles(
             data, out, kind=parse_kind(kind), min_dip=min_dip, limit=limit, formats=parse_formats(fmt),
             engine=engine, standard=standard, nodes=nodes, margin=margin, workers=workers,
-            human_model=None if human_model.lower() == "none" else human_model,
+            human_model=None if human_model.lower() == "none" else human_model, progress=progress,
         )  # fmt: skip
     typer.echo(report.summary())
 
@@ -124,7 +128,10 @@ def tag(
     human_model: HumanModelOpt = "default",
 ) -> None:
     """Our theme tagger and difficulty rating on any Lichess puzzle CSV, beside Lichess's own columns."""
+    from pipeline.common.progress import Progress
     from pipeline.outputs.puzzles import tag_csv
 
-    report = tag_csv(puzzles_csv, out, human_model=None if human_model.lower() == "none" else human_model)
+    with Progress() as progress:
+        model = None if human_model.lower() == "none" else human_model
+        report = tag_csv(puzzles_csv, out, human_model=model, progress=progress)
     typer.echo(report.summary())

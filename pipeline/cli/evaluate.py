@@ -55,6 +55,7 @@ def evaluate(
 ) -> None:
     """The judge harness: trap-node share, candidates, fall rate and lift over chance, and recall on
     known traps, for every trap judge on held-out games (docs/judges.md)."""
+    from pipeline.common.progress import Progress
     from pipeline.evaluate.harness import run_harness, table
 
     engine = engine or default_engine()
@@ -65,12 +66,14 @@ def evaluate(
         raise UsageError(
             f"invalid --shallow-depths {shallow_depths!r}: expected whole numbers, comma-separated"
         ) from None
-    run = run_harness(
-        inputs, engine=engine, options=EngineOptions(threads=threads, hash_mb=hash_mb, nodes=nodes, depth=engine_depth),
-        settings=settings, shallow_depths=depths, split=split, positions=positions, seed=seed, known_traps=known_traps,
-        trap_rating=trap_rating, model=human_model, corpus=human_corpus, workers=workers, save=save, load=load,
-        on_progress=lambda done, total: typer.echo(f"evaluate: {done}/{total} positions gathered", err=True),
-    )  # fmt: skip
+    with Progress() as progress:
+        progress.say(f"evaluate: sampling {positions} positions of the {split} games")
+        run = run_harness(
+            inputs, engine=engine, options=EngineOptions(threads=threads, hash_mb=hash_mb, nodes=nodes,
+            depth=engine_depth), settings=settings, shallow_depths=depths, split=split, positions=positions, seed=seed,
+            known_traps=known_traps, trap_rating=trap_rating, model=human_model, corpus=human_corpus, workers=workers,
+            save=save, load=load, progress=progress,
+        )  # fmt: skip
     if as_json:
         emit({"about": run.about, "variants": run.rows}, "", True)
     else:

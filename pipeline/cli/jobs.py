@@ -193,14 +193,15 @@ def plan(
     """Estimate a mining job before running it: games and positions after the filters, distinct
     positions after reuse, engine core-hours and wall time for --workers, from samples of its input
     read and judged here with its engine and settings (`diffimax mine`'s flags)."""
+    from pipeline.common.progress import Progress
     from pipeline.mine.plan import plan as plan_job
     from pipeline.mine.plan import plan_text
 
     # Planning writes nothing: the output directory only completes the job's description.
     config = job("(planned, not written)", False)
-    echo = None if as_json else (lambda line: typer.echo(line, err=True))
-    planned = plan_job(config, sample_games=sample_games, sample_positions=sample_positions,
-                       assume_games=assume_games, seed=plan_seed, echo=echo)  # fmt: skip
+    with Progress() as progress:  # on stderr, beside --json's stdout
+        planned = plan_job(config, sample_games=sample_games, sample_positions=sample_positions,
+                           assume_games=assume_games, seed=plan_seed, progress=progress)  # fmt: skip
     emit(planned.describe(), plan_text(planned), as_json)
 
 
@@ -219,12 +220,24 @@ def parse_plies(text: str | None) -> tuple[int, int | None]:
     return start, end
 
 
+def _by_key(counts: dict[str, int] | None) -> str:
+    """` (3 duplicate, 2 variant)` for counts by rule or kind; nothing when there are none."""
+    return f" ({', '.join(f'{n:,} {key}' for key, n in sorted(counts.items()))})" if counts else ""
+
+
 def summary_text(manifest: dict[str, Any], out: str) -> str:
     m = manifest
+    notes = []
+    if m.get("values_dropped"):
+        dropped = _by_key(m["values_dropped"])[2:-1]
+        notes.append(f"values dropped (unreadable or out of range, stored as null): {dropped}")
+    if m.get("games_latin1"):
+        notes.append(f"games whose headers were not UTF-8, read as Windows-1252: {m['games_latin1']:,}")
     return "\n".join([
         f"Dataset written to {out} (manifest: {out}/manifest.json)",
-        f"games: {m['games_read']:,} read = {m['games_written']:,} mined + {m['games_filtered']:,} filtered "
-        f"+ {m['games_error']:,} with errors",
+        f"games: {m['games_read']:,} read = {m['games_written']:,} mined + {m['games_filtered']:,} filtered"
+        f"{_by_key(m.get('games_filtered_by'))} + {m['games_error']:,} with errors",
+        *notes,
         f"positions: {m['positions']:,} ({m['positions_analysed']:,} analysed, {m['positions_reused']:,} reused "
         f"from repeats, {m['positions_error']:,} failed)",
         f"trap records: {m['traps']:,}; engine: {m['engine'].get('engine') or m['engine'].get('name', '?')}; "

@@ -19,12 +19,14 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import ray
 
+from pipeline.common.progress import Progress
 from search.errors import DiffimaxError
 
 # Tries to start a local Ray cluster before the job gives up (see `start_ray`).
@@ -185,6 +187,56 @@ def project_runtime_env() -> dict[str, Any]:
     return {"env_vars": {"PYTHONPATH": path}}
 
 
+# Seconds between two reports of a fan-out task's finished units to the driver's counter.
+TICK_SECONDS = 1.0
+# Seconds the driver waits for a fan-out result before it looks at the counter again.
+LOOK_SECONDS = 0.5
+# What a fan-out task is given, with `ticks`, to say it finished some units of work.
+Tick = Callable[[int], None]
+
+
+class TickCounter:
+    """A Ray actor: the units of work the tasks of one `fan_out` have finished (for its progress)."""
+
+    def __init__(self) -> None:
+        self.done = 0
+
+    def add(self, amount: int) -> None:
+        self.done += amount
+
+    def total(self) -> int:
+        return self.done
+
+
+class RemoteTick:
+    """A task's `tick`: units are told to the counter at most every TICK_SECONDS (an actor call
+    per unit would cost more than many a unit), the rest when the task ends (`flush`)."""
+
+    def __init__(self, counter: Any) -> None:
+        self.counter = counter
+        self.pending = 0
+        self.last = time.monotonic()
+
+    def __call__(self, amount: int = 1) -> None:
+        self.pending += amount
+        if time.monotonic() - self.last >= TICK_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.counter.add.remote(self.pending)
+            self.pending = 0
+        self.last = time.monotonic()
+
+
+def _ticked(function: Callable[..., Result], counter: Any, *args: Any) -> Result:
+    tick = RemoteTick(counter)
+    try:
+        return function(*args, tick)
+    finally:
+        tick.flush()
+
+
 def fan_out(
     function: Callable[..., Result],
     calls: Sequence[Sequence[Any]],
@@ -192,36 +244,48 @@ def fan_out(
     workers: int,
     shared: Sequence[Any] = (),
     on_result: Callable[[int, Result], None] | None = None,
+    progress: Progress | None = None,
 ) -> list[Result]:
     """`[function(*call, *shared) for call in calls]`, on a local Ray cluster of `workers` CPUs
     (one task per call) when `workers > 1`, else on this process. `shared` objects (a book, a
     corpus) go to the object store once, not once per call. `on_result(index, result)` sees each
-    result as it arrives (progress); the list comes back in call order whatever the finish order."""
+    result as it arrives; the list comes back in call order whatever the finish order. With
+    `progress` (its step started by the caller), each call is given one more argument, a `Tick`
+    to call with the units of work it finishes, and the step counts them as they finish."""
+    extra: tuple[Any, ...] = ()
     if workers <= 1:
+        if progress is not None:
+            extra = (progress.advance,)
         results = []
         for index, call in enumerate(calls):
-            results.append(function(*call, *shared))
+            results.append(function(*call, *shared, *extra))
             if on_result is not None:
                 on_result(index, results[-1])
         return results
     with ray_session(num_cpus=workers, runtime_env=project_runtime_env()):
-        task = ray.remote(num_cpus=1, max_retries=FAN_OUT_RETRIES)(function)
+        task = ray.remote(num_cpus=1, max_retries=FAN_OUT_RETRIES)(function if progress is None else _ticked)
+        counter_class: Any = ray.remote(num_cpus=0)(TickCounter)
+        counter: Any = counter_class.remote() if progress is not None else None
+        head = (function, counter) if progress is not None else ()
         shared_refs = [ray.put(value) for value in shared]
-        index_of = {task.remote(*call, *shared_refs): index for index, call in enumerate(calls)}
+        index_of = {task.remote(*head, *call, *shared_refs): index for index, call in enumerate(calls)}
         arrived: dict[int, Result] = {}
         pending = list(index_of)
         while pending:
-            done, pending = ray.wait(pending, num_returns=1)
+            done, pending = ray.wait(pending, num_returns=1, timeout=LOOK_SECONDS if progress else None)
             for ref in done:
                 arrived[index_of[ref]] = ray.get(ref)
                 if on_result is not None:
                     on_result(index_of[ref], arrived[index_of[ref]])
+            if progress is not None and counter is not None and (progress.due() or not pending):
+                progress.update(int(ray.get(counter.total.remote())))
         return [arrived[index] for index in range(len(calls))]
 
 
 __all__ = [
     "ClusterError",
     "StderrAside",
+    "Tick",
     "fan_out",
     "kill_processes_mentioning",
     "project_runtime_env",

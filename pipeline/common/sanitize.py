@@ -37,6 +37,7 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\u
 # the Unicode line and paragraph separators, and the bidi controls that reorder what follows
 # (U+061C, U+200E/F, U+202A-U+202E, U+2066-U+2069: the "Trojan Source" characters).
 _TERMINAL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
 _URL_CHARS = re.compile(r"[A-Za-z0-9._~:/?#\[\]@!$&()*+,;=%-]+")
 
 
@@ -68,8 +69,12 @@ def pgn_value(text: str | None, default: str = "?") -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def spreadsheet_safe(cell: str) -> str:
-    """A CSV cell a spreadsheet will not run: a leading = + - @ tab or CR gets an apostrophe."""
+def spreadsheet_safe(cell: str, *, numbers: bool = False) -> str:
+    """A CSV cell a spreadsheet will not run: a leading = + - @ tab or CR gets an apostrophe.
+    With `numbers`, a cell that is a plain number (`-12`, `+0.5`, a Lichess CSV's Popularity) is
+    left as it is: a spreadsheet reads it as that number, nothing more."""
+    if numbers and _NUMBER.fullmatch(cell):
+        return cell
     return "'" + cell if cell.startswith(FORMULA_PREFIXES) else cell
 
 

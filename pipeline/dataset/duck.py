@@ -1,7 +1,8 @@
 """DuckDB over a diffimax dataset: the views of `schemas/views.sql` on the Parquet files.
 
 The dataset is checked first (`pipeline.dataset.integrity.check_dataset`: its manifest, each
-shard's presence, sizes and footers), and only the shards that passed are read. The files are
+shard's presence, sizes, footers and the Arrow schema each footer holds), and only the shards that
+passed are read. The files are
 listed here, in Python, and handed to DuckDB as Arrow datasets that verify every page's checksum
 as they read it (DuckDB's own Parquet reader ignores page checksums), so no path is ever read as
 a glob pattern (a dataset directory named `run*` never reads `run1/` beside it). DuckDB still
@@ -13,33 +14,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
-import pyarrow.parquet as pq
 
-from pipeline.dataset.integrity import DatasetError, DatasetState, check_dataset, damage_named, scan
+from pipeline.dataset.integrity import DatasetError, DatasetState, check_dataset, scan
 from pipeline.dataset.objects import ObjectPath, Where, dataset_path
 from pipeline.dataset.sql import sql_text
-from schemas.dataset import SCHEMA_VERSION, TABLES, schema_version_of, versioned
+from schemas.dataset import TABLES, versioned
 
 
 def table_files(state: DatasetState, table: str) -> list[Where]:
     """The Parquet files of `table` of the shards that passed the check, where their records say
     they lie (taken as they are, no pattern)."""
     return [state.dirs[shard] / f"{table}.parquet" for shard in sorted(state.shards)]
-
-
-def check_schema_version(path: Where, dataset: Where) -> None:
-    """Refuse a file written under another schema version, in one line that says what to do."""
-    if isinstance(path, ObjectPath):
-        name, filesystem = path.arrow()
-        schema = pq.read_schema(name, filesystem=filesystem)
-    else:
-        schema = pq.read_schema(path)
-    version = schema_version_of(schema)
-    if version != SCHEMA_VERSION:
-        raise DatasetError(
-            f"dataset {str(dataset)!r} has schema version {version}; this diffimax reads version {SCHEMA_VERSION} "
-            "(the trap judges): mine it again into a new --out"
-        )
 
 
 def is_dataset(root: Where) -> bool:
@@ -72,10 +57,6 @@ def connect(
     damaged page fails (see `pipeline.dataset.integrity.damage_named`)."""
     state = dataset if isinstance(dataset, DatasetState) else open_dataset(dataset, allow_partial=allow_partial)
     files_of = {table: table_files(state, table) for table in TABLES}
-    with damage_named(state):
-        for files in files_of.values():
-            if files:
-                check_schema_version(files[0], state.root)
     connection = duckdb.connect()
     views = sql_text("views")
     for table, files in files_of.items():

@@ -9,10 +9,14 @@ Three levels of checking, from cheap to complete:
 
 * `check_dataset` (every reader, before it reads): each shard the manifest lists is present, its
   `_shard.json` readable and agreeing with the manifest, each file of the size recorded, with the
-  footer recorded. A few stats and small reads per shard, whatever the size of the data.
+  footer recorded, and that footer's Arrow schema the one `schemas.dataset` says
+  (`pipeline.dataset.conformance.schema_problem`: a shard re-signed after a column was dropped or
+  retyped fails here). A few stats and small reads per shard, whatever the size of the data.
 * Page checksums, checked as pages are read (`SCAN_FORMAT`, and `read_verified`): a changed byte
   inside a page fails the read that meets it, and `locate_damage` then names the file.
-* `verify_dataset` (`diffimax verify`): the SHA-256 of every file and every page checksum.
+* `verify_dataset` (`diffimax verify`, `pipeline.dataset.verify`): the SHA-256 of every file,
+  every page checksum, and every value against its column's non-null and range rules
+  (`conformance.value_problem`).
 
 A reader never answers from a partial dataset silently: a job that has not finished (no
 manifest), a shard that is missing or damaged, is one line that names it and says how to repair
@@ -36,9 +40,10 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from pipeline.dataset.conformance import schema_problem
 from pipeline.dataset.lock import LOCK_FILE
-from pipeline.dataset.objects import ObjectPath, Where, dataset_path
-from schemas.dataset import TABLES
+from pipeline.dataset.objects import ObjectPath, Where, dataset_path, parquet_schema
+from schemas.dataset import SCHEMA_VERSION, TABLES, schema_version_of
 from search.errors import DiffimaxError
 
 SHARD_MARKER: Final = "_shard.json"
@@ -324,11 +329,14 @@ def shard_problem(shards: Where, shard_id: str, expected: Mapping[str, FileRecor
     except ValueError as error:
         return str(error)
     records = dict(expected) if expected is not None else own
-    if records is None:  # written before file records: presence is all there is to check
+    if records is None:  # written before file records: presence and schemas are all there is to check
         missing = [name for name in FILES if not (where / name).is_file()]
-        return f"{missing[0]} is missing" if missing else None
-    for name in FILES:
-        problem = file_problem(where / name, records.get(name))
+        if missing:
+            return f"{missing[0]} is missing"
+    for table, name in zip(TABLES, FILES, strict=True):
+        problem = (None if records is None else file_problem(where / name, records.get(name))) or schema_problem(
+            where / name, table
+        )
         if problem is not None:
             return problem
     return None
@@ -386,6 +394,28 @@ def listed_shards(manifest_path: Where, manifest: Any) -> dict[str, Any] | None:
     return listed
 
 
+def check_version(root: Where, shard_ids: list[str]) -> None:
+    """Refuse a dataset written under another schema version (its first shard's games file says
+    which), in one line that says what to do; a shard of another version among others of this one
+    is damage (`shard_problem`)."""
+    for shard_id in shard_ids:
+        if not is_shard_id(shard_id):
+            continue
+        directory = root / SHARDS_DIR / shard_id
+        try:
+            path = files_dir(directory, read_json(directory / SHARD_MARKER)) / FILES[0]
+            if path.is_symlink() or not path.is_file():
+                continue
+            version = schema_version_of(parquet_schema(path))
+        except (pa.ArrowException, OSError, ValueError, DamagedDatasetError):
+            continue  # damage: `shard_problem` names it
+        if version != SCHEMA_VERSION:
+            raise DatasetError(
+                f"dataset {str(root)!r} has schema version {version}; this diffimax reads version {SCHEMA_VERSION} "
+                "(duplicate games kept once): mine it again into a new --out"
+            )
+
+
 def check_dataset(root: str | Where, *, allow_partial: bool = False) -> DatasetState:
     """The cheap check every reader makes before it reads: the dataset's own names (`check_layout`),
     the manifest, and each shard it lists (`shard_problem`). Raises IncompleteDatasetError or
@@ -404,6 +434,7 @@ def check_dataset(root: str | Where, *, allow_partial: bool = False) -> DatasetS
                 "or read what is there with --allow-partial"
             )
         state = DatasetState(base, [], finished=False)
+        check_version(base, committed[:1])
         for shard_id in committed:
             problem = shard_problem(shards, shard_id)
             if problem is None:
@@ -412,6 +443,7 @@ def check_dataset(root: str | Where, *, allow_partial: bool = False) -> DatasetS
                 state.missing.append(f"{shard_id} ({problem})")
         return state
     listed = listed_shards(manifest_path, read_json(manifest_path))
+    check_version(base, sorted(listed or committed)[:1])
     verified = listed is not None
     if listed is None:  # a dataset mined before file records: read what is committed
         listed = {shard_id: {"files": None} for shard_id in committed}
@@ -496,87 +528,10 @@ def damage_named(state: DatasetState) -> Iterator[None]:
         raise located from None
 
 
-# ---------------------------------------------------------------------------------------------
-# The complete check
-
-
-@dataclass
-class VerifyReport:
-    """What `verify_dataset` found."""
-
-    root: Where
-    shards: int = 0
-    files: int = 0
-    bytes: int = 0
-    problems: list[str] = field(default_factory=list)
-    """One line per damaged, missing or unlisted shard."""
-
-    def summary(self) -> str:
-        head = f"{self.shards} shards, {self.files} files, {self.bytes:,} bytes checked (SHA-256 and page checksums)"
-        return head + (f": {len(self.problems)} problem(s)" if self.problems else ": all intact")
-
-
-def verify_dataset(root: str | Where) -> VerifyReport:
-    """Every digest and every page checksum of every shard (the manifest's, or for a job that
-    has not finished, each committed shard's own `_shard.json`). The dataset's own names must not
-    be symbolic links (`check_layout`: LinkedDatasetError), nor may the manifest name a shard
-    outside it; a shard directory or file that is a link, or an entry of `shards/` that is no
-    shard, is a problem."""
-    base = snapshot_of(root)
-    check_layout(base)
-    shards = base / SHARDS_DIR
-    report = VerifyReport(base)
-    entries: list[Where] = list(shards.iterdir()) if shards.is_dir() else []
-    on_disk = {path.name for path in entries if path.is_dir() or path.is_symlink()}
-    if isinstance(base, ObjectPath):  # a shard with no record is an attempt never committed: not there
-        on_disk = set(committed_ids(shards)) | {name for name in on_disk if not is_shard_id(name)}
-    listed: dict[str, Any] | None = None
-    if (base / MANIFEST_FILE).is_file():
-        listed = listed_shards(base / MANIFEST_FILE, read_json(base / MANIFEST_FILE))
-        if listed is None:
-            report.problems.append(f"{MANIFEST_FILE} holds no file records (mined before them): nothing to verify")
-            return report
-    else:
-        report.problems.append(f"no {MANIFEST_FILE}: the job has not finished; its committed shards are checked")
-    names = sorted(listed) if listed is not None else committed_ids(shards)
-    for shard_id in names:
-        report.shards += 1
-        expected = listed_records(listed[shard_id]) if listed is not None else None
-        problem = shard_problem(shards, shard_id, expected) or deep_problem(shards / shard_id, report, expected)
-        if problem is not None:
-            report.problems.append(f"shard {shard_id}: {problem}")
-    for extra in sorted(on_disk - set(names)):
-        if not is_shard_id(extra):
-            report.problems.append(f"{extra[:120]!r} in shards/ is not a shard")
-            continue
-        where = MANIFEST_FILE if listed is not None else "a record"
-        report.problems.append(f"shard {extra}: in shards/ but not in {where}")
-    return report
-
-
-def deep_problem(directory: Where, report: VerifyReport, expected: Mapping[str, FileRecord] | None) -> str | None:
-    """The digests and page checksums of one shard that passed the cheap check."""
-    info = read_json(directory / SHARD_MARKER)
-    records = dict(expected) if expected is not None else shard_records(info)
-    where = files_dir(directory, info)
-    for name in FILES:
-        path = where / name
-        report.files += 1
-        report.bytes += path.stat().st_size
-        record = (records or {}).get(name)
-        if record is not None and file_record(path).sha256 != record.sha256:
-            return f"{name} has changed (its SHA-256 differs from the one recorded)"
-        try:
-            read_verified(path)
-        except (pa.ArrowException, OSError) as error:
-            return f"{name} fails its page checksums ({first_line(error)})"
-    return None
-
-
 __all__ = [
     "FILES", "JOB_FILE", "MANIFEST_FILE", "OWN_NAMES", "SHARDS_DIR", "SHARD_ID", "SHARD_MARKER", "STAGING_DIR",
     "DamagedDatasetError", "DatasetError", "DatasetState", "FileRecord", "IncompleteDatasetError",
-    "LinkedDatasetError", "VerifyReport", "check_dataset", "check_layout", "committed_ids", "damage_named",
-    "damaged_error", "file_record", "first_line", "is_damage", "is_shard_id", "link_note", "listed_shards",
-    "locate_damage", "manifest_records", "read_verified", "scan", "shard_problem", "verify_dataset",
+    "LinkedDatasetError", "check_dataset", "check_layout", "check_version", "committed_ids",
+    "damage_named", "damaged_error", "file_record", "first_line", "is_damage", "is_shard_id", "link_note",
+    "listed_shards", "locate_damage", "manifest_records", "read_verified", "scan", "shard_problem",
 ]  # fmt: skip

@@ -247,6 +247,22 @@ class ObjectPath:
 Where = Path | ObjectPath
 
 
+def parquet_schema(path: Where) -> Any:
+    """The Arrow schema in a Parquet file's footer: for an object, read from its tail (a snapshot's
+    view holds it), else through Arrow over the filesystem."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not isinstance(path, ObjectPath):
+        return pq.read_schema(path)
+    size, tail = path.tail(TAIL_READ)
+    try:  # Arrow reads only the footer: the tail of a larger file, behind the magic it starts with
+        return pq.read_schema(pa.BufferReader(tail if len(tail) == size else b"PAR1" + tail))
+    except (pa.ArrowException, OSError):
+        name, filesystem = path.arrow()
+        return pq.read_schema(name, filesystem=filesystem)
+
+
 def dataset_path(place: str | os.PathLike[str] | ObjectPath) -> Where:
     """A dataset's root as the dataset code takes it: an `ObjectPath` for an object URL, else a
     `pathlib.Path`."""
@@ -256,4 +272,4 @@ def dataset_path(place: str | os.PathLike[str] | ObjectPath) -> Where:
     return ObjectPath(text) if is_object_url(text) else Path(text)
 
 
-__all__ = ["ObjectPath", "ObjectStat", "View", "Where", "dataset_path"]
+__all__ = ["ObjectPath", "ObjectStat", "View", "Where", "dataset_path", "parquet_schema"]

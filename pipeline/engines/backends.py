@@ -107,3 +107,49 @@ def check_backend(engine: str) -> str:
     from pipeline.engines.process import check_engine
 
     return check_engine(engine, timeout=CHECK_TIMEOUT)
+
+
+def _limit_words(limits: Any) -> str:
+    """`100,000 nodes`, `depth 12`, `0.5 s` (whichever limits are set), or ``."""
+    if not isinstance(limits, dict):
+        return ""
+    parts = [
+        f"{limits['nodes']:,} nodes" if limits.get("nodes") else None,
+        f"depth {limits['depth']}" if limits.get("depth") else None,
+        f"{limits['movetime']:g} s" if limits.get("movetime") else None,
+    ]
+    return ", ".join(part for part in parts if part)
+
+
+def describe_engine(described: dict[str, Any]) -> str:
+    """A backend's own description (`Backend.describe`, as the manifest keeps it) in words:
+    "Stockfish 15.1, 100,000 nodes per line (4x deeper near a threshold); the shallow pass at depth 6;
+    1 thread, 16 MiB hash" or "native (embedded alpha-beta on PeSTO), 2,000,000 nodes in all"."""
+    version = str(described.get("version") or "")
+    if version == "diffimax-native":
+        budget = described.get("node_budget")
+        shallow = described.get("shallow_plies")
+        return (
+            "native (the embedded alpha-beta on PeSTO)"
+            + (f", {budget:,} nodes in all" if budget else "")
+            + (f"; the shallow pass at {shallow} plies" if shallow else "")
+        )
+    if version == "diffimax-material":
+        return "material (counts material only: a test engine)"
+    name = str(described.get("engine") or described.get("name") or "unknown engine")
+    words = [name]
+    limits = described.get("limits") or {}
+    limit = _limit_words(limits)
+    if limit:
+        deeper = limits.get("deeper_factor") if isinstance(limits, dict) else None
+        words.append(f", {limit} per line" + (f" ({deeper:g}x deeper near a threshold)" if deeper else ""))
+    shallow = _limit_words(described.get("shallow"))
+    if shallow:
+        words.append(f"; the shallow pass at {shallow}")
+    options = described.get("options") or {}
+    if isinstance(options, dict) and options:
+        threads, hash_mb = options.get("Threads"), options.get("Hash")
+        setup = [f"{threads} thread{'s' if threads != 1 else ''}" if threads else None,
+                 f"{hash_mb} MiB hash" if hash_mb else None]  # fmt: skip
+        words.append("; " + ", ".join(part for part in setup if part))
+    return "".join(words)

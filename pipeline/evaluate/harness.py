@@ -31,8 +31,9 @@ from typing import Any, Final
 
 import chess
 
-from pipeline.common.cluster import fan_out
+from pipeline.common.cluster import Tick, fan_out
 from pipeline.common.files import write_atomic
+from pipeline.common.progress import Progress
 from pipeline.common.splits import Split, sample_value, split_of
 from pipeline.common.stats import wilson
 from pipeline.engines.backends import EngineOptions, open_backend
@@ -425,15 +426,17 @@ def _gather_specs(
     model_spec: str | None,
     corpus_spec: str | None,
     shallow_depths: Sequence[int],
+    tick: Tick | None = None,
 ) -> list[Record]:
-    """`gather` with the model and corpus loaded here (a Ray task gets paths, not objects)."""
+    """`gather` with the model and corpus loaded here (a Ray task gets paths, not objects);
+    `tick` is told of each position gathered."""
     from pipeline.human.models import load_move_model
 
     model = load_move_model(model_spec)
     try:
         corpus = Corpus.load(corpus_spec) if corpus_spec else None
         return gather(samples, engine, options, settings, judges, model=model, corpus=corpus,
-                      shallow_depths=shallow_depths)  # fmt: skip
+                      shallow_depths=shallow_depths, on_record=None if tick is None else lambda _: tick(1))  # fmt: skip
     finally:
         if model is not None:
             model.close()
@@ -450,23 +453,20 @@ def gather_parallel(
     corpus: str | None,
     workers: int,
     shallow_depths: Sequence[int] = SHALLOW_DEPTHS,
-    on_batch: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
 ) -> list[Record]:
-    """`gather` on a local Ray cluster, one task per batch; records come back in sample order."""
+    """`gather` on a local Ray cluster, one task per batch; records come back in sample order. The
+    positions gathered are counted on `progress` (its step started by the caller) as they are."""
     if workers <= 1:
-        return _gather_specs(list(samples), engine, options, settings, judges, model, corpus, shallow_depths)
+        tick = None if progress is None else progress.advance
+        return _gather_specs(list(samples), engine, options, settings, judges, model, corpus, shallow_depths, tick)
     parts = min(len(samples), workers * 4)  # small batches: progress, and an even finish
     batches = [indices for indices in (list(range(len(samples)))[index::parts] for index in range(parts)) if indices]
     calls = [
         ([samples[i] for i in indices], engine, options, settings, judges, model, corpus, list(shallow_depths))
         for indices in batches
     ]
-    done = fan_out(
-        _gather_specs,
-        calls,
-        workers=workers,
-        on_result=None if on_batch is None else lambda batch, records: on_batch(len(records)),
-    )
+    done = fan_out(_gather_specs, calls, workers=workers, progress=progress)
     records: list[Record | None] = [None] * len(samples)
     for indices, batch_records in zip(batches, done, strict=True):
         for index, record in zip(indices, batch_records, strict=True):
@@ -534,13 +534,13 @@ def run_harness(
     workers: int = 2,
     save: str | None = None,
     load: str | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> HarnessRun:
     """The judge harness with the default judge settings: the evidence at `positions` samples of
     the `split` games of `inputs` and at the known traps (`known_traps`: a PGN, 'default' or
     'none'; the victim rated `trap_rating`, 0: none), gathered on `workers` Ray workers (or read
     from the evidence file `load`, and written to `save`), measured for every variant.
-    `on_progress(done, total)` is told after each batch of gathered positions."""
+    `progress` shows the positions gathered as they are."""
     base = JudgeSettings()
     if load:
         records, about = load_records(load)
@@ -552,17 +552,13 @@ def run_harness(
             samples += trap_samples(
                 None if known_traps == "default" else load_known_traps(known_traps), trap_rating or None
             )
-        done = [0]
-
-        def tell(count: int) -> None:
-            done[0] += count
-            if on_progress is not None:
-                on_progress(done[0], len(samples))
-
+        shown = progress or Progress.quiet()
+        shown.start("gathered", "positions", len(samples))
         records = gather_parallel(
             samples, engine, options, settings, base, model=None if model == "none" else model, corpus=corpus,
-            workers=workers, shallow_depths=shallow_depths, on_batch=tell,
+            workers=workers, shallow_depths=shallow_depths, progress=shown,
         )  # fmt: skip
+        shown.finish_step()
         about = {"inputs": list(inputs), "split": split, "positions": positions, "seed": seed, "engine": engine,
                  "nodes": options.nodes, "depth": settings.depth, "human_model": model,
                  "human_corpus": corpus, "trap_rating": trap_rating or None}  # fmt: skip

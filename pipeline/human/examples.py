@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
@@ -22,7 +22,8 @@ import chess
 import numpy as np
 import numpy.typing as npt
 
-from pipeline.common.cluster import fan_out
+from pipeline.common.cluster import Tick, fan_out
+from pipeline.common.progress import Progress
 from pipeline.common.splits import Split
 from pipeline.human.book import Book, own_counts
 from pipeline.human.context import MoverContext, Pool
@@ -32,7 +33,6 @@ from pipeline.human.features import FeatureGroup, Matrix, feature_names, move_fe
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
-Echo = Callable[[str], None]
 
 # Share of the training games kept for early stopping when the inputs hold no tune games.
 CARVED_TUNE_SHARE: Final = 0.1
@@ -161,14 +161,20 @@ def game_examples(
     return matrices, labels, keys, ratings
 
 
-def extract_part(inputs: Sequence[str], part: int, parts: int, spec: ExtractSpec, book: Book | None) -> Examples:
+def extract_part(
+    inputs: Sequence[str], part: int, parts: int, spec: ExtractSpec, book: Book | None, tick: Tick | None = None
+) -> Examples:
     """The examples of part `part` of `parts` of the inputs (a plain function: Ray runs it remotely)."""
-    return records_examples(read_inputs(inputs, part=part, parts=parts, pool=spec.pool, games=spec.games), spec, book)
+    records = read_inputs(inputs, part=part, parts=parts, pool=spec.pool, games=spec.games)
+    return records_examples(records, spec, book, tick)
 
 
-def records_examples(records: Iterable[GameRecord], spec: ExtractSpec, book: Book | None) -> Examples:
+def records_examples(
+    records: Iterable[GameRecord], spec: ExtractSpec, book: Book | None, tick: Tick | None = None
+) -> Examples:
     """The examples of the games among `records` that `spec` selects (its splits and carve), with
-    the engine it needs started here and ended before returning."""
+    the engine it needs started here and ended before returning; `tick` is told of the positions
+    of each game as they are done."""
     width = len(feature_names(spec.groups))
     engine = ShallowEngine(spec.engine) if spec.engine is not None and "engine" in spec.groups else None
     matrices: list[Matrix] = []
@@ -186,6 +192,8 @@ def records_examples(records: Iterable[GameRecord], spec: ExtractSpec, book: Boo
             if spec.carve != "none" and split == "train" and carved(record.game_id) != (spec.carve == "tune"):
                 continue
             found = game_examples(record, spec, book, engine)
+            if tick is not None:
+                tick(len(found[1]))
             matrices.extend(found[0])
             labels.extend(found[1])
             keys.extend(found[2])
@@ -231,13 +239,18 @@ def merge(parts: Sequence[Examples], width: int) -> Examples:
 
 
 def extract(
-    inputs: Sequence[str], spec: ExtractSpec, book: Book | None, workers: int = 1, echo: Echo | None = None
+    inputs: Sequence[str], spec: ExtractSpec, book: Book | None, workers: int = 1, progress: Progress | None = None
 ) -> Examples:
-    """Examples of every input game in `spec.splits`, on `workers` processes (Ray when > 1)."""
+    """Examples of every input game in `spec.splits`, on `workers` processes (Ray when > 1), the
+    positions shown on `progress` as they are done."""
     width = len(feature_names(spec.groups))
     parts = workers * PARTS_PER_WORKER if workers > 1 else 1
     calls = [(list(inputs), part, parts, spec) for part in range(parts)]
-    results = fan_out(extract_part, calls, workers=workers, shared=(book,))
+    if progress is not None:
+        progress.start("extracted", "positions")
+    results = fan_out(extract_part, calls, workers=workers, shared=(book,), progress=progress)
+    if progress is not None:
+        progress.finish_step()
     return merge(results, width)
 
 

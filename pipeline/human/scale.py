@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pipeline.common.cluster import project_runtime_env
+from pipeline.common.progress import Progress
 from pipeline.human.book import Book, book_from_pairs, pack_move
 from pipeline.human.context import Pool
 from pipeline.human.data import GameSample, ReadCounts, pgn_shards, shard_records
@@ -59,7 +60,6 @@ from pipeline.human.train import (
 )
 from pipeline.ingest.sources import Shard
 
-Echo = Callable[[str], None]
 UInt64Array = npt.NDArray[np.uint64]
 
 # Shard tasks in flight per worker: enough to keep a worker busy while the driver cuts the next.
@@ -206,7 +206,7 @@ def _fit_worker(loop: dict[str, Any]) -> None:
     mine = merge(ray.get(loop["shares"][rank]), width)
     tune = ray.get(loop["tune"])
     network = {**get_network_params(), "tree_learner": "data", "pre_partition": True}
-    booster, best, losses = fit_lightgbm(mine, tune, config, lambda line: None, extra_params=network)
+    booster, best, losses = fit_lightgbm(mine, tune, config, Progress.quiet(), extra_params=network)
     if rank != 0:
         ray.train.report({"best": best})
         return
@@ -216,7 +216,9 @@ def _fit_worker(loop: dict[str, Any]) -> None:
         ray.train.report({"best": best}, checkpoint=ray.train.Checkpoint.from_directory(directory))
 
 
-def fit_on_ray(train: ShardedExamples, tune: Examples, config: TrainConfig, echo: Echo) -> tuple[str, int, list[float]]:
+def fit_on_ray(
+    train: ShardedExamples, tune: Examples, config: TrainConfig, progress: Progress
+) -> tuple[str, int, list[float]]:
     """Fit on Ray Train's LightGBM trainer with `config.workers` workers: the model text (best
     number of trees), the best tree count, and the tune log-loss by tree."""
     import ray
@@ -227,7 +229,7 @@ def fit_on_ray(train: ShardedExamples, tune: Examples, config: TrainConfig, echo
     if workers < 1:
         raise TrainError("no training examples to fit")
     shares = assign(train, workers)
-    echo(f"  fitting on {workers} Ray Train worker(s): {[sum(1 for _ in s) for s in shares]} shards each")
+    progress.say(f"  fitting on {workers} Ray Train worker(s): {[sum(1 for _ in s) for s in shares]} shards each")
     with tempfile.TemporaryDirectory(prefix="diffimax-train-") as storage:
         trainer = LightGBMTrainer(
             _fit_worker,
@@ -244,7 +246,7 @@ def fit_on_ray(train: ShardedExamples, tune: Examples, config: TrainConfig, echo
     return text, int(fit["best"]), [float(v) for v in fit["losses"]]
 
 
-def train_on_ray(data: Sequence[str], out: str, config: TrainConfig, echo: Echo) -> dict[str, Any]:
+def train_on_ray(data: Sequence[str], out: str, config: TrainConfig, progress: Progress) -> dict[str, Any]:
     """`pipeline.human.train.train` at dump scale: the book, the tune and the training examples
     made shard by shard on Ray tasks, the fit on Ray Train; the same model file."""
     from pipeline.common.cluster import ray_session
@@ -256,25 +258,26 @@ def train_on_ray(data: Sequence[str], out: str, config: TrainConfig, echo: Echo)
         book_games = 0
         counts = ReadCounts()
         if "book" in config.groups:
-            echo("counting the book of the training games (shard by shard)")
+            progress.say("counting the book of the training games (shard by shard)")
             book, book_games, counts = count_book(
                 data, config.book_min_games, config.pool, config.games, config.workers
             )
-            echo(f"  {len(book)} positions reached at least {config.book_min_games} times in {book_games} games")
+            reached = f"reached at least {config.book_min_games} times in {book_games} games"
+            progress.say(f"  {len(book)} positions {reached}")
         train_spec, tune_spec = extraction_specs(config)
-        echo(f"features of {config.tune_sample_rate:g} of the tune positions ({config.workers} worker(s))")
+        progress.say(f"features of {config.tune_sample_rate:g} of the tune positions ({config.workers} worker(s))")
         tune = gather(extract_sharded(data, tune_spec, book, config.workers), width)
         tune_source = TUNE_SPLIT
         if not tune.positions:
             tune_source = CARVED_TUNE
             train_spec = replace(train_spec, carve="train")
             tune = gather(extract_sharded(data, carved_tune_spec(tune_spec), book, config.workers), width)
-        echo(f"features of {config.sample_rate:g} of the training positions, kept on the workers")
+        progress.say(f"features of {config.sample_rate:g} of the training positions, kept on the workers")
         sharded = extract_sharded(data, train_spec, book, config.workers)
         check_enough(sharded.total, tune.positions, data)
         extracted = time.monotonic()
-        echo(f"  {sharded.total} training positions in {len(sharded.refs)} shards, {tune.positions} tune")
-        text, best, losses = fit_on_ray(sharded, tune, config, echo)
+        progress.say(f"  {sharded.total} training positions in {len(sharded.refs)} shards, {tune.positions} tune")
+        text, best, losses = fit_on_ray(sharded, tune, config, progress)
     document = base_document(config, book)
     document["booster"] = text
     fit = {"trees": best, "tune_log_loss_by_tree": [round(v, 5) for v in losses[:best]], "trainer": "ray",

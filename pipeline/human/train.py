@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -29,7 +29,9 @@ from typing import Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
+from pipeline.common.cluster import Tick
 from pipeline.common.files import write_atomic
+from pipeline.common.progress import Progress
 from pipeline.human.book import DEFAULT_MIN_GAMES, Book, BookBuilder
 from pipeline.human.context import Pool
 from pipeline.human.data import GameSample, ReadCounts, input_digest, read_inputs
@@ -66,7 +68,6 @@ __all__ = ["TrainConfig", "TrainError", "fit_lightgbm", "fit_linear", "played_ra
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
-Echo = Callable[[str], None]
 
 # Probabilities are floored at this in the log-loss (a played move the model calls impossible).
 PROBABILITY_FLOOR: Final = 1e-9
@@ -178,12 +179,15 @@ def build_book(
     counts: ReadCounts | None = None,
     pool: Pool | None = None,
     sample: GameSample | None = None,
+    tick: Tick | None = None,
 ) -> tuple[Book, int]:
     """The book of the training games (tune and held-out games never enter it), and how many
-    training games it was built from."""
+    training games it was built from; `tick` is told of every game read."""
     builder = BookBuilder()
     games = 0
     for record in read_inputs(inputs, counts=counts, pool=pool, games=sample):
+        if tick is not None:
+            tick(1)
         if record.split != "train":
             continue
         games += 1
@@ -235,7 +239,7 @@ def fit_lightgbm(
     train: Examples,
     tune: Examples,
     config: TrainConfig,
-    echo: Echo,
+    progress: Progress,
     extra_params: dict[str, Any] | None = None,
     names: Sequence[str] | None = None,
 ) -> tuple[Any, int, list[float]]:
@@ -289,21 +293,27 @@ def fit_lightgbm(
         tune.values, label=_targets(tune), feature_name=names, categorical_feature=categorical, reference=train_set
     )
     history: dict[str, dict[str, list[float]]] = {}
+
+    def show_tree(env: Any) -> None:
+        progress.update(env.iteration + 1)
+
+    progress.start("fitted", "trees", config.max_rounds, "at most; early-stopped on the tune log-loss")
     booster = lightgbm.train(
         params, train_set, num_boost_round=config.max_rounds, valid_sets=[tune_set], valid_names=["tune"],
         feval=tune_loss,
         callbacks=[
             lightgbm.early_stopping(config.early_stopping, verbose=False), lightgbm.record_evaluation(history),
-            lightgbm.log_evaluation(period=25),
+            show_tree,
         ],
     )  # fmt: skip
+    progress.finish_step()
     losses = history.get("tune", {}).get("group_log_loss", [])
     best = booster.best_iteration or len(losses)
-    echo(f"  {best} trees (tune log-loss {losses[best - 1]:.4f})" if losses else f"  {best} trees")
+    progress.say(f"  {best} trees (tune log-loss {losses[best - 1]:.4f})" if losses else f"  {best} trees")
     return booster, best, losses
 
 
-def fit_linear(train: Examples, config: TrainConfig, echo: Echo) -> LinearScorer:
+def fit_linear(train: Examples, config: TrainConfig, progress: Progress) -> LinearScorer:
     """A conditional logit: L-BFGS on the mean softmax log-loss plus lambda_l2 / positions * |w|^2."""
     from scipy.optimize import minimize  # type: ignore[import-untyped]
 
@@ -326,7 +336,7 @@ def fit_linear(train: Examples, config: TrainConfig, echo: Echo) -> LinearScorer
         return value, gradient
 
     result = minimize(loss, np.zeros(x.shape[1]), jac=True, method="L-BFGS-B", options={"maxiter": 300})
-    echo(f"  linear: {result.nit} iterations, train loss {result.fun:.4f}")
+    progress.say(f"  linear: {result.nit} iterations, train loss {result.fun:.4f}")
     return LinearScorer(names, tuple(means.tolist()), tuple(scales.tolist()), tuple(result.x.tolist()))
 
 
@@ -359,7 +369,7 @@ def train(
     data: Sequence[str],
     out: str,
     config: TrainConfig | None = None,
-    echo: Echo | None = None,
+    progress: Progress | None = None,
     dump: str | None = None,
 ) -> dict[str, Any]:
     """Train a model on the `train` games of `data`, write it to `out`; returns its description.
@@ -367,33 +377,36 @@ def train(
     .json), for comparing other models on the same data (`benchmarks.bench_human --variants`).
     With `config.trainer == "ray"` the work is `pipeline.human.scale`'s (dump scale)."""
     config = config or TrainConfig()
-    say = echo or (lambda line: None)
+    shown = progress or Progress.quiet()
+    say = shown.say
     if config.trainer == "ray":
         if dump is not None:
             raise TrainError("--dump-examples needs the local trainer: the ray trainer never gathers the examples")
         from pipeline.human.scale import train_on_ray
 
-        return train_on_ray(data, out, config, say)
+        return train_on_ray(data, out, config, shown)
     started = time.monotonic()
     counts = ReadCounts()
     book: Book | None = None
     book_games = 0
     if "book" in config.groups:
         say("counting the book of the training games")
-        book, book_games = build_book(data, config.book_min_games, counts, config.pool, config.games)
+        shown.start("read", "games")
+        book, book_games = build_book(data, config.book_min_games, counts, config.pool, config.games, shown.advance)
+        shown.finish_step()
         say(f"  {len(book)} positions reached at least {config.book_min_games} times in {book_games} games")
     train_spec, tune_spec = extraction_specs(config)
     say(f"features of {config.tune_sample_rate:g} of the tune positions ({config.workers} worker(s))")
-    tune = extract(data, tune_spec, book, config.workers, say)
+    tune = extract(data, tune_spec, book, config.workers, shown)
     tune_source = TUNE_SPLIT
     if not tune.positions:
         # No tune games (a user's own files): early-stop on a seeded share of the training games.
         # They are in the book, so they see it without their own occurrences, like training games.
         tune_source = CARVED_TUNE
         train_spec = replace(train_spec, carve="train")
-        tune = extract(data, carved_tune_spec(tune_spec), book, config.workers, say)
+        tune = extract(data, carved_tune_spec(tune_spec), book, config.workers, shown)
     say(f"features of {config.sample_rate:g} of the training positions")
-    examples = extract(data, train_spec, book, config.workers, say)
+    examples = extract(data, train_spec, book, config.workers, shown)
     check_enough(examples.positions, tune.positions, data)
     extracted = time.monotonic()
     if dump is not None:
@@ -403,11 +416,11 @@ def train(
     document = base_document(config, book)
     say(f"fitting ({config.kind})")
     if config.kind == "lightgbm":
-        booster, best, losses = fit_lightgbm(examples, tune, config, say)
+        booster, best, losses = fit_lightgbm(examples, tune, config, shown)
         document["booster"] = booster.model_to_string(num_iteration=best)
         fit: dict[str, Any] = {"trees": best, "tune_log_loss_by_tree": [round(v, 5) for v in losses[:best]]}
     else:
-        scorer = fit_linear(examples, config, say)
+        scorer = fit_linear(examples, config, shown)
         document["linear"] = scorer.to_json()
         fit = {"interacting": list(INTERACTING)}
     record = TrainingRecord(examples.positions, len(examples.values), book_games, counts, tune_source, fit)

@@ -35,19 +35,28 @@ import chess.pgn
 from pipeline.common.splits import sample_value
 from pipeline.ingest.headers import (
     CHESS960_NAMES,
+    DroppedValue,
     FilterRule,
     GameFilter,
     TimeControlClass,
+    date_dropped,
+    decode_text,
     find_board,
+    game_digest,
     game_id_of,
     is_rated,
+    parse_date,
     parse_headers,
     parse_rating,
     parse_time_control,
     quote,
+    rating_dropped,
     rating_rule,
+    time_class,
+    time_control_dropped,
 )
 from pipeline.ingest.movetext import Eval, MoveError, check_movetext, read_commands, resolve_token
+from pipeline.ingest.openings import OPENING_PLIES, Opening, game_address, opening_table
 from pipeline.ingest.sources import Shard, load_shard
 from pipeline.ingest.split import game_spans
 from schemas.dataset import to_signed64
@@ -78,9 +87,12 @@ class GameRow(TypedDict):
     termination: str | None
     opening: str | None
     eco: str | None
+    opening_header: str | None
+    url: str | None
     plies: int | None
     variant: str
     start_fen: str | None
+    digest: int | None
 
 
 class PositionRow(TypedDict):
@@ -119,6 +131,11 @@ class Selected:
     start_fen: str | None
     """FEN of the first position; None for the standard start."""
     chess960: bool = False
+    dropped: tuple[DroppedValue, ...] = ()
+    """The kind of each value read from the game and dropped (`headers.DroppedValue`: unreadable or
+    outside its plausible range), stored as null."""
+    latin1: bool = False
+    """Its headers were not UTF-8, and were read as Windows-1252 (`headers.decode_text`)."""
 
     @property
     def game_index(self) -> int:
@@ -223,6 +240,8 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
     ) -> None:
         self.reader = reader
         self.game_filter = reader.game_filter
+        self.latin1 = False  # set by the reader: the headers were read as Windows-1252
+        self.dropped: list[DroppedValue] = []
         self.tags = headers
         self.header_error = header_error
         self.movetext = movetext
@@ -242,6 +261,7 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
         self.positions: list[PositionRow] = []
         self.clocks: dict[int, float] = {}  # ply after the move -> the mover's clock
         self.evals: dict[int, Eval] = {}
+        self.opening: Opening | None = None  # the deepest position so far found in Lichess's openings table
 
     # -- outcomes -------------------------------------------------------------------------------
 
@@ -325,11 +345,15 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
             return None
         tc = get("TimeControl")
         base, increment, speed = self.reader.time_control(tc)
+        speed = time_class(speed, get("TimeClass"))
         if game_filter.time_controls is not None and speed not in game_filter.time_controls:
             self.filter_out("time_control", f"time control {speed} ({tc or 'no TimeControl tag'})")
             return None
         white_elo = parse_rating(get("WhiteElo"))
         black_elo = parse_rating(get("BlackElo"))
+        self.dropped += ["rating" for tag in ("WhiteElo", "BlackElo") if rating_dropped(get(tag))]
+        if time_control_dropped(tc):
+            self.dropped.append("time_control")
         rating_reason = rating_rule(game_filter, white_elo, black_elo)
         if rating_reason is not None:
             self.filter_out("rating", rating_reason)
@@ -364,6 +388,9 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
         game's row."""
         self.sans = sans
         get = self.tags.get
+        date = get("UTCDate") or get("Date")
+        if date_dropped(date):
+            self.dropped.append("date")
         fen = get("FEN")
         start_fen = fen.strip() if fen and fen.strip() else None
         self.by_name_960 = chess960
@@ -376,13 +403,13 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
         self.row = {
             "game_id": self.game_id, "source": self.where.source, "shard_id": self.where.shard_id,
             "game_index": self.where.game_index, "byte_offset": self.where.byte_offset, "event": get("Event"),
-            "site": get("Site"), "link": get("Link"), "date": get("UTCDate") or get("Date"), "white": get("White"),
+            "site": get("Site"), "link": get("Link"), "date": parse_date(date), "white": get("White"),
             "black": get("Black"),
             "white_elo": headers.white_elo, "black_elo": headers.black_elo, "time_control": headers.time_control,
             "base_seconds": headers.base_seconds, "increment_seconds": headers.increment_seconds,
             "time_control_class": headers.speed, "result": get("Result"), "termination": get("Termination"),
-            "opening": get("Opening"), "eco": get("ECO"), "plies": len(sans), "variant": variant,
-            "start_fen": start_fen,
+            "opening": None, "eco": get("ECO"), "opening_header": get("Opening"), "url": game_address(get("Site"),
+            get("Link")), "plies": len(sans), "variant": variant, "start_fen": start_fen, "digest": None,
         }  # fmt: skip
 
     def visit_board(self, board: chess.Board) -> None:
@@ -415,6 +442,8 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
 
     def visit_move(self, board: chess.Board, move: chess.Move) -> None:
         ply = self.ply
+        if 0 < ply <= OPENING_PLIES and self.standard and self.row is not None and self.row["start_fen"] is None:
+            self.opening = opening_table().at(board) or self.opening  # the position after `ply` moves
         uci = board.uci(move)
         self.ucis.append(uci)
         if self.first <= ply <= self.last:
@@ -430,7 +459,7 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
 
     def visit_comment(self, comment: str) -> None:
         if self.outcome is None and "[%" in comment:
-            read_commands(self.clocks, self.evals, self.ply, comment)
+            self.dropped += read_commands(self.clocks, self.evals, self.ply, comment)
 
     def handle_error(self, error: Exception) -> None:
         if self.outcome is not None:
@@ -456,6 +485,7 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
             except MoveError as error:
                 return self.fail(str(error), error.ply)
             return self.fail(f"python-chess's reader skipped {quote(token)} at ply {self.ply}", self.ply)
+        self.name_opening(self.row, self.board)
         clocks = self.clocks
         base_seconds = self.row["base_seconds"]
         base = float(base_seconds) if clocks and base_seconds is not None else None
@@ -464,7 +494,20 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
             position["clock_seconds"] = clocks.get(ply - 1) if ply >= 2 else base
             position["eval_cp"], position["eval_mate"] = self.evals.get(ply, (None, None))
         start_fen = self.row["start_fen"]
-        self.outcome = Selected(self.row, self.positions, tuple(self.ucis), start_fen, self.board.chess960)
+        self.row["digest"] = game_digest(self.tags, self.ucis)
+        self.outcome = Selected(
+            self.row, self.positions, tuple(self.ucis), start_fen, self.board.chess960, tuple(self.dropped), self.latin1
+        )
+
+    def name_opening(self, row: GameRow, board: chess.Board) -> None:
+        """The game's ECO code and Lichess opening name from its moves (the last position too), else
+        from its headers (`pipeline.ingest.openings`); the header's own name stays in `opening_header`."""
+        table = opening_table()
+        if 0 < self.ply <= OPENING_PLIES and self.standard and row["start_fen"] is None:
+            self.opening = table.at(board) or self.opening
+        found = self.opening or table.of_headers(row["opening_header"], row["eco"])
+        if found is not None:
+            row["eco"], row["opening"] = found.eco, found.name
 
 
 class GameReader:
@@ -542,11 +585,13 @@ class GameReader:
         byte_offset: int,
     ) -> GameOutcome:
         """The outcome of the game `data[start:end]`, whose movetext starts at `movetext_start`."""
-        headers, header_error = parse_headers(data[start:movetext_start].decode("utf-8", "replace"))
-        text = data[movetext_start:end].decode("utf-8", "replace")
+        header_text, latin1 = decode_text(data[start:movetext_start])
+        headers, header_error = parse_headers(header_text)
+        text = data[movetext_start:end].decode("utf-8", "replace")  # SAN is ASCII; comments say nothing stored
         if "%" in text and _ESCAPE_LINE.search(text):
             text = "\n".join(line for line in text.split("\n") if not line.startswith("%"))
         visitor = _GameVisitor(self, headers, header_error, text, _Where(source, shard_id, game_index, byte_offset))
+        visitor.latin1 = latin1
         mainline = text.strip()
         if "\n" in mainline:
             mainline = _BLANK_LINES.sub("\n", mainline)

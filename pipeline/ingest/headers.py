@@ -3,21 +3,24 @@
 The header block is read here (`parse_headers`), not by python-chess, whose reader passes over a
 malformed tag line in silence: such a game fails with its reason. From the headers come the
 game's id (`game_id_of`), its time-control class (`parse_time_control`, by Lichess's speed
-rule), whether it is rated (`is_rated`), its variant's board (`find_board`), and what the
-`GameFilter` makes of its ratings (`rating_rule`).
+rule, or chess.com's `TimeClass` header: `time_class`), whether it is rated (`is_rated`), its
+variant's board (`find_board`), and what the `GameFilter` makes of its ratings (`rating_rule`).
 """
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
 import chess
 import chess.variant
 
+from pipeline.common.splits import PATH_ID_PREFIX
+from schemas.dataset import CLOCK_SECONDS_MAX, INCREMENT_SECONDS_MAX, RATING_MAX
 from search.errors import DiffimaxError
 
 TimeControlClass = Literal["ultrabullet", "bullet", "blitz", "rapid", "classical", "correspondence", "unknown"]
@@ -32,7 +35,14 @@ SPEED_LIMITS: Final[tuple[tuple[int, TimeControlClass], ...]] = (
 ESTIMATE_MOVES: Final = 40
 
 # Why a game was filtered out (a closed vocabulary, for counting).
-FilterRule = Literal["variant", "rated", "time_control", "rating", "sample", "ply_window"]
+FilterRule = Literal["variant", "rated", "time_control", "rating", "sample", "ply_window", "duplicate"]
+# A value read from a game outside its plausible range, or unreadable: dropped (stored as null)
+# and counted by kind, never stored as it came and never a crash (a closed vocabulary).
+DroppedValue = Literal["eval", "clock", "rating", "date", "time_control"]
+# The plausible ranges of ratings and time controls are the dataset's (`schemas.dataset`: chess.com's
+# slowest daily game, 14 days a move, is written `1/1209600`, no base+increment tag).
+# PGN dates (`YYYY.MM.DD`, any part `??`): the years chess games were recorded in.
+YEARS: Final = range(1400, 2200)
 
 # Variant header values that python-chess plays on a plain Board with Chess960 castling.
 CHESS960_NAMES: Final = frozenset({"chess960", "chess 960", "fischerandom", "fischerrandom", "fischer random"})
@@ -114,7 +124,7 @@ def parse_time_control(tc: str | None) -> tuple[int | None, int | None, TimeCont
     if text == "-":
         return None, None, "correspondence"
     match = _TIME_CONTROL.fullmatch(text)
-    if match is None:
+    if match is None or time_control_dropped(tc):
         return None, None, "unknown"
     base = int(match.group(1))
     increment = int(match.group(2) or 0)
@@ -125,11 +135,37 @@ def parse_time_control(tc: str | None) -> tuple[int | None, int | None, TimeCont
     return base, increment, "classical"
 
 
+# chess.com's `TimeClass` header: the class its players chose, taken before the TimeControl rule.
+TIME_CLASS_NAMES: Final[dict[str, TimeControlClass]] = {
+    "bullet": "bullet", "blitz": "blitz", "rapid": "rapid", "daily": "correspondence", "classical": "classical",
+}  # fmt: skip
+
+
+def time_class(speed: TimeControlClass, time_class_header: str | None) -> TimeControlClass:
+    """A game's class: chess.com's `TimeClass` where the game has a known one (`daily` is
+    correspondence), else `speed` (Lichess's rule on its TimeControl). They differ at the edges:
+    chess.com calls 5+5 blitz, Lichess's estimate (500 s) rapid; the site's own word wins."""
+    return TIME_CLASS_NAMES.get((time_class_header or "").strip().lower(), speed)
+
+
 def parse_time_control_class(tc: str) -> TimeControlClass:
     """The Lichess speed class of a TimeControl tag: estimated duration = base + 40 x increment
     seconds; < 29 ultrabullet, < 179 bullet, < 479 blitz, < 1499 rapid, else classical; `-` is
     correspondence; an unreadable tag is `unknown`."""
     return parse_time_control(tc)[2]
+
+
+def time_control_dropped(tc: str | None) -> bool:
+    """Whether a TimeControl tag of the form `base+increment` holds numbers outside their plausible
+    range (`CLOCK_SECONDS_MAX`, `INCREMENT_SECONDS_MAX`): such a tag is read as `unknown`, counted."""
+    match = _TIME_CONTROL.fullmatch(tc.strip()) if tc is not None else None
+    if match is None:
+        return False
+    base, increment = match.group(1), match.group(2) or "0"
+    # The digits' count first: int() of a 10,000-digit tag is slow, and absurd anyway.
+    if len(base) > 9 or len(increment) > 9:
+        return True
+    return int(base) > CLOCK_SECONDS_MAX or int(increment) > INCREMENT_SECONDS_MAX
 
 
 _TIME_CONTROL = re.compile(r"(\d+)(?:\+(\d+))?")
@@ -166,12 +202,73 @@ def parse_headers(text: str) -> tuple[dict[str, str], str | None]:
 
 
 def parse_rating(value: str | None) -> int | None:
-    """A WhiteElo / BlackElo tag as a number; None when it is missing or not digits ("?")."""
-    if value is None:
+    """A WhiteElo / BlackElo tag as a number; None when it is missing, not digits ("?"), or above
+    RATING_MAX (`rating_dropped`)."""
+    if value is None or rating_dropped(value):
         return None
     value = value.strip()
     # ASCII digits only: str.isdigit() also accepts superscripts and Arabic-Indic digits, which int() refuses or reads.
     return int(value) if value.isascii() and value.isdigit() else None
+
+
+def rating_dropped(value: str | None) -> bool:
+    """Whether a rating tag holds a number above RATING_MAX (dropped and counted; "?", empty or
+    other text is a missing rating, as PGN writes one)."""
+    if value is None:
+        return False
+    value = value.strip()
+    return value.isascii() and value.isdigit() and (len(value) > 9 or int(value) > RATING_MAX)
+
+
+_DATE = re.compile(r"(\d{4}|\?{4})\.(\d{2}|\?{2})\.(\d{2}|\?{2})")
+
+
+def parse_date(value: str | None) -> str | None:
+    """A Date / UTCDate tag as PGN writes one (`YYYY.MM.DD`, any part `??`), a year in YEARS, a month
+    and a day that exist, as it is written; None otherwise (`date_dropped` says whether that drops
+    a value)."""
+    if value is None:
+        return None
+    text = value.strip()
+    match = _DATE.fullmatch(text)
+    if match is None:
+        return None
+    year, month, day = (int(part) if part[0] != "?" else None for part in match.groups())
+    if year is not None and year not in YEARS:
+        return None
+    if month is not None and not 1 <= month <= 12:
+        return None
+    if day is not None and not 1 <= day <= 31:
+        return None
+    if year is not None and month is not None and day is not None:
+        try:
+            datetime.date(year, month, day)
+        except ValueError:  # 2023.02.30
+            return None
+    return text
+
+
+def date_dropped(value: str | None) -> bool:
+    """Whether a date tag holds something other than a plausible date (`parse_date`) or the
+    unknown date (`????.??.??`, empty): dropped and counted."""
+    if value is None or value.strip() in ("", "????.??.??", "?"):
+        return False
+    return parse_date(value) is None
+
+
+def decode_text(raw: bytes) -> tuple[str, bool]:
+    """A game's header bytes as text, and whether they were not UTF-8: then they are read as
+    Windows-1252 (the Latin-1 superset that old PGN databases are written in), or as Latin-1
+    where they hold one of the five bytes Windows-1252 leaves undefined. Every byte is a
+    character: no name becomes U+FFFD. The caller counts such games (`games_latin1`)."""
+    try:
+        return raw.decode("utf-8"), False
+    except UnicodeDecodeError:
+        pass
+    try:
+        return raw.decode("cp1252"), True
+    except UnicodeDecodeError:
+        return raw.decode("latin-1"), True
 
 
 def game_id_of(headers: Mapping[str, str], source: str, byte_offset: int) -> str:
@@ -184,7 +281,34 @@ def game_id_of(headers: Mapping[str, str], source: str, byte_offset: int) -> str
     if match:
         return match.group(1)
     digest = hashlib.sha1(f"{source}#{byte_offset}".encode()).hexdigest()[:16]
-    return f"pgn-{digest}"
+    return f"{PATH_ID_PREFIX}{digest}"
+
+
+def digest64(text: str) -> int:
+    """A 64-bit digest of `text`, as the signed int64 Parquet stores."""
+    return int.from_bytes(
+        hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big", signed=True
+    )
+
+
+def game_digest(headers: Mapping[str, str], moves: Sequence[str]) -> int:
+    """The digest of a game's tags (all of them, by name) and its moves in UCI (`games.digest`):
+    two games are the same tags and moves exactly when their digests agree (but for 64-bit
+    collisions). Comments, clocks and evals are not part of it."""
+    tags = "\n".join(f"{name}\t{value}" for name, value in sorted(headers.items()))
+    return digest64(f"{tags}\n\n{' '.join(moves)}")
+
+
+def identity_keys(game_id: str, link: str | None, digest: int | None) -> tuple[int, ...]:
+    """What makes two games one (`pipeline.mine.duplicates`): the game's id, its Link tag when it
+    has one, and for a game without an id of its own (a `pgn-` id) the digest of its tags and
+    moves. Computed from the stored row, so that a resumed run finds the same keys."""
+    keys = [digest64(f"id\t{game_id}")]
+    if link is not None and link.strip():
+        keys.append(digest64(f"link\t{link.strip()}"))
+    if game_id.startswith(PATH_ID_PREFIX) and digest is not None:
+        keys.append(digest)
+    return tuple(keys)
 
 
 def is_rated(headers: Mapping[str, str]) -> bool:

@@ -15,7 +15,8 @@ from typing import Final
 
 import chess
 
-from pipeline.ingest.headers import quote
+from pipeline.ingest.headers import DroppedValue, quote
+from schemas.dataset import CLOCK_SECONDS_MAX, EVAL_CP_MAX, MATE_MAX
 
 # Move numbers and whitespace are skipped; the group is one token.
 _TOKENS = re.compile(
@@ -30,6 +31,13 @@ _RESULTS: Final = frozenset({"1-0", "0-1", "1/2-1/2", "*"})
 _COMMANDS = re.compile(r"\[%(clk|eval)\s+([^\]\s]+)\s*\]")
 # (centipawns, mate in) of a %eval, White's view; one of them is None.
 Eval = tuple[int | None, int | None]
+# What a %clk and a %eval may hold: h:mm:ss[.f] or m:ss[.f], minutes and seconds after the first
+# field below 60, no sign; pawns
+# (a decimal, signed) or #mate in moves (signed), then an optional `,depth`.
+_CLOCK = re.compile(r"(\d+):([0-5]\d):([0-5]\d(?:\.\d+)?)|(\d+):([0-5]\d(?:\.\d+)?)")
+_EVAL = re.compile(r"(?:#([+-]?\d+)|([+-]?(?:\d+(?:\.\d*)?|\.\d+)))(?:,\d+)?")
+# Beyond the plausible ranges of `schemas.dataset` (CLOCK_SECONDS_MAX, EVAL_CP_MAX, MATE_MAX) a
+# value is dropped.
 _CASTLES: Final = frozenset({"O-O", "O-O-O", "0-0", "0-0-0"})
 # python-chess's SAN pattern (`chess.SAN_REGEX`) without its optional check mark.
 _SAN = re.compile(r"([NBKRQ])?([a-h])?([1-8])?[-x]?([a-h][1-8])(?:=?([nbrqkNBRQK]))?")
@@ -80,29 +88,49 @@ def check_movetext(text: str) -> list[str] | tuple[str, int | None]:
     return sans
 
 
-def _read_command(clocks: dict[int, float], evals: dict[int, Eval], ply: int, command: str, value: str) -> None:
-    """Record a %clk or %eval value at `ply`; an unreadable value is ignored (it is only a comment)."""
-    try:
-        if command == "clk":
-            parts = value.split(":")
-            if len(parts) == 3:
-                clocks[ply] = int(parts[0]) * 3600 + int(parts[1]) * 60 + float(parts[2])
-            elif len(parts) == 2:
-                clocks[ply] = int(parts[0]) * 60 + float(parts[1])
-        else:
-            value = value.split(",", 1)[0]
-            if value.startswith("#"):
-                evals[ply] = (None, int(value[1:]))
-            else:
-                evals[ply] = (round(float(value) * 100), None)
-    except (ValueError, OverflowError):  # OverflowError: `[%eval inf]`
-        return
+def _read_command(clocks: dict[int, float], evals: dict[int, Eval], ply: int, command: str, value: str) -> bool:
+    """Record a %clk or %eval value at `ply`; False when it is unreadable or outside its plausible
+    range (`CLOCK_SECONDS_MAX`, `EVAL_CP_MAX`, `MATE_MAX`): it is then dropped (only a comment),
+    and the caller counts it."""
+    if command == "clk":
+        match = _CLOCK.fullmatch(value)
+        if match is None:
+            return False
+        hours = match.group(1) or "0"
+        minutes, seconds = match.group(2) or match.group(4), match.group(3) or match.group(5)
+        if len(hours) > 6 or len(minutes) > 8:
+            return False
+        clock = int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+        if clock > CLOCK_SECONDS_MAX:
+            return False
+        clocks[ply] = clock
+        return True
+    match = _EVAL.fullmatch(value)
+    if match is None:
+        return False
+    mate, pawns = match.group(1), match.group(2)
+    if mate is not None:
+        if len(mate) > 6 or abs(int(mate)) > MATE_MAX:
+            return False
+        evals[ply] = (None, int(mate))
+        return True
+    if len(pawns) > 12:
+        return False
+    centipawns = round(float(pawns) * 100)
+    if abs(centipawns) > EVAL_CP_MAX:
+        return False
+    evals[ply] = (centipawns, None)
+    return True
 
 
-def read_commands(clocks: dict[int, float], evals: dict[int, Eval], ply: int, comment: str) -> None:
-    """Record every %clk and %eval of a comment at `ply` (the plies read so far)."""
+def read_commands(clocks: dict[int, float], evals: dict[int, Eval], ply: int, comment: str) -> list[DroppedValue]:
+    """Record every %clk and %eval of a comment at `ply` (the plies read so far); the kinds of the
+    values dropped (`clock`, `eval`: unreadable or out of range), for the caller to count."""
+    dropped: list[DroppedValue] = []
     for command, value in _COMMANDS.findall(comment):
-        _read_command(clocks, evals, ply, command, value)
+        if not _read_command(clocks, evals, ply, command, value):
+            dropped.append("clock" if command == "clk" else "eval")
+    return dropped
 
 
 class MoveError(ValueError):

@@ -1,9 +1,9 @@
 """The Ray side of a mining job: the tasks and actors a shard flows through, each a thin wrapper of
 a plain function (`pipeline.mine.shards`, `pipeline.mine.work`) that tests call without Ray.
 
-    stream reader (compressed files, URLs) ─► prepare task ─► P analysis workers ─► write task
-      generator task, bytes by reference      read, replay,     each owns the keys   rows back in order,
-                                              split by key      of its partition      Parquet committed
+    stream reader ─► read task ─► registry ─► prepare task ─► P analysis workers ─► write task (any node)
+      (compressed    parse, replay   which games   duplicates out,  each owns the keys   rows back in order,
+      files, URLs)                   are copies    split by key     of its partition     Parquet committed
 
 Objects flow between tasks and actors by reference; the driver only submits and waits for each
 shard's small `ShardResult` (the writer committed the shard).
@@ -22,7 +22,8 @@ from pipeline.engines.backends import EngineOptions
 from pipeline.human.context import Pool
 from pipeline.ingest.headers import GameFilter
 from pipeline.ingest.sources import Shard, source_shards
-from pipeline.mine.shards import ShardCounts, ShardResult, ShardTables, prepare_shard, write_shard
+from pipeline.mine.duplicates import Ordinal, SeenGames
+from pipeline.mine.shards import ReadShard, ShardCounts, ShardResult, ShardTables, read_shard, split_shard, write_shard
 from pipeline.mine.table import DEFAULT_TABLE_MB
 from pipeline.mine.work import AnalysisWorker, HumanEvidence, Judging, PartOutcome
 
@@ -68,21 +69,44 @@ class PositionCounter:
         return self.done
 
 
-def prepare(
-    shard: Shard,
-    data: bytes | None,
-    game_filter: GameFilter,
-    limit: int | None,
-    partitions: int,
-    pool: Pool | None = None,
-) -> tuple[Any, ...]:
-    """`prepare_shard` as the prepare task returns it: counts, tables, then one object per worker
-    (`num_returns = partitions + 2`), so that each worker fetches only its own occurrences. A stream
-    shard's bytes come as a separate object (`data`), read by the stream reader."""
+def read(shard: Shard, data: bytes | None, game_filter: GameFilter, limit: int | None) -> tuple[ReadShard, Any]:
+    """`read_shard` as the read task returns it: the shard's games, then their identity keys (a
+    small object of its own, for the registry; `num_returns = 2`). A stream shard's bytes come as a
+    separate object (`data`), read by the stream reader."""
     if data is not None:
         shard = dataclasses.replace(shard, data=data)
-    counts, tables, parts = prepare_shard(shard, game_filter, limit, partitions, pool)
+    games = read_shard(shard, game_filter, limit)
+    return games, games.identities()
+
+
+def prepare(read: ReadShard, duplicates: frozenset[int], partitions: int, pool: Pool | None = None) -> tuple[Any, ...]:
+    """`split_shard` as the prepare task returns it: counts, tables, then one object per worker
+    (`num_returns = partitions + 2`), so that each worker fetches only its own occurrences."""
+    counts, tables, parts = split_shard(read, duplicates, partitions, pool)
     return (counts, tables, *parts)
+
+
+class GameRegistry(SeenGames):
+    """The job's registry of the games kept (a Ray actor on the driver's node, restarted if it
+    dies): which games of a shard are duplicates. It starts from the dataset's committed shards,
+    and each claim names the shards before it that are in flight (or just published), so that a
+    restarted registry registers them again, in order, before it answers (`SeenGames.register`
+    answers every shard the same however often, and in whatever order, it is asked)."""
+
+    def __init__(self, root: str) -> None:
+        super().__init__()
+        self.load(root)
+
+    def claim(
+        self, ordinal: Ordinal, identities: list[tuple[int, ...]], earlier: list[tuple[Ordinal, list[Any]]]
+    ) -> frozenset[int]:
+        """The duplicates among a shard's selected games; `earlier` holds (ordinal, [a reference to
+        its identities]) of the shards before it not known to be committed (wrapped in a list, so
+        that Ray passes the reference, fetched only if this registry does not know the shard)."""
+        for before, (reference,) in sorted(earlier, key=lambda item: item[0]):
+            if before < ordinal and not self.known(before):
+                self.register(before, ray.get(reference))
+        return self.register(ordinal, identities)
 
 
 def write(
@@ -114,4 +138,4 @@ def read_stream(
         yield shard.data or b""
 
 
-__all__ = ["MiningWorker", "PositionCounter", "prepare", "read_stream", "write"]
+__all__ = ["GameRegistry", "MiningWorker", "PositionCounter", "prepare", "read", "read_stream", "write"]

@@ -27,7 +27,7 @@ from pipeline.ingest.sources import MAX_GAME_BYTES
 from pipeline.ingest.streams import URL_TIMEOUT
 from pipeline.mine.table import DEFAULT_TABLE_MB
 from pipeline.mine.work import HumanEvidence, Judging, primary_judge
-from schemas.dataset import SCHEMA_VERSION
+from schemas.dataset import SCHEMA_VERSION, settings_out_of_range
 from search.errors import DiffimaxError
 from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings, SettingsError, is_whole
@@ -86,6 +86,12 @@ class MineConfig:
         for name, value in (("--max-games", self.max_games), ("--workers", self.workers)):
             if value is not None and not is_whole(value, 1):
                 raise SettingsError(f"invalid {name} {value!r}: must be a whole number >= 1")
+        beyond = settings_out_of_range(self.settings.describe())
+        if beyond is not None:  # what the dataset cannot hold is refused before any work, not after it
+            setting, given, largest = beyond
+            raise SettingsError(
+                f"invalid --{setting} {given!r}: the dataset stores it in a column that holds at most {largest:,}"
+            )
         if self.setter_choices and self.settings.depth < 2:
             raise SettingsError(f"--setter-choices needs --depth 2 or more, not {self.settings.depth}")
         if not is_whole(self.shard_games, 1):

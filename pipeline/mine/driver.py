@@ -30,7 +30,6 @@ published shards stay, the rest is dropped, and the error says how to `--resume`
 from __future__ import annotations
 
 import contextlib
-import platform
 import signal
 import threading
 import time
@@ -38,7 +37,6 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +45,7 @@ import ray.exceptions
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from pipeline.common.cluster import StderrAside, start_ray, stop_ray
+from pipeline.common.progress import Progress
 from pipeline.common.storage import redact
 from pipeline.dataset.lease import Lease, check_free, dataset_lock
 from pipeline.dataset.objects import ObjectPath
@@ -55,10 +54,12 @@ from pipeline.engines.backends import check_backend
 from pipeline.human.models import resolve_model
 from pipeline.ingest.pins import input_pin
 from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url, source_size
-from pipeline.mine.actors import MiningWorker, PositionCounter, prepare, write
+from pipeline.mine.actors import GameRegistry, MiningWorker, PositionCounter, prepare, read, write
 from pipeline.mine.config import MineConfig, check_resume, human_evidence_digests, job_identity
+from pipeline.mine.counts import Counts, versions
+from pipeline.mine.duplicates import Ordinal, ordinal_of
 from pipeline.mine.feed import ShardFeed, resolved
-from pipeline.mine.progress import Progress, Status
+from pipeline.mine.progress import Status, show_status
 from pipeline.mine.shards import ShardCounts, ShardResult
 from schemas.dataset import SCHEMA_VERSION
 from search.errors import DiffimaxError
@@ -92,36 +93,6 @@ class MiningStopped(DiffimaxError, RuntimeError):
 
 class _Terminated(BaseException):
     """SIGTERM, raised by the driver loop (like KeyboardInterrupt for SIGINT)."""
-
-
-@dataclass
-class Counts:
-    games_read: int = 0
-    games_written: int = 0
-    games_filtered: int = 0
-    games_error: int = 0
-    positions: int = 0
-    positions_analysed: int = 0
-    positions_reused: int = 0
-    positions_error: int = 0
-    traps: int = 0
-    shards_committed: int = 0
-    shards_skipped: int = 0
-
-    def add(self, other: dict[str, int]) -> None:
-        for name, value in other.items():
-            if hasattr(self, name):
-                setattr(self, name, getattr(self, name) + value)
-
-
-def _versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for package in ("diffimax", "chess", "ray", "pyarrow", "duckdb"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = "unknown"
-    return versions
 
 
 def run(
@@ -172,6 +143,8 @@ def _run_job(
     started = time.time()
     owns_ray = not ray.is_initialized()
     aside = StderrAside()
+    # The step starts before the cluster and its workers do (tens of seconds on a loaded machine).
+    shown.start("analysed", "positions", None, "starting the cluster and its workers")
     try:
         if owns_ray:
             start_ray(config.address, verbose=verbose)
@@ -179,7 +152,9 @@ def _run_job(
         with _sigterm_stops(stop, aside):  # after ray.init, whose C++ core installs a SIGTERM handler of its own
             job = MiningJob(config, store, identity, shown, started, stop, lease)
             try:
-                return job.run()
+                manifest = job.run()
+                shown.close()
+                return manifest
             finally:
                 if not owns_ray:  # a cluster that outlives the job keeps no actor of it
                     job.stop_workers()
@@ -282,6 +257,11 @@ class MiningJob:
         self.writer_nodes: dict[str, int] = {}  # shards committed per node that wrote them
         self.feed = ShardFeed(config)
         self.runs: deque[ShardRun] = deque()
+        # Each unpublished shard's identity keys (by reference), and those of the last published
+        # ones (`window` of them: a registry restarted just before a publication has not seen it on
+        # disk, and the next claims name it), by ordinal: every claim names those before it.
+        self.identities: dict[Ordinal, Any] = {}
+        self.published: deque[Ordinal] = deque()
         self.broken: str | None = None  # why a URL's stream broke off (the job then ends non-zero)
         self.engine_seconds = 0.0
         self.analysis_seconds = 0.0
@@ -326,6 +306,9 @@ class MiningJob:
         self.engine_info: dict[str, Any] = {}
         self.checked = 0.0
         self.take_ready(WORKER_GRACE_SECONDS)
+        registry_class: Any = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)(GameRegistry)
+        self.registry = registry_class.options(scheduling_strategy=here).remote(self.root_text())
+        self.read_task: Any = ray.remote(num_cpus=0, max_retries=3)(read)
         self.prepare_task: Any = ray.remote(num_cpus=0, max_retries=3)(prepare)
         self.write_task: Any = ray.remote(num_cpus=0, max_retries=3)(write)
         self.pinned = False
@@ -349,18 +332,25 @@ class MiningJob:
 
     def stop_workers(self) -> None:
         """End the actors now (their engines with them), so nothing keeps running after the job."""
-        for actor in [*getattr(self, "actors", []), getattr(self, "counter", None)]:
+        for actor in [*getattr(self, "actors", []), getattr(self, "counter", None), getattr(self, "registry", None)]:
             if actor is not None:
                 with contextlib.suppress(Exception):
                     ray.kill(actor, no_restart=True)
 
     def submit(self, run: ShardRun) -> None:
-        """The shard's whole pipeline, submitted at once: prepare, each worker's part, the write.
-        Ray starts each step when its inputs exist; a worker runs its parts in submission order,
-        which is shard order."""
+        """The shard's whole pipeline, submitted at once: read, the registry's claim (which games
+        are duplicates), prepare, each worker's part, the write. Ray starts each step when its
+        inputs exist; a worker runs its parts in submission order, which is shard order."""
         partitions = len(self.ready)
+        games, identities = self.read_task.options(num_returns=2).remote(
+            run.shard, run.data, self.config.game_filter, self.limit_left
+        )
+        ordinal = ordinal_of(run.shard.source_index, run.shard.index)
+        earlier = [(before, [ref]) for before, ref in self.identities.items() if before < ordinal]
+        self.identities[ordinal] = identities
+        duplicates = self.registry.claim.remote(ordinal, identities, earlier)
         refs: Any = self.prepare_task.options(num_returns=partitions + 2).remote(
-            run.shard, run.data, self.config.game_filter, self.limit_left, partitions, self.config.pool
+            games, duplicates, partitions, self.config.pool
         )
         counts, tables, parts = refs[0], refs[1], refs[2:]
         outcomes = [actor.analyse_part.remote(part) for actor, part in zip(self.ready, parts, strict=True)]
@@ -477,6 +467,9 @@ class MiningJob:
                 return
             self.writer_nodes[result.node] = self.writer_nodes.get(result.node, 0) + 1
             self.runs.popleft()
+            self.published.append(ordinal_of(run.shard.source_index, run.shard.index))
+            while len(self.published) > self.window:
+                self.identities.pop(self.published.popleft(), None)
             self.counts.add(result.counts)
             self.counts.shards_committed += 1
             self.analysis_seconds += result.analysis_seconds
@@ -505,7 +498,8 @@ class MiningJob:
             done = ray.get(self.counter.total.remote(), timeout=5)
         except (ray.exceptions.RayError, TimeoutError):  # progress is worth less than the job
             done = counts.positions
-        self.progress.update(
+        show_status(
+            self.progress,
             Status(
                 games_read=self.games_seen + self.games_before(),
                 analyses_requested=self.positions_sent,
@@ -517,7 +511,8 @@ class MiningJob:
                 total_bytes=self.total_bytes,
                 reading_done=self.reading_done() and all(run.counted for run in self.runs),
                 finished=final,
-            )
+                max_games=self.config.max_games,
+            ),
         )
 
     def games_before(self) -> int:
@@ -564,7 +559,7 @@ class MiningJob:
             "workers_up": len(self.ready),
             "tables": {"table_mb": config.table_mb, "workers": self.table_stats()},
             "writers": self.writers(),
-            "versions": _versions(),
+            "versions": versions(),
             "started": self.started,
             "finished": time.time(),
             "wall_seconds": time.time() - self.started,

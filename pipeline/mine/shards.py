@@ -1,13 +1,16 @@
-"""A shard's way through a mining job, as plain functions (no Ray): `prepare_shard` reads it into
-tables and into the occurrences each worker owns, `write_shard` puts the workers' rows back in the
-input order and commits the shard's Parquet files. The Ray tasks in `pipeline.mine.actors` wrap them;
+"""A shard's way through a mining job, as plain functions (no Ray): `read_shard` reads its games,
+`split_shard` takes out the duplicates (which the job's registry names, `pipeline.mine.duplicates`)
+and makes the rest into tables and into the occurrences each worker owns (`prepare_shard` does
+both, for one shard on its own), `write_shard` puts the workers' rows back in the input order and
+commits the shard's Parquet files. The Ray tasks in `pipeline.mine.actors` wrap them;
 the driver only passes their results along by reference.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,8 +20,9 @@ import pyarrow.compute as pc
 from pipeline.dataset.store import commit_shard, table_of
 from pipeline.human.context import Pool
 from pipeline.ingest.games import Failed, GameRow, PositionRow, Selected, read_games
-from pipeline.ingest.headers import GameFilter
+from pipeline.ingest.headers import GameFilter, identity_keys
 from pipeline.ingest.sources import Shard
+from pipeline.mine.duplicates import SeenGames, ordinal_of
 from pipeline.mine.occurrences import Occurrence, occurrences_of
 from pipeline.mine.table import partition_of
 from pipeline.mine.work import PartOutcome
@@ -34,9 +38,12 @@ class ShardCounts:
     games_written: int = 0
     games_filtered: int = 0
     games_error: int = 0
+    games_latin1: int = 0  # games written whose headers were not UTF-8 (read as Windows-1252)
     positions: int = 0
     bytes_read: int = 0
     seconds: float = 0.0
+    filtered_by: dict[str, int] = field(default_factory=dict)  # games filtered, by rule
+    values_dropped: dict[str, int] = field(default_factory=dict)  # values dropped from written games, by kind
 
 
 @dataclass(frozen=True)
@@ -46,39 +53,92 @@ class ShardTables:
     games: pa.Table
     positions: pa.Table
     errors: list[dict[str, Any]] = field(default_factory=list)
+    ordinal: int = 0  # the shard's place in the input order, recorded in `_shard.json`
 
 
-def prepare_shard(
-    shard: Shard, game_filter: GameFilter, limit: int | None, partitions: int, pool: Pool | None = None
-) -> tuple[ShardCounts, ShardTables, list[list[Occurrence]]]:
-    """Read one shard (`limit` caps the games read): what it found, its tables, and its positions
-    as occurrences, split among `partitions` workers by analysis key (in input order within each);
-    `pool` overrides the rating pool the games' tags name."""
+@dataclass(frozen=True)
+class ReadShard:
+    """A shard's games as read (`read_shard`), before duplicates are taken out (`split_shard`)."""
+
+    shard_id: str
+    ordinal: int
+    """The shard's place in the job's input order (`pipeline.mine.duplicates.ordinal_of`)."""
+    bytes_read: int
+    selected: list[Selected]
+    errors: list[dict[str, Any]]
+    games_read: int
+    filtered_by: dict[str, int]
+    seconds: float
+
+    def identities(self) -> list[tuple[int, ...]]:
+        """Each selected game's identity keys, in order (`pipeline.ingest.headers.identity_keys`)."""
+        return [identity_keys(game.game["game_id"], game.game["link"], game.game["digest"]) for game in self.selected]
+
+
+def read_shard(shard: Shard, game_filter: GameFilter, limit: int | None) -> ReadShard:
+    """Read one shard's games (`limit` caps the games read), duplicates not yet known."""
     start = time.perf_counter()
-    games: list[GameRow] = []
-    positions: list[PositionRow] = []
+    selected: list[Selected] = []
     errors: list[dict[str, Any]] = []
-    parts: list[list[Occurrence]] = [[] for _ in range(partitions)]
-    read = filtered = 0
+    read = 0
+    filtered_by: Counter[str] = Counter()
     for outcome in read_games(shard, game_filter):
         if limit is not None and read >= limit:
             break
         read += 1
         if isinstance(outcome, Selected):
-            for occurrence in occurrences_of(outcome, len(positions), pool):
-                parts[partition_of(occurrence.key, partitions)].append(occurrence)
-            games.append(outcome.game)
-            positions.extend(outcome.positions)
+            selected.append(outcome)
         elif isinstance(outcome, Failed):
             errors.append({**outcome.error, "stage": "parse"})
         else:
-            filtered += 1
-    counts = ShardCounts(
-        games_read=read, games_written=len(games), games_filtered=filtered, games_error=len(errors),
-        positions=len(positions), bytes_read=shard.end - shard.start, seconds=time.perf_counter() - start,
+            filtered_by[outcome.rule] += 1
+    return ReadShard(
+        shard.shard_id, ordinal_of(shard.source_index, shard.index), shard.end - shard.start, selected, errors, read,
+        dict(filtered_by), time.perf_counter() - start,
     )  # fmt: skip
-    tables = ShardTables(table_of("games", games), table_of("positions", positions), errors)
+
+
+def split_shard(
+    read: ReadShard, duplicates: Collection[int], partitions: int, pool: Pool | None = None
+) -> tuple[ShardCounts, ShardTables, list[list[Occurrence]]]:
+    """A read shard without its `duplicates` (indices into `read.selected`: filtered, rule
+    `duplicate`): what it found, its tables, and its positions as occurrences, split among
+    `partitions` workers by analysis key (in input order within each); `pool` overrides the rating
+    pool the games' tags name."""
+    start = time.perf_counter()
+    games: list[GameRow] = []
+    positions: list[PositionRow] = []
+    parts: list[list[Occurrence]] = [[] for _ in range(partitions)]
+    latin1 = 0
+    filtered_by = Counter(read.filtered_by)
+    dropped: Counter[str] = Counter()
+    for index, outcome in enumerate(read.selected):
+        if index in duplicates:
+            filtered_by["duplicate"] += 1
+            continue
+        for occurrence in occurrences_of(outcome, len(positions), pool):
+            parts[partition_of(occurrence.key, partitions)].append(occurrence)
+        games.append(outcome.game)
+        positions.extend(outcome.positions)
+        dropped.update(outcome.dropped)
+        latin1 += outcome.latin1
+    counts = ShardCounts(
+        games_read=read.games_read, games_written=len(games), games_filtered=filtered_by.total(),
+        games_error=len(read.errors), games_latin1=latin1, positions=len(positions), bytes_read=read.bytes_read,
+        seconds=read.seconds + time.perf_counter() - start, filtered_by=dict(sorted(filtered_by.items())),
+        values_dropped=dict(sorted(dropped.items())),
+    )  # fmt: skip
+    tables = ShardTables(table_of("games", games), table_of("positions", positions), read.errors, read.ordinal)
     return counts, tables, parts
+
+
+def prepare_shard(
+    shard: Shard, game_filter: GameFilter, limit: int | None, partitions: int, pool: Pool | None = None
+) -> tuple[ShardCounts, ShardTables, list[list[Occurrence]]]:
+    """`read_shard` then `split_shard`, without the duplicates within the shard (a job also takes
+    out those of earlier shards: `pipeline.mine.duplicates.SeenGames`, in the job's registry)."""
+    read = read_shard(shard, game_filter, limit)
+    return split_shard(read, SeenGames().register(read.ordinal, read.identities()), partitions, pool)
 
 
 @dataclass(frozen=True)
@@ -89,7 +149,7 @@ class ShardResult:
 
     shard_id: str
     committed: bool
-    counts: dict[str, int]
+    counts: dict[str, Any]  # ints, and the by-rule and by-kind counts as mappings
     analysis_seconds: float = 0.0
     engine_seconds: float = 0.0
     engine_calls: int = 0
@@ -128,6 +188,9 @@ def write_shard(
         "games_written": counts.games_written,
         "games_filtered": counts.games_filtered,
         "games_error": counts.games_error,
+        "games_latin1": counts.games_latin1,
+        "games_filtered_by": counts.filtered_by,
+        "values_dropped": counts.values_dropped,
         "positions": counts.positions,
         "positions_analysed": sum(part.analysed for part in parts),
         "positions_reused": sum(part.reused for part in parts),
@@ -139,7 +202,7 @@ def write_shard(
         shard.shard_id,
         {"games": [tables.games], "positions": [tables.positions], "responses": [responses], "traps": [traps],
          "errors": errors},
-        {"shard_id": shard.shard_id, "source": shard.source, "counts": shard_counts},
+        {"shard_id": shard.shard_id, "source": shard.source, "ordinal": tables.ordinal, "counts": shard_counts},
     )  # fmt: skip
     return ShardResult(shard.shard_id, committed, shard_counts, analysis, engine, calls)
 
@@ -194,4 +257,7 @@ def in_order(parts: Sequence[tuple[pa.Table | None, list[int]]], name: str) -> p
     return combined.take(pc.sort_indices(seq))
 
 
-__all__ = ["ShardCounts", "ShardResult", "ShardTables", "prepare_shard", "write_shard"]
+__all__ = [
+    "ReadShard", "ShardCounts", "ShardResult", "ShardTables", "prepare_shard", "read_shard", "split_shard",
+    "write_shard",
+]  # fmt: skip

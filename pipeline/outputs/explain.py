@@ -4,20 +4,20 @@ people-facing and JSON views of a DiffiMax result (the seed's inspectable report
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import chess
 
-from pipeline.engines.backends import EngineOptions, open_backend
+from pipeline.engines.backends import EngineOptions, describe_engine, open_backend
 from pipeline.human.context import MoverContext
 from pipeline.judging import Judgement, evidence_rows
 from search.analysis import Response, ResponseAnalysis, analysis_json, trap_json
 from search.diffimax import DiffiMaxResult
-from search.judges import JUDGES, JudgeSettings
+from search.judges import JUDGES, Judge, JudgeSettings
 from search.settings import DiffiMaxSettings
-from search.values import cp_to_pawns, format_pawns
+from search.values import cp_to_pawns, format_dip, format_pawns
 
 # Length of the best response's bar in the explain chart, in characters.
 BAR_WIDTH = 20
@@ -67,13 +67,13 @@ def response_lines(
     span = max(2 * reasonable_cp, max(r.dip for r in analysis.responses) + reasonable_cp // 2)
     for r in analysis.responses:
         value = format_pawns(r.value) if r.exact else f">{format_pawns(r.value)}"
-        listing.append(f"{r.rank:>2}. {name(r.move):<{width}} {value:>8}   {_verdict(r)}".rstrip())
+        listing.append(f"{r.rank:>2}. {name(r.move):<{width}} {value:>8}   {_verdict(r, analysis.best_value)}".rstrip())
         chart.append(f"{ordinal(r.rank):<4} {value:>8} {'█' * bar_length(r.dip, span)}")
     return listing, chart
 
 
-def _verdict(r: Response) -> str:
-    dip = f"dip {cp_to_pawns(r.dip):.2f}"
+def _verdict(r: Response, best: int) -> str:
+    dip = f"dip {format_dip(r.dip, best, r.value)}"
     if r.best:
         return "best"
     if r.excluded:
@@ -98,8 +98,8 @@ def explain_text(
     """The seed's report: position, ranked responses, verdict, limits, bar chart, deeper traps."""
     settings = result.settings
     lines = ["Position", "--------", *header]
-    lines.append(f"Evaluation (setter's view): {format_pawns(result.value)}")
     analysis = result.root_analysis
+    lines.append(f"Evaluation (setter's view): {format_pawns(result.value, setter_moves_first=analysis is None)}")
     if analysis is not None:
         listing, chart = response_lines(analysis, name, settings.reasonable_cp)
         lines += ["", "Opponent responses", "------------------", *listing, ""]
@@ -108,7 +108,7 @@ def explain_text(
         if candidates:
             for candidate in candidates:
                 lines.append(f"Trap candidate: {name(candidate.move)}")
-                lines.append(f"Evaluation dip: {cp_to_pawns(candidate.dip):.2f}")
+                lines.append(f"Evaluation dip: {format_dip(candidate.dip, analysis.best_value, candidate.value)}")
         elif analysis.meaningful < 2:
             lines.append("Trap candidate: none (fewer than two meaningful responses)")
         else:
@@ -123,6 +123,18 @@ def explain_text(
         lines += ["", *chart]
     elif result.best_move is not None:
         lines.append(f"Best move: {name(result.best_move)}")
+    lines += _deeper_and_work(result, path_name, move_name)
+    return "\n".join(lines)
+
+
+def _deeper_and_work(
+    result: DiffiMaxResult,
+    path_name: Callable[[tuple[str, ...]], str],
+    move_name: Callable[[tuple[str, ...], str], str],
+) -> list[str]:
+    """The trap records below the root, and the search's work."""
+    settings = result.settings
+    lines: list[str] = []
     deeper = [record for record in result.traps if record.path]
     if deeper:
         lines += ["", f"Traps deeper in the tree ({len(deeper)})", "------------------------"]
@@ -130,7 +142,7 @@ def explain_text(
             lines.append(
                 f"after {path_name(record.path)}: {move_name(record.path, record.move)} instead of "
                 f"{move_name(record.path, record.best_move)} "
-                f"(dip {cp_to_pawns(record.dip):.2f}, {format_pawns(record.best_value)} -> "
+                f"(dip {format_dip(record.dip, record.best_value, record.value)}, {format_pawns(record.best_value)} -> "
                 f"{format_pawns(record.value)})"
             )
         if len(deeper) > DEEPER_TRAPS_SHOWN:
@@ -143,7 +155,7 @@ def explain_text(
         f"depth {settings.depth}, {len(result.analyses)} opponent node{'s' if len(result.analyses) != 1 else ''} "
         "analysed.",
     ]
-    return "\n".join(lines)
+    return lines
 
 
 def san_namer(board: chess.Board) -> Callable[[str], str]:
@@ -206,50 +218,111 @@ def judgement_json(judgement: Judgement, judges: JudgeSettings) -> dict[str, Any
 PAWN_FIELDS = ("deep_value", "deeper_value", "dip", "shallow_value")
 
 
-def judges_text(judgement: Judgement, judges: JudgeSettings, name: Callable[[str], str]) -> str:
-    """One row per reply (best first), its evidence, and each judge's verdict: TRAP, `-` (not a
-    candidate), or `?` where the judge has no evidence here."""
-    evidence = judgement.evidence
+# Whose verdict heads the report: the first of these with a verdict (the datasets' primary judge).
+HEADLINE_ORDER: tuple[Judge, ...] = ("practical", "model", "human", "trappy", "dip")
+
+
+def headline_judge(judgement: Judgement) -> Judge:
     computed = judgement.verdicts.candidates
-    shown = [j for j in JUDGES if j in judges.judges]
-    rows = evidence_rows(judgement, judges)
-    width = max(len(name(row["move"])) for row in rows)
-    header = (
-        f"{'reply':<{width}}  {'value':>7} {'dip':>6} {'win drop':>8} {'shallow':>7} {'human p':>7} {'corpus':>6}  "
-    )
-    lines = ["Trap judges", "-----------", header + "  ".join(f"{j:<9}" for j in shown)]
-    for row in rows:
-        p = row["model_p"]
-        corpus = "" if row["corpus_count"] is None else str(row["corpus_count"])
-        cells = []
-        for j in shown:
-            if j not in computed:
-                cells.append("?")
-            else:
-                cells.append("TRAP" if row["verdicts"].get(j) else ("best" if row["best"] else "-"))
+    return next((name for name in HEADLINE_ORDER if name in computed), "dip")
+
+
+def judged_text(
+    result: DiffiMaxResult,
+    judgement: Judgement,
+    judges: JudgeSettings,
+    *,
+    header: list[str],
+    name: Callable[[str], str],
+    path_name: Callable[[tuple[str, ...]], str],
+    move_name: Callable[[tuple[str, ...], str], str],
+) -> str:
+    """The report at a responder's turn: the headline judge's verdict (the practical judge's, as
+    everywhere else), then every reply once, with its value, dip, evidence, each judge's verdict
+    and the seed's bar; each judge's candidates; the traps deeper in the tree."""
+    analysis = result.root_analysis
+    assert analysis is not None
+    settings = result.settings
+    computed = judgement.verdicts.candidates
+    lead = headline_judge(judgement)
+    leads = sorted(computed.get(lead, frozenset()), key=name)
+    seed = {r.move: r for r in analysis.responses}
+    lines = ["Position", "--------", *header, f"Evaluation (setter's view): {format_pawns(result.value)}", ""]
+    lines.append(f"Best response: {name(analysis.best)}")
+    for move in leads:
+        r = seed[move]
         lines.append(
-            f"{name(row['move']):<{width}}  {_pawns(row['deep_value']):>7} {_pawns(row['dip']):>6} "
-            f"{'' if row['win_drop'] is None else format(row['win_drop'], '.2f'):>8} "
-            f"{'' if row['shallow_rank'] is None else row['shallow_rank']:>7} "
-            f"{'' if p is None else format(p, '.0%'):>7} {corpus:>6}  " + "  ".join(f"{c:<9}" for c in cells)
+            f"Trap candidate ({lead} judge): {name(move)}, dip {format_dip(r.dip, analysis.best_value, r.value)}"
+        )
+    if not leads:
+        few = " (fewer than two meaningful responses)" if analysis.meaningful < 2 else ""
+        lines.append(f"Trap candidate ({lead} judge): none{few}")
+    lines.append(
+        f"Reasonable limit: {settings.reasonable_dip:.2f}; trap threshold: {settings.trap_dip:.2f} (the dip judge's)"
+    )
+    shown = [j for j in JUDGES if j in judges.judges or j == "dip"]
+    rows = {row["move"]: row for row in evidence_rows(judgement, judges)}
+    width = max(len(name(r.move)) for r in analysis.responses)
+    span = max(2 * settings.reasonable_cp, max(r.dip for r in analysis.responses) + settings.reasonable_cp // 2)
+    head = f"{'#':>3} {'reply':<{width}} {'value':>8} {'dip':>6} {'win drop':>8} {'shallow':>7} {'human p':>7} "
+    head += f"{'corpus':>6}  "
+    lines += ["", "Opponent responses (each once)", "------------------------------",
+              head + " ".join(f"{j:<9}" for j in shown) + " bar (longest: the best)"]  # fmt: skip
+    for r in analysis.responses:
+        row = rows.get(r.move, {})
+        value = format_pawns(r.value) if r.exact else f">{format_pawns(r.value)}"
+        dip = "" if r.best else format_dip(r.dip, analysis.best_value, r.value)
+        drop, p, corpus = row.get("win_drop"), row.get("model_p"), row.get("corpus_count")
+        cells = [_judge_cell(j, r, row, computed) for j in shown]
+        drop_text = "" if drop is None else format(drop, ".2f")
+        lines.append(
+            f"{r.rank:>2}. {name(r.move):<{width}} {value:>8} {dip:>6} {drop_text:>8} "
+            f"{'' if row.get('shallow_rank') is None else row['shallow_rank']:>7} "
+            f"{'' if p is None else format(p, '.0%'):>7} {'' if corpus is None else corpus:>6}  "
+            + " ".join(f"{c:<9}" for c in cells)
+            + " "
+            + "█" * bar_length(r.dip, span)
         )
     lines.append("")
+    lines += _judge_lines(judgement, judges, shown, name)
+    lines += _deeper_and_work(result, path_name, move_name)
+    return "\n".join(lines)
+
+
+def _judge_cell(judge: Judge, r: Response, row: dict[str, Any], computed: Any) -> str:
+    """A judge's verdict on one reply: best, TRAP, `-`, or `?` where it has no verdict here."""
+    if r.best:
+        return "best"
+    if judge == "dip":
+        return "TRAP" if r.trap else "-"
+    if judge not in computed:
+        return "?"
+    return "TRAP" if row.get("verdicts", {}).get(judge) else "-"
+
+
+def _judge_lines(
+    judgement: Judgement, judges: JudgeSettings, shown: Sequence[Judge], name: Callable[[str], str]
+) -> list[str]:
+    """Each judge's candidates, or why it has no verdict here."""
+    evidence = judgement.evidence
+    computed = judgement.verdicts.candidates
+    lines = []
     for j in shown:
-        if j not in computed:
-            why = {
-                "human": "no corpus (--human-corpus)"
-                if evidence.corpus_games is None
-                else f"only {evidence.corpus_games} corpus games here (needs {judges.corpus_min_games})",
-                "model": "no human-move model (--human-model)",
-                "practical": "no human evidence (--human-model or --human-corpus)",
-                "dip": "not computed",
-                "trappy": "not computed",
-            }[j]
-            lines.append(f"{j} judge: no verdict ({why})")
-        else:
+        if j in computed:
             moves = sorted(computed[j], key=name)
             lines.append(f"{j} judge trap candidates: {', '.join(name(m) for m in moves) if moves else 'none'}")
-    return "\n".join(lines)
+            continue
+        why = {
+            "human": "no corpus (--human-corpus)"
+            if evidence.corpus_games is None
+            else f"only {evidence.corpus_games} corpus games here (needs {judges.corpus_min_games})",
+            "model": "no human-move model (--human-model)",
+            "practical": "no human evidence (--human-model or --human-corpus)",
+            "dip": "not computed",
+            "trappy": "not computed",
+        }[j]
+        lines.append(f"{j} judge: no verdict ({why})")
+    return lines
 
 
 # -- one position explained ----------------------------------------------------------------------
@@ -290,12 +363,13 @@ class Explanation:
             f"Setter: {color[self.setter]}",
             f"Engine: {engine_label(self.described, self.engine)}",
         ]
-        text = explain_text(
-            self.result, header=header, name=san_namer(board), path_name=san_path(board), move_name=san_after(board)
-        )
-        if self.judgement:
-            text += "\n\n" + judges_text(self.judgement, self.judges, san_namer(board))
-        return text
+        name, path_name, move_name = san_namer(board), san_path(board), san_after(board)
+        if self.judgement is not None and self.result.root_analysis is not None:
+            return judged_text(
+                self.result, self.judgement, self.judges, header=header, name=name, path_name=path_name,
+                move_name=move_name,
+            )  # fmt: skip
+        return explain_text(self.result, header=header, name=name, path_name=path_name, move_name=move_name)
 
 
 def explain_position(
@@ -340,13 +414,7 @@ def explain_position(
 
 
 def engine_label(described: dict[str, Any], engine: str) -> str:
-    """The engine as people name it, with its limits: "Stockfish 15.1 (100,000 nodes per line)"."""
+    """The engine as people name it, with its limits: "Stockfish 15.1, 100,000 nodes per line; ..."."""
     if engine == "native":
-        return "native (the embedded alpha-beta search on PeSTO; --engine stockfish sees much deeper)"
-    limits = described.get("limits") or {}
-    parts = [f"{limits['nodes']:,} nodes" if limits.get("nodes") else None,
-             f"depth {limits['depth']}" if limits.get("depth") else None,
-             f"{limits['movetime']:g} s" if limits.get("movetime") else None]  # fmt: skip
-    limit_text = ", ".join(part for part in parts if part)
-    name = described.get("engine") or described.get("name", engine)
-    return f"{name} ({limit_text} per line)" if limit_text else str(name)
+        return describe_engine(described) + " (--engine stockfish sees much deeper)"
+    return describe_engine(described)

@@ -1,4 +1,5 @@
-"""Issue 29, item 1: nothing outside the dataset is touched.
+"""Issue 29, items 1 and 4: nothing outside the dataset is touched, and a dataset's files are
+read only as the schema says.
 
 On main (571d7ff): `OUT/shards` a symbolic link to another directory, then `mine --resume
 --repair`, deleted every other directory of the link's target (exit 0); `OUT/.lock` a link to a
@@ -10,6 +11,11 @@ the dataset changes, and `--repair` deletes a link in `shards/`, never what it p
 property test draws hostile layouts (links in and out, `..`, absolute names, dangling links,
 strangers' directories in `shards/`) and runs every reader and writer over them: nothing outside
 the scratch root's dataset changes, and nothing but a `DiffimaxError` is raised.
+
+Item 4: on main a shard re-signed (its records recomputed) after a column was dropped, an int
+column put where a string was, or NULLs written into a non-null column passed `verify` ("all
+intact") and read back as NULLs or casts; here every reader refuses it in one line naming the
+shard and the file, and `verify` also checks each value against its column's range.
 """
 
 from __future__ import annotations
@@ -22,14 +28,17 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.dataset.integrity import check_dataset, verify_dataset
+from pipeline.dataset.integrity import check_dataset, file_record
 from pipeline.dataset.lock import output_lock
 from pipeline.dataset.queries import run_query
 from pipeline.dataset.store import DatasetWriter
+from pipeline.dataset.verify import verify_dataset
 from search.errors import DiffimaxError
 from tests.conftest import GAMES, run_cli
 from tests.mining_helpers import SERVED, assert_same_rows
@@ -274,3 +283,54 @@ def test_no_hostile_layout_changes_anything_outside_the_dataset(
     assert snapshot(outside) == before, layouts
     assert all(path.read_bytes() == content for path, content in strangers.items()), layouts
     shutil.rmtree(root)
+
+
+# -- item 4: a shard re-signed after its schema or values changed --------------------------------
+
+
+def re_signed(data: Path, change: str) -> Path:
+    """A shard whose positions.parquet is changed as `change` says, then re-signed: its record in
+    `_shard.json` and in the manifest recomputed, so that every digest check passes."""
+    shard = shard_dirs(data)[0]
+    path = shard / "positions.parquet"
+    table = pq.read_table(path)
+    schema = table.schema
+    if change == "column-dropped":
+        table = table.drop_columns(["clock_seconds"])
+    elif change == "int-for-string":
+        position = schema.get_field_index("side_to_move")
+        table = table.set_column(position, pa.field("side_to_move", pa.int32(), nullable=False),
+                                 pa.array([7] * table.num_rows, pa.int32()))  # fmt: skip
+    elif change == "nulls-in-non-null":
+        position = schema.get_field_index("fen")
+        table = table.set_column(position, pa.field("fen", pa.string()), pa.array([None] * table.num_rows, pa.string()))
+    elif change == "out-of-range":
+        position = schema.get_field_index("eval_cp")
+        table = table.set_column(position, schema.field("eval_cp"), pa.array([30_000_000] * table.num_rows, pa.int32()))
+    pq.write_table(table.replace_schema_metadata(schema.metadata), path, write_page_checksum=True)
+    record = file_record(path).describe()
+    info = json.loads((shard / "_shard.json").read_text())
+    info["files"]["positions.parquet"] = record
+    (shard / "_shard.json").write_text(json.dumps(info))
+    manifest = json.loads((data / "manifest.json").read_text())
+    manifest["shards"][shard.name]["files"]["positions.parquet"] = record
+    (data / "manifest.json").write_text(json.dumps(manifest))
+    return shard
+
+
+@pytest.mark.parametrize("change", ["column-dropped", "int-for-string", "nulls-in-non-null", "out-of-range"])
+def test_a_re_signed_shard_with_another_schema_or_values_is_named_by_verify_and_every_reader(
+    scratch: tuple[Path, Path], change: str
+) -> None:
+    """main: each passed `verify` ("all intact"), and `query` read NULLs or cast values."""
+    data, _ = scratch
+    shard = re_signed(data, change)
+    verified = run_cli("verify", str(data))
+    assert verified.returncode == 1 and f"shard {shard.name}: positions.parquet" in verified.stdout, verified.stdout
+    query = run_cli("query", "--data", str(data), "select count(*), count(clock_seconds), min(fen) from positions")
+    if change == "out-of-range":  # the schema holds: only `verify` reads every value
+        assert query.returncode == 0, query.stderr
+        assert "30000000" in verified.stdout and "above 100000" in verified.stdout
+    else:
+        line = one_error_line(query)
+        assert shard.name in line and "positions.parquet" in line, line

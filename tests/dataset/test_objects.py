@@ -22,13 +22,13 @@ from pipeline.dataset.integrity import (
     DamagedDatasetError,
     IncompleteDatasetError,
     check_dataset,
-    verify_dataset,
 )
 from pipeline.dataset.lease import LEASE_DIR, acquire, check_free, dataset_lock
 from pipeline.dataset.lock import LockedError
 from pipeline.dataset.objects import ObjectPath
 from pipeline.dataset.queries import run_query
 from pipeline.dataset.store import DatasetReader, DatasetWriter, OutputError, commit_shard
+from pipeline.dataset.verify import verify_dataset
 from pipeline.ingest.games import Selected, read_pgn_bytes
 from tests.conftest import GAMES
 from tests.objectstore import S3Server, s3_server

@@ -370,7 +370,9 @@ def test_latin1_name_does_not_spoil_the_game() -> None:
     latin = games[0].replace(b'[White "BFG9k"]', b'[White "Jos\xe9 Ra\xfal"]')
     outcomes = read_all(games[1] + latin)
     assert kinds(outcomes) == ["Selected", "Selected"]
-    assert outcomes[1].game["white"] == "Jos\ufffd Ra\ufffdl"  # type: ignore[union-attr]
+    # Issue 29: headers that are not UTF-8 are read as Windows-1252 (was U+FFFD), and said so.
+    assert outcomes[1].game["white"] == "Jos\xe9 Ra\xfal"  # type: ignore[union-attr]
+    assert [outcome.latin1 for outcome in outcomes] == [False, True]  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("data", [b"", b"\n\n  \r\n\t", b"\xef\xbb\xbf\n"])
@@ -583,7 +585,8 @@ def test_game_row() -> None:
         "event": "Rated Classical game", "site": "https://lichess.org/j1dkb5dw", "link": None, "date": "2012.12.31",
         "white": "BFG9k", "black": "mamalak", "white_elo": 1639, "black_elo": 1403, "time_control": "600+8",
         "base_seconds": 600, "increment_seconds": 8, "time_control_class": "rapid", "result": "1-0",
-        "termination": "Normal", "opening": "French Defense: Normal Variation", "eco": "C00", "plies": 25,
+        "termination": "Normal", "opening": "French Defense: Normal Variation", "eco": "C00",
+        "opening_header": "French Defense: Normal Variation", "url": "https://lichess.org/j1dkb5dw", "plies": 25,
         "variant": "Standard", "start_fen": None,
     }  # fmt: skip
     first = outcome.positions[0]

@@ -10,6 +10,7 @@ in docs/mining.md), not asserted by a test on a shared machine.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,14 @@ def test_plan_refuses_what_it_cannot_read(data_dir: Path) -> None:
     missing = mine_config("(planned)", False, [str(GAMES / "no_such_file.pgn")], engine="native")
     with pytest.raises(InputError, match=r"^no such file: '.*no_such_file.pgn'$"):
         plan(missing)
+
+
+def test_plan_gives_no_interval_from_too_few_timed_games(data_dir: Path) -> None:
+    # The chess.com plan timed one game and printed "0.0 s - 7749 days": now the mean alone,
+    # and how many games an interval needs.
+    result = run_cli("plan", str(GAMES / "lichess_100.pgn"), "--engine", "native", "--depth", "1", "--judges", "dip",
+                     "--human-model", "none", "--plies", "10-12", "--sample-positions", "3", check=True)  # fmt: skip
+    text = result.stdout
+    line = next(line for line in text.splitlines() if line.startswith("wall time:"))
+    assert "90 %" not in line and "an interval needs at least 5" in line, text
+    assert re.search(r"timed \d+/\d+ positions", result.stderr), result.stderr  # its progress, on stderr

@@ -15,6 +15,7 @@ from pipeline.mine.plan import (
     DRIVER_SECONDS_PER_SHARD,
     DRIVER_SECONDS_PER_WORKER_CALL,
     DRIVER_SHARE,
+    MIN_TIMED_GAMES,
     REUSE_MIN_GAMES,
     SAMPLE_BLOCK_GAMES,
     ReuseFit,
@@ -165,13 +166,17 @@ def test_a_share_is_exact_for_the_whole_job_and_an_interval_otherwise() -> None:
 
 
 def test_the_weighted_mean_and_its_interval() -> None:
-    mean, low, high = mean_interval([1.0, 3.0], [1.0, 3.0], ["a", "b"])
-    assert mean == pytest.approx(2.5)
-    assert low < mean < high
-    same, low, high = mean_interval([2.0] * 6, [1.0, 2.0, 3.0] * 2, ["a", "b", "c"] * 2)
+    games = [chr(ord("a") + n) for n in range(MIN_TIMED_GAMES)]
+    values = [float(n) for n in range(1, MIN_TIMED_GAMES + 1)]
+    mean, low, high = mean_interval(values, [1.0] * MIN_TIMED_GAMES, games)
+    assert mean == pytest.approx(sum(values) / len(values))
+    assert low is not None and high is not None and low < mean < high
+    same, low, high = mean_interval([2.0] * 2 * MIN_TIMED_GAMES, [1.0, 2.0] * MIN_TIMED_GAMES, games * 2)
     assert (same, low, high) == pytest.approx((2.0, 2.0, 2.0))
-    # One timed game: no spread to measure, said by an interval as wide as the mean.
-    assert mean_interval([1.0, 2.0], [1.0, 1.0], ["a", "a"]) == pytest.approx((1.5, 0.0, 3.0))
+    # Fewer timed games than an interval needs: the mean, and no interval (the one game
+    # gave "0.0 s - 7749 days").
+    assert mean_interval([1.0, 2.0], [1.0, 1.0], ["a", "a"]) == (1.5, None, None)
+    assert mean_interval([1.0, 3.0], [1.0, 3.0], games[: MIN_TIMED_GAMES - 1][:2]) == (2.5, None, None)
 
 
 # -- the wall-time model -------------------------------------------------------------------------

@@ -36,30 +36,29 @@ from pipeline.outputs.puzzles import (
     STANDARDS,
     VERIFY_BATCH,
     Analyse,
-    Checked,
     EngineVerifier,
     GameInfo,
-    IllegalLineError,
     MultiPvLine,
+    PracticalCheck,
     Puzzle,
     PuzzleCandidate,
     PuzzleError,
     PuzzleReport,
     SolverCheck,
     check_candidate,
-    game_url,
     generate_puzzles,
     is_only_move,
     opening_tags,
     parse_formats,
     parse_kind,
+    recheck,
     render_csv,
     render_html,
     render_pgn,
     themes_for,
-    trim_line,
     win_chances,
 )
+from pipeline.outputs.puzzles.rules import regains_only
 from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings
 from tests.conftest import GAMES, ROOT, STOCKFISH, needs_stockfish
@@ -133,24 +132,6 @@ def moves(*uci: str) -> list[chess.Move]:
     return [chess.Move.from_uci(m) for m in uci]
 
 
-def test_trim_stops_after_a_capture_nobody_recaptures() -> None:
-    board = chess.Board(LEGAL_FEN)
-    # 5.Nxe5 (wins a pawn, attacks g4 and f7) Bxd1 6.Bxf7+ Ke7 7.Nd5#: no cut before the mate
-    line = moves("f3e5", "g4d1", "c4f7", "e8e7", "c3d5")
-    assert trim_line(board, line) == tuple(line)
-    # 5.Nxe5 dxe5 6.Qxg4: the reply recaptures, so the line goes on; a quiet reply ends it.
-    assert trim_line(board, moves("f3e5", "d6e5", "d1g4")) == tuple(moves("f3e5", "d6e5", "d1g4"))
-    assert trim_line(board, moves("f3e5", "g8f6", "e5g4", "f6g4")) == tuple(moves("f3e5"))
-
-
-def test_trim_ends_on_a_solver_move_and_rejects_illegal_moves() -> None:
-    board = chess.Board(LEGAL_FEN)
-    assert trim_line(board, moves("h2h3", "g4f3")) == tuple(moves("h2h3"))
-    assert trim_line(board, []) == ()
-    with pytest.raises(IllegalLineError, match="illegal move e1e3"):
-        trim_line(board, moves("h2h3", "g4f3", "e1e3"))
-
-
 # Scripted engine lines per position (EPD): ("move reply ...", score for the side to move), best first.
 Table = Mapping[str, Sequence[tuple[str, chess.engine.Score]]]
 
@@ -180,40 +161,89 @@ def epd_after(fen: str, *uci: str) -> str:
 BEFORE_TRAP = "rn1qkbnr/ppp2ppp/3p4/4p3/2B1P1b1/2N2N2/PPPP1PPP/R1BQK2R b KQkq - 5 4"
 
 
-def test_check_candidate_passes_trims_and_drops() -> None:
+def test_check_candidate_verifies_the_mined_line_then_extends_it() -> None:
     cp = chess.engine.Cp
     after_trap = epd_after(BEFORE_TRAP, "g7g6")
     after_second = epd_after(BEFORE_TRAP, "g7g6", "f3e5", "g4d1")
+    after_third = epd_after(BEFORE_TRAP, "g7g6", "f3e5", "g4d1", "c4f7", "e8e7")
     table = {
         after_trap: [("f3e5 g4d1", cp(400)), ("h2h3", cp(0))],
         after_second: [("c4f7 e8e7", cp(500)), ("c3d1", cp(-300))],
+        after_third: [("c3d5", cp(650)), ("h2h3", cp(600))],  # two good moves: the line ends before them
     }
+    # The mined refutation is one move (Nxe5); the engine's own line goes on while its move stays
+    # the only good one: Bxd1 (the reply it expects), Bxf7+; after Ke7 two moves win, so it ends.
     checked = check_candidate(BEFORE_TRAP, ["g7g6", "f3e5"], 1, scripted(table), DEFAULT)
-    assert checked == Checked(("g7g6", "f3e5"), (SolverCheck(1, cp(400), cp(0)),), trimmed=False, mate=False)
-    # Nxe5 wins a pawn but Bxd1 captures back (the queen): the line goes on to Bxf7+, and the
-    # trailing reply Ke7 is dropped so that the puzzle ends on a solver move.
+    assert not isinstance(checked, str)
+    assert checked.moves == ("g7g6", "f3e5", "g4d1", "c4f7") and checked.extended == 1 and not checked.trimmed
+    assert [c.index for c in checked.checks] == [1, 3] and checked.outcome == "advantage"
+    # The mined line itself, as far as it goes: the trailing reply Ke7 is dropped.
     line = ["g7g6", "f3e5", "g4d1", "c4f7", "e8e7"]
     checked = check_candidate(BEFORE_TRAP, line, 1, scripted(table), DEFAULT)
-    assert not isinstance(checked, str) and checked.moves == tuple(line[:4]) and not checked.trimmed
-    assert [c.index for c in checked.checks] == [1, 3]
+    assert not isinstance(checked, str) and checked.moves == tuple(line[:4]) and checked.extended == 0
     # The engine prefers another move, or the second best is close: dropped.
     other = {after_trap: [("h2h3", cp(400)), ("f3e5", cp(0))]}
     assert check_candidate(BEFORE_TRAP, ["g7g6", "f3e5"], 1, scripted(other), DEFAULT) == "not_best"
     close = {after_trap: [("f3e5", cp(150)), ("h2h3", cp(0))]}
     assert check_candidate(BEFORE_TRAP, ["g7g6", "f3e5"], 1, scripted(close), DEFAULT) == "not_unique"
-    # A later solver move that fails ends the line at the solver move before it.
-    later = {**table, after_second: [("c3d1", cp(500)), ("c4f7", cp(450))]}
-    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(later), DEFAULT)
-    assert not isinstance(checked, str) and checked.moves == ("g7g6", "f3e5") and checked.trimmed
-    # So does a reply the engine does not expect (the solver's next move answers another move).
-    unexpected = {after_trap: [("f3e5 d6e5", cp(400)), ("h2h3", cp(0))]}
-    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(unexpected), DEFAULT)
-    assert not isinstance(checked, str) and checked.moves == ("g7g6", "f3e5") and checked.trimmed
+    # A one-mover (the second solver move is not the only good one) is no puzzle.
+    single = {**table, after_second: [("c4f7 e8e7", cp(500)), ("c3d1", cp(450))]}
+    assert check_candidate(BEFORE_TRAP, line, 1, scripted(single), DEFAULT) == "too_short"
+    # A reply the engine does not expect: the engine's line replaces the rest of the mined one.
+    unexpected = {**table, after_trap: [("f3e5 g4d1", cp(400)), ("h2h3", cp(0))]}
+    checked = check_candidate(BEFORE_TRAP, ["g7g6", "f3e5", "d6e5", "d1g4"], 1, scripted(unexpected), DEFAULT)
+    assert not isinstance(checked, str) and checked.moves == ("g7g6", "f3e5", "g4d1", "c4f7") and checked.trimmed
+    # A later move that leaves the solver short of two pawns ends the line before it.
+    short = {**table, after_second: [("c4f7 e8e7", cp(150)), ("c3d1", cp(-400))]}
+    assert check_candidate(BEFORE_TRAP, line, 1, scripted(short), DEFAULT) == "too_short"
     # Illegal given moves, illegal or unparseable refutations, no refutation.
     assert check_candidate(BEFORE_TRAP, ["e2e4", "f3e5"], 1, scripted(table), DEFAULT) == "illegal"
     assert check_candidate(BEFORE_TRAP, ["g7g6", "e1e5"], 1, scripted(table), DEFAULT) == "illegal"
     assert check_candidate(BEFORE_TRAP, ["g7g6", "zz"], 1, scripted(table), DEFAULT) == "illegal"
     assert check_candidate(BEFORE_TRAP, ["g7g6"], 1, scripted(table), DEFAULT) == "empty_line"
+
+
+def test_a_line_that_ends_level_is_a_defensive_puzzle_only_from_two_pawns_down() -> None:
+    cp = chess.engine.Cp
+    after_trap = epd_after(BEFORE_TRAP, "g7g6")
+    after_second = epd_after(BEFORE_TRAP, "g7g6", "f3e5", "g4d1")
+    after_third = epd_after(BEFORE_TRAP, "g7g6", "f3e5", "g4d1", "c4f7", "e8e7")
+    table = {
+        after_trap: [("f3e5 g4d1", cp(-20)), ("h2h3", cp(-400))],
+        after_second: [("c4f7 e8e7", cp(10)), ("c3d1", cp(-350))],
+        after_third: [("c3d5", cp(30)), ("h2h3", cp(20))],
+    }
+    line = ["g7g6", "f3e5"]
+    assert check_candidate(BEFORE_TRAP, line, 1, scripted(table), DEFAULT) == "too_short"
+    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(table), DEFAULT, defence_from=-250)
+    assert not isinstance(checked, str) and checked.outcome == "defence" and len(checked.checks) == 2
+    # Not two pawns down before the opponent's move: a level ending is no puzzle.
+    assert check_candidate(BEFORE_TRAP, line, 1, scripted(table), DEFAULT, defence_from=-150) == "too_short"
+    lost = {**table, after_second: [("c4f7 e8e7", cp(-120)), ("c3d1", cp(-600))]}
+    assert check_candidate(BEFORE_TRAP, line, 1, scripted(lost), DEFAULT, defence_from=-250) == "not_winning"
+
+
+def test_winning_back_what_was_just_taken_is_no_puzzle_unless_the_line_wins_more() -> None:
+    fen = "4k3/8/8/3p4/4P3/2N5/8/4K3 b - - 0 1"  # ...dxe4 Nxe4: a pawn back, no more
+    assert regains_only(fen, ["d5e4", "c3e4"])
+    assert not regains_only(fen, ["e8d7", "e4d5"])  # the opponent's move took nothing
+    queen = "3qk3/8/8/8/3P4/5N2/8/4K3 b - - 0 1"  # ...Qxd4 Nxd4: more back than was taken
+    assert not regains_only(queen, ["d8d4", "f3d4"])
+
+
+def test_a_puzzle_is_rechecked_on_its_own_moves() -> None:
+    cp = chess.engine.Cp
+    line = ("g7g6", "f3e5", "g4d1", "c4f7")
+    table = {
+        epd_after(BEFORE_TRAP, "g7g6"): [("f3e5 g4d1", cp(400)), ("h2h3", cp(0))],
+        epd_after(BEFORE_TRAP, *line[:3]): [("c4f7 e8e7", cp(500)), ("c3d1", cp(-300))],
+    }
+    assert recheck(BEFORE_TRAP, line, 1, scripted(table), DEFAULT, "advantage")
+    weaker = {**table, epd_after(BEFORE_TRAP, *line[:3]): [("c4f7 e8e7", cp(150)), ("c3d1", cp(-300))]}
+    assert not recheck(BEFORE_TRAP, line, 1, scripted(weaker), DEFAULT, "advantage")
+    assert recheck(BEFORE_TRAP, line, 1, scripted(weaker), DEFAULT, "defence")
+    other = {**table, epd_after(BEFORE_TRAP, *line[:3]): [("c3d1", cp(500)), ("c4f7", cp(-300))]}
+    assert not recheck(BEFORE_TRAP, line, 1, scripted(other), DEFAULT, "advantage")
 
 
 def test_a_line_that_mates_is_tagged_mate() -> None:
@@ -238,13 +268,41 @@ def test_set_candidates_check_the_setting_move_and_skip_the_trap_reply() -> None
     line = ["c8g4", "b1c3", "g7g6", "f3e5"]
     table = {
         epd_after(fen, "c8g4"): [("b1c3 g7g6", cp(60)), ("h2h3", cp(-200))],
-        epd_after(fen, "c8g4", "b1c3", "g7g6"): [("f3e5", cp(400)), ("h2h3", cp(50))],
+        epd_after(fen, "c8g4", "b1c3", "g7g6"): [("f3e5 g4d1", cp(400)), ("h2h3", cp(50))],
+        epd_after(fen, *line, "g4d1"): [("c4f7 e8e7", cp(500)), ("c3d1", cp(450))],  # no only move: the end
     }
     checked = check_candidate(fen, line, 3, scripted(table), DEFAULT)
     assert not isinstance(checked, str) and checked.moves == tuple(line)
     assert [c.index for c in checked.checks] == [1, 3]  # g6 (index 2) is the trap, not checked
     table[epd_after(fen, "c8g4")] = [("b1c3", cp(60)), ("h2h3", cp(40))]
     assert check_candidate(fen, line, 3, scripted(table), DEFAULT) == "not_unique"
+
+
+def test_the_practical_setting_rule_is_asked_last_and_only_for_a_line_that_stands() -> None:
+    cp = chess.engine.Cp
+    fen = "rnbqkbnr/ppp2ppp/3p4/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R b KQkq - 1 3"
+    line = ["c8g4", "b1c3", "g7g6", "f3e5"]
+    table = {
+        epd_after(fen, "c8g4"): [("b1c3 g7g6", cp(60)), ("h2h3", cp(40))],  # not the only good move
+        epd_after(fen, "c8g4", "b1c3", "g7g6"): [("f3e5 g4d1", cp(400)), ("h2h3", cp(50))],
+        epd_after(fen, *line, "g4d1"): [("c4f7 e8e7", cp(500)), ("c3d1", cp(-300))],
+        epd_after(fen, *line, "g4d1", "c4f7", "e8e7"): [("c3d5", cp(650)), ("h2h3", cp(600))],
+    }
+    asked: list[str] = []
+    verdict = PracticalCheck(0.41, 0.12, "h2h3", 20)
+
+    def judge(board: chess.Board, move: chess.Move) -> PracticalCheck | None:
+        asked.append(move.uci())
+        return verdict
+
+    checked = check_candidate(fen, line, 3, scripted(table), DEFAULT, judge)
+    assert not isinstance(checked, str) and checked.set_rule == "practical" and checked.practical == verdict
+    assert asked == ["b1c3"]
+    assert check_candidate(fen, line, 3, scripted(table), DEFAULT, lambda board, move: None) == "not_practical"
+    # The refutation fails: the costly rule is never asked.
+    asked.clear()
+    failing = {**table, epd_after(fen, "c8g4", "b1c3", "g7g6"): [("h2h3", cp(400)), ("f3e5", cp(50))]}
+    assert check_candidate(fen, line, 3, scripted(failing), DEFAULT, judge) == "not_best" and asked == []
 
 
 @pytest.mark.parametrize("prefix", ["=", "+", "-", "@", "\t", "\r"])
@@ -280,14 +338,6 @@ def test_only_plain_http_urls_survive(site: str | None, expected: str) -> None:
     assert safe_url(site) == expected
 
 
-def test_game_url_carries_the_lichess_ply_anchor() -> None:
-    white_first = "r5k1/pp3p1p/2b2qp1/3pr3/8/4P2P/R1PN1PP1/Q3K2R w K - 0 19"
-    black_first = "1r6/1PN5/3p4/4kpp1/1R6/P3n3/K1P5/8 b - - 0 49"
-    assert game_url("https://lichess.org/SLbfzQtP", white_first, 36) == "https://lichess.org/SLbfzQtP#36"
-    assert game_url("https://lichess.org/q2SFqfYD", black_first, 97) == "https://lichess.org/q2SFqfYD/black#97"
-    assert game_url("https://example.com/game/7", white_first, 36) == "https://example.com/game/7"
-
-
 @pytest.mark.parametrize(
     ("opening", "tags"),
     [
@@ -309,8 +359,9 @@ def test_opening_tags_are_normalised_like_lichess(opening: str | None, tags: str
 
 
 def test_kind_and_formats_parse_from_the_command_line() -> None:
-    assert parse_kind(" Punish ") == "punish" and parse_kind("both") == "both"
-    with pytest.raises(PuzzleError, match=r"^invalid kind 'traps': expected punish, set or both$"):
+    assert parse_kind(" Punish ") == ("punish",) and parse_kind("both") == ("punish", "set")
+    assert parse_kind("defend,punish") == ("punish", "defend") and parse_kind("all") == ("punish", "set", "defend")
+    with pytest.raises(PuzzleError, match=r"^invalid kind 'traps': expected punish, set, defend, both or all$"):
         parse_kind("traps")
     assert parse_formats("html, csv,html") == ("html", "csv")
     with pytest.raises(PuzzleError, match=r"^no output format: expected csv, pgn and/or html$"):
@@ -332,8 +383,10 @@ def test_a_mate_in_one_with_a_winning_second_best_is_not_an_only_move() -> None:
 
 
 def test_bad_settings_fail_with_one_clear_line(tmp_path: Path) -> None:
-    with pytest.raises(PuzzleError, match=r"^invalid kind 'all': expected punish, set or both$"):
-        generate_puzzles(tmp_path, tmp_path / "out", kind="all")  # type: ignore[arg-type]
+    with pytest.raises(PuzzleError, match=r"^invalid kind 'every': expected punish, set, defend, both or all$"):
+        generate_puzzles(tmp_path, tmp_path / "out", kind="every")
+    with pytest.raises(PuzzleError, match=r"^the lichess standard has no defensive puzzles"):
+        generate_puzzles(tmp_path, tmp_path / "out", kind="defend", standard="lichess")
     with pytest.raises(PuzzleError, match=r"^invalid format 'svg': expected csv, pgn or html$"):
         generate_puzzles(tmp_path, tmp_path / "out", formats=["csv", "svg"])
     with pytest.raises(PuzzleError, match=r"^invalid margin 0: expected win chances in \(0, 2\)$"):
@@ -398,7 +451,7 @@ def hostile_puzzle() -> Puzzle:
         fen=BEFORE_TRAP,
         moves=("g7g6", "f3e5"),
         themes=("advantage", "diffimaxPunish", "oneMove"),
-        game_url=game_url(game.site, BEFORE_TRAP, 7),
+        game_url="",
         opening_tags=opening_tags(game.opening),
         checks=(SolverCheck(1, chess.engine.Cp(400), chess.engine.Cp(0)),),
         game_ids=("hostile01", "hostile02"),
@@ -477,7 +530,9 @@ def assert_html_self_contained(parser: StrictHTML) -> None:
             assert not name.startswith("on"), (tag, name)
             if name == "src":
                 assert value and value.startswith("data:image/svg+xml;base64,"), (tag, value[:60] if value else value)
-            if name == "href":  # only the link to the source game, a plain http(s) URL
+            if name == "href" and tag == "use":  # a shape drawn once in the page
+                assert value and re.fullmatch(r"#[a-zA-Z]+", value), value
+            elif name == "href":  # only the link to the source game, a plain http(s) URL
                 assert tag == "a" and value and re.fullmatch(r"https?://[^\s\"'<>]+", value), value
     assert [tag for tag, _ in parser.tags].count("script") == 1
     csp = [
@@ -665,8 +720,18 @@ def test_csv_pgn_and_html_agree_and_are_well_formed(generated: PuzzleReport) -> 
     assert_html_self_contained(parser)
     sections = [a for t, a in parser.tags if t == "section"]
     assert [a["id"] for a in sections] == [row["PuzzleId"] for row in rows]
-    images = sum(1 for t, _ in parser.tags if t == "img")
-    assert images == sum(len(row["Moves"].split()) + 2 for row in rows)  # the play board, then one per step
+    boards = [a for t, a in parser.tags if t == "svg" and a.get("class") == "board"]
+    assert len(boards) == len(rows)  # one board per puzzle, its steps drawn on it by the script
+
+
+@pytest.mark.stockfish
+@pytest.mark.slow
+def test_no_puzzle_writes_no_file_and_says_so_in_one_line(mined: Path, tmp_path: Path) -> None:
+    # A margin no line can pass: every candidate is dropped, nothing is written (the issue's lichess
+    # run wrote three empty files), and the summary says so.
+    report = generate_puzzles(mined, tmp_path / "none", nodes=TEST_NODES, margin=1.99, workers=1, human_model=None)
+    assert report.puzzles == [] and report.written == {} and not (tmp_path / "none").exists()
+    assert report.summary().splitlines()[-1] == f"no puzzles from {report.games:,} games: nothing written"
 
 
 def outputs(report: PuzzleReport) -> dict[str, bytes]:

@@ -80,9 +80,25 @@ def test_play_data_accepts_the_solution_and_knows_every_legal_move() -> None:
     data = play_data(legal_puzzle())
     assert data["orientation"] == "white" and list(data["steps"]) == ["1", "3", "5"]
     first = data["steps"]["1"]
-    assert first["accept"] == ["f3e5"] and first["legal"]["f3e5"] == "Nxe5" and first["pieces"]["f3"] == "N"
-    assert len(first["legal"]) == chess.Board(BEFORE_TRAP).copy().legal_moves.count() or len(first["legal"]) > 20
+    pairs = first["legal"].split(" ")
+    legal = dict(zip(pairs[::2], pairs[1::2], strict=True))
+    board = chess.Board(BEFORE_TRAP)
+    board.push_uci("g7g6")
+    assert first["accept"] == ["f3e5"] and legal["f3e5"] == "Nxe5" and len(legal) == board.legal_moves.count()
     assert data["line"].startswith("5.Nxe5 5...Bxd1")
+    assert len(data["boards"]) == len(LINE) + 1 and data["boards"][1] == board.board_fen()
+    assert len(data["captions"]) == len(LINE) + 1
+
+
+def test_the_book_draws_one_board_per_puzzle_and_shares_its_shapes() -> None:
+    # One board per puzzle, its pieces <use>s of shapes defined once: 60 puzzles well under 1.5 MB,
+    # each one adding a few kilobytes (the book was ~230 KB a puzzle).
+    one = render_html([legal_puzzle()])
+    many = render_html([legal_puzzle(f"{n:010x}") for n in range(60)])
+    assert len(many.encode()) < 1_500_000
+    assert (len(many.encode()) - len(one.encode())) / 59 < 10_000
+    assert many.count('<svg class="board"') == 60 and many.count("<symbol") + many.count('id="wN"') == 1
+    assert "data:image" not in many
 
 
 def test_a_reader_solves_by_click_drag_and_keyboard_and_a_wrong_move_is_refused(browser: object, book: Path) -> None:
@@ -120,8 +136,15 @@ def test_the_solution_is_revealed_and_arrow_keys_move_between_squares(browser: o
     section.locator("button.solution").click()
     assert status(section).startswith("Solution: 5.Nxe5")
     assert "revealed" in (section.get_attribute("class") or "")
-    shown = section.locator(".stage img").get_attribute("src")
-    assert shown == section.locator(".boards figure img").nth(2).get_attribute("src")  # the board after the line
+    board = chess.Board(BEFORE_TRAP)
+    for move in LINE[:2]:
+        board.push_uci(move)
+    assert section.locator("svg.board .pieces use").count() == len(board.piece_map())  # the board after the line
+    assert section.locator('svg.board .pieces use[href="#wN"][x="4"][y="3"]').count() == 1  # the knight on e5
+    # The step buttons redraw the one board: the start has Black's pawn on g7, the puzzle on g6.
+    section.locator('.steps button[data-step="0"]').click()
+    assert section.locator('svg.board .pieces use[href="#bP"][x="6"][y="1"]').count() == 1
+    assert status(section) == "Black to move."
     section.locator("button.restart").click()
     corner = section.locator('button[data-square="a8"]')
     corner.focus()

@@ -14,9 +14,9 @@ import chess
 import chess.engine
 import pytest
 
+from pipeline.ingest.openings import opening_table
 from pipeline.outputs.puzzles import STANDARDS, LineError, MultiPvLine, PuzzleError, PuzzleLine, cook, tag_csv
-from pipeline.outputs.puzzles.links import game_url
-from pipeline.outputs.puzzles.openings import puzzle_opening_tags, table
+from pipeline.outputs.puzzles.openings import puzzle_opening_tags
 from pipeline.outputs.puzzles.rating import CALIBRATION, fit_calibration, rating_of
 from pipeline.outputs.puzzles.rules import check_candidate
 from pipeline.outputs.puzzles.setting import PRACTICAL_FLOOR, practical_verdict
@@ -101,11 +101,18 @@ def after(fen: str, *moves: str) -> str:
 
 def test_the_lichess_standard_is_stricter_than_the_default() -> None:
     default, lichess = STANDARDS["default"], STANDARDS["lichess"]
-    one = {after(LEGAL, "g7g6"): [("f3e5", cp(400)), ("h2h3", cp(0))]}  # 0.62 win chances apart
+    later = {
+        after(LEGAL, "g7g6", "f3e5", "g4d1"): [("c4f7 e8e7", cp(900)), ("c3d1", cp(-300))],
+        after(LEGAL, "g7g6", "f3e5", "g4d1", "c4f7", "e8e7"): [("c3d5", cp(950)), ("h2h3", cp(900))],
+    }
+    one = {after(LEGAL, "g7g6"): [("f3e5 g4d1", cp(400)), ("h2h3", cp(0))], **later}  # 0.62 win chances apart
     assert not isinstance(check_candidate(LEGAL, ["g7g6", "f3e5"], 1, scripted(one), default), str)  # type: ignore[arg-type]
     assert check_candidate(LEGAL, ["g7g6", "f3e5"], 1, scripted(one), lichess) == "not_unique"  # type: ignore[arg-type]
-    wide = {after(LEGAL, "g7g6"): [("f3e5", cp(900)), ("h2h3", cp(0))]}
+    # The second solver move is the only good one by 0.3 but not by 0.7: a one-mover under Lichess's rules.
+    wide = {**later, after(LEGAL, "g7g6"): [("f3e5 g4d1", cp(900)), ("h2h3", cp(0))]}
+    wide[after(LEGAL, "g7g6", "f3e5", "g4d1")] = [("c4f7 e8e7", cp(900)), ("c3d1", cp(300))]
     assert check_candidate(LEGAL, ["g7g6", "f3e5"], 1, scripted(wide), lichess) == "too_short"  # type: ignore[arg-type]
+    assert not isinstance(check_candidate(LEGAL, ["g7g6", "f3e5"], 1, scripted(wide), default), str)  # type: ignore[arg-type]
     # Two mates in one: the default refuses, Lichess's rule accepts when no other move wins.
     mates = "6k1/5ppp/8/8/8/8/5PPP/RR4K1 b - - 0 1"
     table = {after(mates, "g8h8"): [("a1a8", mate(1)), ("b1b8", mate(1)), ("h2h3", cp(0))]}
@@ -136,25 +143,15 @@ def test_the_practical_rule_wants_a_safe_clear_best() -> None:
     assert verdict is not None and verdict.runner_up_move == "e2e4" and verdict.loss == 10
 
 
-def test_game_urls_carry_the_ply_for_lichess_and_chesscom() -> None:
-    fen = "r5k1/pp3p1p/2b2qp1/3pr3/8/4P2P/R1PN1PP1/Q3K2R w K - 0 19"
-    assert game_url("Chess.com", fen, 36, "https://www.chess.com/game/live/56889059865") == (
-        "https://www.chess.com/game/live/56889059865?move=36"
-    )
-    assert game_url("https://lichess.org/SLbfzQtP", fen, 36) == "https://lichess.org/SLbfzQtP#36"
-    assert game_url("Chess.com", fen, 36, "javascript:alert(1)") == ""
-
-
-def test_opening_tags_come_from_the_game_moves_in_lichess_form() -> None:
-    petrov = ("e2e4", "e7e5", "g1f3", "g8f6", "d2d3", "b8c6")
+def test_opening_tags_come_from_the_game_opening_in_lichess_form() -> None:
+    petrov = ["e2e4", "e7e5", "g1f3", "g8f6", "d2d3", "b8c6"]
+    name = opening_table().of_moves(petrov)
+    assert name is not None and name.eco == "C42" and name.name == "Petrov's Defense"
     early = "r1bqkb1r/pppp1ppp/2n2n2/4p3/4P3/3P1N2/PPP2PPP/RNBQKB1R w KQkq - 1 4"
-    assert puzzle_opening_tags(early, petrov, None, None) == "Russian_Game Russian_Game_Other_variations" or (
-        puzzle_opening_tags(early, petrov, None, None).startswith("Petrovs_Defense")
-    )
-    assert puzzle_opening_tags(early, None, "Petrovs-Defense", None).startswith(("Petrovs_Defense", "Russian_Game"))
+    assert puzzle_opening_tags(early, name.name) == "Petrovs_Defense Petrovs_Defense_Other_variations"
     late = "8/6k1/2R4p/5p1P/5P1K/6P1/8/r7 w - - 2 58"
-    assert puzzle_opening_tags(late, petrov, "Petrovs-Defense", "C42") == ""  # Lichess: none past ply 37
-    assert len(table().by_epd) > 3_000
+    assert puzzle_opening_tags(late, name.name) == ""  # Lichess: none past ply 37
+    assert puzzle_opening_tags(early, name.name, start_fen=early) == ""  # a game from a set-up position
 
 
 def test_tag_keeps_every_row_and_records_the_bad_ones(tmp_path: Path) -> None:

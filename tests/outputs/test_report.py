@@ -29,14 +29,16 @@ from pipeline.outputs.html import tag, text
 from pipeline.outputs.report import REPORT_NAME, ReportError, write_report
 from pipeline.outputs.report.data import BOARDS_SHOWN
 from pipeline.outputs.report.plots import (
+    COUNT_LABEL,
     PLOT_DPI,
     PLOT_INCHES,
+    draw_png,
     plot_clock,
     plot_dip,
     plot_lift,
     plot_rating,
-    png_data_uri,
 )
+from pipeline.outputs.report.sections import plots_section
 from tests.conftest import GAMES
 from tests.mining_helpers import EVERY_JUDGE, mine
 
@@ -213,13 +215,32 @@ def test_write_report_of_a_directory_without_a_dataset(tmp_path: Path) -> None:
                      "chance_rate", "lift"], "trap nodes"),
     ],
 )  # fmt: skip
-def test_plots_of_empty_results_say_no_data(drawer: Any, columns: list[str], reason: str) -> None:
+def test_a_plot_with_no_data_is_not_drawn_and_says_why(drawer: Any, columns: list[str], reason: str) -> None:
     rows: list[tuple[Any, ...]] = []
     if drawer is plot_lift:  # the lift query always returns its one row, empty when nothing matched
         rows = [(0, None, None, None, None, None, None, None)]
-    uri, note = png_data_uri(drawer(QueryResult(columns, rows)))
-    assert note is not None and note.startswith("No data: ") and reason in note
-    assert base64.b64decode(uri.removeprefix(DATA_PNG)).startswith(PNG_MAGIC)
+    why = drawer(QueryResult(columns, rows))
+    assert isinstance(why, str) and reason in why
+    page = plots_section({"fall-rate-by-clock": QueryResult(columns, rows)} if drawer is plot_clock else {})
+    if drawer is plot_clock:
+        words = Page(str(page)).all_text()
+        assert "Fall rate by clock: not drawn, the games carry no clock times" in words and "<img" not in page
+
+
+def test_count_labels_that_would_overlap_are_left_out() -> None:
+    # 40 dip buckets of 0.25 pawns, 16 px apart on a 640 px plot: "n=123" labels are wider than that.
+    columns = ["dip_from", "dip_to", "candidates", "played", "wilson_low", "play_rate", "wilson_high"]
+    rows = [(b * 0.25, b * 0.25 + 0.25, 100 + b, 10, 0.05, 0.1, 0.2) for b in range(40)]
+    drawer = plot_dip(QueryResult(columns, rows))
+    assert not isinstance(drawer, str)
+    png, figure = draw_png(drawer)
+    assert png.startswith(PNG_MAGIC)
+    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    labels = [text for text in figure.axes[0].texts if text.get_gid() == COUNT_LABEL]
+    shown = [text.get_window_extent(renderer) for text in labels if text.get_visible()]
+    assert len(labels) == 40 and 5 <= len(shown) < 40
+    for index, box in enumerate(shown):
+        assert not any(box.overlaps(other) for other in shown[index + 1 :])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,8 +255,7 @@ def test_report_has_every_section_plot_and_board(sample: Report) -> None:
     assert [attrs["id"] for attrs in page.find("section")] == SECTIONS
     images = page.find("img")
     assert [attrs["alt"] for attrs in images] == [
-        "Fall rate by rating (plot)", "Fall rate by clock (plot)", "Play rate by dip (plot)",
-        "Lift: observed against chance (plot)",
+        "Fall rate by rating", "Fall rate by clock", "Play rate by dip", "Lift: observed against chance",
     ]  # fmt: skip
     for attrs in images:
         data = base64.b64decode(str(attrs["src"]).removeprefix(DATA_PNG), validate=True)
@@ -248,7 +268,7 @@ def test_report_has_every_section_plot_and_board(sample: Report) -> None:
     ids = [attrs["id"] for tag, attrs in page.tags if "id" in attrs]
     assert len(ids) == len(set(ids))  # each board's piece definitions are its own
     words = page.all_text()
-    assert "No data" not in words  # the clock games give the clock plot its points
+    assert "not drawn" not in words  # the clock games give the clock plot its points
     m = sample.manifest
     assert f"{m['games_read']:,} read = {m['games_written']:,} mined + {m['games_filtered']:,} filtered" in words
     assert f"{m['positions_analysed']:,} analysed, {m['positions_reused']:,} reused" in words
@@ -296,7 +316,7 @@ def test_report_of_a_dataset_where_every_game_was_filtered_out(ray_session: None
     assert manifest["games_written"] == 0 and manifest["games_filtered"] == 100
     page = assert_inert_and_well_formed(write_report(tmp_path / "run", tmp_path / "report").read_text("utf-8"))
     words = page.all_text()
-    assert words.count("No data: ") == 4
+    assert words.count(": not drawn, ") == 4 and not page.find("img")
     assert "No trap nodes in this dataset." in words
     assert "100 read = 0 mined + 100 filtered + 0 with errors" in words
     assert not page.find("svg")
@@ -310,20 +330,21 @@ def test_report_of_a_dataset_where_every_game_was_filtered_out(ray_session: None
 def test_hostile_headers_render_as_text(hostile: Report) -> None:
     page = assert_inert_and_well_formed(hostile.html)
     words = page.all_text()
-    for value in (SCRIPT, FORMULA, IMG, BACKSLASH_N, ENTITIES, "Carriage", "Bell\ufffdRinger", GAME_ID):
+    for value in (SCRIPT, FORMULA, IMG, BACKSLASH_N, ENTITIES, "Carriage", "Bell\ufffdRinger"):
         assert value in words, value
+    assert GAME_ID not in words and "<svg onload" not in hostile.html  # games are named by players, not ids
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in hostile.html
     assert "&quot;,&quot;=cmd|&#x27; /C calc&#x27;!A0" in hostile.html
     assert "&amp;amp; &amp;lt;b&amp;gt;" in hostile.html
     assert "\x07" not in hostile.html
     # The game whose header spans two lines is an error, quoted as text.
     assert "unparseable header line '[Event \"<script>alert(3)'" in words
-    assert "No data: the games carry no clock times" in words
+    assert "Fall rate by clock: not drawn, the games carry no clock times" in words
     # Every player is listed, and the events under the boards (the games share their positions).
     players = run_saved(hostile.dataset, "top-players")
     assert {row[0] for row in players.rows} == {SCRIPT, FORMULA, BACKSLASH_N, IMG, ENTITIES, CARRIAGE + " " + BELL}
-    for event in (SCRIPT, FORMULA, ENTITIES):
-        assert f"{event}, ?; game " in words
+    for white, black, event in ((SCRIPT, FORMULA, SCRIPT), (BACKSLASH_N, IMG, FORMULA)):
+        assert f"{white} (" in words and f") - {black} (" in words and f"), {event}" in words
 
 
 def _csv_round_trip(result: QueryResult) -> None:

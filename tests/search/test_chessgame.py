@@ -284,3 +284,19 @@ def test_cli_explain_setter_to_move_makes_a_setter_root():
     )
     assert data["best_move"] == "a1a6" and data["root_analysis"] is None
     assert data["value"] == pytest.approx((MATE - 3) / 100)
+
+
+def test_cli_explain_heads_with_the_practical_verdict_and_lists_each_reply_once():
+    # Blackburne's trap position (4.Nxe5?? is the famous mistake): the bundled human model gives
+    # the practical judge its evidence; the text names its verdict first and each reply once.
+    fen = "r1bqkbnr/pppp1ppp/8/4p3/2BnP3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4"
+    text = run_cli("explain", fen, "--engine", "native", "--depth", "1", "--rating", "1200", check=True).stdout
+    assert "Trap candidate (practical judge): " in text and "Trap candidate: " not in text
+    assert "Trap judges" not in text  # one table, not the seed's list and the judges' again
+    board = chess.Board(fen)
+    table = text.split("Opponent responses (each once)")[1].split("\n\n")[0]
+    for move in board.legal_moves:
+        san = board.san(move)
+        rows = [line for line in table.splitlines() if line.split()[1:2] == [san]]
+        assert len(rows) == 1, (san, rows)
+    assert "practical judge trap candidates: " in text

@@ -47,7 +47,7 @@ workers, what bounds the wall), `planner` (`plan()`: the steps in order), `rende
 from __future__ import annotations
 
 from pipeline.mine.plan.count import COUNT_EXACT_BYTES, PREFIX_BYTES, count_sources, prefix_games
-from pipeline.mine.plan.estimate import Z90, CountFigures, count_figures, mean_interval, share
+from pipeline.mine.plan.estimate import MIN_TIMED_GAMES, Z90, CountFigures, count_figures, mean_interval, share
 from pipeline.mine.plan.measure import COMMIT_PROBE_POSITIONS, cpu_seconds, time_commit, time_positions
 from pipeline.mine.plan.planner import SAMPLE_GAMES, SAMPLE_POSITIONS, plan
 from pipeline.mine.plan.records import (
@@ -83,6 +83,7 @@ __all__ = [
     "DRIVER_SECONDS_PER_SHARD",
     "DRIVER_SECONDS_PER_WORKER_CALL",
     "DRIVER_SHARE",
+    "MIN_TIMED_GAMES",
     "PREFIX_BYTES",
     "RAY_START_SECONDS",
     "REUSE_MIN_GAMES",

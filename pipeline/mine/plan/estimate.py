@@ -16,6 +16,9 @@ from pipeline.mine.plan.sample import GameSample
 
 # The normal quantile of a two-sided 90 % interval.
 Z90 = 1.645
+# Fewest timed games (clusters) an interval of a per-position mean is given from: below it the spread
+# between games is not measured well enough to bound the mean (one game gave "0.0 s - 7749 days").
+MIN_TIMED_GAMES = 5
 
 
 def share(k: int, n: int, total: float, how: str, exact: bool) -> Figure:
@@ -28,17 +31,17 @@ def share(k: int, n: int, total: float, how: str, exact: bool) -> Figure:
 
 def mean_interval(
     values: Sequence[float], weights: Sequence[float], clusters: Sequence[str]
-) -> tuple[float, float, float]:
+) -> tuple[float, float | None, float | None]:
     """The weighted mean sum(w v) / sum(w) and its 90 % interval (normal, from the ratio
     estimator's standard error with each cluster, a timed game, as one draw: the positions of a
-    game are not independent)."""
+    game are not independent); no interval (None, None) from fewer than MIN_TIMED_GAMES games."""
     value = np.asarray(values, dtype=float)
     weight = np.asarray(weights, dtype=float)
     names, cluster = np.unique(np.asarray(clusters), return_inverse=True)
     mean = float((weight * value).sum() / weight.sum())
     n = len(names)
-    if n < 2:
-        return mean, 0.0, 2 * mean  # one game: no spread to measure, say so by a wide interval
+    if n < MIN_TIMED_GAMES:
+        return mean, None, None
     totals = np.bincount(cluster, weights=weight * (value - mean), minlength=n)
     error = math.sqrt(n / (n - 1) * float((totals**2).sum())) / float(weight.sum())
     return mean, max(0.0, mean - Z90 * error), mean + Z90 * error

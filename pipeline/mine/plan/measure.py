@@ -8,9 +8,11 @@ import multiprocessing
 import os
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from pipeline.common.progress import Progress
 from pipeline.ingest.games import Selected
 from pipeline.ingest.sources import Shard
 from pipeline.mine.config import MineConfig
@@ -19,6 +21,8 @@ from pipeline.mine.plan.records import PlanError, TimedPosition
 from pipeline.mine.rows import PositionResult, occurrence_rows
 from pipeline.mine.work import AnalysisWorker, PartOutcome
 
+# Seconds between two looks at the timing processes' count.
+LOOK_SECONDS = 0.5
 # Positions of the scratch shard whose commit is timed (at most; fewer when shards are smaller).
 COMMIT_PROBE_POSITIONS = 2000
 # Clock ticks per second of the CPU times in /proc/<pid>/stat.
@@ -63,9 +67,19 @@ class Timing:
     worker_start_seconds: float
 
 
+# The positions the timing processes have judged, shared with the planner for its progress (set in
+# each child by the pool's initializer; None in the planner itself).
+_judged: Any = None
+
+
+def _share_counter(counter: Any) -> None:
+    global _judged
+    _judged = counter
+
+
 def _time_share(config: MineConfig, units: Sequence[tuple[tuple[Occurrence, ...], Sequence[float]]]) -> Timing:
     """Build the job's worker (engine, model, corpus), warm it up on the first unit's first
-    position (uncounted), then judge each unit, one at a time."""
+    position (uncounted), then judge each unit, one at a time (counting them in `_judged`)."""
     start = time.perf_counter()
     worker = AnalysisWorker(config.engine, config.engine_options, config.judging(), config.human)
     worker_start = time.perf_counter() - start
@@ -91,6 +105,9 @@ def _time_share(config: MineConfig, units: Sequence[tuple[tuple[Occurrence, ...]
                 results.append(result)
                 timed.append(TimedPosition(occurrence.game_id, occurrence.ply, weight, result.seconds, cpu * share,
                                            unit_seconds * share, result.error))  # fmt: skip
+            if _judged is not None:
+                with _judged.get_lock():
+                    _judged.value += len(unit)
     finally:
         worker.close()
     return Timing(timed, results, warmup.seconds, worker_start)
@@ -110,23 +127,29 @@ def time_positions(
     config: MineConfig,
     units: Sequence[tuple[tuple[Occurrence, ...], Sequence[float]]],
     processes: int,
-    echo: Callable[[str], None],
+    progress: Progress,
 ) -> list[Timing]:
     """Judge the units in `processes` child processes at once (each with its own worker and its
     share of the units, set up as a Ray actor is), so that the machine is as busy as the job's
-    workers would make it."""
+    workers would make it; the positions judged are shown on `progress` as they are."""
     processes = max(1, min(processes, len(units)))
     total = sum(len(unit) for unit, _ in units)
     shares = [list(units[index::processes]) for index in range(processes)]
     # fork, not spawn: spawn imports the caller's main module again, which a script that calls
     # `plan` without a `__main__` guard cannot survive. Nothing here holds an engine or a thread yet.
     context = multiprocessing.get_context("fork")
+    judged = context.Value("q", 0)
     done: list[Timing] = []
-    with concurrent.futures.ProcessPoolExecutor(processes, mp_context=context) as pool:
-        futures = [pool.submit(_time_as_a_worker, config, share) for share in shares]
-        for future in concurrent.futures.as_completed(futures):
-            done.append(future.result())
-            echo(f"plan: {sum(len(timing.timed) for timing in done)}/{total} positions timed")
+    progress.start("timed", "positions", total)
+    with concurrent.futures.ProcessPoolExecutor(
+        processes, mp_context=context, initializer=_share_counter, initargs=(judged,)
+    ) as pool:
+        pending = {pool.submit(_time_as_a_worker, config, share) for share in shares}
+        while pending:
+            finished, pending = concurrent.futures.wait(pending, timeout=LOOK_SECONDS)
+            done += [future.result() for future in finished]
+            progress.update(judged.value)
+    progress.finish_step()
     return done
 
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pipeline.common.progress import Progress
 from pipeline.engines.backends import EMBEDDED, check_backend, effective_engine_options
 from pipeline.ingest.games import Selected
 from pipeline.ingest.sources import STREAM_SHARD_MAX_BYTES, expand_inputs
@@ -94,9 +95,14 @@ class _Rates:
     worker_per_position: float
     """A worker's seconds per analysed position (replaying the game too)."""
     cpu_mean: float
-    """CPU seconds per analysed position, and its 90 % interval."""
-    cpu_low: float
-    cpu_high: float
+    """CPU seconds per analysed position, and its 90 % interval (None: too few timed games)."""
+    cpu_low: float | None
+    cpu_high: float | None
+
+
+def _times(value: float | None, factor: float) -> float | None:
+    """An interval's end scaled, or None where there is no interval."""
+    return None if value is None else value * factor
 
 
 def _check_sizes(sample_games: int, sample_positions: int, assume_games: int | None) -> None:
@@ -114,9 +120,10 @@ def _read_input(
     sample_games: int,
     assume_games: int | None,
     seed: int,
-    say: Callable[[str], None],
+    progress: Progress,
 ) -> _Input:
     """Steps 1-2: count the sources, read the sample; PlanError if no sampled position is in the job."""
+    say = progress.say
     counts = count_sources(sources, config.max_games, say)
     counted_games = sum(count.games_read for count in counts)
     chosen = choose_blocks(counts, sample_games, seed)
@@ -149,7 +156,7 @@ def _time_sample(
     sample_positions: int,
     processes: int,
     seed: int,
-    say: Callable[[str], None],
+    progress: Progress,
 ) -> _Timings:
     """Step 4: time whole games' units of the sample's new positions with the job's worker."""
     drawn_units = draw_units(sample, figures.fits, figures.games_kept.value, sample_positions, seed)
@@ -159,7 +166,7 @@ def _time_sample(
         plies = {sample.ply_of[index] for index in indices}
         rows = [row for row in games[game].positions if row["ply"] in plies]
         units.append((unit_of(games[game], rows), weights))
-    timings = time_positions(config, units, processes, say)
+    timings = time_positions(config, units, processes, progress)
     return _Timings(
         games=games,
         units=len(units),
@@ -191,7 +198,7 @@ def _rates(config: MineConfig, timings: _Timings, worker_n: int, engine_options:
         worker_per_position = unit_mean
     else:
         per_position = Figure(cpu_mean / threads, f"CPU mean of {drawn} judged here / {threads} engine thread(s)",
-                              cpu_low / threads, cpu_high / threads)  # fmt: skip
+                              _times(cpu_low, 1 / threads), _times(cpu_high, 1 / threads))  # fmt: skip
         worker_per_position = cpu_mean / threads + (unit_mean - wall_mean)
     cpu_per_position = Figure(cpu_mean, f"CPU mean of {drawn} (worker and engine processes)", cpu_low, cpu_high)
     return _Rates(here, threads, per_position, cpu_per_position, worker_per_position, cpu_mean, cpu_low, cpu_high)
@@ -219,11 +226,11 @@ class _Costs:
 def _engine_figures(distinct: float, rates: _Rates) -> tuple[Figure, Figure, Figure]:
     """The job's engine seconds, engine core-hours and worker seconds: analysed x per position."""
     engine_mean = rates.per_position.value
-    engine_low, engine_high = rates.per_position.low or 0.0, rates.per_position.high or 0.0
-    engine_seconds = Figure(distinct * engine_mean, "analysed x seconds per position", distinct * engine_low,
-                            distinct * engine_high)  # fmt: skip
+    engine_low, engine_high = rates.per_position.low, rates.per_position.high
+    engine_seconds = Figure(distinct * engine_mean, "analysed x seconds per position", _times(engine_low, distinct),
+                            _times(engine_high, distinct))  # fmt: skip
     core_hours = Figure(distinct * rates.cpu_mean / 3600, "analysed x CPU seconds per position / 3600",
-                        distinct * rates.cpu_low / 3600, distinct * rates.cpu_high / 3600)  # fmt: skip
+                        _times(rates.cpu_low, distinct / 3600), _times(rates.cpu_high, distinct / 3600))  # fmt: skip
     analysis_seconds = Figure(
         distinct * rates.worker_per_position, "analysed x worker seconds per position (replay too)"
     )
@@ -265,8 +272,8 @@ def _costs(
         model.wall(analysis_seconds.value),
         f"start-up {startup:.1f} s + max((analysis + parse + shard writers) core-seconds / {worker_n} workers, "
         f"the driver's and the stream reader's seconds) + the last unit {last_unit:.1f} s",
-        model.wall(distinct * ((rates.per_position.low or 0.0) + replay)),
-        model.wall(distinct * ((rates.per_position.high or 0.0) + replay)),
+        None if rates.per_position.low is None else model.wall(distinct * (rates.per_position.low + replay)),
+        None if rates.per_position.high is None else model.wall(distinct * (rates.per_position.high + replay)),
     )
     scaling = tuple(
         scale_to(n, cluster_seconds, cut, writer_total, reader_total, startup, last_unit)
@@ -349,24 +356,26 @@ def plan(
     workers: int | None = None,
     assume_games: int | None = None,
     seed: int = 0,
-    echo: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
 ) -> Plan:
     """Plan `config`'s job: read a sample of its games through its filters, time a sample of its
     positions with its engine and judges on this machine, and extrapolate (the package's docstring).
     `workers` overrides the job's --workers for the wall time; `assume_games` plans as if the
-    inputs held that many games read, shaped like theirs (a stand-in for an input not at hand)."""
-    say = echo or (lambda line: None)
+    inputs held that many games read, shaped like theirs (a stand-in for an input not at hand).
+    `progress` shows the steps and the positions timed."""
+    shown = progress or Progress.quiet()
+    say = shown.say
     began = time.perf_counter()
     _check_sizes(sample_games, sample_positions, assume_games)
     sources = expand_inputs(config.inputs)
     engine_name = check_backend(config.engine)
     worker_n, workers_how = worker_count(config, workers)
-    read = _read_input(config, sources, sample_games, assume_games, seed, say)  # 1-2: count, and read the sample
+    read = _read_input(config, sources, sample_games, assume_games, seed, shown)  # 1-2: count, and read the sample
     figures = count_figures(read.sample, read.read, read.read_how, read.whole_job, seed)  # 3: distinct positions
     say(f"plan: {figures.positions.value:,.0f} positions, {figures.analysed.value:,.0f} distinct; timing "
         f"{sample_positions} with {engine_name}")  # fmt: skip
     processes = min(worker_n, os.cpu_count() or 1)
-    timings = _time_sample(config, read.sample, figures, sample_positions, processes, seed, say)  # 4
+    timings = _time_sample(config, read.sample, figures, sample_positions, processes, seed, shown)  # 4
     engine_options = effective_engine_options(config.engine, config.engine_options)
     rates = _rates(config, timings, worker_n, engine_options)
     costs = _costs(config, read, figures, timings, rates, worker_n)  # 5

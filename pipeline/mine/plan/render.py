@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from pipeline.mine.plan.estimate import MIN_TIMED_GAMES
 from pipeline.mine.plan.records import Figure, Plan, Scaling
 
 
@@ -19,9 +20,10 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
-def _range(figure: Figure, form: Callable[[float], str]) -> str:
+def _range(figure: Figure, form: Callable[[float], str], missing: str = "") -> str:
+    """The figure and its 90 % interval; where it has none, `missing` says why."""
     if figure.low is None or figure.high is None:
-        return form(figure.value)
+        return form(figure.value) + (f" ({missing})" if missing else "")
     return f"{form(figure.value)} (90 %: {form(figure.low)} - {form(figure.high)})"
 
 
@@ -61,6 +63,13 @@ def plan_text(plan: Plan) -> str:
     step = max(1, len(sample.reuse) // 8)
     reuse = ", ".join(f"{fit.ply}: {fit.exponent:.2f}" for fit in sample.reuse[::step])
     where = "on this machine" if plan.runs_here else "a core per worker"
+    timed_games = len({t.game_id for t in sample.timed})
+    few = (
+        f"no interval: {timed_games} game{'s' if timed_games != 1 else ''} timed, an interval needs at least "
+        f"{MIN_TIMED_GAMES} (--sample-positions, more games)"
+        if timed_games < MIN_TIMED_GAMES
+        else ""
+    )
     lines = [
         f"Plan for {len(plan.sources)} input{'s' if len(plan.sources) != 1 else ''} ({size / 1e6:,.1f} MB on disk), "
         f"engine {plan.engine}, {plan.workers} worker{'s' if plan.workers != 1 else ''} ({plan.workers_how}, "
@@ -71,15 +80,15 @@ def plan_text(plan: Plan) -> str:
         f"positions:           {_range(plan.positions, _count)}",
         f"analysed (distinct): {_count(plan.positions_analysed.value)} ({plan.positions_analysed.how}); "
         f"reused: {_count(plan.positions_reused.value)}",
-        f"engine per position: {_range(plan.seconds_per_position, _seconds)} ({plan.seconds_per_position.how})",
+        f"engine per position: {_range(plan.seconds_per_position, _seconds, few)} ({plan.seconds_per_position.how})",
         f"  timed spread:      wall {min(wall):.3f}-{max(wall):.3f} s (median {float(np.median(wall)):.3f}); CPU "
         f"{min(cpu):.3f}-{max(cpu):.3f} s (mean {plan.cpu_seconds_per_position.value:.3f})",
-        f"engine time:         {_range(plan.engine_seconds, _duration)}",
-        f"engine core-hours:   {_range(plan.engine_core_hours, _hours)}",
+        f"engine time:         {_range(plan.engine_seconds, _duration, few)}",
+        f"engine core-hours:   {_range(plan.engine_core_hours, _hours, few)}",
         f"pipeline:            ingest {_duration(plan.ingest_seconds.value)} of cores, driver "
         f"{_duration(plan.driver_seconds.value)} serial ({plan.shards:,} shard{'s' if plan.shards != 1 else ''} "
         f"of --shard-games {plan.shard_games:,})",
-        f"wall time:           {_range(plan.wall_seconds, _duration)} with {plan.workers} workers",
+        f"wall time:           {_range(plan.wall_seconds, _duration, few)} with {plan.workers} workers",
         *(_scaling_line(row) for row in plan.scaling),
         f"sample:              {sample.games_read:,} games in {sample.blocks} blocks"
         f"{' (the whole job)' if sample.whole_job else ''}, {sample.positions:,} positions, {sample.distinct:,} "

@@ -14,12 +14,12 @@ The parts, one purpose each (lichess-puzzler keeps its generator and its tagger 
 | `records` | the records passed between the parts, the vocabularies, the errors |
 | `standards` | the verification standards (`default`, `lichess`) |
 | `candidates` | candidates from the dataset (SQL in `schemas/puzzles.sql`), the screen, the order |
-| `rules` | judging a line, pure: win chances, the only-move rule, trimming, `check_candidate` |
+| `rules` | judging a line, pure: the only-move rule, `check_candidate` (verify, extend, decide), `recheck` |
 | `setting` | the practical rule for a set puzzle's setting move |
 | `verify` | the engines: serially or on a Ray actor pool, verdicts in the serial order |
 | `line`, `tactics`, `mates`, `themes` | the pure theme tagger, `cook(puzzle) -> tags` |
 | `rating` | the difficulty rating from the human-move model |
-| `openings`, `links` | Lichess's OpeningTags and GameUrl |
+| `openings` | Lichess's OpeningTags (the opening and the game's link come from the dataset) |
 | `csv_out`, `pgn_out`, `book`, `words` | the renderers (and the words they share) |
 | `generate` | `generate_puzzles`, the command's core |
 | `tagging` | `tag_csv`, the `tag` command's core |
@@ -31,7 +31,6 @@ from pipeline.outputs.puzzles.book import render_html
 from pipeline.outputs.puzzles.csv_out import render_csv
 from pipeline.outputs.puzzles.generate import generate_puzzles, parse_formats, parse_kind, puzzle_id, themes_for
 from pipeline.outputs.puzzles.line import LineError, PuzzleLine
-from pipeline.outputs.puzzles.links import game_url
 from pipeline.outputs.puzzles.openings import opening_tags
 from pipeline.outputs.puzzles.pgn_out import render_pgn
 from pipeline.outputs.puzzles.records import (
@@ -49,10 +48,9 @@ from pipeline.outputs.puzzles.records import (
 )
 from pipeline.outputs.puzzles.rules import (
     Analyse,
-    IllegalLineError,
     check_candidate,
     is_only_move,
-    trim_line,
+    recheck,
     win_chances,
 )
 from pipeline.outputs.puzzles.standards import DEFAULT_NODES, STANDARDS, Standard, standard_of
@@ -71,7 +69,6 @@ __all__ = [
     "Checked",
     "EngineVerifier",
     "GameInfo",
-    "IllegalLineError",
     "LineError",
     "MultiPvLine",
     "PracticalCheck",
@@ -84,19 +81,18 @@ __all__ = [
     "Standard",
     "check_candidate",
     "cook",
-    "game_url",
     "generate_puzzles",
     "is_only_move",
     "opening_tags",
     "parse_formats",
     "parse_kind",
     "puzzle_id",
+    "recheck",
     "render_csv",
     "render_html",
     "render_pgn",
     "standard_of",
     "tag_csv",
     "themes_for",
-    "trim_line",
     "win_chances",
 ]  # fmt: skip

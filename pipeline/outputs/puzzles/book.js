@@ -1,29 +1,68 @@
 // The diffimax puzzle book: solve each puzzle on its board (our own code, no library; MIT like
 // the project). Every position, legal move and accepted answer is computed by the generator and
-// carried in the section's data-play attribute, so the page needs no chess rules of its own:
-// {"orientation": "white"|"black", "moves": [uci...], "steps": {"1": {"legal": {uci: san},
-// "pieces": {square: "N"}, "accept": [uci...], "hint": "..."}, ...}, "ghosts": {"N": dataUri}}.
+// carried as JSON in the section's hidden .play-data element, so the page needs no chess rules:
+// {"orientation": "white"|"black", "moves": [uci...], "boards": [placement per step],
+// "captions": [text per step], "steps": {"1": {"legal": "uci san uci san ...", "accept": [uci...],
+// "prompt": "...", "hint": "..."}, ...}, "line": "..."}. Step k shows the board after k moves
+// (step 0: the start, step 1: the puzzle). One board per puzzle: an SVG whose squares and pieces
+// are <use>s of shapes defined once in the page, redrawn here for every move and step.
 // Click a piece then its square, drag it, or type the move (SAN or UCI) and press Enter. Arrow
 // keys move between squares, Enter or Space picks one. A wrong move is refused ("try again"),
-// Hint names the piece, Solution plays the line. #<id>/<step> in the URL opens a step of the
-// step-through boards below each puzzle (they work without this script).
+// Hint names the piece, Solution plays the line. #<id>/<step> in the URL opens a step.
 (function () {
   "use strict";
   var FILES = "abcdefgh";
+  var SVG = "http://www.w3.org/2000/svg";
+  document.documentElement.className += " js";
   function squareName(row, col, white) {
     return white ? FILES[col] + (8 - row) : FILES[7 - col] + (row + 1);
   }
+  function cell(name, white) {
+    var file = FILES.indexOf(name[0]);
+    var rank = Number(name[1]) - 1;
+    return white ? [file, 7 - rank] : [7 - file, rank];
+  }
+  function placement(fen) {
+    var found = {};
+    var rows = fen.split("/");
+    for (var r = 0; r < 8; r++) {
+      var file = 0;
+      for (var i = 0; i < rows[r].length; i++) {
+        var c = rows[r][i];
+        if (c >= "1" && c <= "8") {
+          file += Number(c);
+        } else {
+          found[FILES[file] + (8 - r)] = c;
+          file += 1;
+        }
+      }
+    }
+    return found;
+  }
+  function shape(letter) {
+    return "#" + (letter === letter.toUpperCase() ? "w" : "b") + letter.toUpperCase();
+  }
   function setup(section) {
-    var data = JSON.parse(section.getAttribute("data-play"));
+    var data = JSON.parse(section.querySelector(".play-data").textContent);
     var play = section.querySelector(".play");
-    var image = play.querySelector(".stage img");
+    var svg = play.querySelector("svg.board");
+    var pieces = svg.querySelector(".pieces");
+    var last = svg.querySelector(".last");
     var grid = play.querySelector(".grid");
     var status = play.querySelector(".status");
     var input = play.querySelector("input.move");
     var white = data.orientation === "white";
-    var boards = section.querySelectorAll(".boards figure img");
-    var state = { ply: 1, selected: null, done: false, hinted: false };
+    var stepButtons = section.querySelectorAll(".steps button.step");
+    var state = { ply: 1, selected: null, done: false, hinted: false, shown: 1 };
     var buttons = {};
+    var legal = {};
+    for (var key in data.steps) {
+      var list = data.steps[key].legal.split(" ");
+      legal[key] = {};
+      for (var k = 0; k + 1 < list.length; k += 2) {
+        legal[key][list[k]] = list[k + 1];
+      }
+    }
     for (var row = 0; row < 8; row++) {
       for (var col = 0; col < 8; col++) {
         var name = squareName(row, col, white);
@@ -37,8 +76,41 @@
         buttons[name] = button;
       }
     }
+    function rect(x, y) {
+      var r = document.createElementNS(SVG, "rect");
+      r.setAttribute("x", x);
+      r.setAttribute("y", y);
+      r.setAttribute("width", 1);
+      r.setAttribute("height", 1);
+      return r;
+    }
     function show(step) {
-      image.src = boards[step].src;
+      state.shown = step;
+      var board = placement(data.boards[step]);
+      while (pieces.firstChild) {
+        pieces.removeChild(pieces.firstChild);
+      }
+      while (last.firstChild) {
+        last.removeChild(last.firstChild);
+      }
+      for (var square in board) {
+        var at = cell(square, white);
+        var use = document.createElementNS(SVG, "use");
+        use.setAttribute("href", shape(board[square]));
+        use.setAttribute("x", at[0]);
+        use.setAttribute("y", at[1]);
+        pieces.appendChild(use);
+      }
+      if (step > 0) {
+        var move = data.moves[step - 1];
+        [move.slice(0, 2), move.slice(2, 4)].forEach(function (name) {
+          var at = cell(name, white);
+          last.appendChild(rect(at[0], at[1]));
+        });
+      }
+      for (var i = 0; i < stepButtons.length; i++) {
+        stepButtons[i].classList.toggle("on", i === step);
+      }
     }
     function say(text, kind) {
       status.textContent = text;
@@ -53,15 +125,25 @@
     function current() {
       return data.steps[String(state.ply)];
     }
+    function moves() {
+      return legal[String(state.ply)] || {};
+    }
+    function movable(name) {
+      for (var uci in moves()) {
+        if (uci.slice(0, 2) === name) {
+          return true;
+        }
+      }
+      return false;
+    }
     function select(name) {
-      var step = current();
       clear();
-      if (!step || !step.pieces[name]) {
+      if (state.shown !== state.ply || !movable(name)) {
         return false;
       }
       state.selected = name;
       buttons[name].classList.add("from");
-      for (var uci in step.legal) {
+      for (var uci in moves()) {
         if (uci.slice(0, 2) === name) {
           buttons[uci.slice(2, 4)].classList.add("to");
         }
@@ -83,40 +165,40 @@
       window.setTimeout(function () {
         show(reply + 1);
         state.ply = reply + 1;
-        say("Correct. " + data.steps[String(state.ply)].prompt, "good");
+        say("Correct. " + current().prompt, "good");
       }, 500);
     }
     function attempt(uci) {
       var step = current();
+      var known = moves();
       if (state.done || !step) {
         return;
       }
       clear();
-      if (!(uci in step.legal)) {
-        var promoted = uci + "q";
-        if (promoted in step.legal) {
-          uci = promoted;
+      if (!(uci in known)) {
+        if (uci + "q" in known) {
+          uci = uci + "q";
         } else {
           say("That is not a legal move here.", "bad");
           return;
         }
       }
       if (step.accept.indexOf(uci) < 0) {
-        say("\u2717 " + step.legal[uci] + " is not the move \u2014 try again.", "bad");
+        say("\u2717 " + known[uci] + " is not the move \u2014 try again.", "bad");
         return;
       }
       show(state.ply + 1);
-      say("\u2713 " + step.legal[uci], "good");
+      say("\u2713 " + known[uci], "good");
       advance();
     }
     function typed(text) {
-      var step = current();
-      if (!step) {
+      if (!current()) {
         return;
       }
       var wanted = text.trim().replace(/[+#!?]+$/, "");
-      for (var uci in step.legal) {
-        var san = step.legal[uci].replace(/[+#]$/, "");
+      var known = moves();
+      for (var uci in known) {
+        var san = known[uci].replace(/[+#]$/, "");
         if (uci === wanted.toLowerCase() || san === wanted || san.toLowerCase() === wanted.toLowerCase()) {
           attempt(uci);
           return;
@@ -124,10 +206,16 @@
       }
       say("\u201c" + text + "\u201d is not a legal move here (type e.g. Nf3 or g1f3).", "bad");
     }
+    function resume() {
+      if (state.shown !== state.ply && !state.done) {
+        show(state.ply);
+      }
+    }
     function press(name) {
       if (state.done) {
         return;
       }
+      resume();
       if (state.selected && state.selected !== name) {
         var from = state.selected;
         if (!select(name)) {
@@ -149,19 +237,22 @@
     var ghost = null;
     grid.addEventListener("pointerdown", function (event) {
       var target = event.target.closest("button.sq");
-      var step = current();
-      if (!target || !step || state.done) {
+      if (!target || !current() || state.done) {
         return;
       }
+      resume();
       var name = target.getAttribute("data-square");
-      if (!step.pieces[name]) {
+      var board = placement(data.boards[state.ply]);
+      if (!movable(name) || !board[name]) {
         return;
       }
       select(name);
-      ghost = document.createElement("img");
-      ghost.src = data.ghosts[step.pieces[name]];
-      ghost.className = "ghost";
-      ghost.alt = "";
+      ghost = document.createElementNS(SVG, "svg");
+      ghost.setAttribute("viewBox", "0 0 1 1");
+      ghost.setAttribute("class", "ghost");
+      var use = document.createElementNS(SVG, "use");
+      use.setAttribute("href", shape(board[name]));
+      ghost.appendChild(use);
       document.body.appendChild(ghost);
       move(event);
       grid.setPointerCapture(event.pointerId);
@@ -192,11 +283,11 @@
       if (!target) {
         return;
       }
-      var list = Array.prototype.slice.call(grid.children);
-      var index = list.indexOf(target);
+      var all = Array.prototype.slice.call(grid.children);
+      var index = all.indexOf(target);
       var delta = { ArrowLeft: -1, ArrowRight: 1, ArrowUp: -8, ArrowDown: 8 }[event.key];
       if (delta !== undefined) {
-        var next = list[Math.min(63, Math.max(0, index + delta))];
+        var next = all[Math.min(63, Math.max(0, index + delta))];
         target.tabIndex = -1;
         next.tabIndex = 0;
         next.focus();
@@ -205,12 +296,14 @@
     });
     input.addEventListener("keydown", function (event) {
       if (event.key === "Enter") {
+        resume();
         typed(input.value);
         input.value = "";
         event.preventDefault();
       }
     });
     play.querySelector(".go").addEventListener("click", function () {
+      resume();
       typed(input.value);
       input.value = "";
     });
@@ -219,6 +312,7 @@
       if (!step || state.done) {
         return;
       }
+      resume();
       state.hinted = true;
       clear();
       buttons[step.accept[0].slice(0, 2)].classList.add("hint");
@@ -238,24 +332,35 @@
       state.hinted = false;
       section.classList.remove("solved", "revealed");
       show(1);
-      say(data.steps["1"].prompt, "");
+      say(current().prompt, "");
     });
+    for (var b = 0; b < stepButtons.length; b++) {
+      stepButtons[b].addEventListener("click", function (event) {
+        var step = Number(event.currentTarget.getAttribute("data-step"));
+        clear();
+        show(step);
+        say(data.captions[step], "");
+      });
+    }
+    section.showStep = function (step) {
+      if (step >= 0 && step < data.boards.length) {
+        show(step);
+        say(data.captions[step], "");
+      }
+    };
     show(1);
-    say(data.steps["1"].prompt, "");
+    say(current().prompt, "");
   }
-  var sections = document.querySelectorAll("section.puzzle[data-play]");
+  var sections = document.querySelectorAll("section.puzzle");
   for (var i = 0; i < sections.length; i++) {
     setup(sections[i]);
   }
   var m = /^#([0-9a-f]+)\/([0-9]+)$/.exec(location.hash);
   if (m) {
-    var e = document.getElementById(m[1] + "-" + m[2]);
-    if (e && e.type === "radio") {
-      e.checked = true;
-      var r = e.closest("section").getBoundingClientRect();
-      if (r.top < 0 || r.top > innerHeight) {
-        e.closest("section").scrollIntoView();
-      }
+    var target = document.getElementById(m[1]);
+    if (target && target.showStep) {
+      target.showStep(Number(m[2]));
+      target.scrollIntoView();
     }
   }
 })();

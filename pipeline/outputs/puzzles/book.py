@@ -1,16 +1,19 @@
 """The HTML puzzle book: one offline file in which a reader solves each puzzle on its board.
 
-Boards are python-chess's SVG (`chess.svg`, data: images); the play code is our own (`book.js`,
-no chess library: the generator computes every position, legal move and accepted answer and puts
-them in the section's `data-play` attribute). Below each board, a step-through of the line with
-radio buttons and CSS works without JavaScript. A Content-Security-Policy allows no network
-access and no script but the book's own (by hash).
+One board per puzzle, an inline SVG whose squares, coordinates and pieces are `<use>`s of shapes
+defined once for the whole book (python-chess's piece drawings, `chess.svg.PIECES`), so a puzzle
+costs a few kilobytes. The board shows the puzzle's position without JavaScript; the play code is
+our own (`book.js`, no chess library: the generator computes every position, legal move and
+accepted answer and puts them in the section's data block) and redraws that one board for every
+move, every step of the step-through and every fragment `#<id>/<step>`. A Content-Security-Policy
+allows no network access and no script but the book's own (by hash).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,66 +28,107 @@ from pipeline.outputs.puzzles.records import Puzzle
 from pipeline.outputs.puzzles.rules import mates_in_one
 from pipeline.outputs.puzzles.words import colour_names, role, task
 
-BOARD_PX = 360  # size of a board image in the HTML book
+BOARD_PX = 360  # size of a board in the HTML book
 HERE = Path(__file__).resolve().parent
 SCRIPT = (HERE / "book.js").read_text(encoding="utf-8")
 STYLE = (HERE / "book.css").read_text(encoding="utf-8").replace("BOARDPX", str(BOARD_PX))
 PIECE_NAMES = {chess.PAWN: "pawn", chess.KNIGHT: "knight", chess.BISHOP: "bishop", chess.ROOK: "rook",
                chess.QUEEN: "queen", chess.KING: "king"}  # fmt: skip
+LIGHT, DARK, LAST = "#f0d9b5", "#b58863", "#cdd26a"  # python-chess's board colours; the last move's squares
 STANDARD_WORDS = {
     "default": "diffimax's standard: every solver move is the engine's best by 0.3 win chances (Lichess's "
-    "blunder margin) at 500,000 nodes; a set puzzle's first move may instead be the safe move that sets "
-    "the likeliest trap",
-    "lichess": "lichess-puzzler's standard: every solver move is the engine's best by 0.7 win chances, at "
-    "most one puzzle per game",
+    "blunder margin) at 500,000 nodes, and the line ends in mate or two pawns ahead (a defensive puzzle: from "
+    "two pawns down to level); a set puzzle's first move may instead be the safe move that sets the likeliest trap",
+    "lichess": "lichess-puzzler's standard: every solver move is the engine's best by 0.7 win chances and keeps "
+    "two pawns, at most one puzzle per game",
 }
 
 
-def _image(board: chess.Board, last: chess.Move | None, orientation: chess.Color) -> str:
-    svg = chess.svg.board(board, size=BOARD_PX, lastmove=last, orientation=orientation, coordinates=True)
-    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode("ascii")
+def shared_defs() -> Html:
+    """The shapes every board uses, once per book: the squares, the coordinates in both
+    orientations and the twelve pieces (each scaled to one square)."""
+    dark = "".join(f"M{x} {y}h1v1h-1z" for y in range(8) for x in range(8) if (x + y) % 2 == 1)
+    squares = f'<g id="sq"><rect width="8" height="8" fill="{LIGHT}"/><path d="{dark}" fill="{DARK}"/></g>'
+    coords = []
+    for name, white in (("cw", True), ("cb", False)):
+        files = "abcdefgh" if white else "hgfedcba"
+        ranks = "87654321" if white else "12345678"
+        marks = [f'<text x="{i + 0.96}" y="7.95" text-anchor="end">{f}</text>' for i, f in enumerate(files)]
+        marks += [f'<text x=".04" y="{i + 0.22}">{r}</text>' for i, r in enumerate(ranks)]
+        coords.append(f'<g id="{name}" class="coords">{"".join(marks)}</g>')
+    pieces = [
+        f'<g id="{"w" if symbol.isupper() else "b"}{symbol.upper()}" transform="scale(.02222)">{drawing}</g>'
+        for symbol, drawing in chess.svg.PIECES.items()
+    ]
+    return Html(
+        '<svg class="defs" width="0" height="0" aria-hidden="true"><defs>'
+        + squares
+        + "".join(coords)
+        + "".join(pieces)
+        + "</defs></svg>"
+    )
 
 
-def _ghosts(solver: chess.Color) -> dict[str, str]:
-    """The solver's pieces as small images, dragged under the pointer."""
-    found = {}
-    for kind in PIECE_NAMES:
-        piece = chess.Piece(kind, solver)
-        svg = chess.svg.piece(piece, size=45)
-        found[piece.symbol().upper()] = "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode("ascii")
-    return found
+def board_svg(board: chess.Board, last: chess.Move | None, white_below: bool, label: str) -> Html:
+    """One board: the shared squares and coordinates, the last move's squares, the pieces."""
+
+    def place(square: int) -> tuple[int, int]:
+        file, rank = chess.square_file(square), chess.square_rank(square)
+        return (file, 7 - rank) if white_below else (7 - file, rank)
+
+    marks = []
+    if last is not None:
+        for square in (last.from_square, last.to_square):
+            x, y = place(square)
+            marks.append(f'<rect x="{x}" y="{y}" width="1" height="1"/>')
+    pieces = []
+    for square, piece in board.piece_map().items():
+        x, y = place(square)
+        pieces.append(f'<use href="#{"w" if piece.color else "b"}{piece.symbol().upper()}" x="{x}" y="{y}"/>')
+    return Html(
+        f'<svg class="board" viewBox="0 0 8 8" role="img" aria-label="{html.escape(label)}">'
+        f'<use href="#sq"/><g class="last" fill="{LAST}">{"".join(marks)}</g>'
+        f'<use href="#{"cw" if white_below else "cb"}"/><g class="pieces">{"".join(pieces)}</g></svg>'
+    )
 
 
 def play_data(p: Puzzle) -> dict[str, Any]:
-    """What `book.js` needs to let a reader solve `p`: per solver move its legal moves (SAN), the
-    pieces that can move, the moves accepted (the solution, and any mate in one where the
-    solution's last move mates: Lichess accepts every mate), a hint and the prompt."""
+    """What `book.js` needs to let a reader solve `p`: the board at each step (the placement part
+    of its FEN), per solver move its legal moves (`uci san` pairs), the moves accepted (the
+    solution, and any mate in one where the solution's last move mates under the lichess standard:
+    Lichess accepts every mate), a hint and the prompt; the caption of every step."""
     board = chess.Board(p.fen)
     solver = not board.turn
     steps: dict[str, Any] = {}
     sans: list[str] = []
-    opponent, solver_name = colour_names(p)
+    boards = [board.board_fen()]
+    _, solver_name = colour_names(p)
     for index, uci in enumerate(p.moves):
         move = chess.Move.from_uci(uci)
         if index % 2 == 1:
-            legal = {m.uci(): board.san(m) for m in board.legal_moves}
-            pieces = {chess.square_name(m.from_square): board.piece_at(m.from_square) for m in board.legal_moves}
-            letters = {square: piece.symbol().upper() for square, piece in pieces.items() if piece is not None}
+            legal = " ".join(f"{m.uci()} {board.san(m)}" for m in board.legal_moves)
             accept = [uci]
             if index == len(p.moves) - 1 and p.standard == "lichess" and _mates(board, move):
                 accept += sorted(m.uci() for m in mates_in_one(board) if m != move)
             piece = board.piece_at(move.from_square)
             kind = PIECE_NAMES[piece.piece_type] if piece else "piece"
             prompt = f"{solver_name} to move: {task(p)}." if index == 1 else f"{sans[-1]}. Your move."
-            steps[str(index)] = {"legal": legal, "pieces": letters, "accept": accept, "prompt": prompt,
+            steps[str(index)] = {"legal": legal, "accept": accept, "prompt": prompt,
                                  "hint": f"move the {kind} on {chess.square_name(move.from_square)}."}  # fmt: skip
         prefix = f"{board.fullmove_number}." if board.turn == chess.WHITE else f"{board.fullmove_number}..."
         sans.append(prefix + board.san(move))
         board.push(move)
-    del opponent
-    orientation = "white" if solver == chess.WHITE else "black"
-    return {"orientation": orientation, "moves": list(p.moves), "steps": steps, "ghosts": _ghosts(solver),
-            "line": " ".join(sans[1:])}  # fmt: skip
+        boards.append(board.board_fen())
+    return {"orientation": "white" if solver == chess.WHITE else "black", "moves": list(p.moves), "steps": steps,
+            "boards": boards, "captions": _captions(p, sans), "line": " ".join(sans[1:])}  # fmt: skip
+
+
+def _captions(p: Puzzle, sans: Sequence[str]) -> list[str]:
+    """What each step of the step-through says (step 0: the start; step k: after move k - 1)."""
+    opponent, solver = colour_names(p)
+    captions = [f"{opponent} to move.", f"{opponent} played {sans[0]}. {solver} to move: {task(p)}."]
+    captions += [f"{sans[k - 1]} — {role(p, k - 1)}" for k in range(2, len(sans) + 1)]
+    return captions
 
 
 def _mates(board: chess.Board, move: chess.Move) -> bool:
@@ -101,36 +145,29 @@ def render_html(puzzles: Sequence[Puzzle], *, title: str = "diffimax puzzles") -
         "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
         f"script-src 'sha256-{script_hash}'; base-uri 'none'; form-action 'none'"
     )
-    max_steps = max((len(p.moves) + 1 for p in puzzles), default=1)
     heading = clean_text(title)
     standards = sorted({p.standard for p in puzzles})
     about = tag(
         "p",
         f"{len(puzzles)} puzzle{'' if len(puzzles) == 1 else 's'}. Play the solution on the board: click a piece "
         "and its square, drag it, or type the move (Nf3 or g1f3) and press Enter; arrow keys move between "
-        "squares. A wrong move is refused; Hint names the piece; Solution shows the line. ",
+        "squares. A wrong move is refused; Hint names the piece; Solution shows the line; the step buttons "
+        "below a board replay it. ",
         *(f"Standard met: {STANDARD_WORDS.get(name, name)}. " for name in standards),
         "In a set puzzle marked practical, the move to find is the one that gives the opponent the best chance "
-        "to go wrong while giving up at most half a pawn; the trap it sets follows.",
+        'to go wrong while giving up at most half a pawn; the trap it sets follows. "The trap" is a move the '
+        "practical judge names as one people fall for; otherwise the opponent's move is called a mistake.",
         class_="about",
     )
-    body = join([tag("h1", heading), about, *(_puzzle_html(n, p) for n, p in enumerate(puzzles, start=1))], Html("\n"))
+    sections = (_puzzle_html(n, p) for n, p in enumerate(puzzles, start=1))
+    body = join([shared_defs(), tag("h1", heading), about, *sections], Html("\n"))
     return document(
         heading,
         [Html("\n"), body, Html("\n"), tag("script", Html(SCRIPT)), Html("\n")],
         csp=csp,
-        style=Html(STYLE + _step_css(max_steps)),
+        style=Html(STYLE),
         meta=[tag("meta", name="referrer", content="no-referrer")],
     )
-
-
-def _step_css(max_steps: int) -> str:
-    rules = []
-    for k in range(max_steps):
-        rules.append(f".s{k}:checked~.boards .b{k}{{display:block}}")
-        rules.append(f".s{k}:checked~.steps .l{k}{{background:#333;color:#fff}}")
-        rules.append(f".s{k}:focus-visible~.steps .l{k}{{outline:2px solid #36c}}")
-    return "\n".join(rules)
 
 
 def _meta(p: Puzzle) -> Html:
@@ -147,44 +184,28 @@ def _meta(p: Puzzle) -> Html:
     return tag("p", join(meta, " · "), class_="meta")
 
 
+def _data_block(data: dict[str, Any]) -> Html:
+    """The play data as JSON text in a hidden element (only `& < >` escaped: a fraction of the
+    size of an attribute, where every quote would be escaped). Our own text only: moves, SAN and
+    the generator's words, never a header."""
+    text = json.dumps(data, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return Html(f'<div class="play-data" hidden>{html.escape(text, quote=False)}</div>')
+
+
 def _puzzle_html(number: int, p: Puzzle) -> Html:
     opponent, solver = colour_names(p)
-    orientation = chess.WHITE if solver == "White" else chess.BLACK
+    data = play_data(p)
     board = chess.Board(p.fen)
-    sans: list[str] = []
-    images = [_image(board, None, orientation)]
-    for uci in p.moves:
-        move = chess.Move.from_uci(uci)
-        prefix = f"{board.fullmove_number}." if board.turn == chess.WHITE else f"{board.fullmove_number}..."
-        sans.append(prefix + board.san(move))
-        board.push(move)
-        images.append(_image(board, move, orientation))
-    pid = p.puzzle_id
-    inputs, labels, boards = [], [], []
-    for k, image in enumerate(images):
-        inputs.append(tag("input", type="radio", name=pid, id=f"{pid}-{k}", class_=f"s{k}", checked=k == 1))
-        label = "Start" if k == 0 else ("Puzzle" if k == 1 else str(k - 1))
-        labels.append(tag("label", label, for_=f"{pid}-{k}", class_=f"l{k}"))
-        if k == 0:
-            caption: list[Html | str] = [f"{opponent} to move."]
-        elif k == 1:
-            caption = [f"{opponent} played {sans[0]}. ", tag("strong", f"{solver} to move: {task(p)}.")]
-        else:
-            caption = [f"{sans[k - 1]} — {role(p, k - 1)}"]
-        alt = f"Board after step {k}" if k else "Board at the start"
-        boards.append(tag("figure", tag("img", src=image, alt=alt, width=BOARD_PX, height=BOARD_PX),
-                          tag("figcaption", caption), class_=f"board b{k}"))  # fmt: skip
+    first = chess.Move.from_uci(p.moves[0])
+    san = board.san(first)
+    board.push(first)
+    shown = board_svg(board, first, solver == "White", f"{solver} to move")
     play = tag(
         "div",
+        tag("div", shown, tag("div", class_="grid", role="grid", aria_label="board"), class_="stage"),
         tag(
             "div",
-            tag("img", src=images[1], alt=f"{solver} to move", width=BOARD_PX, height=BOARD_PX),
-            tag("div", class_="grid", role="grid", aria_label="board"),
-            class_="stage",
-        ),
-        tag(
-            "div",
-            tag("p", f"{opponent} played {sans[0]}. {solver} to move: {task(p)}.", class_="status", aria_live="polite"),
+            tag("p", data["captions"][1], class_="status", aria_live="polite"),
             tag(
                 "label", "Your move ", tag("input", type="text", class_="move", autocomplete="off", spellcheck="false")
             ),
@@ -197,15 +218,16 @@ def _puzzle_html(number: int, p: Puzzle) -> Html:
         ),
         class_="play",
     )
-    solution = [tag("li", f"{san} — {role(p, i)}") for i, san in enumerate(sans)]
+    labels = ["Start", "Puzzle", *(str(k) for k in range(1, len(p.moves)))]
+    steps = [tag("button", label, type="button", class_="step", data_step=k) for k, label in enumerate(labels)]
+    sans = [f"{chess.Board(p.fen).fullmove_number}{'.' if opponent == 'White' else '...'}{san}"]
+    solution = [tag("li", f"{move} — {role(p, i)}") for i, move in enumerate([*sans, *data["line"].split(" ")])]
     parts = [
-        tag("h2", f"{number}. {solver} to move: {task(p)} ", tag("small", f"({pid})")),
+        tag("h2", f"{number}. {solver} to move: {task(p)} ", tag("small", f"({p.puzzle_id})")),
         _meta(p),
         play,
-        *inputs,
-        tag("div", labels, class_="steps"),
-        tag("div", boards, class_="boards"),
+        tag("div", steps, class_="steps", aria_label="steps of the solution"),
         tag("details", tag("summary", "Solution"), tag("ol", solution)),
+        _data_block(data),
     ]
-    data = json.dumps(play_data(p), separators=(",", ":"), sort_keys=True)
-    return tag("section", Html("\n"), join(parts, Html("\n")), Html("\n"), class_="puzzle", id=pid, data_play=data)
+    return tag("section", Html("\n"), join(parts, Html("\n")), Html("\n"), class_="puzzle", id=p.puzzle_id)

@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import chess
+
 from pipeline.common.stats import wilson
 from pipeline.dataset.duck import connect, open_dataset
 from pipeline.dataset.integrity import damage_named
 from pipeline.dataset.sql import query
-from pipeline.outputs.puzzles.records import DropReason, GameInfo, PuzzleCandidate, PuzzleKind, SettingEvidence
+from pipeline.outputs.puzzles.records import CandidateKind, DropReason, GameInfo, PuzzleCandidate, SettingEvidence
 from pipeline.outputs.puzzles.setting import PRACTICAL_FLOOR, SAFETY_CP
 from pipeline.outputs.puzzles.standards import Standard
 
@@ -36,11 +38,22 @@ def _game(row: dict[str, Any]) -> GameInfo:
         black_elo=row.get("black_elo"),
         opening=row.get("opening"),
         eco=row.get("eco"),
-        link=row.get("link"),
-        source=row.get("source"),
-        byte_offset=row.get("byte_offset"),
         start_fen=row.get("start_fen"),
     )
+
+
+def unreadable(fen: Any, moves: Sequence[Any]) -> DropReason | None:
+    """Why a candidate read from the dataset cannot be a puzzle at all: a FEN that is not one, a move
+    that is not UCI (`unreadable`), a first move not legal in the position (`illegal`); None when
+    it can be checked. A damaged shard's values must cost their candidate, not the run."""
+    if not isinstance(fen, str) or not moves or not all(isinstance(move, str) for move in moves):
+        return "unreadable"
+    try:
+        board = chess.Board(fen)
+        first, *_ = [chess.Move.from_uci(move) for move in moves]
+    except ValueError:
+        return "unreadable"
+    return None if board.is_legal(first) else "illegal"
 
 
 def evidence_order(members: Sequence[PuzzleCandidate], identity: str) -> tuple[int, float, int, int, str]:
@@ -73,7 +86,7 @@ def screen_setting(row: dict[str, Any], standard: Standard) -> tuple[DropReason 
 
 
 def load_candidates(
-    data: Any, kinds: Sequence[PuzzleKind], min_dip_cp: int, standard: Standard
+    data: Any, kinds: Sequence[CandidateKind], min_dip_cp: int, standard: Standard
 ) -> tuple[list[PuzzleCandidate], dict[str, dict[str, int]], int]:
     """Candidates of the given kinds, the set candidates dropped before the engine (by reason),
     and the games in the dataset."""
@@ -87,7 +100,7 @@ def load_candidates(
 
 
 def _candidates_of(
-    connection: Any, kinds: Sequence[PuzzleKind], min_dip_cp: int, standard: Standard
+    connection: Any, kinds: Sequence[CandidateKind], min_dip_cp: int, standard: Standard
 ) -> tuple[list[PuzzleCandidate], dict[str, dict[str, int]], int]:
     params = {"min_dip_cp": min_dip_cp}
     early: dict[str, dict[str, int]] = {kind: {} for kind in kinds}
@@ -96,21 +109,40 @@ def _candidates_of(
     ids = sorted({row["game_id"] for row in (*punish, *sets)})
     games = {row["game_id"]: row for row in _rows(connection, query("puzzles", "puzzle-games"), {"game_ids": ids})}
     info = {game_id: _game(row) for game_id, row in games.items()}
-    candidates = [
-        PuzzleCandidate(
-            "punish", info[row["game_id"]], row["ply"], row["fen"], (row["move"], *row["refutation"]), 1, row["dip"]
-        )
-        for row in punish
-    ]
+    candidates = []
+    for row in punish:
+        moves = (row["move"], *row["refutation"])
+        if (dropped := unreadable(row["fen"], moves)) is not None:
+            early["punish"][dropped] = early["punish"].get(dropped, 0) + 1
+            continue
+        candidates.append(
+            PuzzleCandidate(
+                "punish", info[row["game_id"]], row["ply"], row["fen"], moves, 1, row["dip"],
+                start_cp=row["start_cp"], practical_trap=bool(row["by_practical"]), link=row["link"],
+            )
+        )  # fmt: skip
     for row in sets:
         reason, evidence = screen_setting(row, standard)
+        moves = (row["prior_move"], row["setting_move"], row["move"], *row["refutation"])
+        reason = reason or unreadable(row["fen"], moves)
         if reason is not None:
             early["set"][reason] = early["set"].get(reason, 0) + 1
             continue
-        moves = (row["prior_move"], row["setting_move"], row["move"], *row["refutation"])
         game = info[row["game_id"]]
         candidates.append(
-            PuzzleCandidate("set", game, row["ply"] - 2, row["fen"], moves, 3, row["dip"], bool(row["fell"]), evidence)
+            PuzzleCandidate(
+                "set",
+                game,
+                row["ply"] - 2,
+                row["fen"],
+                moves,
+                3,
+                row["dip"],
+                bool(row["fell"]),
+                evidence,
+                practical_trap=bool(row["by_practical"]),
+                link=row["link"],
+            )
         )
     (count,) = connection.execute(query("puzzles", "game-count")).fetchone() or (0,)
     return candidates, early, int(count)

@@ -10,20 +10,22 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pipeline.common.files import write_atomic
+from pipeline.common.progress import Progress
+from pipeline.common.sanitize import safe_url
 from pipeline.engines.process import check_engine
 from pipeline.human.models import load_move_model
 from pipeline.outputs.puzzles.book import render_html
 from pipeline.outputs.puzzles.candidates import evidence_order, load_candidates
 from pipeline.outputs.puzzles.csv_out import render_csv
 from pipeline.outputs.puzzles.line import PuzzleLine
-from pipeline.outputs.puzzles.links import game_url, source_games
 from pipeline.outputs.puzzles.openings import puzzle_opening_tags
 from pipeline.outputs.puzzles.pgn_out import render_pgn
 from pipeline.outputs.puzzles.records import (
+    BOTH,
     FORMATS,
     KINDS,
+    CandidateKind,
     Checked,
-    KindChoice,
     OutputFormat,
     Puzzle,
     PuzzleCandidate,
@@ -32,7 +34,7 @@ from pipeline.outputs.puzzles.records import (
     PuzzleReport,
 )
 from pipeline.outputs.puzzles.setting import PRACTICAL_FLOOR, SAFETY_CP
-from pipeline.outputs.puzzles.standards import Standard, standard_of
+from pipeline.outputs.puzzles.standards import BEHIND_CP, Standard, standard_of
 from pipeline.outputs.puzzles.themes import cook
 from pipeline.outputs.puzzles.verify import Verification, VerifyTask, run_verification
 
@@ -43,25 +45,36 @@ def puzzle_id(key: tuple[str, tuple[str, ...]]) -> str:
     return hashlib.sha256(f"{epd}|{' '.join(rest)}".encode()).hexdigest()[:10]
 
 
+KIND_THEMES: dict[PuzzleKind, str] = {"punish": "diffimaxPunish", "set": "diffimaxSet", "defend": "diffimaxDefend"}
+
+
 def themes_for(kind: PuzzleKind, checked: Checked, fen: str, standard: str = "default") -> tuple[str, ...]:
     """Lichess's themes of the verified line (`cook`, with the engine's final score), and ours:
     the kind, the practical setting rule, the standard met. Sorted."""
     final = checked.checks[-1].best.score(mate_score=100_000)
     tags = set(cook(PuzzleLine(fen, checked.moves, None if checked.mate else final)))
-    tags.add("diffimaxPunish" if kind == "punish" else "diffimaxSet")
+    tags.add(KIND_THEMES[kind])
     if checked.set_rule == "practical":
         tags.add("diffimaxPractical")
     tags.add("diffimaxStandardLichess" if standard == "lichess" else "diffimaxStandardDefault")
     return tuple(sorted(tags))
 
 
-def parse_kind(text: str) -> KindChoice:
-    """`punish`, `set` or `both` (any case); raises PuzzleError otherwise."""
-    choices: dict[str, KindChoice] = {"punish": "punish", "set": "set", "both": "both"}
-    kind = choices.get(text.strip().lower())
-    if kind is not None:
-        return kind
-    raise PuzzleError(f"invalid kind {text!r}: expected punish, set or both")
+def parse_kind(text: str | Sequence[str]) -> tuple[PuzzleKind, ...]:
+    """The kinds asked for: a comma list of `punish`, `set`, `defend`, or `both` (punish and set,
+    the default) or `all` (any case); raises PuzzleError otherwise. The defensive kind is written
+    only when it is named."""
+    names = text.split(",") if isinstance(text, str) else list(text)
+    chosen: list[PuzzleKind] = []
+    for raw in names:
+        name = raw.strip().lower()
+        group = {"both": BOTH, "all": KINDS}.get(name) or tuple(k for k in KINDS if k == name)
+        if not group:
+            raise PuzzleError(f"invalid kind {raw!r}: expected punish, set, defend, both or all")
+        chosen += [k for k in group if k not in chosen]
+    if not chosen:
+        raise PuzzleError("no kind: expected punish, set, defend, both or all")
+    return tuple(k for k in KINDS if k in chosen)
 
 
 def parse_formats(formats: str | Sequence[str]) -> tuple[OutputFormat, ...]:
@@ -83,9 +96,7 @@ def _count(table: dict[str, int], key: str, amount: int = 1) -> None:
     table[key] = table.get(key, 0) + amount
 
 
-def _check_settings(kind: str, limit: int | None, min_dip: float, workers: int | None) -> None:
-    if kind not in ("punish", "set", "both"):
-        raise PuzzleError(f"invalid kind {kind!r}: expected punish, set or both")
+def _check_settings(limit: int | None, min_dip: float, workers: int | None) -> None:
     if limit is not None and limit < 1:
         raise PuzzleError(f"invalid limit {limit!r}: expected at least 1")
     if min_dip < 0 or not math.isfinite(min_dip):
@@ -98,7 +109,7 @@ def generate_puzzles(
     data: str | Path,
     out: str | Path,
     *,
-    kind: KindChoice = "both",
+    kind: str | Sequence[str] = "both",
     min_dip: float = 1.0,
     limit: int | None = None,
     formats: Sequence[str] = FORMATS,
@@ -109,54 +120,92 @@ def generate_puzzles(
     title: str = "diffimax puzzles",
     workers: int | None = None,
     human_model: str | None = "default",
+    progress: Progress | None = None,
 ) -> PuzzleReport:
-    """Verified puzzles from the dataset `data`, written to `out` as puzzles.csv / .pgn / .html.
+    """Verified puzzles from the dataset `data`, written to `out` as puzzles.csv / .pgn / .html
+    (nothing is written, and `out` is not made, when no candidate passes).
 
-    `standard` names the rules (`standards.STANDARDS`); `nodes` and `margin` override its budget
-    and margin. `min_dip` is in pawns (setter's view); `limit` caps the puzzles written (candidates
-    are verified in order of the evidence that humans fall, `evidence_order`, and verification
-    stops at the limit). `workers` engines verify (see `run_verification`); the output is the same
-    whatever their number. `human_model` rates the puzzles and judges practical setting moves
-    (None: no rating, set puzzles by the only-move rule alone).
+    `kind` names the kinds asked for (`parse_kind`: punish and set by default; defend only when
+    named). `standard` names the rules (`standards.STANDARDS`); `nodes` and `margin` override its
+    budget and margin. `min_dip` is in pawns (setter's view); `limit` caps the puzzles written
+    (candidates are verified in order of the evidence that humans fall, `evidence_order`, and
+    verification stops at the limit). `workers` engines verify (see `run_verification`); the output
+    is the same whatever their number. `human_model` rates the puzzles and judges practical setting
+    moves (None: no rating, set puzzles by the only-move rule alone). `progress` shows the work.
     """
     started = time.monotonic()
-    _check_settings(kind, limit, min_dip, workers)
-    kinds: tuple[PuzzleKind, ...] = KINDS if kind == "both" else (kind,)
+    shown = progress or Progress.quiet()
+    _check_settings(limit, min_dip, workers)
+    kinds = parse_kind(kind)
     chosen = parse_formats(formats)
     rules = standard_of(standard, margin=margin, nodes=nodes)
+    if "defend" in kinds and not rules.defence:
+        raise PuzzleError(f"the {rules.name} standard has no defensive puzzles (every solver move keeps +2): "
+                          "ask for --kind defend under the default standard")  # fmt: skip
     engine_name = check_engine(engine)  # an unusable engine is one line before the dataset is read
     model = None
     if human_model is not None:
+        shown.say("loading the human-move model")
         model = load_move_model(human_model)
-    candidates, early, games = load_candidates(data, kinds, round(min_dip * 100), rules)
+    searched: list[CandidateKind] = []
+    if "punish" in kinds or "defend" in kinds:
+        searched.append("punish")
+    if "set" in kinds:
+        searched.append("set")
+    shown.say(f"reading the candidates of {', '.join(searched)} puzzles")
+    candidates, early, games = load_candidates(data, searched, round(min_dip * 100), rules)
     report = PuzzleReport(engine=engine_name, nodes=rules.nodes, margin=rules.margin, standard=rules.name, games=games)
-    for name in kinds:
+    for name in searched:
         report.candidates[name] = sum(early[name].values())
         report.dropped[name] = dict(early[name])
         report.duplicates_merged[name] = report.verified[name] = report.trimmed[name] = 0
-    groups: dict[tuple[PuzzleKind, tuple[str, tuple[str, ...]]], list[PuzzleCandidate]] = {}
+    ordered = _groups(candidates, kinds, report)
+    tasks = [_task(members, kinds) for _, members in ordered]
+    how = Verification(engine, rules, human_model)
+    shown.start("verified", "candidates", len(tasks), "0 puzzles")
+    verdicts, report.discarded, report.workers = run_verification(tasks, how, limit, workers, shown)
+    shown.finish_step()
+    report.not_checked = len(ordered) - len(verdicts)
+    passed: list[tuple[PuzzleKind, tuple[str, tuple[str, ...]], list[PuzzleCandidate], Checked]] = []
+    for ((candidate_kind, key), members), result in zip(ordered, verdicts, strict=False):
+        if isinstance(result, str):
+            _count(report.dropped[candidate_kind], result)
+            continue
+        written: PuzzleKind = "defend" if result.outcome == "defence" else candidate_kind
+        _count(report.verified, candidate_kind)
+        _count(report.trimmed, candidate_kind, int(result.trimmed))
+        _count(report.kinds, written)
+        passed.append((written, key, members, result))
+    report.puzzles = _puzzles(passed, rules, model, shown)
+    if report.puzzles:
+        _write(report, Path(out), chosen, title)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _groups(
+    candidates: Sequence[PuzzleCandidate], kinds: Sequence[PuzzleKind], report: PuzzleReport
+) -> list[tuple[tuple[CandidateKind, tuple[str, tuple[str, ...]]], list[PuzzleCandidate]]]:
+    """The distinct candidates (repeats merged) in the evidence order, each group's representative
+    (the smallest game id) first. Asked for the defensive kind alone, a punish candidate whose
+    solver was not BEHIND_CP down before the opponent's move is dropped here (`not_behind`)."""
+    groups: dict[tuple[CandidateKind, tuple[str, tuple[str, ...]]], list[PuzzleCandidate]] = {}
     for candidate in candidates:
         _count(report.candidates, candidate.kind)
+        if candidate.kind == "punish" and "punish" not in kinds and (candidate.start_cp or 0) > BEHIND_CP:
+            _count(report.dropped["punish"], "not_behind")
+            continue
         groups.setdefault((candidate.kind, candidate.key()), []).append(candidate)
-    for (puzzle_kind, _), members in groups.items():
-        _count(report.duplicates_merged, puzzle_kind, len(members) - 1)
+    for (candidate_kind, _), members in groups.items():
+        _count(report.duplicates_merged, candidate_kind, len(members) - 1)
     ordered = sorted(groups.items(), key=lambda item: evidence_order(item[1], puzzle_id(item[0][1])))
     for _, members in ordered:
         members.sort(key=lambda c: (c.game.game_id, c.ply))  # the representative: the smallest game id
-    tasks = [_task(members) for _, members in ordered]
-    how = Verification(engine, rules, human_model)
-    verdicts, report.discarded, report.workers = run_verification(tasks, how, limit, workers)
-    report.not_checked = len(ordered) - len(verdicts)
-    passed: list[tuple[PuzzleKind, tuple[str, tuple[str, ...]], list[PuzzleCandidate], Checked]] = []
-    for ((puzzle_kind, key), members), result in zip(ordered, verdicts, strict=False):
-        if isinstance(result, str):
-            _count(report.dropped[puzzle_kind], result)
-            continue
-        _count(report.verified, puzzle_kind)
-        _count(report.trimmed, puzzle_kind, int(result.trimmed))
-        passed.append((puzzle_kind, key, members, result))
-    report.puzzles = _puzzles(passed, rules, model)
-    Path(out).mkdir(parents=True, exist_ok=True)
+    return ordered
+
+
+def _write(report: PuzzleReport, out: Path, chosen: Sequence[OutputFormat], title: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
     writers: dict[OutputFormat, tuple[str, Callable[[Sequence[Puzzle]], str]]] = {
         "csv": ("puzzles.csv", render_csv),
         "pgn": ("puzzles.pgn", render_pgn),
@@ -164,17 +213,18 @@ def generate_puzzles(
     }
     for fmt in chosen:
         filename, render = writers[fmt]
-        report.written[fmt] = write_atomic(Path(out) / filename, render(report.puzzles))
-    report.seconds = time.monotonic() - started
-    return report
+        report.written[fmt] = write_atomic(out / filename, render(report.puzzles))
 
 
-def _task(members: Sequence[PuzzleCandidate]) -> VerifyTask:
+def _task(members: Sequence[PuzzleCandidate], kinds: Sequence[PuzzleKind]) -> VerifyTask:
     first = members[0]
     games = tuple(sorted({c.game.game_id for c in members}))
     setting = first.setting
     if setting is None:
-        return VerifyTask(first.fen, first.moves, first.fixed, games)
+        defending = "defend" in kinds
+        start = first.start_cp if defending else None
+        return VerifyTask(first.fen, first.moves, first.fixed, games, defence_from=start,
+                          defence_only=defending and "punish" not in kinds)  # fmt: skip
     practical = setting.dip is not None and setting.dip <= SAFETY_CP and setting.trap_chance >= PRACTICAL_FLOOR
     return VerifyTask(first.fen, first.moves, first.fixed, games, setting.opponent_rating, practical)
 
@@ -183,18 +233,16 @@ def _puzzles(
     passed: Sequence[tuple[PuzzleKind, tuple[str, tuple[str, ...]], list[PuzzleCandidate], Checked]],
     rules: Standard,
     model: object,
+    shown: Progress,
 ) -> list[Puzzle]:
-    """The written records: themes, the rating, and what is read back from the games' sources
-    (a chess.com game's Link, the moves that name its opening)."""
+    """The written records: themes, the rating, the game's link and opening."""
     from pipeline.outputs.puzzles.rating import rate
 
-    wanted = [(m[0].game.game_id, m[0].game.source, m[0].game.byte_offset) for _, _, m, _ in passed]
-    sources = source_games((g, s, o) for g, s, o in wanted if s is not None and o is not None)
     puzzles = []
+    shown.start("rated", "puzzles", len(passed))
     for puzzle_kind, key, members, result in passed:
+        shown.advance()
         first = members[0]
-        read = sources.get(first.game.game_id)
-        link = first.game.link or (read.link if read else None)
         rating, deviation = rate(model, first.fen, result.moves) if model is not None else (None, None)  # type: ignore[arg-type]
         puzzles.append(
             Puzzle(
@@ -203,10 +251,8 @@ def _puzzles(
                 fen=first.fen,
                 moves=result.moves,
                 themes=themes_for(puzzle_kind, result, first.fen, rules.name),
-                game_url=game_url(first.game.site, first.fen, first.ply, link),
-                opening_tags=puzzle_opening_tags(
-                    first.fen, read.moves if read else None, first.game.opening, first.game.eco, first.game.start_fen
-                ),
+                game_url=safe_url(first.link),
+                opening_tags=puzzle_opening_tags(first.fen, first.game.opening, first.game.start_fen),
                 checks=result.checks,
                 game_ids=tuple(sorted({c.game.game_id for c in members})),
                 game=first.game,
@@ -217,6 +263,9 @@ def _puzzles(
                 rating_deviation=deviation,
                 set_rule=result.set_rule,
                 practical=result.practical,
+                practical_trap=first.practical_trap,
+                outcome=result.outcome,
             )
         )
+    shown.finish_step()
     return puzzles

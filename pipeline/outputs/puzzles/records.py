@@ -12,14 +12,21 @@ import chess.engine
 
 from search.errors import DiffimaxError
 
-PuzzleKind = Literal["punish", "set"]
-KindChoice = Literal["punish", "set", "both"]
+# punish and set as mined; defend: a punish candidate whose solver, at least two pawns down, escapes
+# to level (written only when asked for by name).
+PuzzleKind = Literal["punish", "set", "defend"]
+# Which candidates a line comes from (the dataset's two queries).
+CandidateKind = Literal["punish", "set"]
+# How a verified line ends: in mate, with the solver at least ADVANTAGE_CP ahead, or level from
+# BEHIND_CP down (`standards.py`).
+Outcome = Literal["mate", "advantage", "defence"]
 OutputFormat = Literal["csv", "pgn", "html"]
 # How a set puzzle's setting move was judged: the only good move (engine), or the clear practical
 # best (the largest chance that a human falls into a trap after it, within the safety margin).
 SetRule = Literal["only", "practical"]
 # Why a candidate was not written. See `DROP_REASONS` for each one's meaning.
 DropReason = Literal[
+    "unreadable",
     "history_missing",
     "screened",
     "illegal",
@@ -29,12 +36,18 @@ DropReason = Literal[
     "not_practical",
     "not_winning",
     "too_short",
+    "recapture",
+    "not_behind",
+    "wins",
     "same_game",
 ]
 
-KINDS: tuple[PuzzleKind, ...] = ("punish", "set")
+KINDS: tuple[PuzzleKind, ...] = ("punish", "set", "defend")
+# What `--kind both` (the default) asks for: the defensive kind only when it is named.
+BOTH: tuple[PuzzleKind, ...] = ("punish", "set")
 FORMATS: tuple[OutputFormat, ...] = ("csv", "pgn", "html")
 DROP_REASONS: dict[DropReason, str] = {
+    "unreadable": "the dataset's FEN or a move of the line is not one (a damaged shard: diffimax verify names it)",
     "history_missing": "set: the two plies before the root are not in the dataset (outside --plies)",
     "screened": "set: the miner's own analysis already rules the setting move out (see docs/puzzles.md)",
     "illegal": "a move of the line is not legal where it is played",
@@ -42,8 +55,12 @@ DROP_REASONS: dict[DropReason, str] = {
     "not_best": "the engine prefers another move at the first solver move (or the setting move)",
     "not_unique": "the engine agrees, but the second best is within the margin",
     "not_practical": "set: the setting move is neither the only good move nor the clear practical best",
-    "not_winning": "lichess standard: a solver move of a line without mate keeps less than 200 cp",
-    "too_short": "lichess standard: a puzzle without mate needs at least two solver moves",
+    "not_winning": "the line ends below +2 pawns without mate and is no defensive puzzle asked for (lichess "
+    "standard: also any solver move below +2)",
+    "too_short": "a line without mate has one solver move (a one-mover)",
+    "recapture": "the first solver move only wins back what the opponent's move just took, and the line wins no more",
+    "not_behind": "defend: the solver was not two pawns down before the opponent's move",
+    "wins": "defend: the line wins (+2 or mate), which makes a punish puzzle, not asked for",
     "same_game": "lichess standard: the source game already gave a puzzle (at most one per game)",
 }
 
@@ -82,12 +99,8 @@ class GameInfo:
     white_elo: int | None = None
     black_elo: int | None = None
     opening: str | None = None
+    """Lichess's name of the game's opening (from its moves, when it was mined)."""
     eco: str | None = None
-    link: str | None = None
-    """The `Link` header (chess.com's game address), where the dataset or the source has one."""
-    source: str | None = None
-    """Where the game was mined from, and its byte offset there (to read its Link and moves back)."""
-    byte_offset: int | None = None
     start_fen: str | None = None
     """The game's own start position (a `FEN` header), if it did not start from the usual one."""
 
@@ -111,7 +124,7 @@ class SettingEvidence:
 class PuzzleCandidate:
     """One puzzle as mined, before the engine has seen it."""
 
-    kind: PuzzleKind
+    kind: CandidateKind
     game: GameInfo
     ply: int
     """Plies played before `fen` in the source game."""
@@ -127,6 +140,13 @@ class PuzzleCandidate:
     """The human in the source game played the trap move (a punish puzzle always)."""
     setting: SettingEvidence | None = None
     """Set candidates: the miner's view of the setting move."""
+    start_cp: int | None = None
+    """Punish candidates: the solver's value before the opponent's move, cp (the mined root value)."""
+    practical_trap: bool = False
+    """The opponent's mistake (the trap move, or the set puzzle's trap reply) is a trap candidate
+    of the practical judge: only then do the outputs call it "the trap"."""
+    link: str | None = None
+    """Where the game can be seen at the puzzle's FEN (the views' `game_link`)."""
 
     def key(self) -> tuple[str, tuple[str, ...]]:
         """What makes two candidates the same puzzle: the solver's first position and the rest."""
@@ -183,6 +203,9 @@ class Checked:
     set_rule: SetRule | None = None
     """Set puzzles: how the setting move passed."""
     practical: PracticalCheck | None = None
+    outcome: Outcome = "advantage"
+    extended: int = 0
+    """Solver moves the engine's own line added after the mined refutation."""
 
 
 @dataclass(frozen=True)
@@ -210,6 +233,9 @@ class Puzzle:
     rating_deviation: int | None = None
     set_rule: SetRule | None = None
     practical: PracticalCheck | None = None
+    practical_trap: bool = False
+    """The opponent's mistake is a practical trap candidate (the outputs call it "the trap")."""
+    outcome: Outcome = "advantage"
 
 
 @dataclass
@@ -221,11 +247,13 @@ class PuzzleReport:
     duplicates_merged: dict[str, int] = field(default_factory=dict)
     """Candidates folded into an identical puzzle from another game or ply, per kind."""
     verified: dict[str, int] = field(default_factory=dict)
-    """Distinct puzzles that passed the engine, per kind."""
+    """Distinct candidates that passed the engine and the puzzle rules, per kind of candidate."""
     trimmed: dict[str, int] = field(default_factory=dict)
-    """Verified puzzles whose mined line the engine cut short, per kind."""
+    """Verified puzzles whose line departs from the mined one (cut or continued otherwise), per kind of candidate."""
     dropped: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Distinct puzzles dropped, per kind and reason (see DROP_REASONS)."""
+    """Distinct candidates dropped, per kind of candidate and reason (see DROP_REASONS)."""
+    kinds: dict[str, int] = field(default_factory=dict)
+    """Puzzles written per kind (a punish candidate that ends level from two pawns down is `defend`)."""
     not_checked: int = 0
     """Distinct candidates past the `limit` cut: not verified, or verified ahead by a worker of the
     pool and discarded (see `discarded`), as if never verified."""
@@ -251,6 +279,7 @@ class PuzzleReport:
             "verified": self.verified,
             "trimmed": self.trimmed,
             "dropped": self.dropped,
+            "kinds": self.kinds,
             "not_checked": self.not_checked,
             "discarded": self.discarded,
             "games": self.games,
@@ -275,13 +304,16 @@ class PuzzleReport:
         if self.not_checked:
             ahead = f" ({self.discarded:,} verified ahead by the pool, discarded)" if self.discarded else ""
             lines.append(f"limit reached: {self.not_checked:,} distinct candidates not checked{ahead}")
-        if self.games:
-            per_100 = 100 * len(self.puzzles) / self.games
-            lines.append(f"{len(self.puzzles):,} puzzles from {self.games:,} games: {per_100:.1f} per 100 games")
+        if self.puzzles:
+            per_100 = f": {100 * len(self.puzzles) / self.games:.1f} per 100 games" if self.games else ""
+            kinds = ", ".join(f"{n:,} {kind}" for kind, n in self.kinds.items())
+            lines.append(f"{len(self.puzzles):,} puzzles ({kinds}) from {self.games:,} games{per_100}")
         where = "on the driver" if self.workers == 1 else f"on {self.workers} workers"
         lines.append(
             f"standard {self.standard}: engine {self.engine}, {self.nodes:,} nodes per search, "
             f"margin {self.margin:g}, {where}; {self.seconds:.1f} s"
         )
         lines += [f"wrote {path}" for path in self.written.values()]
+        if not self.puzzles:
+            lines.append(f"no puzzles from {self.games:,} games: nothing written")
         return "\n".join(lines)

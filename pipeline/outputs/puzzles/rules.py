@@ -1,16 +1,33 @@
 """Judging a puzzle line (pure: the engine is a callable passed in): win chances, the only-move
-rule, trimming a mined refutation, and `check_candidate`, which replays and verifies one candidate
-under a `Standard`."""
+rule, and `check_candidate`, which replays one candidate, verifies its mined refutation, extends it
+with the engine's own line and decides whether it is a puzzle under a `Standard`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 import chess
 import chess.engine
 
-from pipeline.outputs.puzzles.records import Checked, DropReason, MultiPvLine, PracticalCheck, SetRule, SolverCheck
-from pipeline.outputs.puzzles.standards import MATE_IN_ONE_SECOND_MAX, Standard
+from pipeline.outputs.puzzles.records import (
+    Checked,
+    DropReason,
+    MultiPvLine,
+    Outcome,
+    PracticalCheck,
+    SetRule,
+    SolverCheck,
+)
+from pipeline.outputs.puzzles.standards import (
+    ADVANTAGE_CP,
+    BEHIND_CP,
+    LEVEL_CP,
+    MATE_IN_ONE_SECOND_MAX,
+    MAX_SOLVER_MOVES,
+    MIN_SOLVER_MOVES,
+    Standard,
+)
 from search import backend
 from search.judges import win_probability
 
@@ -19,6 +36,7 @@ Analyse = Callable[[chess.Board, int], Sequence[MultiPvLine]]
 # The practical rule for a setting move (`setting.py`): the board with the setter to move and the
 # setting move; its verdict, or None when the move is not the clear practical best.
 JudgeSetting = Callable[[chess.Board, chess.Move], PracticalCheck | None]
+MATE_CP = 100_000  # a mate's score in centipawns where one number is needed (search.backend.MATE)
 
 
 def win_chances(score: chess.engine.Score) -> float:
@@ -75,58 +93,82 @@ def material(board: chess.Board, color: chess.Color) -> int:
     return backend.material(board, color) // 100
 
 
-class IllegalLineError(ValueError):
-    """A move of a puzzle line is not legal where it is played."""
+def regains_only(fen: str, moves: Sequence[str]) -> bool:
+    """Does the line's first solver move only win back what the opponent's move just took?
+
+    True when `moves[0]` (the opponent's) captures, `moves[1]` (the solver's first) captures too,
+    and the line neither mates nor leaves the solver with a better material balance than before
+    `moves[0]`: a recapture, not a puzzle, unless the line wins more."""
+    board = chess.Board(fen)
+    solver = not board.turn
+    before = material(board, solver)
+    first, reply = chess.Move.from_uci(moves[0]), chess.Move.from_uci(moves[1])
+    if not board.is_capture(first):
+        return False
+    board.push(first)
+    if not board.is_capture(reply):
+        return False
+    for uci in moves[1:]:
+        board.push_uci(uci)
+    return not board.is_checkmate() and material(board, solver) <= before
 
 
-def trim_line(board: chess.Board, line: Sequence[chess.Move]) -> tuple[chess.Move, ...]:
-    """The solver's part of a refutation, ending where the solver's advantage is established.
-
-    `board` has the solver to move; the solver plays line[0], line[2], ... The line stops after
-    the first solver move that mates, or that captures (or promotes) when the line's next move is no
-    capture and the solver is then ahead in material compared with `board`; else at the line's end.
-    It always ends on a solver move (a trailing reply is dropped). Raises IllegalLineError.
-    """
-    solver = board.turn
-    replay = board.copy(stack=False)
-    start = material(replay, solver)
-    kept: list[chess.Move] = []
-    for index, move in enumerate(line):
-        if not replay.is_legal(move):
-            raise IllegalLineError(f"illegal move {move.uci()} in {replay.fen()!r}")
-        solver_move = index % 2 == 0
-        wins_material = replay.is_capture(move) or move.promotion is not None
-        replay.push(move)
-        kept.append(move)
-        if replay.is_game_over():
-            break
-        if solver_move and wins_material and material(replay, solver) > start:
-            following = line[index + 1] if index + 1 < len(line) else None
-            if following is None or not replay.is_capture(following):
-                break
-    if len(kept) % 2 == 0:
-        kept = kept[:-1]
-    return tuple(kept)
+def cp_of(score: chess.engine.Score) -> int:
+    """A score as one number of centipawns (a mate is +-MATE_CP less its distance)."""
+    return score.score(mate_score=MATE_CP) or 0
 
 
-def _parse_and_trim(fen: str, moves: Sequence[str], fixed: int) -> list[chess.Move] | DropReason:
-    """The given moves and the trimmed refutation, or why the line cannot be a puzzle."""
+def _parse(fen: str, moves: Sequence[str], fixed: int) -> list[chess.Move] | DropReason:
+    """The candidate's moves, legal, cut at the end of the game; or why they cannot be a puzzle."""
     try:
         parsed = [chess.Move.from_uci(move) for move in moves]
     except chess.InvalidMoveError:
         return "illegal"
     board = chess.Board(fen)
-    for move in parsed[:fixed]:
+    kept = []
+    for move in parsed:
         if not board.is_legal(move):
             return "illegal"
         board.push(move)
-    try:
-        line = trim_line(board, parsed[fixed:])
-    except IllegalLineError:
-        return "illegal"
-    if not line:
-        return "empty_line"
-    return [*parsed[:fixed], *line]
+        kept.append(move)
+        if board.is_game_over():
+            break
+    if len(kept) <= fixed:
+        return "illegal" if len(kept) < fixed else "empty_line"
+    return kept
+
+
+@dataclass
+class _Walk:
+    """A line being verified: the moves kept, the verdicts at the solver's moves, where it left the
+    mined line, and the last solver move's principal variation (its second move is the reply the
+    engine expects)."""
+
+    board: chess.Board
+    moves: list[chess.Move] = field(default_factory=list)
+    checks: list[SolverCheck] = field(default_factory=list)
+    trimmed: bool = False
+    extended: int = 0
+    pv: tuple[chess.Move, ...] = ()
+    set_rule: SetRule | None = None
+    practical: PracticalCheck | None = None
+    deferred: tuple[chess.Board, chess.Move] | None = None
+    """A setting move left to the practical rule, judged once the rest of the line stands (the
+    rule costs a judging of every safe move; most lines fail before it would matter)."""
+
+    def play(self, move: chess.Move) -> None:
+        self.board.push(move)
+        self.moves.append(move)
+
+
+@dataclass(frozen=True)
+class _Rules:
+    standard: Standard
+    analyse: Analyse
+    fixed: int
+    judge_setting: JudgeSetting | None
+    defending: bool
+    extend: bool
 
 
 def check_candidate(
@@ -136,84 +178,171 @@ def check_candidate(
     analyse: Analyse,
     standard: Standard,
     judge_setting: JudgeSetting | None = None,
+    *,
+    defence_from: int | None = None,
+    extend: bool = True,
 ) -> Checked | DropReason:
-    """Replay and verify one candidate under `standard`; the trimmed, verified line or why it was dropped.
+    """Replay and verify one candidate under `standard`; the verified line or why it was dropped.
 
     Solver moves are the odd indices of the Lichess move list. Those at indices <= `fixed` (the
-    first refutation move, and for set puzzles the setting move) must pass or the candidate is
-    dropped; a later one that fails ends the line at the solver move before it. So does a reply
-    the engine does not expect (its PV's second move), since the solver's next move answers it.
-    A set puzzle's setting move (index 1 when `fixed` is 3) passes by the only-move rule, or, where
-    the standard allows it and `judge_setting` is given, by the practical rule.
+    first refutation move, and for set puzzles the setting move) must pass the only-move rule or
+    the candidate is dropped. After them the mined refutation is followed as far as the engine
+    agrees (each solver move its best by the margin, each reply the one it expects); where the
+    engine prefers another move, or the mined line ends, the engine's own line goes on (its
+    expected reply, then its best move) while the solver's move stays the only good one and keeps
+    the solver ADVANTAGE_CP ahead (or, defending, at any score), up to MAX_SOLVER_MOVES
+    (`extend=False`: the mined moves only). A final only-legal solver move is dropped. A set
+    puzzle's setting move (index 1 when `fixed` is 3) passes by the only-move rule or, where the
+    standard allows it and `judge_setting` is given, by the practical rule, which is applied last,
+    to a line that passes everything else (`not_practical` when it fails).
+
+    Then the puzzle rules: a line without mate needs MIN_SOLVER_MOVES solver moves (`too_short`)
+    and must end ADVANTAGE_CP ahead, or, when `defence_from` (the solver's value before the
+    opponent's move) is at most BEHIND_CP, at LEVEL_CP or better (`not_winning`); the lichess
+    standard also wants every solver move at `winning_cp`; a first solver move that only wins
+    back what the opponent's move took needs a line that wins more (`recapture`).
     """
-    full = _parse_and_trim(fen, moves, fixed)
+    full = _parse(fen, moves, fixed)
     if isinstance(full, str):
         return full
-    replay = chess.Board(fen)
-    checks: list[SolverCheck] = []
-    trimmed = False
-    set_rule: SetRule | None = None
-    practical: PracticalCheck | None = None
-    index = 0
-    while index < len(full):
-        move = full[index]
-        if index % 2 == 1:
-            lines = analyse(replay, 2)
-            best, second = lines[0], (lines[1] if len(lines) > 1 else None)
-            passed = best.move == move and is_only_move(best.score, second.score if second else None, standard.margin)
-            if not passed and standard.several_mates_in_one and best.score.mate() == 1:
-                passed = several_mates_pass(replay, move, analyse)
-            if fixed == 3 and index == 1:  # the setting move
-                if passed:
-                    set_rule = "only"
-                elif "practical" in standard.set_rules and judge_setting is not None:
-                    practical = judge_setting(replay.copy(), move)
-                    if practical is None:
-                        return "not_practical"
-                    passed, set_rule = True, "practical"
-            if not passed:
-                if index <= fixed:
-                    return "not_best" if best.move != move else "not_unique"
-                full, trimmed = full[: index - 1], True
-                break
-            own = best if best.move == move else MultiPvLine(move, chess.engine.Mate(1), (move,))
-            checks.append(SolverCheck(index, own.score, second.score if second else None))
-            reply = index + 1
-            if reply < len(full) and reply > fixed and len(own.pv) > 1 and own.pv[1] != full[reply]:
-                full, trimmed = full[:reply], True
-                break
-        replay.push(move)
-        index += 1
-    return _finish(fen, full, checks, trimmed, standard, set_rule, practical)
+    rules = _Rules(standard, analyse, fixed, judge_setting, defence_from is not None and defence_from <= BEHIND_CP,
+                   extend)  # fmt: skip
+    walk = _Walk(chess.Board(fen))
+    dropped = _walk_line(walk, full, rules)
+    if dropped is not None:
+        return dropped
+    checked = _finish(fen, walk, rules)
+    if isinstance(checked, str) or walk.deferred is None or rules.judge_setting is None:
+        return checked
+    practical = rules.judge_setting(*walk.deferred)
+    return "not_practical" if practical is None else replace(checked, practical=practical)
 
 
-def _finish(
-    fen: str,
-    full: list[chess.Move],
-    checks: list[SolverCheck],
-    trimmed: bool,
-    standard: Standard,
-    set_rule: SetRule | None,
-    practical: PracticalCheck | None,
-) -> Checked | DropReason:
-    """The standard's rules on the whole verified line (lichess: long enough, winning enough)."""
+def _walk_line(walk: _Walk, mined: list[chess.Move], rules: _Rules) -> DropReason | None:
+    """Verify the mined moves and extend them (see `check_candidate`); None when the line stands."""
+    on_mined = True
+    while not walk.board.is_game_over():
+        index = len(walk.moves)
+        if index > rules.fixed and walk.board.is_repetition(2):
+            break  # a line that repeats a position proves nothing (lichess-puzzler cancels it)
+        planned = mined[index] if on_mined and index < len(mined) else None
+        if index % 2 == 0:  # the opponent's move: given (the first, a set puzzle's trap reply) or a reply
+            if index == 0 or (rules.fixed == 3 and index == 2):
+                assert planned is not None
+                walk.play(planned)
+                continue
+            expected = walk.pv[1] if len(walk.pv) > 1 else rules.analyse(walk.board, 1)[0].move
+            if planned != expected:
+                if planned is not None:
+                    walk.trimmed = True
+                if not rules.extend:
+                    break
+                on_mined = False
+            walk.play(expected)
+            continue
+        if planned is None and (not rules.extend or len(walk.checks) >= MAX_SOLVER_MOVES):
+            break
+        verdict = _solver_move(walk, planned, index, rules)
+        if isinstance(verdict, str):
+            return verdict
+        if verdict is None:
+            walk.trimmed = walk.trimmed or planned is not None
+            break
+        if verdict != planned:
+            walk.trimmed = walk.trimmed or planned is not None
+            on_mined = False
+            walk.extended += 1
+        walk.play(verdict)
+    if len(walk.moves) % 2 == 1:  # the line ends on a solver move (an odd index): a trailing reply is dropped
+        walk.moves.pop()
+    return None
+
+
+def _solver_move(walk: _Walk, planned: chess.Move | None, index: int, rules: _Rules) -> chess.Move | DropReason | None:
+    """The solver's move at `index` if it passes (the planned one, or the engine's where the mined
+    line ends or is not the only good move); a drop reason for a required move that fails; None
+    where the line ends before it."""
+    lines = rules.analyse(walk.board, 2)
+    best, second = lines[0], (lines[1] if len(lines) > 1 else None)
+    unique = is_only_move(best.score, second.score if second else None, rules.standard.margin)
+    required = index <= rules.fixed
+    move = planned if planned is not None and (required or best.move == planned or not unique) else best.move
+    passed = best.move == move and unique
+    if not passed and rules.standard.several_mates_in_one and best.score.mate() == 1:
+        passed = several_mates_pass(walk.board, move, rules.analyse)
+    if rules.fixed == 3 and index == 1:  # the setting move
+        if passed:
+            walk.set_rule = "only"
+        elif "practical" in rules.standard.set_rules and rules.judge_setting is not None:
+            walk.deferred = (walk.board.copy(), move)  # judged last (`check_candidate`)
+            passed, walk.set_rule = True, "practical"
+    if not passed:
+        if required:
+            return "not_best" if best.move != move else "not_unique"
+        return None
+    own = best if best.move == move else MultiPvLine(move, chess.engine.Mate(1), (move,))
+    if not required and not rules.defending and cp_of(own.score) < ADVANTAGE_CP:
+        return None  # a later move that leaves the solver short of a clear advantage ends the line before it
+    walk.checks.append(SolverCheck(index, own.score, second.score if second else None))
+    walk.pv = own.pv
+    return move
+
+
+def _finish(fen: str, walk: _Walk, rules: _Rules) -> Checked | DropReason:
+    """The puzzle rules on the whole verified line (see `check_candidate`)."""
+    full, checks = walk.moves, walk.checks
+    practical_index = 1 if walk.set_rule == "practical" else None
+    while len(checks) > 1 and checks[-1].second is None and checks[-1].index > rules.fixed:
+        cut = checks.pop().index  # a final only-legal move is no puzzle move
+        del full[cut - 1 :]
+        walk.trimmed = True
     final = chess.Board(fen)
     for move in full:
         final.push(move)
     mate = final.is_checkmate()
+    outcome: Outcome = "mate"
     if not mate:
-        # The setting move of a practical set puzzle is judged by its trap chance, not its score.
-        scored = [c for c in checks if not (set_rule == "practical" and c.index == 1)]
-        if standard.drop_final_only_move:
-            while scored and scored[-1].second is None:
-                cut = scored.pop().index
-                full, checks, trimmed = full[: cut - 1], checks[:-1], True
-        if len(checks) < standard.min_solver_moves:
+        scored = [c for c in checks if c.index != practical_index]  # a practical setting move is judged by its chance
+        if len(checks) < MIN_SOLVER_MOVES:
             return "too_short"
-        if standard.winning_cp is not None:
-            for check in scored:
-                if (check.best.score(mate_score=100_000) or 0) < standard.winning_cp:
-                    return "not_winning"
-    if not checks:
-        return "empty_line"
-    return Checked(tuple(m.uci() for m in full), tuple(checks), trimmed, mate, set_rule, practical)
+        end = cp_of(checks[-1].best)
+        if rules.standard.winning_cp is not None and any(cp_of(c.best) < rules.standard.winning_cp for c in scored):
+            return "not_winning"
+        if end >= ADVANTAGE_CP:
+            outcome = "advantage"
+        elif rules.defending and end >= LEVEL_CP:
+            outcome = "defence"
+        else:
+            return "not_winning"
+    ucis = tuple(m.uci() for m in full)
+    if regains_only(fen, ucis):
+        return "recapture"
+    extended = min(walk.extended, len(checks))
+    return Checked(ucis, tuple(checks), walk.trimmed, mate, walk.set_rule, walk.practical, outcome, extended)
+
+
+def recheck(fen: str, moves: Sequence[str], fixed: int, analyse: Analyse, standard: Standard,
+            outcome: Outcome, practical_setting: bool = False) -> bool:  # fmt: skip
+    """Does a written puzzle still pass on another engine budget? Every solver move of `moves`
+    must be the engine's best by the margin (a practical setting move, judged by its trap chance,
+    is taken as given), and the line must still end as `outcome` said: in mate, ADVANTAGE_CP ahead,
+    or (a defensive puzzle) at LEVEL_CP or better. The replies are the puzzle's own."""
+    board = chess.Board(fen)
+    last: chess.engine.Score | None = None
+    for index, uci in enumerate(moves):
+        move = chess.Move.from_uci(uci)
+        if index % 2 == 1 and not (practical_setting and fixed == 3 and index == 1):
+            lines = analyse(board, 2)
+            best, second = lines[0], (lines[1] if len(lines) > 1 else None)
+            passed = best.move == move and is_only_move(best.score, second.score if second else None, standard.margin)
+            if not passed and standard.several_mates_in_one and best.score.mate() == 1:
+                passed = several_mates_pass(board, move, analyse)
+            if not passed:
+                return False
+            last = best.score
+        board.push(move)
+    if board.is_checkmate():
+        return True
+    if outcome == "mate" or last is None:
+        return False
+    return cp_of(last) >= (LEVEL_CP if outcome == "defence" else ADVANTAGE_CP)

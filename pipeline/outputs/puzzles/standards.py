@@ -1,12 +1,19 @@
 """The verification standards a puzzle can meet: what `--standard` names.
 
+Both build a puzzle's line the way lichess-puzzler's generator (`generator.py`, version 50) does:
+the mined refutation as far as the engine confirms it, then the engine's own line (its best reply,
+the solver's best move) for as long as every solver move stays the only good one; a final
+only-legal move is dropped. Both publish only real puzzles: a line without mate needs at least two
+solver moves and must leave the solver at least ADVANTAGE_CP ahead (a defensive puzzle, asked for
+by name, instead escapes from BEHIND_CP to LEVEL_CP or better), and a first solver move that only
+wins back what the opponent's move just took makes no puzzle unless the line wins more.
+
 `default` is this project's: Lichess's *blunder* margin (0.3 win chances) at 500,000 nodes, any
 number of puzzles per game, and set puzzles whose setting move is either the only good move or the
-clear practical best (`setting.py`). `lichess` is lichess-puzzler's generator (`generator.py`,
-version 49): margin 0.7 at its node budget (25,000,000 per MultiPV-2 search), several mates in one
-allowed when the best non-mating move keeps at most 0.6, every solver move of a line without mate
-still >= 200 cp, at least two solver moves unless it mates, a final only-legal move dropped, and at
-most one puzzle per game; its set puzzles need the only-move rule.
+clear practical best (`setting.py`). `lichess` is lichess-puzzler's: margin 0.7 at its node budget
+(25,000,000 per MultiPV-2 search), several mates in one allowed when the best non-mating move keeps
+at most 0.6, every solver move of a line without mate still >= 200 cp, and at most one puzzle per
+game; its set puzzles need the only-move rule.
 """
 
 from __future__ import annotations
@@ -21,6 +28,11 @@ LICHESS_MARGIN = 0.7  # lichess-puzzler's is_valid_attack: win(best) > win(secon
 LICHESS_NODES = 25_000_000  # lichess-puzzler's pair_limit (with depth 50 and 30 s, whichever first)
 LICHESS_WINNING_CP = 200  # lichess-puzzler's cook_advantage: "not winning enough" below this
 MATE_IN_ONE_SECOND_MAX = 0.6  # puzzler: a mate in one is unique if the best non-mate is at most this
+ADVANTAGE_CP = 200  # a line without mate leaves the solver at least this far ahead (Lichess's `advantage`)
+BEHIND_CP = -200  # a defensive puzzle's solver is at least this far behind before the opponent's move
+LEVEL_CP = -50  # ... and ends no worse than this: level (half a pawn is no real edge)
+MIN_SOLVER_MOVES = 2  # a line without mate needs this many solver moves (no one-movers, as Lichess)
+MAX_SOLVER_MOVES = 10  # the engine extends a line to at most this many solver moves
 
 
 @dataclass(frozen=True)
@@ -37,14 +49,12 @@ class Standard:
     move keeps at most MATE_IN_ONE_SECOND_MAX (Lichess accepts any mate as the last move)."""
     one_per_game: bool = False
     """At most one puzzle per source game (the first in the evidence order)."""
-    min_solver_moves: int = 1
-    """Solver moves a puzzle without mate needs."""
     winning_cp: int | None = None
     """Every solver move of a line without mate keeps at least this (solver's view)."""
-    drop_final_only_move: bool = False
-    """A last solver move that is the only legal move is no puzzle move: the line ends before it."""
     set_rules: tuple[SetRule, ...] = ("only",)
     """How a set puzzle's setting move may pass (`setting.py` for `practical`)."""
+    defence: bool = True
+    """Defensive puzzles (`--kind defend`) can meet it (lichess-puzzler has none)."""
 
 
 STANDARDS: dict[str, Standard] = {
@@ -55,9 +65,8 @@ STANDARDS: dict[str, Standard] = {
         LICHESS_NODES,
         several_mates_in_one=True,
         one_per_game=True,
-        min_solver_moves=2,
         winning_cp=LICHESS_WINNING_CP,
-        drop_final_only_move=True,
+        defence=False,
     ),
 }
 

@@ -3,12 +3,15 @@ beside Lichess's own columns (`DiffimaxThemes`, `DiffimaxRating`), so anyone can
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.common.files import write_atomic
+from pipeline.common.progress import Progress
 from pipeline.common.sanitize import clean_text, spreadsheet_safe
 from pipeline.outputs.puzzles.line import LineError, PuzzleLine
 from pipeline.outputs.puzzles.rating import rate
@@ -38,11 +41,15 @@ class TagReport:
         return "\n".join(lines)
 
 
-def tag_csv(source: str | Path, out: str | Path, *, human_model: str | None = "default") -> TagReport:
+def tag_csv(
+    source: str | Path, out: str | Path, *, human_model: str | None = "default", progress: Progress | None = None
+) -> TagReport:
     """Every row of the Lichess puzzle CSV `source` written to `out` with DiffimaxThemes (`cook`)
     and DiffimaxRating (`rating.rate`, empty without a model). A row whose FEN or Moves cannot be
     replayed keeps its cells, with the two columns empty; it is counted, and listed with its
-    reason in `OUT.errors.csv`. A file that is missing or lacks FEN/Moves is one PuzzleError."""
+    reason in `OUT.errors.csv`. A file that is missing or lacks FEN/Moves is one PuzzleError.
+    `progress` shows the rows tagged."""
+    shown = progress or Progress.quiet()
     path = Path(source)
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -50,6 +57,22 @@ def tag_csv(source: str | Path, out: str | Path, *, human_model: str | None = "d
         raise PuzzleError(f"no puzzle CSV at {str(path)!r}") from None
     except (OSError, UnicodeDecodeError) as error:
         raise PuzzleError(f"cannot read puzzle CSV {str(path)!r}: {error}") from None
+    with field_limit(len(text) + 1):  # no cell limit below the file's size (csv's default: 131,072)
+        return _tag_text(text, path, out, human_model, shown)
+
+
+@contextlib.contextmanager
+def field_limit(limit: int) -> Iterator[None]:
+    """The csv module's field size limit (a process-wide setting) raised to `limit` for the block."""
+    before = csv.field_size_limit()
+    csv.field_size_limit(max(before, limit))
+    try:
+        yield
+    finally:
+        csv.field_size_limit(before)
+
+
+def _tag_text(text: str, path: Path, out: str | Path, human_model: str | None, shown: Progress) -> TagReport:
     reader = csv.DictReader(io.StringIO(text))
     columns = list(reader.fieldnames or [])
     missing = [name for name in REQUIRED_COLUMNS if name not in columns]
@@ -59,13 +82,16 @@ def tag_csv(source: str | Path, out: str | Path, *, human_model: str | None = "d
     if human_model is not None:
         from pipeline.human.models import load_move_model
 
+        shown.say("loading the human-move model")
         model = load_move_model(human_model)
     report = TagReport()
     stream = io.StringIO()
     writer = csv.writer(stream, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
     writer.writerow([*columns, *(c for c in ADDED_COLUMNS if c not in columns)])
+    shown.start("tagged", "rows", text.count("\n") - 1 if text.endswith("\n") else text.count("\n"))
     for row in reader:
         report.rows += 1
+        shown.advance()
         themes = rating = ""
         try:
             puzzle = PuzzleLine(row["FEN"] or "", tuple((row["Moves"] or "").split()))
@@ -76,8 +102,10 @@ def tag_csv(source: str | Path, out: str | Path, *, human_model: str | None = "d
         except LineError as error:
             report.errors.append((reader.line_num, clean_text(row.get("PuzzleId")), str(error)))
         row["DiffimaxThemes"], row["DiffimaxRating"] = themes, rating
-        writer.writerow([spreadsheet_safe(row.get(name) or "") if name in ADDED_COLUMNS else (row.get(name) or "")
+        # Every cell copied as it came, but a formula (`=cmd|x!A0`), as `query` and `puzzles` write them.
+        writer.writerow([spreadsheet_safe(row.get(name) or "", numbers=True)
                          for name in [*columns, *(c for c in ADDED_COLUMNS if c not in columns)]])  # fmt: skip
+    shown.finish_step()
     target = Path(out)
     report.written.append(write_atomic(target, stream.getvalue()))
     if report.errors:

@@ -14,6 +14,7 @@ import chess.engine
 import ray
 import ray.exceptions
 
+from pipeline.common.progress import Progress
 from pipeline.engines.process import DEFAULT_TIMEOUT, EngineError, EngineStartError, UciEngine
 from pipeline.outputs.puzzles.records import Checked, DropReason, MultiPvLine, PracticalCheck, VerificationStopped
 from pipeline.outputs.puzzles.rules import check_candidate
@@ -91,6 +92,11 @@ class VerifyTask:
     practical: bool = False
     """Set puzzles: the dataset's screen found the setting move safe with a trap chance of at least
     PRACTICAL_FLOOR, so the practical rule is tried where the only-move rule fails."""
+    defence_from: int | None = None
+    """Punish candidates when defensive puzzles are asked for: the solver's value before the
+    opponent's move (cp), which lets a line that ends level be a defensive puzzle."""
+    defence_only: bool = False
+    """Only the defensive kind is asked for: a line that wins (+2 or mate) is dropped (`wins`)."""
 
 
 # What the engine made of one task: the verified line, or why it was dropped.
@@ -104,7 +110,7 @@ class Verification:
     engine: str
     standard: Standard
     model: str | None = "default"
-    """The human-move model of the practical set rule (`load_model`), None: no practical rule."""
+    """The human-move model of the practical set rule (`load_move_model`), None: no practical rule."""
 
 
 class Verifier:
@@ -121,15 +127,19 @@ class Verifier:
         judge = None
         if task.practical and "practical" in self.how.standard.set_rules and self.how.model is not None:
             judge = self._practical(task)
-        return check_candidate(task.fen, task.moves, task.fixed, self.engine, self.how.standard, judge)
+        verdict = check_candidate(
+            task.fen, task.moves, task.fixed, self.engine, self.how.standard, judge, defence_from=task.defence_from
+        )
+        if task.defence_only and not isinstance(verdict, str) and verdict.outcome != "defence":
+            return "wins"
+        return verdict
 
     def _practical(self, task: VerifyTask) -> Any:
-        if self.setting is None:
-            from pipeline.outputs.puzzles.setting import SettingJudge  # loads the model on demand
-
-            self.setting = SettingJudge(self.how.engine, model=self.how.model or "default")
-
         def judge(board: chess.Board, move: chess.Move) -> PracticalCheck | None:
+            if self.setting is None:  # started when a line first needs it (the model loads on demand)
+                from pipeline.outputs.puzzles.setting import SettingJudge
+
+                self.setting = SettingJudge(self.how.engine, model=self.how.model or "default")
             return self.setting(board, move, task.opponent_rating)  # type: ignore[no-any-return]
 
         return judge
@@ -148,12 +158,16 @@ class Verifier:
 
 class Collector:
     """Takes verdicts in task order: the standard's one-puzzle-per-game rule, and the `limit` of
-    puzzles kept, applied to that order (so a pool cuts where the serial run cuts)."""
+    puzzles kept, applied to that order (so a pool cuts where the serial run cuts); shows each
+    verdict on `progress`."""
 
-    def __init__(self, tasks: Sequence[VerifyTask], limit: int | None, one_per_game: bool) -> None:
+    def __init__(
+        self, tasks: Sequence[VerifyTask], limit: int | None, one_per_game: bool, progress: Progress | None = None
+    ) -> None:
         self.tasks = tasks
         self.limit = limit
         self.one_per_game = one_per_game
+        self.progress = progress or Progress.quiet()
         self.verdicts: list[Verdict] = []
         self.kept = 0
         self.games: set[str] = set()
@@ -171,6 +185,7 @@ class Collector:
                 self.games.update(task.games)
         self.verdicts.append(verdict)
         self.kept += not isinstance(verdict, str)
+        self.progress.advance(detail=f"{self.kept:,} puzzles")
 
 
 @dataclass(frozen=True)
@@ -206,9 +221,11 @@ class VerifyWorker:
             return BatchOutcome((), fatal=str(error), start_failed=isinstance(error, EngineStartError))
 
 
-def verify_serial(tasks: Sequence[VerifyTask], how: Verification, limit: int | None) -> list[Verdict]:
+def verify_serial(
+    tasks: Sequence[VerifyTask], how: Verification, limit: int | None, progress: Progress | None = None
+) -> list[Verdict]:
     """Verify `tasks` in order on one engine here, stopping once `limit` of them are kept."""
-    collector = Collector(tasks, limit, how.standard.one_per_game)
+    collector = Collector(tasks, limit, how.standard.one_per_game, progress)
     with Verifier(how) as verifier:
         for task in tasks:
             if collector.full:
@@ -218,7 +235,7 @@ def verify_serial(tasks: Sequence[VerifyTask], how: Verification, limit: int | N
 
 
 def verify_on_pool(
-    tasks: Sequence[VerifyTask], how: Verification, limit: int | None, workers: int
+    tasks: Sequence[VerifyTask], how: Verification, limit: int | None, workers: int, progress: Progress | None = None
 ) -> tuple[list[Verdict], int]:
     """Verify `tasks` on `workers` Ray actors (one engine each) in batches of VERIFY_BATCH; the
     verdicts of the same prefix of `tasks` that `verify_serial` verifies, in order, and how many
@@ -235,7 +252,7 @@ def verify_on_pool(
         VerifyWorker
     )
     actors = [actor_class.remote(how) for _ in range(workers)]
-    collector = Collector(tasks, limit, how.standard.one_per_game)
+    collector = Collector(tasks, limit, how.standard.one_per_game, progress)
     load = [0] * workers  # calls queued per actor
     in_flight: dict[Any, tuple[int, int]] = {}  # call -> (batch index, actor index)
     finished: dict[int, tuple[Verdict, ...]] = {}  # batch index -> its verdicts, until taken in order
@@ -278,7 +295,11 @@ def verify_on_pool(
 
 
 def run_verification(
-    tasks: Sequence[VerifyTask], how: Verification, limit: int | None, workers: int | None
+    tasks: Sequence[VerifyTask],
+    how: Verification,
+    limit: int | None,
+    workers: int | None,
+    progress: Progress | None = None,
 ) -> tuple[list[Verdict], int, int]:
     """The verdicts of `tasks` in order, up to the one that makes `limit` puzzles (all without a
     limit); the verdicts computed past that and discarded; the engines that verified.
@@ -288,7 +309,7 @@ def run_verification(
     pool is never larger than the batches to verify, and a single batch is verified here.
     """
     if workers == 1 or len(tasks) <= VERIFY_BATCH:
-        return verify_serial(tasks, how, limit), 0, 1
+        return verify_serial(tasks, how, limit, progress), 0, 1
     from pipeline.common.cluster import ray_session  # the miner's quiet local cluster
 
     with ray_session():  # Ray as found, or a local cluster for the call, stopped (quietly on Ctrl-C) after it
@@ -297,6 +318,6 @@ def run_verification(
             workers = max(1, int(cluster.get("CPU", 1)))
         workers = min(workers, math.ceil(len(tasks) / VERIFY_BATCH))
         if workers == 1:
-            return verify_serial(tasks, how, limit), 0, 1
-        verdicts, discarded = verify_on_pool(tasks, how, limit, workers)
+            return verify_serial(tasks, how, limit, progress), 0, 1
+        verdicts, discarded = verify_on_pool(tasks, how, limit, workers, progress)
         return verdicts, discarded, workers

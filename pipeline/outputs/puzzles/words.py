@@ -38,11 +38,15 @@ def practical_words(p: Puzzle) -> str:
 
 
 def role(p: Puzzle, index: int) -> str:
-    """What move `index` of the puzzle is, in words."""
+    """What move `index` of the puzzle is, in words. The opponent's mistake is "the trap" only
+    where the practical judge named it a trap candidate (the judge everything else reports)."""
     if index == 0:
-        return "the trap" if p.kind == "punish" else "the opponent's move"
+        if p.kind == "set":
+            return "the opponent's move"
+        return "the trap" if p.practical_trap else "the opponent's mistake"
     if p.kind == "set" and index == 2:
-        return f"the trap reply (dip {p.dip / 100:.2f} mined)"
+        reply = "the trap reply" if p.practical_trap else "the reply"
+        return f"{reply} (dip {p.dip / 100:.2f} mined)"
     if p.kind == "set" and index == 1 and p.set_rule == "practical" and p.practical is not None:
         return practical_words(p)
     check = next((c for c in p.checks if c.index == index), None)
@@ -58,8 +62,11 @@ def colour_names(p: Puzzle) -> tuple[str, str]:
 
 def task(p: Puzzle) -> str:
     """The solver's task in a few words (the book's heading)."""
+    mistake = "the trap" if p.practical_trap else "the mistake"
     if p.kind == "punish":
-        return "punish the trap"
+        return f"punish {mistake}"
+    if p.kind == "defend":
+        return f"two pawns down: use {mistake} to get back to level"
     if p.set_rule == "practical":
         return "set the likeliest trap (a safe move)"
-    return "set a trap"
+    return "set a trap" if p.practical_trap else "find the move, then punish the reply"

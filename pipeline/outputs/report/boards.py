@@ -10,6 +10,7 @@ from typing import Any, Final
 import chess
 import chess.svg
 
+from pipeline.common.sanitize import clean_text, safe_url
 from pipeline.dataset.queries import QueryResult
 from pipeline.outputs.html import Html, tag
 from pipeline.outputs.report.data import Details, number, shown_positions
@@ -68,8 +69,12 @@ def _side(color: chess.Color) -> str:
     return "White" if color == chess.WHITE else "Black"
 
 
-def _player(name: Any, rating: Any) -> str:
-    return f"{name if name is not None else '?'}" + (f" ({rating})" if rating is not None else "")
+def game_link(name: Any, link: Any) -> Html:
+    """A game named by its players, event and date, linked to where it can be seen (a plain
+    http(s) address only; else the name alone)."""
+    url = safe_url(link if isinstance(link, str) else None)
+    text = clean_text(name) or "?"
+    return tag("a", text, href=url, rel="noopener noreferrer nofollow") if url else Html(tag("span", text))
 
 
 def position_card(index: int, row: dict[str, Any], details: Details) -> Html:
@@ -98,7 +103,7 @@ def position_card(index: int, row: dict[str, Any], details: Details) -> Html:
         tag(
             "li",
             tag("span", _san(board, c["move"]), class_="trap" if i == 0 else None),
-            f" dip {c['dip'] / 100:.2f}, played {c['played']} of {c['occurrences']}",
+            f" dip {c['dip_pawns']}, played {c['played']} of {c['occurrences']}",
         )
         for i, c in enumerate(candidates[:CANDIDATES_SHOWN])
     ]
@@ -109,13 +114,12 @@ def position_card(index: int, row: dict[str, Any], details: Details) -> Html:
     game_items = [
         tag(
             "li",
-            f"{_player(g['white'], g['white_elo'])} vs {_player(g['black'], g['black_elo'])}",
+            game_link(g["game"], g["link"]),
             tag("br"),
             tag(
                 "span",
-                f"{g['event'] or '?'}, {g['date'] or '?'}; game ",
-                tag("code", g["game_id"]),
-                f", ply {g['ply']}, played {g['move_san']} ({g['outcome']})",
+                (f"{g['opening']}; " if g["opening"] else "")
+                + f"ply {g['ply']}, played {g['move_san']} ({g['outcome']})",
                 class_="meta",
             ),
         )

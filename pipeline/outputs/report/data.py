@@ -9,6 +9,7 @@ from typing import Any, Final
 
 import duckdb
 
+from pipeline.common.sanitize import PGN_VALUE_MAX, truncate_cell
 from pipeline.dataset.integrity import DatasetState
 from pipeline.dataset.objects import Where
 from pipeline.dataset.queries import QueryResult, RequirementError, run_saved, saved_queries
@@ -28,6 +29,16 @@ Details = dict[str, dict[int, list[dict[str, Any]]]]
 
 class ReportError(DiffimaxError, ValueError):
     """A dataset whose manifest cannot be read."""
+
+
+def bounded(value: Any) -> Any:
+    """A value read from the dataset as the report shows it: text from strangers (a 5 MB player
+    name) cut at PGN_VALUE_MAX characters, the cut noted (`truncate_cell`), as the puzzles cut it."""
+    return truncate_cell(value, PGN_VALUE_MAX) if isinstance(value, str) else value
+
+
+def bounded_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return [tuple(bounded(value) for value in row) for row in rows]
 
 
 def records(result: QueryResult) -> list[dict[str, Any]]:
@@ -60,7 +71,7 @@ def _grouped(
     cursor = connection.execute(sql, parameters)
     columns = [column[0] for column in cursor.description]
     grouped: dict[int, list[dict[str, Any]]] = {}
-    for row in cursor.fetchall():
+    for row in bounded_rows(cursor.fetchall()):
         record = dict(zip(columns, row, strict=True))
         grouped.setdefault(record["position_key"], []).append(record)
     return grouped
@@ -89,7 +100,8 @@ def run_saved_queries(state: DatasetState) -> SavedResults:
     unmet: dict[str, str] = {}
     for name in queries:
         try:
-            results[name] = run_saved(state, name)
+            found = run_saved(state, name)
+            results[name] = QueryResult(found.columns, bounded_rows(found.rows))
         except RequirementError as error:
             unmet[name] = str(error)
     return SavedResults(results, unmet, {name: saved.description for name, saved in queries.items()})
@@ -130,4 +142,4 @@ def error_rows(connection: duckdb.DuckDBPyConnection) -> ErrorRows:
     if not counts:
         return ErrorRows([], QueryResult([], []))
     cursor = connection.execute(query("report", "first-errors"), {"limit": ERRORS_SHOWN})
-    return ErrorRows(counts, QueryResult([column[0] for column in cursor.description], cursor.fetchall()))
+    return ErrorRows(counts, QueryResult([column[0] for column in cursor.description], bounded_rows(cursor.fetchall())))

@@ -1,5 +1,7 @@
 """The report's plots: the saved queries that matter most drawn with matplotlib's Agg canvas (no
-display, no pyplot state), each a PNG data URI with a note when there was nothing to plot."""
+display, no pyplot state), each a PNG data URI. A plot with nothing to draw is not drawn: its
+`plot_*` function returns the reason instead (the report says it in one line). Count labels that
+would overlap are left out (`hide_overlaps`), so the ones drawn can be read."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pipeline.outputs.report.data import number, records
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 # Plot size in inches at PLOT_DPI (640 x 360 pixels).
 PLOT_INCHES: Final = (6.4, 3.6)
@@ -21,25 +24,45 @@ PLOT_DPI: Final = 100
 RATING_BAND: Final = 200
 
 
-def png_data_uri(draw: Callable[[Axes], str | None]) -> tuple[str, str | None]:
-    """Draws one plot with matplotlib's Agg canvas (no display, no pyplot state); returns the PNG
-    as a data URI and the note `draw` returns when there was nothing to plot."""
+# The gid of the count labels, which `hide_overlaps` thins out.
+COUNT_LABEL: Final = "count-label"
+# A drawer, or why there is nothing to draw.
+Drawer = Callable[["Axes"], None]
+
+
+def draw_png(draw: Drawer) -> tuple[bytes, Figure]:
+    """One plot drawn with matplotlib's Agg canvas (no display, no pyplot state): the PNG and its figure."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=PLOT_INCHES, dpi=PLOT_DPI, layout="constrained")
     FigureCanvasAgg(figure)
-    note = draw(figure.add_subplot())
+    axes = figure.add_subplot()
+    draw(axes)
+    figure.canvas.draw()  # the layout, so that the labels have their places
+    hide_overlaps(axes)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", metadata={"Software": None})
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii"), note
+    return buffer.getvalue(), figure
 
 
-def _no_data(axes: Axes, reason: str) -> str:
-    axes.text(0.5, 0.5, f"no data\n{reason}", ha="center", va="center", transform=axes.transAxes, color="#5b6670")
-    axes.set_xticks([])
-    axes.set_yticks([])
-    return f"No data: {reason}."
+def png_data_uri(draw: Drawer) -> str:
+    """One plot (`draw_png`) as a data URI."""
+    png, _ = draw_png(draw)
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def hide_overlaps(axes: Axes) -> None:
+    """Leaves out each count label that would overlap one drawn before it (left to right)."""
+    renderer = axes.figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    kept: list[Any] = []
+    labels = sorted((t for t in axes.texts if t.get_gid() == COUNT_LABEL), key=lambda t: t.get_position()[0])
+    for label in labels:
+        box = label.get_window_extent(renderer).expanded(1.1, 1.1)
+        if any(box.overlaps(other) for other in kept):
+            label.set_visible(False)
+        else:
+            kept.append(box)
 
 
 def _interval(row: dict[str, Any], rate: str) -> tuple[float, float, float]:
@@ -65,6 +88,7 @@ def _rates(axes: Axes, x: list[float], rows: list[dict[str, Any]], rate: str, co
             textcoords="offset points",
             fontsize=7,
             color="#5b6670",
+            gid=COUNT_LABEL,
         )
     axes.yaxis.set_major_formatter(PercentFormatter(1.0))
     axes.set_ylim(bottom=0)
@@ -72,55 +96,56 @@ def _rates(axes: Axes, x: list[float], rows: list[dict[str, Any]], rate: str, co
     axes.grid(alpha=0.3)
 
 
-def plot_rating(result: QueryResult) -> Callable[[Axes], str | None]:
-    def draw(axes: Axes) -> str | None:
-        rows = [row for row in records(result) if row["trap_nodes"] and row["rating_band"] is not None]
-        if not rows:
-            return _no_data(axes, "no trap node has a rated responder")
+def plot_rating(result: QueryResult) -> Drawer | str:
+    rows = [row for row in records(result) if row["trap_nodes"] and row["rating_band"] is not None]
+    if not rows:
+        return "no trap node has a rated responder"
+
+    def draw(axes: Axes) -> None:
         _rates(axes, [float(row["rating_band"]) + RATING_BAND / 2 for row in rows], rows, "fall_rate", "trap_nodes")
         axes.set_xlabel(f"responder's rating ({RATING_BAND}-point bands, at their centre)")
         axes.set_ylabel("fall rate at trap nodes")
-        return None
 
     return draw
 
 
-def plot_clock(result: QueryResult) -> Callable[[Axes], str | None]:
-    def draw(axes: Axes) -> str | None:
-        rows = [row for row in records(result) if row["trap_nodes"] and row["clock"] is not None]
-        if not rows:
-            return _no_data(axes, "the games carry no clock times (%clk comments)")
+def plot_clock(result: QueryResult) -> Drawer | str:
+    rows = [row for row in records(result) if row["trap_nodes"] and row["clock"] is not None]
+    if not rows:
+        return "the games carry no clock times (%clk comments)"
+
+    def draw(axes: Axes) -> None:
         _rates(axes, [float(i) for i in range(len(rows))], rows, "fall_rate", "trap_nodes")
         # The query sorts its buckets by a "N: " prefix; the axis shows the rest.
         axes.set_xticks(range(len(rows)), [str(row["clock"]).partition(": ")[2] or str(row["clock"]) for row in rows])
         axes.set_xlabel("responder's clock when deciding")
         axes.set_ylabel("fall rate at trap nodes")
-        return None
 
     return draw
 
 
-def plot_dip(result: QueryResult) -> Callable[[Axes], str | None]:
-    def draw(axes: Axes) -> str | None:
-        rows = [row for row in records(result) if row["candidates"] and row["dip_from"] is not None]
-        if not rows:
-            return _no_data(axes, "no trap candidates at analysed positions")
+def plot_dip(result: QueryResult) -> Drawer | str:
+    rows = [row for row in records(result) if row["candidates"] and row["dip_from"] is not None]
+    if not rows:
+        return "no trap candidates at analysed positions"
+
+    def draw(axes: Axes) -> None:
         x = [(float(row["dip_from"]) + float(row["dip_to"])) / 2 for row in rows]
         _rates(axes, x, rows, "play_rate", "candidates")
         axes.set_xlabel("dip of the trap candidate (pawns, 0.25-pawn buckets)")
         axes.set_ylabel("how often it was played")
-        return None
 
     return draw
 
 
-def plot_lift(result: QueryResult) -> Callable[[Axes], str | None]:
-    def draw(axes: Axes) -> str | None:
+def plot_lift(result: QueryResult) -> Drawer | str:
+    rows = [row for row in records(result) if row["trap_nodes"] and row["fall_rate"] is not None]
+    if not rows:
+        return "no trap nodes with a meaningful reply"
+
+    def draw(axes: Axes) -> None:
         from matplotlib.ticker import PercentFormatter
 
-        rows = [row for row in records(result) if row["trap_nodes"] and row["fall_rate"] is not None]
-        if not rows:
-            return _no_data(axes, "no trap nodes with a meaningful reply")
         row = rows[0]
         observed, below, above = _interval(row, "fall_rate")
         chance = number(row["chance_rate"]) or 0.0
@@ -134,13 +159,12 @@ def plot_lift(result: QueryResult) -> Callable[[Axes], str | None]:
             f"lift {lift:.2f}x over {row['trap_nodes']} trap nodes" if lift is not None else "lift: n/a", fontsize=10
         )
         axes.grid(axis="y", alpha=0.3)
-        return None
 
     return draw
 
 
 # Plots: (saved query, title, how to read it, drawer).
-PLOTS: Final[tuple[tuple[str, str, str, Callable[[QueryResult], Callable[[Axes], str | None]]], ...]] = (
+PLOTS: Final[tuple[tuple[str, str, str, Callable[[QueryResult], Drawer | str]], ...]] = (
     (
         "fall-rate-by-rating",
         "Fall rate by rating",

@@ -9,14 +9,18 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from pipeline.common.sanitize import safe_url
 from pipeline.dataset.objects import Where
 from pipeline.dataset.queries import QueryResult
+from pipeline.engines.backends import describe_engine
 from pipeline.outputs.html import Content, Html, join, tag, text
 from pipeline.outputs.report.data import ErrorRows, SavedResults, number, records
 from pipeline.outputs.report.plots import PLOT_DPI, PLOT_INCHES, PLOTS, png_data_uri
 
 # Saved queries with a section of their own; every other saved query is a table under "Saved queries".
 OWN_SECTION: Final = frozenset({"top-trap-positions", "top-players", "judge-comparison"})
+# Columns that hold a link to a game (the views' `game_link`), shown as one.
+LINK_COLUMNS: Final = frozenset({"link", "example_game"})
 # Columns shown as percentages.
 RATE_COLUMNS: Final = frozenset(
     {
@@ -43,6 +47,8 @@ def cell(column: str, value: Any) -> Html:
         return text(f"{value:.4g}")
     if column in ("fen", "node_fen"):
         return tag("code", value)
+    if column in LINK_COLUMNS and safe_url(str(value)):
+        return tag("a", "game", href=safe_url(str(value)), rel="noopener noreferrer nofollow")
     return text(value)
 
 
@@ -110,7 +116,7 @@ def summary_section(dataset: Where, manifest: dict[str, Any] | None, lift: Query
                 f"{_count(m, 'positions_reused')} reused from repeats, {_count(m, 'positions_error')} failed",
             ),
             ("trap records", _count(m, "traps")),
-            ("engine", f"{engine.get('name', '?')} ({_pairs({k: v for k, v in engine.items() if k != 'name'})})"),
+            ("engine", describe_engine(engine) if engine else "?"),
             ("settings", _pairs(m.get("settings"))),
             ("game filter", _pairs(m.get("filter"))),
             ("workers", str(m.get("workers", "?"))),
@@ -139,33 +145,28 @@ def summary_section(dataset: Where, manifest: dict[str, Any] | None, lift: Query
 
 
 def plots_section(results: dict[str, QueryResult]) -> Html:
-    figures = []
-    for name, title, reading, drawer in PLOTS:
+    """Each plot with data; for one without, a line saying why it is not drawn."""
+    figures, missing = [], []
+    for name, title, reading, plot in PLOTS:
         result = results.get(name)
         if result is None:
             continue
-        uri, note = png_data_uri(drawer(result))
+        drawer = plot(result)
+        if isinstance(drawer, str):
+            missing.append(tag("p", tag("strong", title), f": not drawn, {drawer}. ", tag("code", name), class_="note"))
+            continue
         width, height = (round(side * PLOT_DPI) for side in PLOT_INCHES)
-        caption = tag(
-            "figcaption",
-            tag("strong", title),
-            " ",
-            reading,
-            " ",
-            tag("span", note, class_="note") if note else None,
-            " ",
-            tag("code", name),
-        )
+        caption = tag("figcaption", tag("strong", title), " ", reading, " ", tag("code", name))
         figures.append(
             tag(
                 "figure",
-                tag("img", src=uri, alt=f"{title} ({note or 'plot'})", width=width, height=height),
+                tag("img", src=png_data_uri(drawer), alt=title, width=width, height=height),
                 caption,
                 class_="plot",
                 data_query=name,
             )
         )
-    return tag("section", tag("h2", "Plots"), tag("div", figures, class_="plots"), id="plots")
+    return tag("section", tag("h2", "Plots"), tag("div", figures, class_="plots"), *missing, id="plots")
 
 
 def judges_section(result: QueryResult, primary: str | None) -> Html:
