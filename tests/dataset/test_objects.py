@@ -96,8 +96,8 @@ def test_a_writer_killed_mid_upload_leaves_nothing_a_reader_sees(s3: S3Server) -
     child = context.Process(target=_slow_commit, args=(url, OTHER))
     child.start()
     base = ObjectPath(url) / "shards" / OTHER
-    deadline = time.monotonic() + 120
-    while not base.is_dir() and time.monotonic() < deadline:
+    deadline = time.monotonic() + 600  # a spawned interpreter imports pyarrow and s3fs first: slow on a loaded machine
+    while not base.is_dir() and child.is_alive() and time.monotonic() < deadline:
         time.sleep(0.1)
     os.kill(child.pid or 0, signal.SIGKILL)
     child.join(30)
