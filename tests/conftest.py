@@ -91,7 +91,7 @@ def ray_session(request: pytest.FixtureRequest) -> Iterator[None]:
 # in their own session's (tests/processes.py), not at the other worker's.
 CLUSTER_MODULES = frozenset(
     {
-        "test_golden_rows", "test_hostile_inputs", "test_hostile_outputs", "test_hostile_paths", "test_hostile_pgn",
+        "test_golden_rows", "test_hostile_inputs", "test_hostile_outputs", "test_hostile_paths", "test_hostile_pgn", "test_object_storage",
         "test_driver", "test_datasets", "test_faults", "test_puzzles", "test_queries", "test_ray_job", "test_reliability",
         "test_report", "test_openings_links", "test_progress", "test_repertoire",
     }

@@ -35,7 +35,7 @@ ORDER = {
 }
 
 
-def mine(inputs: list[str], out: Path, **overrides: Any) -> dict[str, Any]:
+def mine(inputs: list[str], out: Path | str, **overrides: Any) -> dict[str, Any]:
     settings = overrides.pop("settings", DiffiMaxSettings(depth=1))
     overrides.setdefault("judges", MINING_JUDGES)
     game_filter = overrides.pop("game_filter", GameFilter(ply_from=10, ply_to=11))
@@ -69,6 +69,30 @@ def assert_same_rows(first: Path, second: Path, *, ignore: tuple[str, ...] = ())
             if a != b:
                 keys = {k: (a.get(k), b.get(k)) for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
                 raise AssertionError(f"{name} row {[a.get(k) for k in ORDER[name]]} differs: {keys}")
+
+
+def except_all(
+    first: Path | str, second: Path | str, *, ignore: tuple[str, ...] = SERVED
+) -> dict[str, tuple[int, int]]:
+    """Per table, the rows of `first` not in `second` and of `second` not in `first`, counted with
+    duplicates (DuckDB's EXCEPT ALL both ways, every column but `ignore`); each dataset a local
+    directory or an object URL, read through `DatasetReader` (every page's checksum verified)."""
+    import duckdb
+
+    connection = duckdb.connect()
+    found = {}
+    for name in TABLES:
+        left, right = DatasetReader(first).read_table(name), DatasetReader(second).read_table(name)
+        columns = [column for column in left.schema.names if column not in ignore]
+        connection.register("left_rows", left.select(columns))
+        connection.register("right_rows", right.select(columns))
+        (only_left,) = connection.execute("select count(*) from (from left_rows except all from right_rows)").fetchone()
+        (only_right,) = connection.execute(
+            "select count(*) from (from right_rows except all from left_rows)"
+        ).fetchone()
+        found[name] = (int(only_left), int(only_right))
+    connection.close()
+    return found
 
 
 def assert_counts_add_up(manifest: dict[str, Any], out: Path) -> None:

@@ -34,7 +34,6 @@ DOCKERIGNORE = DEPLOY / "Dockerfile.dockerignore"
 LAUNCHER = DEPLOY / "cluster.yaml"
 RAYCLUSTER = KUBERAY / "raycluster.yaml"
 RAYJOB = KUBERAY / "rayjob.yaml"
-OUTPUT_PVC = KUBERAY / "output-pvc.yaml"
 CLUSTER_DOC = ROOT / "docs" / "cluster.md"
 
 RAY_VERSION = ray.__version__
@@ -212,7 +211,7 @@ def test_every_yaml_file_parses(path):
 
 
 def test_the_deployment_files_exist():
-    for path in (DOCKERFILE, DOCKERIGNORE, LAUNCHER, RAYCLUSTER, RAYJOB, OUTPUT_PVC, CLUSTER_DOC):
+    for path in (DOCKERFILE, DOCKERIGNORE, LAUNCHER, RAYCLUSTER, RAYJOB, CLUSTER_DOC):
         assert path.is_file(), f"missing {path.relative_to(ROOT)}"
 
 
@@ -221,9 +220,8 @@ def test_the_deployment_files_exist():
     [
         (RAYCLUSTER, "ray.io/v1", "RayCluster"),
         (RAYJOB, "ray.io/v1", "RayJob"),
-        (OUTPUT_PVC, "v1", "PersistentVolumeClaim"),
     ],
-    ids=["raycluster", "rayjob", "output-pvc"],
+    ids=["raycluster", "rayjob"],
 )
 def test_kubernetes_kinds(path, api_version, kind):
     manifest = load_one(path)
@@ -307,18 +305,13 @@ def test_rayjob_entrypoint():
     manifest = load_one(RAYJOB)
     options = check_job_command(manifest["spec"]["entrypoint"])
     spec = cluster_spec(manifest)
-    # --out is on the head's output volume, which is the claim of output-pvc.yaml.
-    (head,) = spec["headGroupSpec"]["template"]["spec"]["containers"]
-    volumes = {volume["name"]: volume for volume in spec["headGroupSpec"]["template"]["spec"]["volumes"]}
-    out = Path(str(options["--out"]))
-    mounts = [mount for mount in head["volumeMounts"] if out.is_relative_to(mount["mountPath"])]
-    assert mounts, f"--out {out} is not on a volume of the head"
-    claim = volumes[mounts[0]["name"]]["persistentVolumeClaim"]["claimName"]
-    assert claim == load_one(OUTPUT_PVC)["metadata"]["name"]
-    # One analysis actor per worker CPU, none on the head.
+    # The output is on object storage: no volume anywhere, no claim to make first.
+    assert str(options["--out"]).startswith(("s3://", "gs://")), options["--out"]
+    assert not list(find_key(manifest, "volumes")) and not list(find_key(manifest, "persistentVolumeClaim"))
+    # One analysis actor per worker CPU at the most the autoscaler may start, none on the head.
     assert str(spec["headGroupSpec"]["rayStartParams"]["num-cpus"]) == "0"
     worker_cpus = sum(
-        group["replicas"] * cpus(group["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"])
+        group["maxReplicas"] * cpus(group["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"])
         for group in spec["workerGroupSpecs"]
     )
     assert int(str(options["--workers"])) == worker_cpus
@@ -364,6 +357,21 @@ def test_kuberay_resources_and_auth(path):
                 assert str(resources["requests"][name]) == str(resources["limits"][name]), container["name"]
     for group in spec["workerGroupSpecs"]:
         assert group["minReplicas"] <= group["replicas"] <= group["maxReplicas"]
+
+
+@pytest.mark.parametrize("path", [RAYCLUSTER, RAYJOB], ids=["raycluster", "rayjob"])
+def test_kuberay_autoscales_a_worker_range_and_reads_object_store_credentials(path):
+    """Ray's autoscaler on, a min-max range of worker pods (issue 31), and every Ray container
+    given the object store's standard variables from an optional Secret (a pod role serves too)."""
+    spec = cluster_spec(load_one(path))
+    assert spec["enableInTreeAutoscaling"] is True
+    for group in spec["workerGroupSpecs"]:
+        assert group["minReplicas"] < group["maxReplicas"], group["groupName"]
+    groups = [spec["headGroupSpec"], *spec["workerGroupSpecs"]]
+    for group in groups:
+        for container in group["template"]["spec"]["containers"]:
+            secrets = [source["secretRef"] for source in container.get("envFrom", []) if "secretRef" in source]
+            assert secrets and all(secret.get("optional") is True for secret in secrets), container["name"]
 
 
 # --- the Docker image ---------------------------------------------------------------------------
@@ -423,8 +431,11 @@ def test_cluster_launcher_config_is_valid_for_ray_up():
     assert config["head_node_type"] in node_types
     workers = [spec for name, spec in node_types.items() if name != config["head_node_type"]]
     assert sum(spec.get("max_workers", 0) for spec in workers) <= config["max_workers"]
-    # The head runs the driver only; the analysis actors go to the workers.
+    # The head runs the driver only; the analysis actors go to the workers, from none to the most.
     assert node_types[config["head_node_type"]]["resources"].get("CPU") == 0
+    assert all(spec.get("min_workers", 0) < spec["max_workers"] for spec in workers)
+    # Nothing is kept on a node (inputs and outputs on object storage): no host directory mounted.
+    assert "head_run_options" not in config["docker"] and not config.get("initialization_commands")
 
 
 def test_cluster_launcher_enables_token_auth():

@@ -7,6 +7,7 @@ import traceback
 
 import typer
 
+from pipeline.common.storage import redact
 from search.errors import DiffimaxError
 
 app = typer.Typer(
@@ -25,14 +26,15 @@ INTERNAL_ERROR = 70
 
 def main() -> None:
     """Console entry point: what a user can cause (`DiffimaxError`, an OS error naming its path)
-    is one line on stderr; anything else is a bug and keeps its traceback."""
+    is one line on stderr; anything else is a bug and keeps its traceback. Every line is
+    `redact`ed: a URL's credentials never reach the terminal or a log."""
     try:
         app(standalone_mode=False)
     except DiffimaxError as error:
-        typer.echo(f"diffimax: error: {error}", err=True)
+        typer.echo(redact(f"diffimax: error: {error}"), err=True)
         sys.exit(getattr(error, "exit_code", 1))
     except OSError as error:
-        typer.echo(f"diffimax: error: {error}", err=True)
+        typer.echo(redact(f"diffimax: error: {error}"), err=True)
         sys.exit(1)
     except typer.Exit as done:
         sys.exit(done.exit_code)
@@ -43,9 +45,9 @@ def main() -> None:
         # Usage errors from the command-line parser (typer vendors click, so match by shape).
         format_message = getattr(error, "format_message", None)
         if format_message is None:
-            traceback.print_exc()
+            sys.stderr.write(redact(traceback.format_exc()))
             typer.echo(f"diffimax: internal error (a bug, please report it): {type(error).__name__}", err=True)
             sys.exit(INTERNAL_ERROR)
         prefix = "" if type(error).__name__.startswith("NoArgsIsHelp") else "diffimax: error: "
-        typer.echo(f"{prefix}{format_message()}", err=True)
+        typer.echo(redact(f"{prefix}{format_message()}"), err=True)
         sys.exit(getattr(error, "exit_code", 2))

@@ -16,7 +16,9 @@ def query(
     sql: Annotated[
         str | None, typer.Argument(help="SQL over the views games, positions, responses, traps, errors, outcomes.")
     ] = None,
-    data: Annotated[str | None, typer.Option("--data", help="The dataset directory (diffimax mine --out).")] = None,
+    data: Annotated[
+        str | None, typer.Option("--data", help="The dataset (mine --out): a directory, s3:// or gs://.")
+    ] = None,
     saved: Annotated[str | None, typer.Option("--saved", help="Run a saved query by name.")] = None,
     list_saved: Annotated[bool, typer.Option("--list", help="List the saved queries.")] = False,
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
@@ -64,10 +66,11 @@ def write_out(pieces: Iterator[str]) -> None:
 
 
 def verify(
-    data: Annotated[str, typer.Argument(help="The dataset directory (diffimax mine --out).")],
+    data: Annotated[str, typer.Argument(help="The dataset (mine --out): a directory, s3:// or gs://.")],
 ) -> None:
     """Check every file of a dataset: its SHA-256 against the manifest, and every page checksum."""
-    from pipeline.dataset.integrity import REPAIR, DamagedDatasetError, verify_dataset
+    from pipeline.dataset.integrity import REPAIR, DamagedDatasetError
+    from pipeline.dataset.verify import verify_dataset
 
     found = verify_dataset(data)
     for problem in found.problems:
@@ -77,8 +80,18 @@ def verify(
     typer.echo(found.summary())
 
 
+def local_out(out: str) -> str:
+    """The --out of a report or puzzles: a local directory (a dataset may be on object storage,
+    what is written from it is a few files to open here)."""
+    from pipeline.common.storage import is_object_url, redact
+
+    if is_object_url(out):
+        raise UsageError(f"--out {redact(out)!r}: write to a local directory, and copy it to object storage after")
+    return out
+
+
 def report(
-    data: Annotated[str, typer.Option("--data", help="The dataset directory (diffimax mine --out).")],
+    data: Annotated[str, typer.Option("--data", help="The dataset (mine --out): a directory, s3:// or gs://.")],
     out: Annotated[str, typer.Option("--out", help="Output directory; the page is OUT/report.html.")],
     allow_partial: AllowPartialOpt = False,
 ) -> None:
@@ -86,12 +99,12 @@ def report(
     from pipeline.dataset.lock import output_lock
     from pipeline.outputs.report import write_report
 
-    with output_lock(out):
+    with output_lock(local_out(out)):
         typer.echo(f"Report written to {write_report(data, out, allow_partial=allow_partial)}")
 
 
 def puzzles(
-    data: Annotated[str, typer.Option("--data", help="The dataset directory (diffimax mine --out).")],
+    data: Annotated[str, typer.Option("--data", help="The dataset (mine --out): a directory, s3:// or gs://.")],
     out: Annotated[str, typer.Option("--out", help="Directory for puzzles.csv, puzzles.pgn, puzzles.html.")],
     kind: Annotated[
         str, typer.Option("--kind", help="Comma list of punish, set, defend; both (punish,set) or all.")
@@ -123,7 +136,7 @@ def puzzles(
     from pipeline.dataset.lock import output_lock
     from pipeline.outputs.puzzles import generate_puzzles, parse_formats, parse_kind
 
-    with output_lock(out), Progress() as progress:
+    with output_lock(local_out(out)), Progress() as progress:
         report = generate_puzzles(
             data, out, kind=parse_kind(kind), min_dip=min_dip, limit=limit, formats=parse_formats(fmt),
             engine=engine, standard=standard, nodes=nodes, margin=margin, workers=workers,

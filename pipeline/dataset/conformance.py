@@ -11,20 +11,18 @@ expected, and read NULLs or converted values without a word.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
+from pipeline.dataset.objects import Where, parquet_schema
 from schemas.dataset import SCHEMA_VERSION, VALUE_RULES, schema_version_of, versioned
 
 
-def schema_problem(path: Path, table: str) -> str | None:
+def schema_problem(path: Where, table: str) -> str | None:
     """What is wrong with the Arrow schema in the footer of `path`, a file of `table`; None if it
     is the schema this diffimax writes."""
     try:
-        found = pq.read_schema(path)
+        found = parquet_schema(path)
     except (pa.ArrowException, OSError) as error:
         return f"{path.name} is unreadable ({str(error).splitlines()[0][:200] if str(error) else type(error).__name__})"
     version = schema_version_of(found)

@@ -16,42 +16,47 @@ from pathlib import Path
 import duckdb
 
 from pipeline.dataset.integrity import DatasetError, DatasetState, check_dataset, scan
+from pipeline.dataset.objects import ObjectPath, Where, dataset_path
 from pipeline.dataset.sql import sql_text
 from schemas.dataset import TABLES, versioned
 
 
-def table_files(root: Path, table: str, shard_ids: list[str] | None = None) -> list[Path]:
-    """The Parquet files of `table` of the shards `shard_ids` (default: every committed shard)
-    under `root` (taken as it is, no pattern)."""
-    if shard_ids is None:
-        return sorted((root / "shards").glob(f"*/{table}.parquet"))
-    return [root / "shards" / shard / f"{table}.parquet" for shard in sorted(shard_ids)]
+def table_files(state: DatasetState, table: str) -> list[Where]:
+    """The Parquet files of `table` of the shards that passed the check, where their records say
+    they lie (taken as they are, no pattern)."""
+    return [state.dirs[shard] / f"{table}.parquet" for shard in sorted(state.shards)]
 
 
-def is_dataset(root: Path) -> bool:
-    """A directory `diffimax mine` made: shards, or a job that started (and maybe read no game)."""
+def is_dataset(root: Where) -> bool:
+    """A directory or prefix `diffimax mine` made: shards, or a job that started (and maybe read no game)."""
+    if isinstance(root, ObjectPath):
+        return (root / "job.json").is_file() or (root / "manifest.json").is_file()
     return (root / "shards").is_dir() and (
-        (root / "job.json").is_file() or (root / "manifest.json").is_file() or bool(table_files(root, "games"))
+        (root / "job.json").is_file()
+        or (root / "manifest.json").is_file()
+        or any((root / "shards").glob("*/games.parquet"))
     )
 
 
-def open_dataset(dataset: str | Path, *, allow_partial: bool = False) -> DatasetState:
-    """The checked state of a dataset directory (`check_dataset`), after making sure it is one."""
-    root = Path(dataset)
+def open_dataset(dataset: str | Path | ObjectPath, *, allow_partial: bool = False) -> DatasetState:
+    """The checked state of a dataset directory or prefix (`check_dataset`), after making sure it is one."""
+    root = dataset_path(dataset)
     if not is_dataset(root):
         raise DatasetError(f"no diffimax dataset in {str(root)!r} (expected the output directory of diffimax mine)")
     state = check_dataset(root, allow_partial=allow_partial)
-    state.root = root
+    if isinstance(root, Path):
+        state.root = root
     return state
 
 
-def connect(dataset: str | Path | DatasetState, *, allow_partial: bool = False) -> duckdb.DuckDBPyConnection:
+def connect(
+    dataset: str | Path | ObjectPath | DatasetState, *, allow_partial: bool = False
+) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the dataset's views defined over the shards that pass
     the check (`open_dataset`; a partial read only when `allow_partial`); a read that meets a
     damaged page fails (see `pipeline.dataset.integrity.damage_named`)."""
     state = dataset if isinstance(dataset, DatasetState) else open_dataset(dataset, allow_partial=allow_partial)
-    root = state.root.resolve()
-    files_of = {table: table_files(root, table, state.shards) for table in TABLES}
+    files_of = {table: table_files(state, table) for table in TABLES}
     # No progress bar: DuckDB draws it on stdout, into a long query's CSV or JSON.
     connection = duckdb.connect()
     connection.execute("set enable_progress_bar = false")

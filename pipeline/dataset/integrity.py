@@ -14,8 +14,9 @@ Three levels of checking, from cheap to complete:
   retyped fails here). A few stats and small reads per shard, whatever the size of the data.
 * Page checksums, checked as pages are read (`SCAN_FORMAT`, and `read_verified`): a changed byte
   inside a page fails the read that meets it, and `locate_damage` then names the file.
-* `verify_dataset` (`diffimax verify`): the SHA-256 of every file, every page checksum, and every
-  value against its column's non-null and range rules (`conformance.value_problem`).
+* `verify_dataset` (`diffimax verify`, `pipeline.dataset.verify`): the SHA-256 of every file,
+  every page checksum, and every value against its column's non-null and range rules
+  (`conformance.value_problem`).
 
 A reader never answers from a partial dataset silently: a job that has not finished (no
 manifest), a shard that is missing or damaged, is one line that names it and says how to repair
@@ -30,9 +31,8 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
 import duckdb
@@ -40,8 +40,9 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from pipeline.dataset.conformance import schema_problem, value_problem
+from pipeline.dataset.conformance import schema_problem
 from pipeline.dataset.lock import LOCK_FILE
+from pipeline.dataset.objects import ObjectPath, Where, dataset_path, parquet_schema
 from schemas.dataset import SCHEMA_VERSION, TABLES, schema_version_of
 from search.errors import DiffimaxError
 
@@ -59,6 +60,9 @@ SHARD_ID: Final = re.compile(r"[A-Za-z0-9_.-]+-[0-9a-f]{8}-[0-9]{6,}")
 OWN_NAMES: Final = (SHARDS_DIR, STAGING_DIR, JOB_FILE, MANIFEST_FILE, LOCK_FILE)
 # The Parquet files of every shard, one per table.
 FILES: Final = tuple(f"{name}.parquet" for name in TABLES)
+# The name of a shard's attempt on object storage (`pipeline.dataset.store`): its files lie under
+# `shards/<id>/<attempt>/`, named by the shard's record; a record naming anything else is refused.
+ATTEMPT: Final = re.compile(r"[0-9a-f]{16,32}")
 # A Parquet file ends with its footer's length (4 bytes, little-endian) and the magic "PAR1".
 TAIL_BYTES: Final = 8
 PARQUET_MAGIC: Final = b"PAR1"
@@ -104,8 +108,10 @@ def is_shard_id(name: str) -> bool:
     return SHARD_ID.fullmatch(name) is not None
 
 
-def link_note(path: Path) -> str:
+def link_note(path: Where) -> str:
     """`path` as a refusal quotes a symbolic link: where it lies and where it points."""
+    if isinstance(path, ObjectPath):
+        return f"{str(path)!r} is an object"
     try:
         target = os.readlink(path)
     except OSError:
@@ -113,7 +119,7 @@ def link_note(path: Path) -> str:
     return f"{str(path)!r} is a symbolic link (to {target!r})"
 
 
-def check_layout(root: Path) -> None:
+def check_layout(root: Where) -> None:
     """LinkedDatasetError when one of the dataset's own names (`OWN_NAMES`) is a symbolic link:
     diffimax reads and writes only inside the directory the user named, and follows no link out
     of it (the directory itself may be one: the user named it)."""
@@ -140,8 +146,8 @@ class FileRecord:
         return {"bytes": self.bytes, "sha256": self.sha256, "footer_sha256": self.footer_sha256}
 
 
-def file_record(path: Path) -> FileRecord:
-    """The record of a Parquet file as it is on disk."""
+def file_record(path: Where) -> FileRecord:
+    """The record of a Parquet file as it is stored."""
     digest = hashlib.sha256()
     size = 0
     with path.open("rb") as handle:
@@ -151,19 +157,40 @@ def file_record(path: Path) -> FileRecord:
     return FileRecord(size, digest.hexdigest(), footer_digest(path))
 
 
-def footer_digest(path: Path) -> str:
-    """The SHA-256 of a Parquet file's footer and tail; ValueError when the file has none."""
+def read_tail(path: Where, length: int) -> tuple[int, bytes]:
+    """A file's size and its last `length` bytes (an object's from a snapshot's view when it holds them)."""
+    if isinstance(path, ObjectPath):
+        return path.tail(length)
     with path.open("rb") as handle:
         size = handle.seek(0, os.SEEK_END)
-        if size < TAIL_BYTES + len(PARQUET_MAGIC):
-            raise ValueError(f"{size} bytes is too short for a Parquet file")
-        handle.seek(size - TAIL_BYTES)
-        tail = handle.read(TAIL_BYTES)
-        length = int.from_bytes(tail[:4], "little")
-        if tail[4:] != PARQUET_MAGIC or length > size - TAIL_BYTES - len(PARQUET_MAGIC):
-            raise ValueError("its footer is not a Parquet footer")
-        handle.seek(size - TAIL_BYTES - length)
-        return hashlib.sha256(handle.read(length) + tail).hexdigest()
+        handle.seek(max(0, size - length))
+        return size, handle.read(length)
+
+
+def footer_digest(path: Where) -> str:
+    """The SHA-256 of a Parquet file's footer and tail; ValueError when the file has none."""
+    size, tail = read_tail(path, TAIL_BYTES)
+    length = footer_length(size, tail)
+    _, footer = read_tail(path, TAIL_BYTES + length)
+    return hashlib.sha256(footer).hexdigest()
+
+
+def footer_length(size: int, tail: bytes) -> int:
+    """The footer length a Parquet file of `size` bytes ending in `tail` declares; ValueError
+    when it has no footer."""
+    if size < TAIL_BYTES + len(PARQUET_MAGIC):
+        raise ValueError(f"{size} bytes is too short for a Parquet file")
+    length = int.from_bytes(tail[-TAIL_BYTES:][:4], "little")
+    if tail[-len(PARQUET_MAGIC) :] != PARQUET_MAGIC or length > size - TAIL_BYTES - len(PARQUET_MAGIC):
+        raise ValueError("its footer is not a Parquet footer")
+    return length
+
+
+def bytes_record(data: bytes) -> FileRecord:
+    """The record of a Parquet file held in memory (written to object storage from there)."""
+    length = footer_length(len(data), data[-TAIL_BYTES:])
+    footer = hashlib.sha256(data[len(data) - TAIL_BYTES - length :]).hexdigest()
+    return FileRecord(len(data), hashlib.sha256(data).hexdigest(), footer)
 
 
 def record_of(data: Any) -> FileRecord | None:
@@ -184,15 +211,23 @@ def record_of(data: Any) -> FileRecord | None:
 class DatasetState:
     """What a reader may read: the shards that passed the check, and what it leaves out."""
 
-    root: Path
+    root: Where
     shards: list[str]
     """Readable shards, sorted."""
+    dirs: dict[str, Where] = field(default_factory=dict)
+    """Where each readable shard's files lie (`files_dir`)."""
     missing: list[str] = field(default_factory=list)
     """One line per shard or part that is left out (empty for a whole dataset)."""
     finished: bool = True
     """The job finished (its manifest exists)."""
     verified: bool = True
     """The manifest carries file records (a dataset mined before them is read as it is found)."""
+
+    def add(self, shard_id: str) -> None:
+        """A shard that passed the check: readable, its files where its record says."""
+        self.shards.append(shard_id)
+        directory = self.root / SHARDS_DIR / shard_id
+        self.dirs[shard_id] = files_dir(directory, read_json(directory / SHARD_MARKER))
 
     @property
     def partial(self) -> bool:
@@ -210,7 +245,7 @@ class DatasetState:
         return f"partial dataset {str(self.root)!r}, {len(self.shards)} shards read: " + ", ".join(parts)
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Where) -> Any:
     """A JSON file's data; DamagedDatasetError (naming the file) when it cannot be read."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -240,7 +275,7 @@ def listed_records(entry: Any) -> dict[str, FileRecord] | None:
     return {name: record for name, data in files.items() if (record := record_of(data)) is not None}
 
 
-def manifest_records(root: Path) -> dict[str, Mapping[str, FileRecord] | None]:
+def manifest_records(root: Where) -> dict[str, Mapping[str, FileRecord] | None]:
     """The file records the manifest lists per shard; empty without a readable manifest (a
     resumed run rewrites it, so an unreadable one is no reason to refuse the run)."""
     try:
@@ -253,7 +288,18 @@ def manifest_records(root: Path) -> dict[str, Mapping[str, FileRecord] | None]:
     return {shard_id: listed_records(entry) for shard_id, entry in listed.items()}
 
 
-def shard_problem(shards: Path, shard_id: str, expected: Mapping[str, FileRecord] | None = None) -> str | None:
+def files_dir(directory: Where, info: Any) -> Where:
+    """Where a shard's files lie: its directory, or on object storage the attempt its record
+    names (`ATTEMPT`; ValueError for a name that is none)."""
+    attempt = info.get("attempt") if isinstance(info, Mapping) else None
+    if attempt is None:
+        return directory
+    if not isinstance(attempt, str) or not ATTEMPT.fullmatch(attempt):
+        raise ValueError(f"its {SHARD_MARKER} names {str(attempt)[:40]!r}, which is no attempt of a shard")
+    return directory / attempt
+
+
+def shard_problem(shards: Where, shard_id: str, expected: Mapping[str, FileRecord] | None = None) -> str | None:
     """What is wrong with one committed shard, cheaply (presence, `_shard.json`, sizes, footers),
     against `expected` (the manifest's records) or else its own `_shard.json`; None if nothing.
     A symbolic link, the shard's or one of its files', is a problem: never followed."""
@@ -278,21 +324,25 @@ def shard_problem(shards: Path, shard_id: str, expected: Mapping[str, FileRecord
         return f"its {SHARD_MARKER} names another shard ({str(info.get('shard_id'))[:80]!r})"
     if expected is not None and own is not None and own != dict(expected):
         return f"its {SHARD_MARKER} does not match the manifest"
+    try:
+        where = files_dir(directory, info)
+    except ValueError as error:
+        return str(error)
     records = dict(expected) if expected is not None else own
     if records is None:  # written before file records: presence and schemas are all there is to check
-        missing = [name for name in FILES if not (directory / name).is_file()]
+        missing = [name for name in FILES if not (where / name).is_file()]
         if missing:
             return f"{missing[0]} is missing"
     for table, name in zip(TABLES, FILES, strict=True):
-        problem = (None if records is None else file_problem(directory / name, records.get(name))) or schema_problem(
-            directory / name, table
+        problem = (None if records is None else file_problem(where / name, records.get(name))) or schema_problem(
+            where / name, table
         )
         if problem is not None:
             return problem
     return None
 
 
-def file_problem(path: Path, record: FileRecord | None) -> str | None:
+def file_problem(path: Where, record: FileRecord | None) -> str | None:
     """What is wrong with one file against its record (size and footer), or None."""
     if record is None:
         return f"{path.name} has no record"
@@ -311,7 +361,7 @@ def file_problem(path: Path, record: FileRecord | None) -> str | None:
     return None
 
 
-def damaged_error(root: Path, shard_id: str, problem: str) -> DamagedDatasetError:
+def damaged_error(root: Where, shard_id: str, problem: str) -> DamagedDatasetError:
     """The one line about a damaged shard: which, what, and how to repair it."""
     path = str(root / "shards" / shard_id)
     return DamagedDatasetError(
@@ -319,7 +369,7 @@ def damaged_error(root: Path, shard_id: str, problem: str) -> DamagedDatasetErro
     )
 
 
-def committed_ids(shards: Path) -> list[str]:
+def committed_ids(shards: Where) -> list[str]:
     """The ids of the shard directories under `shards` that hold a `_shard.json`, sorted; an entry
     not named as a shard is no shard (`verify` names it), a symbolic link is one whose check fails."""
     if not shards.is_dir():
@@ -327,7 +377,7 @@ def committed_ids(shards: Path) -> list[str]:
     return sorted(path.name for path in shards.iterdir() if is_shard_id(path.name) and (path / SHARD_MARKER).exists())
 
 
-def listed_shards(manifest_path: Path, manifest: Any) -> dict[str, Any] | None:
+def listed_shards(manifest_path: Where, manifest: Any) -> dict[str, Any] | None:
     """The manifest's shards (None for a manifest written before file records); a name that is no
     shard id (`../../elsewhere/shards/x`, an absolute path) is refused, never joined to a path."""
     listed = manifest.get("shards") if isinstance(manifest, dict) else None
@@ -344,17 +394,20 @@ def listed_shards(manifest_path: Path, manifest: Any) -> dict[str, Any] | None:
     return listed
 
 
-def check_version(root: Path, shard_ids: list[str]) -> None:
+def check_version(root: Where, shard_ids: list[str]) -> None:
     """Refuse a dataset written under another schema version (its first shard's games file says
     which), in one line that says what to do; a shard of another version among others of this one
     is damage (`shard_problem`)."""
     for shard_id in shard_ids:
-        path = root / SHARDS_DIR / shard_id / FILES[0]
-        if not is_shard_id(shard_id) or path.is_symlink() or not path.is_file():
+        if not is_shard_id(shard_id):
             continue
+        directory = root / SHARDS_DIR / shard_id
         try:
-            version = schema_version_of(pq.read_schema(path))
-        except (pa.ArrowException, OSError):
+            path = files_dir(directory, read_json(directory / SHARD_MARKER)) / FILES[0]
+            if path.is_symlink() or not path.is_file():
+                continue
+            version = schema_version_of(parquet_schema(path))
+        except (pa.ArrowException, OSError, ValueError, DamagedDatasetError):
             continue  # damage: `shard_problem` names it
         if version != SCHEMA_VERSION:
             raise DatasetError(
@@ -363,12 +416,12 @@ def check_version(root: Path, shard_ids: list[str]) -> None:
             )
 
 
-def check_dataset(root: str | Path, *, allow_partial: bool = False) -> DatasetState:
+def check_dataset(root: str | Where, *, allow_partial: bool = False) -> DatasetState:
     """The cheap check every reader makes before it reads: the dataset's own names (`check_layout`),
     the manifest, and each shard it lists (`shard_problem`). Raises IncompleteDatasetError or
     DamagedDatasetError for the first problem, unless `allow_partial`: then the state lists what is
-    left out."""
-    base = Path(root)
+    left out. A dataset on object storage is checked on one snapshot (`ObjectPath.snapshot`)."""
+    base = snapshot_of(root)
     check_layout(base)
     shards = base / SHARDS_DIR
     manifest_path = base / MANIFEST_FILE
@@ -385,7 +438,7 @@ def check_dataset(root: str | Path, *, allow_partial: bool = False) -> DatasetSt
         for shard_id in committed:
             problem = shard_problem(shards, shard_id)
             if problem is None:
-                state.shards.append(shard_id)
+                state.add(shard_id)
             else:
                 state.missing.append(f"{shard_id} ({problem})")
         return state
@@ -398,7 +451,7 @@ def check_dataset(root: str | Path, *, allow_partial: bool = False) -> DatasetSt
     for shard_id in sorted(listed):
         problem = shard_problem(shards, shard_id, listed_records(listed[shard_id]))
         if problem is None:
-            state.shards.append(shard_id)
+            state.add(shard_id)
         elif allow_partial:
             state.missing.append(f"{shard_id} ({problem})")
         else:
@@ -410,13 +463,26 @@ def check_dataset(root: str | Path, *, allow_partial: bool = False) -> DatasetSt
 # Reading with page checksums
 
 
-def scan(files: list[Path], schema: pa.Schema) -> ds.Dataset:
+def snapshot_of(root: str | Where) -> Where:
+    """A dataset's root as checks read it: a local path, or an object prefix's snapshot."""
+    base = dataset_path(root)
+    return base.snapshot() if isinstance(base, ObjectPath) and base.view is None else base
+
+
+def scan(files: Sequence[Where], schema: pa.Schema) -> ds.Dataset:
     """The files of one table as an Arrow dataset whose every page is checked as it is read."""
+    if files and isinstance(files[0], ObjectPath):
+        _, filesystem = files[0].arrow()
+        paths = [path.path for path in files if isinstance(path, ObjectPath)]
+        return ds.dataset(paths, schema=schema, format=SCAN_FORMAT, filesystem=filesystem)
     return ds.dataset([str(path) for path in files], schema=schema, format=SCAN_FORMAT)
 
 
-def read_verified(path: Path, columns: list[str] | None = None) -> pa.Table:
+def read_verified(path: Where, columns: list[str] | None = None) -> pa.Table:
     """One Parquet file, every page checked as it is read."""
+    if isinstance(path, ObjectPath):
+        name, filesystem = path.arrow()
+        return pq.read_table(name, columns=columns, page_checksum_verification=True, filesystem=filesystem)
     return pq.read_table(path, columns=columns, page_checksum_verification=True)
 
 
@@ -428,12 +494,14 @@ def is_damage(error: BaseException) -> bool:
     return any(sign in text for sign in DAMAGE_SIGNS)
 
 
-def locate_damage(root: Path, shard_ids: list[str]) -> DamagedDatasetError | None:
+def locate_damage(
+    root: Where, shard_ids: list[str], dirs: Mapping[str, Where] | None = None
+) -> DamagedDatasetError | None:
     """The first shard whose files fail their page checksums or cannot be read (every page of the
-    dataset is read: called only once a read has failed)."""
+    dataset is read: called only once a read has failed); `dirs` where each shard's files lie."""
     for shard_id in shard_ids:
         for name in FILES:
-            path = root / "shards" / shard_id / name
+            path = (dirs or {}).get(shard_id, root / SHARDS_DIR / shard_id) / name
             try:
                 read_verified(path)
             except (pa.ArrowException, OSError) as error:
@@ -454,92 +522,16 @@ def damage_named(state: DatasetState) -> Iterator[None]:
     except (duckdb.Error, pa.ArrowException, OSError) as error:
         if not is_damage(error):
             raise
-        located = locate_damage(state.root, state.shards)
+        located = locate_damage(state.root, state.shards, state.dirs)
         if located is None:
             raise DamagedDatasetError(f"cannot read {str(state.root)!r}: {first_line(error)}") from None
         raise located from None
 
 
-# ---------------------------------------------------------------------------------------------
-# The complete check
-
-
-@dataclass
-class VerifyReport:
-    """What `verify_dataset` found."""
-
-    root: Path
-    shards: int = 0
-    files: int = 0
-    bytes: int = 0
-    problems: list[str] = field(default_factory=list)
-    """One line per damaged, missing or unlisted shard."""
-
-    def summary(self) -> str:
-        head = f"{self.shards} shards, {self.files} files, {self.bytes:,} bytes checked (SHA-256 and page checksums)"
-        return head + (f": {len(self.problems)} problem(s)" if self.problems else ": all intact")
-
-
-def verify_dataset(root: str | Path) -> VerifyReport:
-    """Every digest and every page checksum of every shard (the manifest's, or for a job that
-    has not finished, each committed shard's own `_shard.json`). The dataset's own names must not
-    be symbolic links (`check_layout`: LinkedDatasetError), nor may the manifest name a shard
-    outside it; a shard directory or file that is a link, or an entry of `shards/` that is no
-    shard, is a problem."""
-    base = Path(root)
-    check_layout(base)
-    shards = base / SHARDS_DIR
-    report = VerifyReport(base)
-    entries = list(shards.iterdir()) if shards.is_dir() else []
-    on_disk = {path.name for path in entries if path.is_dir() or path.is_symlink()}
-    listed: dict[str, Any] | None = None
-    if (base / MANIFEST_FILE).is_file():
-        listed = listed_shards(base / MANIFEST_FILE, read_json(base / MANIFEST_FILE))
-        if listed is None:
-            report.problems.append(f"{MANIFEST_FILE} holds no file records (mined before them): nothing to verify")
-            return report
-    else:
-        report.problems.append(f"no {MANIFEST_FILE}: the job has not finished; its committed shards are checked")
-    names = sorted(listed) if listed is not None else committed_ids(shards)
-    for shard_id in names:
-        report.shards += 1
-        expected = listed_records(listed[shard_id]) if listed is not None else None
-        problem = shard_problem(shards, shard_id, expected) or deep_problem(shards / shard_id, report, expected)
-        if problem is not None:
-            report.problems.append(f"shard {shard_id}: {problem}")
-    for extra in sorted(on_disk - set(names)):
-        if not is_shard_id(extra):
-            report.problems.append(f"{extra[:120]!r} in shards/ is not a shard")
-            continue
-        where = MANIFEST_FILE if listed is not None else "a record"
-        report.problems.append(f"shard {extra}: in shards/ but not in {where}")
-    return report
-
-
-def deep_problem(directory: Path, report: VerifyReport, expected: Mapping[str, FileRecord] | None) -> str | None:
-    """The digests and page checksums of one shard that passed the cheap check."""
-    records = dict(expected) if expected is not None else shard_records(read_json(directory / SHARD_MARKER))
-    for name in FILES:
-        path = directory / name
-        report.files += 1
-        report.bytes += path.stat().st_size
-        record = (records or {}).get(name)
-        if record is not None and file_record(path).sha256 != record.sha256:
-            return f"{name} has changed (its SHA-256 differs from the one recorded)"
-        try:
-            data = read_verified(path)
-        except (pa.ArrowException, OSError) as error:
-            return f"{name} fails its page checksums ({first_line(error)})"
-        problem = value_problem(data, name.removesuffix(".parquet"), name)
-        if problem is not None:
-            return problem
-    return None
-
-
 __all__ = [
     "FILES", "JOB_FILE", "MANIFEST_FILE", "OWN_NAMES", "SHARDS_DIR", "SHARD_ID", "SHARD_MARKER", "STAGING_DIR",
     "DamagedDatasetError", "DatasetError", "DatasetState", "FileRecord", "IncompleteDatasetError",
-    "LinkedDatasetError", "VerifyReport", "check_dataset", "check_layout", "check_version", "committed_ids",
+    "LinkedDatasetError", "check_dataset", "check_layout", "check_version", "committed_ids",
     "damage_named", "damaged_error", "file_record", "first_line", "is_damage", "is_shard_id", "link_note",
-    "listed_shards", "locate_damage", "manifest_records", "read_verified", "scan", "shard_problem", "verify_dataset",
+    "listed_shards", "locate_damage", "manifest_records", "read_verified", "scan", "shard_problem",
 ]  # fmt: skip

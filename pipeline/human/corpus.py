@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.dataset.integrity import check_dataset
+from pipeline.dataset.objects import ObjectPath, dataset_path
 from pipeline.dataset.store import DatasetReader
 from schemas.dataset import to_signed64
 from search.errors import DiffimaxError
@@ -70,8 +71,8 @@ class Corpus:
 
     @classmethod
     def load(cls, path: str | Path) -> Corpus:
-        """A mined dataset directory or a corpus Parquet file."""
-        source = Path(path)
+        """A mined dataset (a directory or an object prefix) or a corpus Parquet file (or object)."""
+        source = dataset_path(path)
         try:
             if source.is_dir():
                 reader = DatasetReader(source)
@@ -80,10 +81,11 @@ class Corpus:
                 # A missing, cut or damaged shard is one line naming it, never a smaller corpus.
                 table = reader.read_table("positions", check_dataset(source).shards)
             elif source.is_file():
-                problem = corpus_schema_problem(pq.read_schema(source))
+                name, filesystem = source.arrow() if isinstance(source, ObjectPath) else (str(source), None)
+                problem = corpus_schema_problem(pq.read_schema(name, filesystem=filesystem))
                 if problem is not None:
                     raise CorpusError(f"corpus {str(source)!r}: {problem}")
-                table = pq.read_table(source, columns=CORPUS_SCHEMA.names)
+                table = pq.read_table(name, columns=CORPUS_SCHEMA.names, filesystem=filesystem)
             else:
                 raise CorpusError(f"corpus not found: {str(source)!r}")
         except (OSError, pa.ArrowInvalid, KeyError) as error:

@@ -11,6 +11,7 @@ exactly one part.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,9 @@ from typing import Final
 import chess
 
 from pipeline.common.splits import Split, file_name, split_of
+from pipeline.common.storage import is_object_url
+from pipeline.dataset.objects import dataset_path
+from pipeline.dataset.store import DatasetReader
 from pipeline.human.context import Pool, pool_of
 from pipeline.ingest.sources import Shard
 from search.errors import DiffimaxError
@@ -120,7 +124,12 @@ class GameRecord:
 
 
 def is_dataset(path: str) -> bool:
-    """A directory that holds a mined dataset (shards/*/games.parquet)."""
+    """A directory that holds a mined dataset (shards/*/games.parquet), or a prefix of object
+    storage that holds one."""
+    if is_object_url(path):
+        from pipeline.dataset.duck import is_dataset as is_mined
+
+        return is_mined(dataset_path(path))
     root = Path(path)
     return root.is_dir() and (root / "shards").is_dir() and any((root / "shards").glob("*/games.parquet"))
 
@@ -352,7 +361,13 @@ def input_digest(inputs: Sequence[str]) -> list[dict[str, object]]:
         pending.clear()
 
     for item in inputs:
-        if is_dataset(item):
+        if is_dataset(item) and is_object_url(item):  # its shards' recorded digests (not read again)
+            add_pgn()
+            records = {shard: info.get("files") or {} for shard, info in DatasetReader(item).shard_info().items()}
+            size = sum(int(record.get("bytes", 0)) for files in records.values() for record in files.values())
+            digest = hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()
+            described.append({"name": item, "kind": "dataset", "bytes": size, "sha256": digest})
+        elif is_dataset(item):
             add_pgn()
             files = sorted(str(path) for path in Path(item).glob("shards/*/*.parquet"))
             size = sum(os.path.getsize(path) for path in files)

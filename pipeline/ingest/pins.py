@@ -4,7 +4,9 @@ refuse an input that changed since (`pipeline.mine.config.check_resume`).
 A local file is pinned by its size and the SHA-256 of its bytes (read once, before the job starts:
 a file that grows, shrinks or changes in place, even by one byte, no longer matches). A URL is
 pinned by what its server says of it, without reading the body: its length, ETag and
-Last-Modified, where given (a server that gives none cannot be pinned; its pin is empty).
+Last-Modified, where given (a server that gives none cannot be pinned; its pin is empty). An
+object of object storage is pinned by its size and the ETag (S3) or generation (GCS) its store
+gives it, without reading it (a month's input is read once, by the job).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Final
 
+from pipeline.common.storage import is_object_url, object_pin, parse_url, redact
 from pipeline.ingest.sources import InputError, is_url
 from pipeline.ingest.streams import URL_TIMEOUT
 
@@ -28,6 +31,11 @@ def input_pin(source: str, url_timeout: float = URL_TIMEOUT) -> dict[str, Any]:
     (asked within `url_timeout` seconds, the job's --url-timeout)."""
     if is_url(source):
         return url_pin(source, url_timeout)
+    if is_object_url(source):
+        try:
+            return object_pin(parse_url(source))
+        except FileNotFoundError:
+            raise InputError(f"cannot read {redact(source)!r}: no such object") from None
     digest = hashlib.sha256()
     size = 0
     try:
@@ -50,9 +58,9 @@ def url_pin(url: str, timeout: float = URL_TIMEOUT) -> dict[str, Any]:
     except urllib.error.HTTPError as error:
         if error.code in (403, 405, 501):  # HEAD not allowed: nothing to pin by
             return {}
-        raise InputError(f"cannot open {url!r}: HTTP {error.code} {error.reason}") from None
+        raise InputError(f"cannot open {redact(url)!r}: HTTP {error.code} {error.reason}") from None
     except (urllib.error.URLError, OSError) as error:
-        raise InputError(f"cannot open {url!r}: {error}") from None
+        raise InputError(redact(f"cannot open {url!r}: {error}")) from None
     return {name.lower(): headers.get(name) for name in URL_HEADERS}
 
 
@@ -60,7 +68,7 @@ def changed_input(sources: list[str], was: list[Any], now: list[Any]) -> str | N
     """The first input whose pin differs, described in words (None if every pin matches)."""
     for source, before, after in zip(sources, was, now, strict=False):
         if before != after:
-            return f"{source!r} changed since the run started (was {describe(before)}, now {describe(after)})"
+            return f"{redact(source)!r} changed since the run started (was {describe(before)}, now {describe(after)})"
     if len(was) != len(now):
         return f"the inputs were {len(was)}, now {len(now)}"
     return None

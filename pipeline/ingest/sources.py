@@ -1,11 +1,12 @@
 """Finding PGN inputs and cutting them into shards that workers parse independently.
 
 Inputs are `.pgn`, `.pgn.zst`, `.pgn.gz` and `.pgn.bz2` files, directories (searched recursively
-for those), globs, and `http(s)://` URLs (streamed, never downloaded whole).
+for those), globs, `http(s)://` URLs (streamed, never downloaded whole), and objects of object
+storage (`s3://`, `gs://`: an object, a glob of keys or a prefix, `pipeline.ingest.objects`).
 
 Two kinds of shard:
 
-* ``range``: a byte range ``[start, end)`` of an uncompressed local file. The driver cuts the file
+* ``range``: a byte range ``[start, end)`` of an uncompressed file or object. The driver cuts the file
   by arithmetic alone (no I/O, so a 30 GB dump is cut instantly) and the worker reads its own
   range with a seek. Ownership rule, which loses or doubles no game at any boundary: a *chunk*
   starts at byte 0 of the file and at every line that starts with ``[Event `` ; a shard owns
@@ -38,6 +39,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO, Literal, cast
 
+from pipeline.common.storage import ObjectReader, is_object_url, parse_url, redact
+from pipeline.ingest.objects import expand_object_input, object_size
 from pipeline.ingest.streams import (
     READ_BLOCK as READ_BLOCK,
 )
@@ -154,17 +157,17 @@ def is_url(name: str) -> bool:
 
 
 def compression_of(name: str) -> Compression:
-    """The compression named by a file name or URL path; InputError if it is not a PGN name."""
-    lowered = (urllib.parse.urlsplit(name).path if is_url(name) else name).lower()
+    """The compression named by a file name, URL path or object key; InputError if it is not a PGN name."""
+    lowered = (urllib.parse.urlsplit(name).path if is_url(name) or is_object_url(name) else name).lower()
     for suffix, compression in SUFFIXES:
         if lowered.endswith(suffix):
             return compression
-    raise InputError(f"unsupported input {name!r}: expected a name ending in {SUFFIX_LIST}")
+    raise InputError(f"unsupported input {redact(name)!r}: expected a name ending in {SUFFIX_LIST}")
 
 
 def source_stem(source: str) -> str:
     """The file name without its PGN suffix, safe for ids: `lichess_db_2013-01`."""
-    name = urllib.parse.urlsplit(source).path if is_url(source) else source
+    name = urllib.parse.urlsplit(source).path if is_url(source) or is_object_url(source) else source
     base = name.rstrip("/").rsplit("/", 1)[-1]
     lowered = base.lower()
     for suffix, _ in SUFFIXES:
@@ -175,7 +178,8 @@ def source_stem(source: str) -> str:
 
 
 def shard_id_of(source: str, index: int) -> str:
-    digest = hashlib.sha1(source.encode("utf-8")).hexdigest()[:8]
+    """A shard's id: the same for the same source however its URL's credentials change."""
+    digest = hashlib.sha1(redact(source).encode("utf-8")).hexdigest()[:8]
     return f"{source_stem(source)}-{digest}-{index:06d}"
 
 
@@ -218,6 +222,11 @@ def expand_inputs(inputs: Sequence[str]) -> list[str]:
         if is_url(item):
             compression_of(item)
             sources.append(item)
+        elif is_object_url(item):
+            objects = expand_object_input(item, _is_pgn_name)
+            if not objects:
+                raise InputError(f"no PGN objects ({SUFFIX_LIST}) at {redact(item)!r}")
+            sources.extend(obj for obj in objects if compression_of(obj))  # a named object's suffix checked
         elif any(char in item for char in "*?["):
             matches: list[str] = []
             for match in sorted(glob.glob(item, recursive=True)):
@@ -258,6 +267,8 @@ def open_stream(source: str, url_timeout: float = URL_TIMEOUT) -> Iterator[Binar
                 raise InputError(f"cannot open {source!r}: {error}") from error
             stack.callback(body.close)
             raw = cast(BinaryIO, body)
+        elif is_object_url(source):
+            raw = cast(BinaryIO, stack.enter_context(open_object(source)))
         else:
             try:
                 raw = stack.enter_context(open(source, "rb"))
@@ -321,8 +332,21 @@ def source_shards(
     return _range_shards(source, source_index, shard_bytes, max_game_bytes)
 
 
+def source_size(source: str) -> int:
+    """The bytes of a local file or an object (a URL's are not known before it is read)."""
+    return object_size(source) if is_object_url(source) else os.path.getsize(source)
+
+
+def open_object(source: str) -> ObjectReader:
+    """An object of object storage as a seekable binary stream; InputError if there is none."""
+    try:
+        return ObjectReader(parse_url(source))
+    except FileNotFoundError:
+        raise InputError(f"cannot open {redact(source)!r}: no such object") from None
+
+
 def _range_shards(source: str, source_index: int, shard_bytes: int, max_game_bytes: int) -> Iterator[Shard]:
-    size = os.path.getsize(source)
+    size = source_size(source)
     for index, start in enumerate(range(0, size, shard_bytes)):
         end = min(size, start + shard_bytes)
         yield Shard(
@@ -489,10 +513,10 @@ def read_range(path: str, start: int, end: int, max_game_bytes: int | None = Non
     range's own games plus one cap whatever the file, and `ShardData.skipped` says where it lay."""
     if start >= end:
         return ShardData(start, b"")
-    with open(path, "rb") as handle:
+    with open_object(path) if is_object_url(path) else open(path, "rb") as handle:
         low = max(0, start - 1)  # one byte back, to see whether `start` begins a line
         handle.seek(low)
-        return _RangeReader(handle, low, max_game_bytes).read(start, end)
+        return _RangeReader(cast(BinaryIO, handle), low, max_game_bytes).read(start, end)
 
 
 class _RangeReader:

@@ -1,12 +1,12 @@
 """The Ray side of a mining job: the tasks and actors a shard flows through, each a thin wrapper of
 a plain function (`pipeline.mine.shards`, `pipeline.mine.work`) that tests call without Ray.
 
-    stream reader ─► read task ─► registry ─► prepare task ─► P analysis workers ─► write task
+    stream reader ─► read task ─► registry ─► prepare task ─► P analysis workers ─► write task (any node)
       (compressed    parse, replay   which games   duplicates out,  each owns the keys   rows back in order,
-      files, URLs)                   are copies    split by key     of its partition     Parquet staged
+      files, URLs)                   are copies    split by key     of its partition     Parquet committed
 
-Objects flow between tasks and actors by reference; the driver only submits, waits for each
-shard's small `ShardResult`, and publishes it.
+Objects flow between tasks and actors by reference; the driver only submits and waits for each
+shard's small `ShardResult` (the writer committed the shard).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 import ray
 
+from pipeline.dataset.store import sees_run
 from pipeline.engines.backends import EngineOptions
 from pipeline.human.context import Pool
 from pipeline.ingest.headers import GameFilter
@@ -108,9 +109,16 @@ class GameRegistry(SeenGames):
         return self.register(ordinal, identities)
 
 
-def write(root: str, shard: Shard, counts: ShardCounts, tables: ShardTables, *parts: PartOutcome) -> ShardResult:
-    """`write_shard` as the write task runs it (the parts arrive resolved, never through the driver)."""
-    return write_shard(root, shard, counts, tables, parts)
+def write(
+    root: str, token: str, shard: Shard, counts: ShardCounts, tables: ShardTables, *parts: PartOutcome
+) -> ShardResult:
+    """`write_shard` as the write task runs it, on any node (the parts arrive resolved, never
+    through the driver): a node that does not see the run `token`'s dataset (a local directory it
+    does not share) writes nothing and says so (`ShardResult.misplaced`)."""
+    node = ray.get_runtime_context().get_node_id()
+    if not sees_run(root, token):
+        return ShardResult(shard.shard_id, False, {}, misplaced=True, node=node)
+    return dataclasses.replace(write_shard(root, shard, counts, tables, parts), node=node)
 
 
 def read_stream(

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline.common.storage import is_object_url
+from pipeline.dataset.store import DatasetReader
 from pipeline.engines.backends import EngineOptions, effective_engine_options
 from pipeline.human.context import Pool
 from pipeline.human.corpus import Corpus
@@ -261,8 +263,14 @@ def human_evidence_digests(human: HumanEvidence) -> dict[str, str | None]:
 
 
 def file_digest(path: str) -> str:
-    """SHA-256 of a file, or of a dataset directory's committed shard files (names and bytes)."""
+    """SHA-256 of a file, or of a dataset directory's committed shard files (names and bytes); of
+    a dataset on object storage, of its shards' recorded SHA-256s (its bytes are not read again)."""
     digest = hashlib.sha256()
+    if is_object_url(path):
+        for shard_id, info in sorted(DatasetReader(path).shard_info().items()):
+            recorded = (info.get("files") or {}).get("positions.parquet") or {}
+            digest.update(f"{shard_id}/positions.parquet {recorded.get('sha256')}".encode())
+        return digest.hexdigest()
     target = Path(path)
     files = sorted(target.glob("shards/*/positions.parquet")) if target.is_dir() else [target]
     for file in files:

@@ -17,9 +17,11 @@ publishes finished shards, passing every position, analysis and row along by ref
    repeat of a position reaches the worker that holds its answers. Actors restart and retry their
    part when a worker process or a node dies; every answer depends on the position alone, so a
    retried part, a restarted worker's empty table or another number of workers give the same rows.
-4. *Write* (a Ray task per shard, on the driver's node): the workers' rows back in input order, the
-   shard's Parquet files staged.
-5. *Publish* (driver, in shard order): one `os.rename` makes the staged shard part of the dataset.
+4. *Write* (a Ray task per shard, on any node that sees the dataset: every node for object storage
+   or a filesystem they share, else the driver's): the workers' rows back in input order, the
+   shard's Parquet files written and committed (`pipeline.dataset.store.commit_shard`: one rename on
+   disk, a record put last on object storage). The driver's node is not in the write path.
+5. *Collect* (driver, in shard order): each shard's small result, its counts added.
 
 An engine that cannot start stops the job with one line. Ctrl-C or SIGTERM stop the job cleanly:
 published shards stay, the rest is dropped, and the error says how to `--resume`.
@@ -28,16 +30,13 @@ published shards stay, the rest is dropped, and the error says how to `--resume`
 from __future__ import annotations
 
 import contextlib
-import os
-import platform
 import signal
 import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
-from importlib import metadata
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,14 +46,17 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from pipeline.common.cluster import StderrAside, start_ray, stop_ray
 from pipeline.common.progress import Progress
-from pipeline.dataset.lock import check_unlocked, output_lock
+from pipeline.common.storage import redact
+from pipeline.dataset.lease import Lease, check_free, dataset_lock
+from pipeline.dataset.objects import ObjectPath
 from pipeline.dataset.store import DatasetWriter, check_output
 from pipeline.engines.backends import check_backend
 from pipeline.human.models import resolve_model
 from pipeline.ingest.pins import input_pin
-from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url
+from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url, source_size
 from pipeline.mine.actors import GameRegistry, MiningWorker, PositionCounter, prepare, read, write
 from pipeline.mine.config import MineConfig, check_resume, human_evidence_digests, job_identity
+from pipeline.mine.counts import Counts, versions
 from pipeline.mine.duplicates import Ordinal, ordinal_of
 from pipeline.mine.feed import ShardFeed, resolved
 from pipeline.mine.progress import Status, show_status
@@ -67,6 +69,11 @@ from search.errors import DiffimaxError
 # object store holds; the driver holds only references).
 SHARDS_IN_FLIGHT_PER_WORKER = 2
 SHARDS_IN_FLIGHT_BASE = 2
+# Seconds the job waits at its start for all its analysis actors to be up before it starts with
+# those that are (the rest join as their nodes come: an autoscaler adds them); and how often it
+# looks for actors that came up since.
+WORKER_GRACE_SECONDS = 120.0
+READY_CHECK_SECONDS = 5.0
 # Times a shard's pipeline is submitted again after a system failure (a node gone with its
 # objects) before the job gives up; a worker or task that dies is retried by Ray itself first.
 SHARD_ATTEMPTS = 3
@@ -88,47 +95,6 @@ class _Terminated(BaseException):
     """SIGTERM, raised by the driver loop (like KeyboardInterrupt for SIGINT)."""
 
 
-@dataclass
-class Counts:
-    games_read: int = 0
-    games_written: int = 0
-    games_filtered: int = 0
-    games_error: int = 0
-    games_latin1: int = 0
-    positions: int = 0
-    positions_analysed: int = 0
-    positions_reused: int = 0
-    positions_error: int = 0
-    traps: int = 0
-    shards_committed: int = 0
-    shards_skipped: int = 0
-    games_filtered_by: dict[str, int] = field(default_factory=dict)
-    values_dropped: dict[str, int] = field(default_factory=dict)
-
-    def add(self, other: dict[str, Any]) -> None:
-        """Add a shard's counts (a mapping's counts by key, as `games_filtered_by`)."""
-        for name, value in other.items():
-            if not hasattr(self, name):
-                continue
-            mine = getattr(self, name)
-            if isinstance(mine, dict) and isinstance(value, dict):
-                for key, count in value.items():
-                    mine[key] = mine.get(key, 0) + count
-                setattr(self, name, dict(sorted(mine.items())))
-            elif isinstance(mine, int) and isinstance(value, int):
-                setattr(self, name, mine + value)
-
-
-def _versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for package in ("diffimax", "chess", "ray", "pyarrow", "duckdb"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = "unknown"
-    return versions
-
-
 def run(
     config: MineConfig,
     echo: Callable[[str], None] | None = None,
@@ -143,13 +109,17 @@ def run(
     (with --resume) mines damaged shards again; without it they stop a resumed run in one line."""
     # Everything that can be wrong with the request is found before anything is created.
     sources = expand_inputs(config.inputs)
-    check_unlocked(config.out)  # a job running there is the one thing to say about it
+    check_free(config.out)  # a job running there is the one thing to say about it
     check_output(config.out, resume=config.resume)
     engine_name = check_backend(config.engine)
     pins = [input_pin(source, config.url_timeout) for source in sources]  # what --resume must find unchanged
     identity = job_identity(config, sources, engine_name, human_evidence_digests(config.human), pins)
-    fresh = not Path(config.out).exists()
-    with output_lock(config.out):  # one job per output directory, for the whole job
+    fresh = isinstance(DatasetWriter(config.out).root, ObjectPath) or not Path(config.out).exists()
+    shown = progress or Progress(echo=echo)
+    with dataset_lock(config.out) as lease:  # one job per output, for the whole job
+        if lease is not None and not lease.conditional:
+            shown.echo(f"warning: the store of {redact(config.out)} ignores conditional puts: two jobs started "
+                       "at once on it could both run; a shard is still committed once")  # fmt: skip
         if config.resume:
             before = DatasetWriter(config.out).job() or {}
             check_resume(config.out, before.get("identity"), identity)
@@ -157,13 +127,19 @@ def run(
         else:
             store = DatasetWriter.create(config.out, {"identity": identity, "created": time.time()})
             store.created = fresh  # the lock made the directory: a failed first run removes it
-        return _run_job(config, store, identity, progress or Progress(echo=echo), verbose=verbose)
+        return _run_job(config, store, identity, shown, verbose=verbose, lease=lease)
 
 
 def _run_job(
-    config: MineConfig, store: DatasetWriter, identity: dict[str, Any], shown: Progress, *, verbose: bool
+    config: MineConfig,
+    store: DatasetWriter,
+    identity: dict[str, Any],
+    shown: Progress,
+    *,
+    verbose: bool,
+    lease: Lease | None = None,
 ) -> dict[str, Any]:
-    """The job on Ray, its output directory opened (and locked)."""
+    """The job on Ray, its output directory opened (and locked: `lease` on object storage)."""
     started = time.time()
     owns_ray = not ray.is_initialized()
     aside = StderrAside()
@@ -174,7 +150,7 @@ def _run_job(
             start_ray(config.address, verbose=verbose)
         stop = threading.Event()
         with _sigterm_stops(stop, aside):  # after ray.init, whose C++ core installs a SIGTERM handler of its own
-            job = MiningJob(config, store, identity, shown, started, stop)
+            job = MiningJob(config, store, identity, shown, started, stop, lease)
             try:
                 manifest = job.run()
                 shown.close()
@@ -244,6 +220,7 @@ class ShardRun:
     result: Any = None  # ShardResult, by reference
     attempts: int = 0
     counted: bool = False  # its counts were read for progress
+    write_inputs: tuple[Any, ...] = ()  # the write task's arguments after the root (a write submitted again)
 
 
 class MiningJob:
@@ -257,19 +234,27 @@ class MiningJob:
         progress: Progress,
         started: float,
         stop: threading.Event | None = None,
+        lease: Lease | None = None,
     ) -> None:
         self.config = config
         self.stop = stop or threading.Event()
+        self.lease = lease
         self.store = store
         self.identity = identity
         self.progress = progress
         self.started = started
         self.counts = Counts()
         self.committed = store.committed()
-        for info in store.shard_info().values():  # a resumed run counts what the published shards hold
+        # A resumed run counts what the committed shards hold; under --max-games each counts where
+        # it lies in the input order, as the feed passes it (committed shards need not be a prefix:
+        # writers commit in any order).
+        self.games_committed: dict[str, int] = {}
+        for shard_id, info in store.shard_info().items():
             self.counts.add(info.get("counts", {}))
+            self.games_committed[shard_id] = int(info.get("counts", {}).get("games_read", 0))
         self.counts.shards_skipped = len(self.committed)
-        self.limit_left = config.max_games - self.counts.games_read if config.max_games else None
+        self.limit_left = config.max_games if config.max_games else None
+        self.writer_nodes: dict[str, int] = {}  # shards committed per node that wrote them
         self.feed = ShardFeed(config)
         self.runs: deque[ShardRun] = deque()
         # Each unpublished shard's identity keys (by reference), and those of the last published
@@ -294,9 +279,11 @@ class MiningJob:
         config = self.config
         cluster_cpus: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
         self.workers = config.workers or max(1, int(cluster_cpus.get("CPU", 1)))
-        # The counter and the shard writers live on the driver's node: the counter goes only when
-        # the whole job goes, and the writers stage files where the driver publishes them.
+        # The counter lives on the driver's node: it goes only when the whole job goes. The writers
+        # run anywhere until one finds it does not see the dataset (a local directory the nodes do
+        # not share): from then on on the driver's node (`pin_writers`).
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        self.here = here
         counter_name = f"diffimax-positions-{uuid.uuid4().hex}"
         counter_class: Any = ray.remote(num_cpus=0)(PositionCounter)
         self.counter = counter_class.options(name=counter_name, scheduling_strategy=here).remote()
@@ -312,13 +299,36 @@ class MiningJob:
             )
             for _ in range(self.workers)
         ]  # fmt: skip
-        self.engine_info: dict[str, Any] = ray.get(self.actors[0].describe.remote())
+        # The job takes the workers as they come up: an actor without room waits for a node (and
+        # asks the autoscaler for one); each shard is split among the actors up at its submission.
+        self.starting: dict[Any, Any] = {actor.describe.remote(): actor for actor in self.actors}
+        self.ready: list[Any] = []
+        self.engine_info: dict[str, Any] = {}
+        self.checked = 0.0
+        self.take_ready(WORKER_GRACE_SECONDS)
         registry_class: Any = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)(GameRegistry)
-        self.registry = registry_class.options(scheduling_strategy=here).remote(str(self.store.root))
+        self.registry = registry_class.options(scheduling_strategy=here).remote(self.root_text())
         self.read_task: Any = ray.remote(num_cpus=0, max_retries=3)(read)
         self.prepare_task: Any = ray.remote(num_cpus=0, max_retries=3)(prepare)
-        self.write_task = ray.remote(num_cpus=0, max_retries=3)(write).options(scheduling_strategy=here)
-        self.window = SHARDS_IN_FLIGHT_BASE + SHARDS_IN_FLIGHT_PER_WORKER * self.workers
+        self.write_task: Any = ray.remote(num_cpus=0, max_retries=3)(write)
+        self.pinned = False
+
+    def take_ready(self, wait: float = 0.0) -> None:
+        """Move the actors that are up into `ready` (at most every READY_CHECK_SECONDS): first all of
+        them or `wait` seconds, whichever comes first, and at least one; an engine that cannot
+        start stops the job here, in one line."""
+        if not self.starting or (not wait and time.monotonic() - self.checked < READY_CHECK_SECONDS):
+            return
+        self.checked = time.monotonic()
+        pending = list(self.starting)
+        done, _ = ray.wait(pending, num_returns=len(pending), timeout=wait)
+        if not done and not self.ready:
+            done, _ = ray.wait(pending, num_returns=1)
+        for ref in done:
+            info = resolved(ref)
+            self.engine_info = self.engine_info or info
+            self.ready.append(self.starting.pop(ref))
+        self.window = SHARDS_IN_FLIGHT_BASE + SHARDS_IN_FLIGHT_PER_WORKER * len(self.ready)
 
     def stop_workers(self) -> None:
         """End the actors now (their engines with them), so nothing keeps running after the job."""
@@ -331,7 +341,7 @@ class MiningJob:
         """The shard's whole pipeline, submitted at once: read, the registry's claim (which games
         are duplicates), prepare, each worker's part, the write. Ray starts each step when its
         inputs exist; a worker runs its parts in submission order, which is shard order."""
-        partitions = len(self.actors)
+        partitions = len(self.ready)
         games, identities = self.read_task.options(num_returns=2).remote(
             run.shard, run.data, self.config.game_filter, self.limit_left
         )
@@ -343,10 +353,23 @@ class MiningJob:
             games, duplicates, partitions, self.config.pool
         )
         counts, tables, parts = refs[0], refs[1], refs[2:]
-        outcomes = [actor.analyse_part.remote(part) for actor, part in zip(self.actors, parts, strict=True)]
+        outcomes = [actor.analyse_part.remote(part) for actor, part in zip(self.ready, parts, strict=True)]
         run.counts = counts
-        run.result = self.write_task.remote(str(self.store.root), run.shard, counts, tables, *outcomes)
+        run.write_inputs = (run.shard, counts, tables, *outcomes)
+        self.submit_write(run)
         run.attempts += 1
+
+    def submit_write(self, run: ShardRun) -> None:
+        """The shard's write task: anywhere, or on the driver's node once a writer elsewhere did not
+        see the dataset (`pin_writers`)."""
+        # SPREAD: a write task asks for no CPU, so Ray would otherwise keep them all on the driver's node.
+        task = self.write_task.options(scheduling_strategy=self.here if self.pinned else "SPREAD")
+        run.result = task.remote(self.root_text(), self.store.token, *run.write_inputs)
+
+    def root_text(self) -> str:
+        """The dataset's root as the writers take it (a path, or the object URL with no credentials)."""
+        root = self.store.root
+        return root.url.url() if isinstance(root, ObjectPath) else str(root)
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -354,9 +377,12 @@ class MiningJob:
         while True:
             if self.stop.is_set():
                 raise _Terminated
+            if self.lease is not None and self.lease.lost is not None:
+                raise MiningStopped(f"stopped: {self.lease.lost}")
+            self.take_ready()
             self.fill()
             self.count()
-            self.publish()
+            self.collect()
             self.show()
             if self.finished():
                 if self.broken is not None:
@@ -400,6 +426,8 @@ class MiningJob:
                 self.feed.exhausted = True
                 return
             if shard.shard_id in self.committed:
+                if self.limit_left is not None:
+                    self.limit_left -= self.games_committed.get(shard.shard_id, 0)
                 continue
             run = ShardRun(shard, data)
             self.submit(run)
@@ -421,8 +449,8 @@ class MiningJob:
             if self.limit_left is not None:
                 self.limit_left -= counts.games_read
 
-    def publish(self) -> None:
-        """Publish the finished shards, in input order."""
+    def collect(self) -> None:
+        """Take the results of the finished shards, in input order: each writer committed its own."""
         while self.runs:
             run = self.runs[0]
             ready, _ = ray.wait([run.result], timeout=0)
@@ -433,7 +461,11 @@ class MiningJob:
                 return  # resubmitted
             if result.fatal is not None:
                 raise MiningStopped(f"stopped: {result.fatal}")
-            self.store.publish(run.shard.shard_id, str(result.staged))
+            if result.misplaced:  # that node does not see the dataset: writers on the driver's node
+                self.pinned = True
+                self.submit_write(run)
+                return
+            self.writer_nodes[result.node] = self.writer_nodes.get(result.node, 0) + 1
             self.runs.popleft()
             self.published.append(ordinal_of(run.shard.source_index, run.shard.index))
             while len(self.published) > self.window:
@@ -496,9 +528,14 @@ class MiningJob:
     def table_stats(self) -> list[dict[str, int]]:
         """Each worker's table: entries, bytes, hits, misses, evictions (since its last start)."""
         try:
-            return list(ray.get([actor.table_stats.remote() for actor in self.actors], timeout=30))
+            return list(ray.get([actor.table_stats.remote() for actor in self.ready], timeout=30))
         except (ray.exceptions.RayError, TimeoutError):
             return []
+
+    def writers(self) -> dict[str, Any]:
+        """Where the shards of this run were written: how many nodes, the shards each committed."""
+        nodes = dict(sorted(self.writer_nodes.items()))
+        return {"nodes": len(nodes), "shards_by_node": nodes, "pinned_to_driver": self.pinned}
 
     def write_manifest(self) -> dict[str, Any]:
         config = self.config
@@ -519,8 +556,10 @@ class MiningJob:
             "engine": self.engine_info,
             "engine_options": asdict(config.engine_options),
             "workers": self.workers,
+            "workers_up": len(self.ready),
             "tables": {"table_mb": config.table_mb, "workers": self.table_stats()},
-            "versions": _versions(),
+            "writers": self.writers(),
+            "versions": versions(),
             "started": self.started,
             "finished": time.time(),
             "wall_seconds": time.time() - self.started,
@@ -535,12 +574,12 @@ class MiningJob:
 
 
 def _total_bytes(inputs: tuple[str, ...]) -> int | None:
-    """Bytes to read when every input is a plain local .pgn (the ETA needs them); else None."""
+    """Bytes to read when every input is a plain .pgn file or object (the ETA needs them); else None."""
     total = 0
     for item in expand_inputs(inputs):
         if is_stream(item):
             return None
-        total += os.path.getsize(item)
+        total += source_size(item)
     return total or None
 
 

@@ -30,7 +30,7 @@ from typing import Final
 
 import numpy as np
 
-from pipeline.dataset.integrity import SHARD_MARKER, read_json, read_verified
+from pipeline.dataset.integrity import SHARD_MARKER, files_dir, read_json, read_verified
 from pipeline.dataset.store import DatasetReader
 from pipeline.ingest.headers import identity_keys
 
@@ -133,7 +133,8 @@ class SeenGames:
             ordinal = info.get("ordinal") if isinstance(info, dict) else None
             if not isinstance(ordinal, int) or ordinal in self.answers:
                 continue
-            table = read_verified(reader.shards / shard_id / "games.parquet", ["game_id", "link", "digest"])
+            where = files_dir(reader.shards / shard_id, info)  # on object storage, the attempt its record names
+            table = read_verified(where / "games.parquet", ["game_id", "link", "digest"])
             rows = zip(*(table.column(name).to_pylist() for name in ("game_id", "link", "digest")), strict=True)
             keys = [key for game_id, link, digest in rows for key in identity_keys(game_id, link, digest)]
             self.keys.add(np.array(keys, dtype=np.int64), ordinal)

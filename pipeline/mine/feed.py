@@ -1,5 +1,6 @@
-"""The shards a mining job reads, in input order, without the driver touching their bytes (the
-driver's `ShardFeed`), and the one way the driver reads a task's small result (`resolved`)."""
+"""The shards of a mining job in input order, as the driver takes them (`ShardFeed`): a plain file
+or object cut into byte ranges by arithmetic, a compressed one or a URL read by a stream-reader task
+whose shards arrive as objects, never through the driver's hands."""
 
 from __future__ import annotations
 
@@ -83,3 +84,6 @@ def resolved(ref: Any) -> Any:
         if isinstance(error.cause, DiffimaxError):
             raise error.cause from None
         raise
+
+
+__all__ = ["STREAM_LOOKAHEAD", "ShardFeed", "resolved"]

@@ -2,7 +2,7 @@
 `split_shard` takes out the duplicates (which the job's registry names, `pipeline.mine.duplicates`)
 and makes the rest into tables and into the occurrences each worker owns (`prepare_shard` does
 both, for one shard on its own), `write_shard` puts the workers' rows back in the input order and
-stages the shard's Parquet files. The Ray tasks in `pipeline.mine.actors` wrap them;
+commits the shard's Parquet files. The Ray tasks in `pipeline.mine.actors` wrap them;
 the driver only passes their results along by reference.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.dataset.store import stage_shard, table_of
+from pipeline.dataset.store import commit_shard, table_of
 from pipeline.human.context import Pool
 from pipeline.ingest.games import Failed, Selected, read_games
 from pipeline.ingest.headers import GameFilter, identity_keys
@@ -144,30 +144,35 @@ def prepare_shard(
 
 @dataclass(frozen=True)
 class ShardResult:
-    """What the writer of one shard returns to the driver: where its files wait to be published,
-    its counts (as `_shard.json` records them), and what its analysis cost."""
+    """What the writer of one shard returns to the driver: whether this attempt committed it (else
+    another did, with the same rows), its counts (as `_shard.json` records them), and what its
+    analysis cost."""
 
     shard_id: str
-    staged: str | None
+    committed: bool
     counts: dict[str, Any]  # ints, and the by-rule and by-kind counts as mappings
     analysis_seconds: float = 0.0
     engine_seconds: float = 0.0
     engine_calls: int = 0
     fatal: str | None = None
+    misplaced: bool = False
+    """The writer's node does not see the dataset: nothing written (`pipeline.mine.actors.write`)."""
+    node: str = ""
+    """The node that wrote it."""
 
 
 def write_shard(
     root: str, shard: Shard, counts: ShardCounts, tables: ShardTables, parts: Sequence[PartOutcome]
 ) -> ShardResult:
-    """Put the workers' rows of one shard back in input order and stage its Parquet files under
-    `root` (published by the driver, `DatasetWriter.publish`); nothing is staged if a worker could
-    not analyse at all (`fatal`)."""
+    """Put the workers' rows of one shard back in input order and commit its Parquet files to the
+    dataset at `root` (`commit_shard`: a path or an object URL); nothing is written if a worker
+    could not analyse at all (`fatal`)."""
     fatal = next((part.fatal for part in parts if part.fatal is not None), None)
     analysis = sum(part.seconds for part in parts)
     engine = sum(part.engine_seconds for part in parts)
     calls = sum(part.engine_calls for part in parts)
     if fatal is not None:
-        return ShardResult(shard.shard_id, None, {}, analysis, engine, calls, fatal)
+        return ShardResult(shard.shard_id, False, {}, analysis, engine, calls, fatal)
     responses = played_from_next(in_order([(part.responses, part.response_seq) for part in parts], "responses"))
     traps = in_order([(part.traps, part.trap_seq) for part in parts], "traps")
     failures = sorted(failure for part in parts for failure in part.failures)
@@ -193,14 +198,14 @@ def write_shard(
         "positions_error": len(failures),
         "traps": traps.num_rows,
     }
-    staged = stage_shard(
+    committed = commit_shard(
         root,
         shard.shard_id,
         {"games": [tables.games], "positions": [tables.positions], "responses": [responses], "traps": [traps],
          "errors": errors},
         {"shard_id": shard.shard_id, "source": shard.source, "ordinal": tables.ordinal, "counts": shard_counts},
     )  # fmt: skip
-    return ShardResult(shard.shard_id, str(staged), shard_counts, analysis, engine, calls)
+    return ShardResult(shard.shard_id, committed, shard_counts, analysis, engine, calls)
 
 
 # The columns of a responses row that say how the played move did.

@@ -34,10 +34,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.dataset.integrity import check_dataset, file_record, verify_dataset
+from pipeline.dataset.integrity import check_dataset, file_record
 from pipeline.dataset.lock import output_lock
 from pipeline.dataset.queries import run_query
 from pipeline.dataset.store import DatasetWriter
+from pipeline.dataset.verify import verify_dataset
 from search.errors import DiffimaxError
 from tests.conftest import GAMES, run_cli
 from tests.mining_helpers import SERVED, assert_same_rows

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.dataset.integrity import DamagedDatasetError, verify_dataset
+from pipeline.dataset.integrity import DamagedDatasetError
 from pipeline.dataset.queries import run_query
+from pipeline.dataset.verify import verify_dataset
 from pipeline.human.corpus import Corpus
 from search.errors import DiffimaxError
 from tests.conftest import GAMES, run_cli

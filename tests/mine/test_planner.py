@@ -14,10 +14,12 @@ from pipeline.mine.config import MineConfig
 from pipeline.mine.plan import (
     DRIVER_SECONDS_PER_SHARD,
     DRIVER_SECONDS_PER_WORKER_CALL,
+    DRIVER_SHARE,
     MIN_TIMED_GAMES,
     REUSE_MIN_GAMES,
     SAMPLE_BLOCK_GAMES,
     ReuseFit,
+    ShardCut,
     SourceCount,
     WallModel,
     choose_blocks,
@@ -181,17 +183,16 @@ def test_the_weighted_mean_and_its_interval() -> None:
 
 
 def test_the_wall_is_start_up_plus_the_larger_of_the_shared_and_the_serial_work_plus_the_last_unit() -> None:
-    model = WallModel(startup=10.0, workers=4, ingest=40.0, driver=1.0, writer=8.0, head_cores=2, reader=3.0,
-                      last_unit=0.5)  # fmt: skip
-    assert model.wall(360.0) == pytest.approx(10.0 + 400.0 / 4 + 0.5)
-    assert model.wall(0.0) == pytest.approx(10.0 + 10.0 + 0.5)  # the shared work (ingest) still bounds it
-    serial = WallModel(10.0, 4, 0.0, 1.0, 8.0, 2, 3.0, 0.5)
-    assert serial.wall(0.0) == pytest.approx(10.0 + 4.0 + 0.5)  # the writers: 8 s over 2 cores
+    model = WallModel(startup=10.0, workers=4, ingest=40.0, driver=1.0, writer=8.0, reader=3.0, last_unit=0.5)
+    assert model.wall(352.0) == pytest.approx(10.0 + 400.0 / 4 + 0.5)  # the writers share the workers' cores
+    assert model.wall(0.0) == pytest.approx(10.0 + 12.0 + 0.5)  # the shared work (ingest, writers) still bounds it
+    serial = WallModel(10.0, 4, 0.0, 1.0, 8.0, 30.0, 0.5)
+    assert serial.wall(0.0) == pytest.approx(10.0 + 30.0 + 0.5)  # the stream's reader
     walls = [model.wall(seconds) for seconds in (0.0, 10.0, 100.0, 1000.0)]
     assert walls == sorted(walls)
-    more = [WallModel(10.0, n, 40.0, 1.0, 8.0, 2, 3.0, 0.5).wall(1000.0) for n in (1, 2, 8, 64, 1024)]
+    more = [WallModel(10.0, n, 40.0, 1.0, 8.0, 3.0, 0.5).wall(1000.0) for n in (1, 2, 8, 64, 1024)]
     assert more == sorted(more, reverse=True)
-    assert more[-1] == pytest.approx(10.0 + 4.0 + 0.5)  # many workers: the serial work is the floor
+    assert more[-1] == pytest.approx(10.0 + 3.0 + 0.5)  # many workers: the serial work is the floor
 
 
 def test_the_driver_costs_a_fixed_part_and_a_call_per_worker_per_shard() -> None:
@@ -201,46 +202,56 @@ def test_the_driver_costs_a_fixed_part_and_a_call_per_worker_per_shard() -> None
     )
 
 
-def test_few_workers_are_bound_by_the_engine() -> None:
-    row = scale_to(100, 1000.0, 10, 5000.0, 4.0, 2, 1.0, startup=10.0, last_unit=0.5)
+def test_few_workers_are_bound_by_the_engine_at_the_jobs_own_shard_size() -> None:
+    cut = ShardCut(range_shards=0, compressed_games=5000.0, shard_games=500, max_shard_games=40_000)
+    row = scale_to(100, 1000.0, cut, 400.0, 1.0, startup=10.0, last_unit=0.5)
     assert row.bound == "engine"
+    assert (row.shard_games, row.shards, row.capped) == (500, 10, False)
     assert row.engine_seconds == pytest.approx(10.0)
+    assert row.writer_seconds == pytest.approx(4.0)  # spread over the workers, like the engine
     assert row.driver_seconds == pytest.approx(driver_seconds(10, 100))
-    assert row.writer_seconds == pytest.approx(2.0)
     assert row.reader_seconds == 1.0
-    assert row.wall_seconds == pytest.approx(10.0 + 10.0 + 0.5)
-    assert row.shard_games_for_driver is None
+    assert row.wall_seconds == pytest.approx(10.0 + 14.0 + 0.5)
+    assert sum(row.shares().values()) == pytest.approx((14.0 + row.driver_seconds + 1.0) / row.wall_seconds)
 
 
-def test_many_workers_are_bound_by_the_driver_which_names_the_shard_size_that_frees_it() -> None:
-    games = 5000.0
-    row = scale_to(10_000, 1234.0, 10, games, 4.0, 2, 1.0, startup=0.0, last_unit=0.0)
-    assert row.bound == "driver"
-    assert row.wall_seconds == pytest.approx(row.driver_seconds)
-    suggested = row.shard_games_for_driver
-    assert suggested is not None
-    per_shard = DRIVER_SECONDS_PER_SHARD + DRIVER_SECONDS_PER_WORKER_CALL * 10_000
-    assert games / suggested * per_shard <= row.engine_seconds * (1 + 1e-9)
-    assert games / (suggested - 1) * per_shard > row.engine_seconds
+def test_many_workers_get_the_shard_size_that_keeps_the_driver_under_its_share() -> None:
+    games = 9e7
+    cut = ShardCut(range_shards=0, compressed_games=games, shard_games=500, max_shard_games=10**9)
+    core_seconds = 1.6e9  # ~450,000 core-hours
+    for workers in (1_000, 10_000, 12_000):
+        row = scale_to(workers, core_seconds, cut, 0.0, 1.0, startup=0.0, last_unit=0.0)
+        assert row.bound == "engine" and not row.capped
+        assert row.driver_seconds <= DRIVER_SHARE * row.engine_seconds * (1 + 1e-9)
+        assert row.shard_games >= 500
+        if row.shard_games > 500:  # the smallest that does: one game fewer would not
+            fewer = driver_seconds(cut.shards(row.shard_games - 1), workers)
+            assert fewer > DRIVER_SHARE * row.engine_seconds
 
 
-@pytest.mark.parametrize(("writer", "reader", "bound"), [(1e6, 1.0, "writer"), (1.0, 1e6, "reader")])
-def test_the_serial_writers_or_reader_can_bound_the_job(writer: float, reader: float, bound: str) -> None:
-    row = scale_to(100, 1000.0, 10, 5000.0, writer, 2, reader, startup=0.0, last_unit=0.0)
-    assert row.bound == bound
-    assert row.shard_games_for_driver is None
-    parts = (row.engine_seconds, row.driver_seconds, row.writer_seconds, row.reader_seconds)
+def test_a_shard_size_past_what_a_stream_shard_holds_is_capped_and_said() -> None:
+    cut = ShardCut(range_shards=0, compressed_games=9e7, shard_games=500, max_shard_games=2_000)
+    row = scale_to(12_000, 1.6e9, cut, 0.0, 1.0, startup=0.0, last_unit=0.0)
+    assert row.capped and row.shard_games == 2_000
+    assert row.driver_seconds > DRIVER_SHARE * row.engine_seconds
+
+
+def test_the_serial_reader_can_bound_the_job() -> None:
+    cut = ShardCut(0, 5000.0, 500, 40_000)
+    row = scale_to(100, 1000.0, cut, 1.0, 1e6, startup=0.0, last_unit=0.0)
+    assert row.bound == "reader"
+    parts = (row.engine_seconds + row.writer_seconds, row.driver_seconds, row.reader_seconds)
     assert row.wall_seconds == pytest.approx(max(parts))
 
 
-def test_more_workers_shrink_the_engine_share_and_grow_the_drivers() -> None:
-    rows = [scale_to(n, 1e6, 100, 50_000.0, 10.0, 2, 1.0, 10.0, 0.5) for n in (1, 10, 100, 1_000, 10_000)]
+def test_more_workers_shrink_the_engine_share() -> None:
+    cut = ShardCut(0, 50_000.0, 500, 40_000)
+    rows = [scale_to(n, 1e6, cut, 10.0, 1.0, 10.0, 0.5) for n in (1, 10, 100, 1_000, 10_000)]
     engine = [row.engine_seconds for row in rows]
-    driver = [row.driver_seconds for row in rows]
     assert engine == sorted(engine, reverse=True)
-    assert driver == sorted(driver)
     assert all(
-        row.wall_seconds == pytest.approx(10.0 + 0.5 + max(row.engine_seconds, row.driver_seconds, 5.0, 1.0))
+        row.wall_seconds
+        == pytest.approx(10.0 + 0.5 + max(row.engine_seconds + row.writer_seconds, row.driver_seconds, 1.0))
         for row in rows
     )
 

@@ -20,8 +20,8 @@ import pytest
 from pipeline.dataset.sql import query
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.evaluate.known_traps import load_known_traps
-from pipeline.ingest.headers import GameFilter
 from pipeline.human.models import load_move_model
+from pipeline.ingest.headers import GameFilter
 from pipeline.mine.work import HumanEvidence
 from pipeline.outputs.repertoire.pgn import main_lines
 from pipeline.outputs.repertoire.write import HTML_FILE, PGN_FILE, write_repertoire

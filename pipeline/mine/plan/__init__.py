@@ -29,10 +29,13 @@ The method (docs/mining.md, "Planning a job"):
    pays that once per job) and is not counted.
 5. *Combine.* Analysed positions x seconds per position is the engine time; core-hours multiply it
    by the engine's threads. The wall time for N workers adds the pipeline's own work, measured
-   here too: the parse of every game (ingest tasks share the workers' cores), the driver's cut of
-   compressed streams into shards and its commit of every shard (the real `write_shard` into a
-   scratch dataset, on a shard of sampled positions): wall = start-up + max(all core-seconds / N,
-   the driver's serial seconds) + the last unit (one game's positions on one worker).
+   here too: the parse of every game (ingest tasks share the workers' cores), the stream reader's
+   cut of compressed streams into shards, the shard writers (the real `write_shard` into a scratch
+   dataset, on a shard of sampled positions; they run on any node and share the workers' cores),
+   and the driver's submissions: wall = start-up + max(all core-seconds / N, the driver's and the
+   reader's serial seconds) + the last unit (one game's positions on one worker). The --shard-games
+   planned for is the job's, or, where the driver would take more than `DRIVER_SHARE` of the wall
+   on N workers, the smallest that keeps it within (at most what a stream shard can hold).
 
 The modules, one step each: `count` (step 1), `sample` (step 2, and the units step 4 times),
 `reuse` (Heaps' law, step 3), `estimate` (steps 1-3's figures and intervals), `measure` (step 4's
@@ -63,8 +66,10 @@ from pipeline.mine.plan.sample import SAMPLE_BLOCK_GAMES, choose_blocks, draw_un
 from pipeline.mine.plan.walltime import (
     DRIVER_SECONDS_PER_SHARD,
     DRIVER_SECONDS_PER_WORKER_CALL,
+    DRIVER_SHARE,
     RAY_START_SECONDS,
     SCALING_WORKERS,
+    ShardCut,
     WallModel,
     count_shards,
     driver_seconds,
@@ -77,6 +82,7 @@ __all__ = [
     "COUNT_EXACT_BYTES",
     "DRIVER_SECONDS_PER_SHARD",
     "DRIVER_SECONDS_PER_WORKER_CALL",
+    "DRIVER_SHARE",
     "MIN_TIMED_GAMES",
     "PREFIX_BYTES",
     "RAY_START_SECONDS",
@@ -94,6 +100,7 @@ __all__ = [
     "PlanSample",
     "ReuseFit",
     "Scaling",
+    "ShardCut",
     "SourceCount",
     "TimedPosition",
     "WallModel",

@@ -5,11 +5,11 @@ from __future__ import annotations
 import bz2
 import contextlib
 import gzip
-import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import BinaryIO, cast
 
-from pipeline.ingest.sources import NEWLINE_GAME_START, compression_of, count_games, is_url
+from pipeline.common.storage import is_object_url, redact
+from pipeline.ingest.sources import NEWLINE_GAME_START, compression_of, count_games, is_url, open_object, source_size
 from pipeline.ingest.streams import READ_BLOCK, ZstdStream
 from pipeline.mine.plan.records import PlanError, SourceCount
 
@@ -39,9 +39,9 @@ class _CountingReader:
 
 @contextlib.contextmanager
 def _decompressed(path: str) -> Iterator[tuple[BinaryIO, _CountingReader]]:
-    """The decompressed stream of a local source, and the counter of its bytes on disk."""
+    """The decompressed stream of a local source or an object, and the counter of its bytes on disk."""
     compression = compression_of(path)
-    with open(path, "rb") as handle:
+    with open_object(path) if is_object_url(path) else open(path, "rb") as handle:
         raw = _CountingReader(cast(BinaryIO, handle))
         stream: BinaryIO
         if compression == "zstd":
@@ -78,8 +78,10 @@ def count_sources(sources: Sequence[str], max_games: int | None, echo: Callable[
     left = max_games
     for source in sources:
         if is_url(source):
-            raise PlanError(f"cannot plan {source!r}: plan reads local files (download it, or plan on a local copy)")
-        size = os.path.getsize(source)
+            raise PlanError(
+                f"cannot plan {redact(source)!r}: plan reads files and objects (download it, or plan on a copy)"
+            )
+        size = source_size(source)
         compressed = compression_of(source) != "none"
         if left is not None and left <= 0:
             counts.append(SourceCount(source, size, 0, True, 0, 0, compressed))
@@ -91,7 +93,8 @@ def count_sources(sources: Sequence[str], max_games: int | None, echo: Callable[
             in_prefix, read = prefix_games(source)
             games = round(in_prefix * size / max(1, read))
             counted, sampleable = False, in_prefix
-            echo(f"plan: {source}: {size / 1e9:.1f} GB, ~{games:,} games (estimated from its first {read >> 20} MiB)")
+            echo(f"plan: {redact(source)}: {size / 1e9:.1f} GB, ~{games:,} games (estimated from its first "
+                 f"{read >> 20} MiB)")  # fmt: skip
         games_read = games if left is None else min(games, left)
         if left is not None:
             left -= games_read

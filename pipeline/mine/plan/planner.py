@@ -13,7 +13,7 @@ from typing import Any
 from pipeline.common.progress import Progress
 from pipeline.engines.backends import EMBEDDED, check_backend, effective_engine_options
 from pipeline.ingest.games import Selected
-from pipeline.ingest.sources import expand_inputs
+from pipeline.ingest.sources import STREAM_SHARD_MAX_BYTES, expand_inputs
 from pipeline.mine.config import MineConfig
 from pipeline.mine.occurrences import Occurrence
 from pipeline.mine.plan.count import count_sources
@@ -34,6 +34,7 @@ from pipeline.mine.plan.walltime import (
     DRIVER_SECONDS_PER_WORKER_CALL,
     RAY_START_SECONDS,
     SCALING_WORKERS,
+    ShardCut,
     WallModel,
     count_shards,
     driver_seconds,
@@ -219,6 +220,7 @@ class _Costs:
     cut_per_game: float
     probe_positions: int
     probe_seconds: float
+    shard_games: int
 
 
 def _engine_figures(distinct: float, rates: _Rates) -> tuple[Figure, Figure, Figure]:
@@ -239,7 +241,7 @@ def _costs(
     config: MineConfig, read: _Input, figures: CountFigures, timings: _Timings, rates: _Rates, worker_n: int
 ) -> _Costs:
     """Step 5: the pipeline's own work (parse in prepare tasks, the stream reader's cut, the shard
-    writers on the driver's node, the driver's submissions), and the wall."""
+    writers on any node, the driver's submissions), and the wall."""
     sample = read.sample
     distinct = figures.analysed.value
     engine_seconds, core_hours, analysis_seconds = _engine_figures(distinct, rates)
@@ -247,37 +249,45 @@ def _costs(
     cut_per_game = sample.cut_seconds / sample.cut_games if sample.cut_games else 0.0
     ingest = Figure(read.read * parse_per_game, "games read x parse seconds per game (measured here)")
     shards, compressed_games = count_shards(config, read.counts, read.read / max(1, read.counted_games))
+    cut = ShardCut(shards - math.ceil(compressed_games / config.shard_games) if compressed_games else shards,
+                   compressed_games, config.shard_games, _max_shard_games(read))  # fmt: skip
     per_shard = figures.positions.value / shards
     probe_positions, probe_seconds = time_commit(
         timings.games, timings.results, min(COMMIT_PROBE_POSITIONS, max(1, round(per_shard)))
     )
     writer_total = shards * probe_seconds * per_shard / probe_positions if probe_positions else 0.0
     reader_total = compressed_games * cut_per_game  # one source at a time, each read once, in order
-    driver = Figure(driver_seconds(shards, worker_n),
-                    f"shards x ({DRIVER_SECONDS_PER_SHARD * 1000:g} ms + {DRIVER_SECONDS_PER_WORKER_CALL * 1000:g} ms "
-                    "per worker), measured once on this machine")  # fmt: skip
     startup = (0.0 if config.address else RAY_START_SECONDS) + timings.worker_start
+    replay = rates.worker_per_position - rates.per_position.value  # per position, outside the engine
+    cluster_seconds = distinct * (rates.cpu_mean / rates.threads + replay) + ingest.value  # a core per worker
+    here = scale_to(worker_n, cluster_seconds, cut, writer_total, reader_total, 0.0, 0.0)
+    picked = "" if here.shard_games == config.shard_games else f" (--shard-games {here.shard_games:,}, picked)"
+    how = (f"{here.shards:,} shards{picked} x ({DRIVER_SECONDS_PER_SHARD * 1000:g} ms + "
+           f"{DRIVER_SECONDS_PER_WORKER_CALL * 1000:g} ms per worker), measured once on this machine")  # fmt: skip
+    driver = Figure(driver_seconds(here.shards, worker_n), how)
     # The last unit: one game's new positions, on one worker.
     last_unit = rates.worker_per_position * distinct / max(1.0, figures.games_kept.value)
-    model = WallModel(startup, worker_n, ingest.value, driver.value, writer_total, os.cpu_count() or 1, reader_total,
-                      last_unit)  # fmt: skip
-    engine_mean = rates.per_position.value
-    replay = rates.worker_per_position - engine_mean  # per position, outside the engine
+    model = WallModel(startup, worker_n, ingest.value, driver.value, writer_total, reader_total, last_unit)
     wall_seconds = Figure(
         model.wall(analysis_seconds.value),
-        f"start-up {startup:.1f} s + max(core-seconds / {worker_n} workers, the driver's, the writers' "
-        f"({model.head_cores} cores) and the stream reader's seconds) + the last unit {last_unit:.1f} s",
+        f"start-up {startup:.1f} s + max((analysis + parse + shard writers) core-seconds / {worker_n} workers, "
+        f"the driver's and the stream reader's seconds) + the last unit {last_unit:.1f} s",
         None if rates.per_position.low is None else model.wall(distinct * (rates.per_position.low + replay)),
         None if rates.per_position.high is None else model.wall(distinct * (rates.per_position.high + replay)),
     )
-    cluster_seconds = distinct * (rates.cpu_mean / rates.threads + replay) + ingest.value  # a core per worker
-    games = max(1.0, read.read)
     scaling = tuple(
-        scale_to(n, cluster_seconds, shards, games, writer_total, model.head_cores, reader_total, startup, last_unit)
-        for n in SCALING_WORKERS
+        scale_to(n, cluster_seconds, cut, writer_total, reader_total, startup, last_unit)
+        for n in sorted({*SCALING_WORKERS, worker_n})
     )
-    return _Costs(engine_seconds, core_hours, analysis_seconds, ingest, driver, wall_seconds, shards, scaling,
-                  parse_per_game, cut_per_game, probe_positions, probe_seconds)  # fmt: skip
+    return _Costs(engine_seconds, core_hours, analysis_seconds, ingest, driver, wall_seconds, here.shards, scaling,
+                  parse_per_game, cut_per_game, probe_positions, probe_seconds, here.shard_games)  # fmt: skip
+
+
+def _max_shard_games(read: _Input) -> int:
+    """The most games a stream shard holds: STREAM_SHARD_MAX_BYTES of games as long as the sample's."""
+    games = sum(limit for _, limit in read.sample.blocks)
+    size = sum(shard.end - shard.start for shard, _ in read.sample.blocks)
+    return max(1, int(STREAM_SHARD_MAX_BYTES / max(1.0, size / max(1, games))))
 
 
 def _assumptions(
@@ -393,6 +403,7 @@ def plan(
         driver_seconds=costs.driver,
         wall_seconds=costs.wall_seconds,
         shards=costs.shards,
+        shard_games=costs.shard_games,
         scaling=costs.scaling,
         sample=_sample_record(read, figures, timings, costs, seed),
         planning_seconds=time.perf_counter() - began,

@@ -135,19 +135,30 @@ class PlanSample:
 
 @dataclass(frozen=True)
 class Scaling:
-    """The job's wall time with `workers` workers (a core each), and what bounds it."""
+    """The job's wall time with `workers` workers (a core each), each part's seconds, and what bounds it."""
 
     workers: int
     wall_seconds: float
     bound: str
-    """engine (the analysis over the workers), driver (its serial submissions and publications),
-    writer (the shard writers on the driver's node) or reader (a stream's serial decompression)."""
+    """engine (the analysis and the shard writers, spread over the workers), driver (its serial
+    submissions) or reader (a compressed stream's serial decompression)."""
     engine_seconds: float
     driver_seconds: float
     writer_seconds: float
+    """The shard writers' share: their core-seconds spread over the workers' cores."""
     reader_seconds: float
-    shard_games_for_driver: int | None
-    """Games per shard at which the driver would no longer be the bound (None: it is not)."""
+    shard_games: int
+    """The --shard-games planned for: the job's own, or the one that keeps the driver within
+    `DRIVER_SHARE` of the wall (`pipeline.mine.plan.walltime.ShardCut.pick`)."""
+    shards: int
+    capped: bool
+    """The pick needed more games per shard than a stream shard can hold: the driver's share is over."""
+
+    def shares(self) -> dict[str, float]:
+        """Each part's seconds as a share of the wall."""
+        wall = max(self.wall_seconds, 1e-9)
+        return {"engine": self.engine_seconds / wall, "writers": self.writer_seconds / wall,
+                "driver": self.driver_seconds / wall, "reader": self.reader_seconds / wall}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -200,6 +211,8 @@ class Plan:
     wall_seconds: Figure
     """Wall time of the job for `workers` workers."""
     shards: int
+    shard_games: int
+    """The --shard-games planned for: the job's, or the one picked so that the driver does not bound it."""
     """Shards the job will commit."""
     scaling: tuple[Scaling, ...]
     """The wall time at SCALING_WORKERS workers, each bound named."""

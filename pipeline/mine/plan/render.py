@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from pipeline.mine.plan.estimate import MIN_TIMED_GAMES
-from pipeline.mine.plan.records import Figure, Plan
+from pipeline.mine.plan.records import Figure, Plan, Scaling
 
 
 def _duration(seconds: float) -> str:
@@ -37,6 +37,21 @@ def _count(value: float) -> str:
 
 def _hours(value: float) -> str:
     return f"{value:,.2f}" if value < 100 else f"{value:,.0f}"
+
+
+def _scaling_line(row: Scaling) -> str:
+    """One worker count's wall, what bounds it, and every part with its share of the wall."""
+    shares = row.shares()
+    parts = ", ".join(
+        f"{name} {_duration(seconds)} ({100 * shares[name]:.1f} %)"
+        for name, seconds in (("engine", row.engine_seconds), ("writers", row.writer_seconds),
+                              ("driver", row.driver_seconds), ("reader", row.reader_seconds))
+    )  # fmt: skip
+    cap = "; more games per shard than a stream shard holds would be needed" if row.capped else ""
+    return (
+        f"  {row.workers:>6,} workers: {_duration(row.wall_seconds)}, bound by the {row.bound}, --shard-games "
+        f"{row.shard_games:,} ({row.shards:,} shards): {parts}{cap}"
+    )
 
 
 def plan_text(plan: Plan) -> str:
@@ -71,19 +86,10 @@ def plan_text(plan: Plan) -> str:
         f"engine time:         {_range(plan.engine_seconds, _duration, few)}",
         f"engine core-hours:   {_range(plan.engine_core_hours, _hours, few)}",
         f"pipeline:            ingest {_duration(plan.ingest_seconds.value)} of cores, driver "
-        f"{_duration(plan.driver_seconds.value)} serial ({plan.shards:,} shard{'s' if plan.shards != 1 else ''})",
+        f"{_duration(plan.driver_seconds.value)} serial ({plan.shards:,} shard{'s' if plan.shards != 1 else ''} "
+        f"of --shard-games {plan.shard_games:,})",
         f"wall time:           {_range(plan.wall_seconds, _duration, few)} with {plan.workers} workers",
-        *(
-            f"  {row.workers:>6,} workers: {_duration(row.wall_seconds)}, bound by the {row.bound} (engine "
-            f"{_duration(row.engine_seconds)}, driver {_duration(row.driver_seconds)}, writers "
-            f"{_duration(row.writer_seconds)}, reader {_duration(row.reader_seconds)})"
-            + (
-                f"; the driver stops bounding it at --shard-games {row.shard_games_for_driver:,}"
-                if row.shard_games_for_driver
-                else ""
-            )
-            for row in plan.scaling
-        ),
+        *(_scaling_line(row) for row in plan.scaling),
         f"sample:              {sample.games_read:,} games in {sample.blocks} blocks"
         f"{' (the whole job)' if sample.whole_job else ''}, {sample.positions:,} positions, {sample.distinct:,} "
         f"distinct; warm-up {sample.warmup_seconds:.2f} s, worker start {sample.worker_start_seconds:.2f} s",

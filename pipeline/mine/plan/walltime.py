@@ -22,8 +22,11 @@ RAY_START_SECONDS = 10.0
 # starts no Ray, so these are assumed, not measured per plan.
 DRIVER_SECONDS_PER_SHARD = 0.005
 DRIVER_SECONDS_PER_WORKER_CALL = 0.0009
-# Worker counts the scaling table of a plan shows.
-SCALING_WORKERS = (100, 1_000, 10_000)
+# Worker counts the scaling table of a plan shows (issue 31: a month at 1,000 to 12,000 cores).
+SCALING_WORKERS = (1_000, 10_000, 12_000)
+# The share of the analysis's wall the driver's serial seconds may take: the plan picks the
+# --shard-games that keeps it under this, so that the driver never bounds the job.
+DRIVER_SHARE = 0.10
 
 
 def worker_count(config: MineConfig, workers: int | None) -> tuple[int, str]:
@@ -47,7 +50,7 @@ def worker_count(config: MineConfig, workers: int | None) -> tuple[int, str]:
 
 
 def count_shards(config: MineConfig, counts: Sequence[SourceCount], scale: float) -> tuple[int, float]:
-    """Shards the job commits, and the games of compressed sources (cut by the driver)."""
+    """Shards the job commits, and the games of compressed sources (cut into --shard-games shards)."""
     shards = 0
     compressed = 0.0
     for count in counts:
@@ -62,7 +65,7 @@ def count_shards(config: MineConfig, counts: Sequence[SourceCount], scale: float
     return max(1, shards), compressed
 
 
-def driver_seconds(shards: int, workers: int) -> float:
+def driver_seconds(shards: float, workers: int) -> float:
     """The driver's serial seconds for `shards` shards, each a call to every one of `workers` workers."""
     return shards * (DRIVER_SECONDS_PER_SHARD + DRIVER_SECONDS_PER_WORKER_CALL * workers)
 
@@ -80,49 +83,69 @@ class WallModel:
     driver: float
     """The driver's serial seconds."""
     writer: float
-    """Seconds of the shard writers, spread over the driver's node's cores."""
-    head_cores: int
-    """Cores of the driver's node."""
+    """Core-seconds of the shard writers, which run on any node (the dataset on object storage or a
+    filesystem every node sees) and share the workers' cores."""
     reader: float
     """Seconds of the serial reader of compressed streams."""
     last_unit: float
     """The last unit (one game's new positions on one worker), after everything else."""
 
     def wall(self, worker_seconds: float) -> float:
-        """Wall seconds when the analysis takes `worker_seconds` of the workers' time:
-        start-up + max(all core-seconds / workers, the driver's, the writers', the reader's) + the last unit."""
-        busy = worker_seconds + self.ingest
-        serial = max(self.driver, self.writer / self.head_cores, self.reader)
-        return self.startup + max(busy / self.workers, serial) + self.last_unit
+        """Wall seconds when the analysis takes `worker_seconds` of the workers' time: start-up +
+        max(all core-seconds / workers, the driver's, the reader's) + the last unit."""
+        busy = worker_seconds + self.ingest + self.writer
+        return self.startup + max(busy / self.workers, self.driver, self.reader) + self.last_unit
+
+
+@dataclass(frozen=True)
+class ShardCut:
+    """How a job's games fall into shards: the range shards of plain files (fixed by --shard-mb),
+    the games of compressed sources (cut by --shard-games), and the most games a stream shard can
+    hold (`pipeline.ingest.sources.STREAM_SHARD_MAX_BYTES` of games)."""
+
+    range_shards: int
+    compressed_games: float
+    shard_games: int
+    max_shard_games: int
+
+    def shards(self, shard_games: int | None = None) -> int:
+        games = self.shard_games if shard_games is None else shard_games
+        return max(1, self.range_shards + math.ceil(self.compressed_games / games))
+
+    def pick(self, workers: int, budget: float) -> tuple[int, bool]:
+        """The --shard-games that keeps the driver's seconds on `workers` workers within `budget`:
+        the job's own if it does, else the smallest that does, at most `max_shard_games` (True when
+        that cap stopped it short)."""
+        if driver_seconds(self.shards(), workers) <= budget or self.compressed_games <= 0:
+            return self.shard_games, False
+        per_shard = DRIVER_SECONDS_PER_SHARD + DRIVER_SECONDS_PER_WORKER_CALL * workers
+        room = math.floor(budget / per_shard) - self.range_shards  # compressed shards the budget allows
+        wanted = math.ceil(self.compressed_games / room) if room > 0 else self.max_shard_games + 1
+        if wanted > self.max_shard_games:
+            return max(self.shard_games, self.max_shard_games), True
+        return max(self.shard_games, wanted), False
 
 
 def scale_to(
     workers: int,
     core_seconds: float,
-    shards: int,
-    games: float,
+    cut: ShardCut,
     writer_seconds: float,
-    head_cores: int,
     reader_seconds: float,
     startup: float,
     last_unit: float,
 ) -> Scaling:
-    """The wall time with `workers` workers, a core each: the analysis and the parse spread over
-    them; the driver's submissions, the writers on the driver's node and a stream's reader each
-    serial; the largest of these bounds the job."""
-    driver = driver_seconds(shards, workers)
-    parts = {
-        "engine": core_seconds / workers,
-        "driver": driver,
-        "writer": writer_seconds / head_cores,
-        "reader": reader_seconds,
-    }
+    """The wall time with `workers` workers, a core each: the analysis, the parse and the shard
+    writers spread over them; the driver's submissions and a stream's reader each serial; the
+    largest of these bounds the job. The shards are as many as the --shard-games the plan picks
+    (`ShardCut.pick`): the driver within DRIVER_SHARE of the analysis's wall."""
+    engine = core_seconds / workers
+    writers = writer_seconds / workers
+    shard_games, capped = cut.pick(workers, DRIVER_SHARE * (engine + writers))
+    shards = cut.shards(shard_games)
+    parts = {"engine": engine + writers, "driver": driver_seconds(shards, workers), "reader": reader_seconds}
     bound = max(parts, key=lambda name: parts[name])
-    # Shards of g games cost the driver (games / g) x (per shard + per worker call); it stops being
-    # the bound when that falls below the analysis's share per worker.
-    per_shard = DRIVER_SECONDS_PER_SHARD + DRIVER_SECONDS_PER_WORKER_CALL * workers
-    suggested = math.ceil(games * per_shard / parts["engine"]) if bound == "driver" and parts["engine"] > 0 else None
     return Scaling(
-        workers, startup + parts[bound] + last_unit, bound, parts["engine"], driver, parts["writer"], reader_seconds,
-        suggested,
+        workers, startup + parts[bound] + last_unit, bound, engine, parts["driver"], writers, reader_seconds,
+        shard_games, shards, capped,
     )  # fmt: skip

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 import duckdb
 
 from pipeline.common.sanitize import PGN_VALUE_MAX, truncate_cell
 from pipeline.dataset.integrity import DatasetState
+from pipeline.dataset.objects import Where
 from pipeline.dataset.queries import QueryResult, RequirementError, run_saved, saved_queries
 from pipeline.dataset.sql import query
 from search.errors import DiffimaxError
@@ -51,7 +51,7 @@ def number(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-def read_manifest(dataset: Path) -> dict[str, Any] | None:
+def read_manifest(dataset: Where) -> dict[str, Any] | None:
     """The run's manifest.json, or None when the dataset has none."""
     path = dataset / "manifest.json"
     if not path.exists():

@@ -12,6 +12,7 @@ import duckdb
 from pipeline.common.files import write_atomic
 from pipeline.dataset.duck import connect, open_dataset
 from pipeline.dataset.integrity import DatasetState, damage_named
+from pipeline.dataset.objects import ObjectPath, dataset_path
 from pipeline.outputs.html import Html, document, tag
 from pipeline.outputs.report.boards import traps_section
 from pipeline.outputs.report.data import board_details, error_rows, read_manifest, run_saved_queries
@@ -89,7 +90,7 @@ def render_page(title: str, sections: list[Html], subtitle: str) -> str:
     return document(title, [top, nav, tag("main", sections)], csp=CONTENT_SECURITY_POLICY, style=CSS)
 
 
-def write_report(data: str | Path, out: str | Path, *, allow_partial: bool = False) -> Path:
+def write_report(data: str | Path | ObjectPath, out: str | Path, *, allow_partial: bool = False) -> Path:
     """Write OUT/report.html about the dataset in `data` (`diffimax mine --out`); returns its path.
 
     Raises `pipeline.dataset.duck.DatasetError` when `data` holds no dataset, or a missing or
@@ -97,7 +98,7 @@ def write_report(data: str | Path, out: str | Path, *, allow_partial: bool = Fal
     `ReportError` when its manifest is unreadable; creates `out` when missing and replaces an
     earlier report atomically.
     """
-    dataset = Path(data)
+    dataset = dataset_path(data)
     manifest = read_manifest(dataset)  # an unreadable one is its own error, before the shards' check
     state = open_dataset(dataset, allow_partial=allow_partial)
     connection = connect(state)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Final
 
 from pipeline.common.sanitize import safe_url
+from pipeline.dataset.objects import Where
 from pipeline.dataset.queries import QueryResult
 from pipeline.engines.backends import describe_engine
 from pipeline.outputs.html import Content, Html, join, tag, text
@@ -94,7 +94,7 @@ def _when(seconds: Any) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def summary_section(dataset: Path, manifest: dict[str, Any] | None, lift: QueryResult) -> Html:
+def summary_section(dataset: Where, manifest: dict[str, Any] | None, lift: QueryResult) -> Html:
     items: list[tuple[str, Content]] = [("dataset", tag("code", str(dataset)))]
     if manifest is None:
         note = tag("p", "This dataset has no manifest.json: the run's counts and settings are unknown.", class_="note")

@@ -1,0 +1,200 @@
+"""Mining to object storage (issue 31), against a real S3 endpoint on 127.0.0.1 (moto's server,
+tests/objectstore.py) and real local Ray clusters:
+
+- the same input mined to a local directory and to `s3://` gives the same rows (DuckDB's EXCEPT ALL
+  empty both ways, every table);
+- `query`, `report`, `puzzles` and `verify` on the `s3://` dataset answer as on the local one;
+- a job on `s3://` killed at random points and resumed gives the undisturbed rows, and a reader
+  polling all along never sees a shard other than whole;
+- on a 3-node cluster (`ray.cluster_utils.Cluster`) with the output on object storage, the shards
+  are written on more than one node.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import ray
+from ray.cluster_utils import Cluster
+
+from pipeline.dataset.integrity import check_dataset
+from pipeline.dataset.objects import ObjectPath
+from pipeline.dataset.queries import run_query
+from pipeline.dataset.store import DatasetReader
+from tests.conftest import GAMES, ROOT, local_ray, needs_stockfish, run_cli
+from tests.mining_helpers import assert_counts_add_up, except_all, mine
+from tests.objectstore import S3Server, s3_server
+
+pytestmark = [pytest.mark.slow, pytest.mark.cluster]
+
+SAMPLE = str(GAMES / "lichess_100.pgn")
+JOB = {"shard_bytes": 15_000, "workers": 2}
+# The same job on the command line (MINING_JUDGES, depth 1, plies 10-11: tests/mining_helpers.mine).
+COMMAND = ["mine", SAMPLE, "--engine", "native", "--depth", "1", "--plies", "10-11", "--workers", "2",
+           "--shard-mb", str(JOB["shard_bytes"] / (1 << 20)), "--judges", "dip,trappy", "--human-model", "none"]  # fmt: skip
+NOTHING_DIFFERS = {"games": (0, 0), "positions": (0, 0), "responses": (0, 0), "traps": (0, 0), "errors": (0, 0)}
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[S3Server]:
+    with s3_server() as server:  # before Ray starts: its workers inherit the endpoint and credentials
+        yield server
+
+
+@pytest.fixture(scope="module")
+def mined(s3: S3Server, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The sample mined to a local directory and to s3:// (each on a fresh local Ray cluster)."""
+    local = tmp_path_factory.mktemp("local") / "run"
+    remote = f"s3://{s3.bucket()}/runs/lichess-100"
+    with local_ray():
+        mine([SAMPLE], local, **JOB)
+    with local_ray():
+        manifest = mine([SAMPLE], remote, **JOB)
+    assert manifest["shards_committed"] >= 3
+    return local, remote
+
+
+def test_the_same_input_mined_to_a_directory_and_to_s3_gives_the_same_rows(mined: tuple[Path, str]) -> None:
+    local, remote = mined
+    assert except_all(local, remote, ignore=()) == NOTHING_DIFFERS
+    manifest = json.loads((ObjectPath(remote) / "manifest.json").read_bytes())
+    assert_counts_add_up(manifest, remote)  # type: ignore[arg-type]
+    assert manifest["writers"]["nodes"] == 1 and not manifest["writers"]["pinned_to_driver"]
+    assert DatasetReader(remote).committed() == DatasetReader(local).committed()
+
+
+def test_query_report_verify_on_s3_answer_as_on_the_local_copy(mined: tuple[Path, str], tmp_path: Path) -> None:
+    local, remote = mined
+    for arguments in (["select count(*), sum(hash(fen)) from positions"], ["--saved", "lift"],
+                      ["select judge, count(*) from judge_outcomes group by judge order by judge", "--format", "csv"]):  # fmt: skip
+        here = run_cli("query", "--data", str(local), *arguments, check=True)
+        there = run_cli("query", "--data", remote, *arguments, check=True)
+        assert there.stdout == here.stdout and here.stdout.strip()
+    here, there = run_cli("verify", str(local)), run_cli("verify", remote)
+    assert here.returncode == there.returncode == 0 and here.stdout == there.stdout
+    assert "all intact" in there.stdout
+    pages = []
+    for data, out in ((str(local), tmp_path / "local"), (remote, tmp_path / "remote")):
+        run_cli("report", "--data", data, "--out", str(out), check=True)
+        page = (out / "report.html").read_text()
+        pages.append(re.sub(r"(?s)<header.*?</header>|<code>[^<]*(runs|run)[^<]*</code>", "", page))
+    assert pages[0] == pages[1]
+
+
+@needs_stockfish
+def test_puzzles_on_s3_are_the_local_ones(mined: tuple[Path, str], tmp_path: Path) -> None:
+    local, remote = mined
+    found = []
+    for data, out in ((str(local), tmp_path / "local"), (remote, tmp_path / "remote")):
+        run_cli("puzzles", "--data", data, "--out", str(out), "--format", "csv", "--limit", "5", "--workers", "1",
+                "--nodes", "20000", "--human-model", "none", check=True)  # fmt: skip
+        found.append((out / "puzzles.csv").read_text())
+    assert found[0] == found[1]
+
+
+def test_a_job_on_s3_killed_at_random_points_resumes_to_the_undisturbed_rows(
+    s3: S3Server, mined: tuple[Path, str]
+) -> None:
+    """The job's process group is SIGKILLed at seeded random moments and the same command resumed,
+    until a start finishes; a reader polls the dataset all along and must only ever see whole shards."""
+    local, _ = mined
+    remote = f"s3://{s3.bucket()}/runs/killed"
+    rng = random.Random(31)
+    poller = Poller(remote)
+    poller.start()
+    starts, kills = 0, 0
+    try:
+        while True:
+            starts += 1
+            command = [
+                sys.executable,
+                "-m",
+                "pipeline.cli",
+                *COMMAND,
+                "--out",
+                remote,
+                *(["--resume"] if starts > 1 else []),
+            ]
+            process = subprocess.Popen(command, cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True)  # fmt: skip
+            try:
+                stdout, stderr = process.communicate(timeout=rng.uniform(20, 60) if kills < 3 else 600)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.communicate(timeout=60)
+                kills += 1
+                continue
+            assert process.returncode == 0, stderr[-2000:]
+            assert "Dataset written" in stdout
+            break
+    finally:
+        poller.stop()
+    assert kills >= 1, "the job finished before it could be killed: raise the shard count"
+    assert poller.reads >= 3 and poller.problems == []
+    assert except_all(local, remote) == NOTHING_DIFFERS
+    assert_counts_add_up(json.loads((ObjectPath(remote) / "manifest.json").read_bytes()), remote)  # type: ignore[arg-type]
+
+
+class Poller(threading.Thread):
+    """Reads a dataset as `query --allow-partial` does, again and again: every shard it sees must
+    hold all the rows its record counts (a half-written shard would hold fewer, or fail to read)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(daemon=True)
+        self.url = url
+        self.done = threading.Event()
+        self.reads = 0
+        self.problems: list[str] = []
+
+    def run(self) -> None:
+        while not self.done.wait(1.0):
+            if not (ObjectPath(self.url) / "job.json").is_file():
+                continue
+            try:
+                state = check_dataset(self.url, allow_partial=True)
+                result = run_query(state, "select shard_id, count(*) from games group by shard_id")
+            except Exception as error:
+                self.problems.append(f"read failed: {type(error).__name__}: {error}")
+                continue
+            counts: dict[str, Any] = DatasetReader(state.root).shard_info()
+            for shard_id, games in result.rows:
+                expected = counts.get(shard_id, {}).get("counts", {}).get("games_written")
+                if shard_id not in state.shards or games != expected:
+                    self.problems.append(f"shard {shard_id}: {games} games read, its record says {expected}")
+            self.reads += 1
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join(30)
+
+
+def test_on_three_nodes_with_the_output_on_s3_the_shards_are_written_on_more_than_one_node(
+    s3: S3Server, mined: tuple[Path, str]
+) -> None:
+    local, _ = mined
+    remote = f"s3://{s3.bucket()}/runs/three-nodes"
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    for _ in range(2):
+        cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    try:
+        with local_ray(address=cluster.address):
+            assert len([node for node in ray.nodes() if node["Alive"]]) == 3
+            manifest = mine([SAMPLE], remote, **JOB)
+    finally:
+        cluster.shutdown()
+    writers = manifest["writers"]
+    assert writers["nodes"] >= 2, writers
+    assert sum(writers["shards_by_node"].values()) == manifest["shards_committed"]
+    assert except_all(local, remote) == NOTHING_DIFFERS
