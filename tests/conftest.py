@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -39,6 +40,33 @@ def run_cli(*args: str, check: bool = False, env: dict[str, str] | None = None) 
     if check and result.returncode != 0:
         raise AssertionError(f"diffimax {' '.join(args)} failed:\n{result.stderr}")
     return result
+
+
+# What Ray's own processes print when they get into a user's terminal: log records with their
+# timestamps and levels, the raylet's and workers' prefixes.
+RAY_CHATTER = re.compile(
+    r"\(raylet\)|\bpid=\d+|\b(INFO|WARNING|ERROR)\b|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|\bray\._|Traceback"
+)
+ERROR_PREFIX = "diffimax: error: "
+
+
+def ray_chatter(stderr: str) -> list[str]:
+    """The lines of `stderr` that Ray printed (a command's own progress lines are not among them)."""
+    return [line for line in stderr.splitlines() if RAY_CHATTER.search(line)]
+
+
+def one_error_line(result: subprocess.CompletedProcess[str] | str, *, code: int = 1) -> str:
+    """The one line a failed command prints: one `diffimax: error:` line, the last on stderr (the
+    command's progress lines may come before it), no traceback, no Ray chatter; exit `code` when
+    `result` is a finished process."""
+    stderr = result if isinstance(result, str) else result.stderr
+    if not isinstance(result, str):
+        assert result.returncode == code, f"exit {result.returncode}:\n{stderr[-3000:]}"
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith(ERROR_PREFIX)]
+    assert len(errors) == 1 and lines[-1] == errors[0], f"expected one error line, last:\n{stderr[-3000:]}"
+    assert not ray_chatter(stderr), stderr[-3000:]
+    return errors[0]
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ outlived the job.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -69,3 +70,15 @@ def terminate_timed(process: subprocess.Popen[str], timeout: float = 60.0) -> tu
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate(timeout=60)
     return time.monotonic() - sent, stderr
+
+
+def end_session(process: subprocess.Popen[str]) -> None:
+    """Kill `process` (a session leader) and every process left in its session."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.communicate(timeout=60)
+    for pid in session_processes(process.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)

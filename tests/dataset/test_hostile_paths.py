@@ -25,7 +25,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pyarrow as pa
@@ -40,7 +39,7 @@ from pipeline.dataset.queries import run_query
 from pipeline.dataset.store import DatasetWriter
 from pipeline.dataset.verify import verify_dataset
 from search.errors import DiffimaxError
-from tests.conftest import GAMES, run_cli
+from tests.conftest import GAMES, one_error_line, run_cli
 from tests.mining_helpers import SERVED, assert_same_rows
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
@@ -95,13 +94,6 @@ def snapshot(root: Path) -> dict[str, str]:
         else:
             found[relative] = "dir"
     return found
-
-
-def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert result.returncode == 1 and len(lines) == 1, f"exit {result.returncode}:\n{result.stderr[-3000:]}"
-    assert lines[0].startswith("diffimax: error: ") and "Traceback" not in result.stderr, lines[0]
-    return lines[0]
 
 
 def test_resume_repair_over_a_linked_shards_directory_deletes_nothing(

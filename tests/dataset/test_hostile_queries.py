@@ -10,7 +10,6 @@ project's one writer from real games (its games and positions; no engine, no Ray
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from pipeline.dataset.duck import connect
 from pipeline.dataset.queries import FETCH_ROWS, TABLE_WIDTH_ROWS, render_stream
 from pipeline.dataset.store import DatasetWriter
 from pipeline.ingest.games import Selected, read_pgn_bytes
-from tests.conftest import GAMES, run_cli
+from tests.conftest import GAMES, one_error_line, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -33,13 +32,6 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     writer.commit("lichess_100-00000000-000000", rows, {"shard_id": "lichess_100-00000000-000000", "ordinal": 0})
     writer.write_manifest({})
     return out
-
-
-def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert result.returncode == 1 and len(lines) == 1, f"exit {result.returncode}:\n{result.stderr[-3000:]}"
-    assert lines[0].startswith("diffimax: error: ") and "Traceback" not in result.stderr, lines[0]
-    return lines[0]
 
 
 def test_two_statements_are_refused_unless_asked_for_a_script(dataset: Path) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import random
 import shutil
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from pipeline.dataset.queries import run_query
 from pipeline.dataset.verify import verify_dataset
 from pipeline.human.corpus import Corpus
 from search.errors import DiffimaxError
-from tests.conftest import GAMES, run_cli
+from tests.conftest import GAMES, one_error_line, run_cli
 from tests.mining_helpers import SERVED, assert_same_rows
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
@@ -61,13 +60,6 @@ def copy(mined: tuple[Path, Path], tmp_path: Path) -> Path:
     target = tmp_path / "data"
     shutil.copytree(mined[1], target)
     return target
-
-
-def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert result.returncode == 1 and len(lines) == 1, f"exit {result.returncode}:\n{result.stderr[-3000:]}"
-    assert lines[0].startswith("diffimax: error: ") and "Traceback" not in result.stderr, lines[0]
-    return lines[0]
 
 
 def cut_half(shard: Path) -> None:

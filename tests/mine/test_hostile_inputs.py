@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import GAMES, run_cli
+from tests.conftest import GAMES, one_error_line, run_cli
 from tests.mining_helpers import assert_counts_add_up
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
@@ -37,13 +36,6 @@ def first_games(count: int) -> bytes:
     text = (GAMES / "lichess_100.pgn").read_bytes()
     starts = [index for index in range(len(text)) if text.startswith(b"[Event ", index)]
     return text[: starts[count]]
-
-
-def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert result.returncode == 1 and len(lines) == 1, f"exit {result.returncode}:\n{result.stderr[-3000:]}"
-    assert lines[0].startswith("diffimax: error: ") and "Traceback" not in result.stderr, lines[0]
-    return lines[0]
 
 
 def test_one_game_of_absurd_values_costs_nothing_but_its_values(tmp_path: Path) -> None:

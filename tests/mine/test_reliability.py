@@ -14,14 +14,15 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import GAMES, ROOT, STOCKFISH, run_cli
+from tests.conftest import GAMES, ROOT, STOCKFISH, one_error_line, run_cli
 from tests.fake_engines import NOT_AN_ENGINE, ONLY_ON_THE_DRIVER, fake_engine
 from tests.mining_helpers import assert_counts_add_up, rows
-from tests.processes import assert_session_ends
+from tests.processes import assert_session_ends, end_session
 
 pytestmark = pytest.mark.slow
 
@@ -57,13 +58,27 @@ def as_a_terminal_starts_it() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+# The jobs a test started, ended with their sessions after it (a failed test must not leave a
+# cluster running under the next ones).
+STARTED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def no_job_outlives_its_test() -> Iterator[None]:
+    yield
+    while STARTED:
+        end_session(STARTED.pop())
+
+
 def start_mine(out: Path, *args: str) -> subprocess.Popen[str]:
     """`diffimax mine` in a session of its own, as a terminal would run it."""
     command = [*DIFFIMAX, "mine", SAMPLE, "--out", str(out), *args]
-    return subprocess.Popen(
+    process = subprocess.Popen(
         command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
         preexec_fn=as_a_terminal_starts_it,
     )  # fmt: skip
+    STARTED.append(process)
+    return process
 
 
 def signal_state(pid: int) -> str:
@@ -80,14 +95,6 @@ def wait_for(condition, seconds: float = 180) -> None:  # type: ignore[no-untype
     while not condition():
         assert time.monotonic() < deadline, "timed out waiting for the job"
         time.sleep(0.1)
-
-
-def one_error_line(stderr: str) -> str:
-    """The one line a failed command prints (beside the job's own progress lines)."""
-    lines = [line for line in stderr.splitlines() if line.strip() and not line.startswith("analysed ")]
-    assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}:\n{stderr[-3000:]}"
-    assert lines[0].startswith("diffimax: error: "), lines[0]
-    return lines[0]
 
 
 def manifest(out: Path) -> dict:  # type: ignore[type-arg]

@@ -38,7 +38,7 @@ def repertoire(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dic
     """Black against 1500 after 1.e4, three plies deep (Stockfish at 20,000 nodes a line)."""
     settings = RepertoireSettings(color=chess.BLACK, rating=1500, plies=3, floor=0.2, width=1)
     spec = WorkerSpec(str(STOCKFISH), EngineOptions(nodes=20_000), settings, parse_start(None, "e4"),
-                      HumanEvidence(model="default"))  # fmt: skip
+                      HumanEvidence(model="bundled"))  # fmt: skip
     growth, stats = build_repertoire(spec, 0)
     out = tmp_path_factory.mktemp("explorer")
     write_repertoire(growth, stats, Labels("stockfish", "default", None), out)

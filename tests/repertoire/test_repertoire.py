@@ -46,7 +46,7 @@ LABELS = Labels("stockfish", "default", None)
 
 def spec(settings: RepertoireSettings = SETTINGS, start: Start | None = None) -> WorkerSpec:
     return WorkerSpec(
-        str(STOCKFISH), OPTIONS, settings, start or parse_start(None, None), HumanEvidence(model="default")
+        str(STOCKFISH), OPTIONS, settings, start or parse_start(None, None), HumanEvidence(model="bundled")
     )
 
 
