@@ -590,16 +590,3 @@ class _RangeReader:
             if following is None or following >= end:
                 return ShardData(first, bytes(kept), tuple(skipped))
             chunk = following
-
-
-def count_games(path: str) -> int:
-    """Lines that start with `[Event ` in a source (any supported compression, or a URL): the
-    plain count the shard tests and benchmarks check against."""
-    count = 0
-    previous = b"\n"
-    with open_stream(path) as stream:
-        while block := read_block(stream):
-            joined = previous[-len(NEWLINE_GAME_START) + 1 :] + block
-            count += joined.count(NEWLINE_GAME_START)
-            previous = joined if len(block) < len(NEWLINE_GAME_START) else block
-    return count

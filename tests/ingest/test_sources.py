@@ -24,7 +24,6 @@ from pipeline.ingest.games import Failed, Selected, read_games
 from pipeline.ingest.sources import (
     InputError,
     Shard,
-    count_games,
     expand_inputs,
     iter_shards,
     load_shard,
@@ -33,6 +32,7 @@ from pipeline.ingest.sources import (
     shard_id_of,
 )
 from pipeline.ingest.split import split_games
+from pipeline.mine.plan.count import count_games
 from tests.conftest import GAMES
 from tests.loopback import Behaviour, FirstMode, RangeMode, RangeServer
 

@@ -10,11 +10,9 @@ import shutil
 import pytest
 
 from pipeline.ingest.headers import GameFilter
-from pipeline.ingest.sources import count_games
+from pipeline.mine.plan.count import count_games
 from tests.conftest import GAMES
 from tests.mining_helpers import SERVED, assert_counts_add_up, assert_same_rows, mine
-
-pytestmark = pytest.mark.slow
 
 # One position per game keeps these whole-file runs to about a minute each.
 WINDOW = GameFilter(ply_from=12, ply_to=12)
@@ -24,7 +22,8 @@ CASES = {
 }
 
 
-pytestmark = pytest.mark.usefixtures("ray_session")
+# Slow: 8-10 minutes each on 2 cores (the whole files, three runs each).
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("ray_session")]
 
 
 @pytest.mark.parametrize("case", list(CASES))

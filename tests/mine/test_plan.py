@@ -76,7 +76,9 @@ def test_bad_planning_input_is_one_line(data_dir: Path, flags: list[str], messag
 
 def test_plan_refuses_what_it_cannot_read(data_dir: Path) -> None:
     job = mine_config("(planned)", False, ["https://database.lichess.org/x.pgn.zst"], engine="native")
-    with pytest.raises(PlanError, match=r"^cannot plan 'https://database.lichess.org/x.pgn.zst': plan reads local"):
+    with pytest.raises(
+        PlanError, match=r"^cannot plan 'https://database.lichess.org/x.pgn.zst': plan reads files and objects"
+    ):
         plan(job)
     missing = mine_config("(planned)", False, [str(GAMES / "no_such_file.pgn")], engine="native")
     with pytest.raises(InputError, match=r"^no such file: '.*no_such_file.pgn'$"):

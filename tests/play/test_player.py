@@ -334,7 +334,8 @@ def test_options_set_their_fields() -> None:
         ("Engine", "/nonexistent/engine", "invalid value '/nonexistent/engine' for option Engine: engine not found: "
                                           "/nonexistent/engine"),
         ("Human Model", "/nonexistent/model.json", "invalid value '/nonexistent/model.json' for option Human Model: "
-                                                   "no model file there"),
+                                                   "no model file at '/nonexistent/model.json': a human-move model is "
+                                                   "default, maia3, bundled, none, a file"),
         ("Frobnicate", "1", "no option named 'Frobnicate'"),
     ],
 )  # fmt: skip

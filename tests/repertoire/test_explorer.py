@@ -59,9 +59,11 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             context.close()
 
 
-def shown_rows(page: Any) -> dict[str, dict[str, str]]:
+def shown_rows(page: Any, moves_expected: bool) -> dict[str, dict[str, str]]:
     """The move table as shown: per move (SAN), each column's text."""
     found = {}
+    if moves_expected:  # the page's script draws the table after load: wait for its first move
+        page.locator("table.moves tbody tr td.move button").first.wait_for()
     for tr in page.locator("table.moves tbody tr").all():
         cells = {cell.get_attribute("class"): cell.inner_text().strip() for cell in tr.locator("td").all()}
         found[cells.pop("move")] = cells
@@ -71,7 +73,7 @@ def shown_rows(page: Any) -> dict[str, dict[str, str]]:
 def check_table(page: Any, rows: list[dict[str, Any]], node_id: int) -> None:
     """Every child of the node is shown with the row's figures, as the rows say them."""
     children = [r for r in rows if r["parent_id"] == node_id]
-    shown = shown_rows(page)
+    shown = shown_rows(page, bool(children))
     assert sorted(shown) == sorted(r["move_san"] for r in children)
     for row in children:
         cells = shown[row["move_san"]]

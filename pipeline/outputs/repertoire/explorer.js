@@ -8,6 +8,9 @@
 // line's buttons jump; Export shows the line as PGN.
 (function () {
   "use strict";
+  // The book's style shows the board and its buttons only when a script runs (a page without one
+  // would offer buttons that do nothing): say that this one does.
+  document.documentElement.className += " js";
   var FILES = "abcdefgh";
   var COLUMNS = ["move", "p", "value", "expected", "gain", "traps", "works", "seen", "score"];
   function squareName(row, col, white) {
