@@ -28,6 +28,20 @@ from pipeline.mine.table import DEFAULT_TABLE_MB
 from pipeline.mine.work import AnalysisWorker, HumanEvidence, Judging, PartOutcome
 
 
+class SharedModel:
+    """Maia-3's graph as the driver built it (`pipeline.human.maia3.payload`), for the analysis
+    workers to fetch when they start and whenever Ray restarts one: a worker on a node without the
+    model's files needs none. Not passed to the workers themselves: an actor that Ray restarts must
+    not take an argument from the object store (a restart could find it gone, and Ray warns of it
+    at every start); this actor is never restarted, and lives as long as the job."""
+
+    def __init__(self, payload: tuple[bytes, str]) -> None:
+        self.shipped = payload
+
+    def payload(self) -> tuple[bytes, str]:
+        return self.shipped
+
+
 class MiningWorker(AnalysisWorker):
     """The analysis actor: an `AnalysisWorker` that tells the job's `PositionCounter` (found by name,
     so that the actor's constructor arguments stay plain values Ray can replay on a restart) about
@@ -41,12 +55,16 @@ class MiningWorker(AnalysisWorker):
         human: HumanEvidence,
         counter: str,
         table_mb: float = DEFAULT_TABLE_MB,
-        shipped_model: tuple[bytes, str] | None = None,
+        shipped_model: str | None = None,
     ) -> None:
-        """`shipped_model` comes by reference (one copy in the object store for every worker)."""
+        """`shipped_model` names the job's `SharedModel` actor, which holds Maia-3's graph, or is
+        None (a name, not a handle: Ray counts a handle among an argument's object references)."""
         handle = ray.get_actor(counter)
+        model: tuple[bytes, str] | None = (
+            ray.get(ray.get_actor(shipped_model).payload.remote()) if shipped_model is not None else None
+        )
         super().__init__(
-            engine, options, judging, human, progress=handle.add.remote, table_mb=table_mb, shipped_model=shipped_model
+            engine, options, judging, human, progress=handle.add.remote, table_mb=table_mb, shipped_model=model
         )
 
     def table_stats(self) -> dict[str, int]:
@@ -138,4 +156,4 @@ def read_stream(
         yield shard.data or b""
 
 
-__all__ = ["GameRegistry", "MiningWorker", "PositionCounter", "prepare", "read", "read_stream", "write"]
+__all__ = ["GameRegistry", "MiningWorker", "PositionCounter", "SharedModel", "prepare", "read", "read_stream", "write"]

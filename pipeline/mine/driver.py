@@ -54,7 +54,7 @@ from pipeline.engines.backends import check_backend
 from pipeline.human.models import resolve_model
 from pipeline.ingest.pins import input_pin
 from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url, source_size
-from pipeline.mine.actors import GameRegistry, MiningWorker, PositionCounter, prepare, read, write
+from pipeline.mine.actors import GameRegistry, MiningWorker, PositionCounter, SharedModel, prepare, read, write
 from pipeline.mine.config import MineConfig, check_resume, human_evidence_digests, job_identity
 from pipeline.mine.counts import Counts, versions
 from pipeline.mine.duplicates import Ordinal, ordinal_of
@@ -288,14 +288,18 @@ class MiningJob:
         counter_class: Any = ray.remote(num_cpus=0)(PositionCounter)
         self.counter = counter_class.options(name=counter_name, scheduling_strategy=here).remote()
         actor_class: Any = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=-1)(MiningWorker)
-        # Maia-3's graph goes to the workers through the object store, built and checked once here,
+        # Maia-3's graph goes to the workers from one actor that holds it, built and checked once here,
         # so that a worker on a node without the model's files needs none.
         payload = None if self.model is None else self.model.payload()
-        shipped = None if payload is None else ray.put(payload)
+        model_class: Any = ray.remote(num_cpus=0)(SharedModel)
+        model_name = None if payload is None else f"diffimax-model-{uuid.uuid4().hex}"
+        self.shared_model = (
+            None if payload is None else model_class.options(name=model_name, scheduling_strategy=here).remote(payload)
+        )
         self.actors = [
             actor_class.remote(
                 config.engine, config.engine_options, config.judging(), config.human, counter_name, config.table_mb,
-                shipped,
+                model_name,
             )
             for _ in range(self.workers)
         ]  # fmt: skip
