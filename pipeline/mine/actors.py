@@ -60,9 +60,7 @@ class MiningWorker(AnalysisWorker):
         """`shipped_model` names the job's `SharedModel` actor, which holds Maia-3's graph, or is
         None (a name, not a handle: Ray counts a handle among an argument's object references)."""
         handle = ray.get_actor(counter)
-        model: tuple[bytes, str] | None = (
-            ray.get(ray.get_actor(shipped_model).payload.remote()) if shipped_model is not None else None
-        )
+        model: Any = None if shipped_model is None else ray.get(ray.get_actor(shipped_model).payload.remote())
         super().__init__(
             engine, options, judging, human, progress=handle.add.remote, table_mb=table_mb, shipped_model=model
         )
