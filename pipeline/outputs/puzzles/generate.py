@@ -20,6 +20,7 @@ from pipeline.outputs.puzzles.csv_out import render_csv
 from pipeline.outputs.puzzles.line import PuzzleLine
 from pipeline.outputs.puzzles.openings import puzzle_opening_tags
 from pipeline.outputs.puzzles.pgn_out import render_pgn
+from pipeline.outputs.puzzles.rating import RATING_MODEL
 from pipeline.outputs.puzzles.records import (
     BOTH,
     FORMATS,
@@ -130,8 +131,9 @@ def generate_puzzles(
     budget and margin. `min_dip` is in pawns (setter's view); `limit` caps the puzzles written
     (candidates are verified in order of the evidence that humans fall, `evidence_order`, and
     verification stops at the limit). `workers` engines verify (see `run_verification`); the output
-    is the same whatever their number. `human_model` rates the puzzles and judges practical setting
-    moves (None: no rating, set puzzles by the only-move rule alone). `progress` shows the work.
+    is the same whatever their number. `human_model` judges practical setting moves; the rating
+    is `RATING_MODEL`'s, the model its knots were fitted on (None: no rating, set puzzles by the
+    only-move rule alone). `progress` shows the work.
     """
     started = time.monotonic()
     shown = progress or Progress.quiet()
@@ -143,10 +145,10 @@ def generate_puzzles(
         raise PuzzleError(f"the {rules.name} standard has no defensive puzzles (every solver move keeps +2): "
                           "ask for --kind defend under the default standard")  # fmt: skip
     engine_name = check_engine(engine)  # an unusable engine is one line before the dataset is read
-    model = None
+    model = None  # the rating's (`RATING_MODEL`: its knots are that model's); human_model judges setting
     if human_model is not None:
         shown.say("loading the human-move model")
-        model = load_move_model(human_model)
+        model = load_move_model(RATING_MODEL)
     searched: list[CandidateKind] = []
     if "punish" in kinds or "defend" in kinds:
         searched.append("punish")
