@@ -268,12 +268,12 @@ def test_an_engine_that_dies_between_two_commands_is_a_crash_at_once_not_a_timeo
     timeout (60 s by default; about 1 Stockfish SIGKILL in 100 mid-search), and the position
     became an error where a crash is restarted. The soak run of issue 18 lost a position so."""
     fake = fake_engine(tmp_path, f"dies-on-{word}", f"serve(answer, die_on={word!r})")
-    engine = UciEngine(str(fake.path), timeout=5)
+    engine = UciEngine(str(fake.path), timeout=30)  # far above a Python fake's restart on a loaded machine
     try:
         started = time.monotonic()
         with pytest.raises(EngineError, match="crashed twice"):
             engine.search(chess.Board(), 2, chess.engine.Limit(nodes=100), game=object())
-        assert time.monotonic() - started < 4  # the crash, not the 5-s timeout
+        assert time.monotonic() - started < 20  # the crash, not the 30-s timeout
         assert len(fake.pids()) == 2  # restarted once, as for a death mid-search
     finally:
         engine.close()
@@ -281,12 +281,12 @@ def test_an_engine_that_dies_between_two_commands_is_a_crash_at_once_not_a_timeo
 
 def test_an_engine_that_dies_after_answering_is_restarted_for_the_next_search(tmp_path):
     fake = fake_engine(tmp_path, "dies-after-bestmove", "serve(answer_then_die)")
-    engine = UciEngine(str(fake.path), timeout=5)
+    engine = UciEngine(str(fake.path), timeout=30)  # far above a Python fake's restart on a loaded machine
     try:
         for _ in range(3):
             started = time.monotonic()
             found = engine.search(chess.Board(), 1, chess.engine.Limit(nodes=100), game=object())
-            assert found.infos[0]["pv"][0] == chess.Move.from_uci("e2e4") and time.monotonic() - started < 4
+            assert found.infos[0]["pv"][0] == chess.Move.from_uci("e2e4") and time.monotonic() - started < 20
     finally:
         engine.close()
     assert len(fake.pids()) == 3
@@ -295,12 +295,12 @@ def test_an_engine_that_dies_after_answering_is_restarted_for_the_next_search(tm
 def test_a_hung_engine_times_out_and_is_killed(tmp_path):
     fake = fake_engine(tmp_path, "sleeper", "serve(hang)")
     board = nd4_board()
-    with open_uci_backend(str(fake.path), nodes=1_000, timeout=1.0) as backend:
+    with open_uci_backend(str(fake.path), nodes=1_000, timeout=3.0) as backend:
         started = time.monotonic()
         with pytest.raises(EngineError) as error:
             backend.analyse(board, chess.BLACK, DiffiMaxSettings(depth=1))
-        assert time.monotonic() - started < 10
-    assert str(error.value) == f"engine {fake.path} timed out (no answer within 1 s) on FEN '{board.fen()}'"
+        assert time.monotonic() - started < 20
+    assert str(error.value) == f"engine {fake.path} timed out (no answer within 3 s) on FEN '{board.fen()}'"
     assert len(fake.pids()) == 1
     assert wait_until(lambda: not running(fake.pids()[0]))
 
