@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import os
 import re
@@ -149,14 +148,3 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if ungrouped:
         raise pytest.UsageError(f"{len(ungrouped)} cluster tests lost their xdist group (e.g. {ungrouped[0]}): "
                                 "pytest-xdist cannot group them with this pytest")  # fmt: skip
-
-
-@pytest.hookimpl(hookwrapper=True, tryfirst=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    """Collect garbage before a failure's report is built: on CPython 3.11.7 a finalizer that the
-    collector runs while pytest parses source for the traceback (a destroyed asyncio task of an
-    engine that failed, which logs) raises "SystemError: AST constructor recursion depth
-    mismatch", which crashes the xdist worker and ends the whole run instead of failing one test."""
-    if call.excinfo is not None:
-        gc.collect()
-    yield

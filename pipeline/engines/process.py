@@ -135,6 +135,17 @@ def _shutdown(handles: _Handles, graceful: bool = True) -> None:
                 os.kill(pid, signal.SIGKILL)
     handles.transport = handles.protocol = None
     if not loop.is_closed():
+        # Cancel what still runs on the loop (a start that timed out leaves its task waiting): a
+        # task destroyed pending on a closed loop is logged from a finalizer whenever the garbage
+        # collector runs, which on CPython 3.11.7 breaks the next `ast.parse` (a SystemError).
+        async def drain() -> None:
+            pending = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(drain(), loop).result(KILL_GRACE)
         loop.call_soon_threadsafe(loop.stop)
         handles.thread.join(KILL_GRACE)
         if not handles.thread.is_alive():
