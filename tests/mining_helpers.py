@@ -86,10 +86,13 @@ def except_all(
         columns = [column for column in left.schema.names if column not in ignore]
         connection.register("left_rows", left.select(columns))
         connection.register("right_rows", right.select(columns))
-        (only_left,) = connection.execute("select count(*) from (from left_rows except all from right_rows)").fetchone()
-        (only_right,) = connection.execute(
+        # fetchall: a result left unfinished (fetchone) blocks the next register on this connection.
+        [(only_left,)] = connection.execute(
+            "select count(*) from (from left_rows except all from right_rows)"
+        ).fetchall()
+        [(only_right,)] = connection.execute(
             "select count(*) from (from right_rows except all from left_rows)"
-        ).fetchone()
+        ).fetchall()
         found[name] = (int(only_left), int(only_right))
     connection.close()
     return found
