@@ -278,7 +278,17 @@ class MiningJob:
     def start_workers(self) -> None:
         config = self.config
         cluster_cpus: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
-        self.workers = config.workers or max(1, int(cluster_cpus.get("CPU", 1)))
+        cpus = int(cluster_cpus.get("CPU", 0))
+        self.workers = config.workers or max(1, cpus)
+        # A worker takes a CPU: those the cluster has now are placed at once and the job starts when
+        # they are up; the others wait for a node with room (an autoscaler adds one) and join then.
+        self.placeable = max(1, min(self.workers, cpus))
+        if self.workers > cpus:
+            start = f"mining starts with {cpus}" if cpus else "mining starts when the first is placed"
+            self.progress.echo(
+                f"{self.workers} workers asked, the cluster has {cpus} CPUs: {start}; "
+                "the others join when a node with room comes (an autoscaler adds nodes)"
+            )
         # The counter lives on the driver's node: it goes only when the whole job goes. The writers
         # run anywhere until one finds it does not see the dataset (a local directory the nodes do
         # not share): from then on on the driver's node (`pin_writers`).
@@ -318,14 +328,15 @@ class MiningJob:
         self.pinned = False
 
     def take_ready(self, wait: float = 0.0) -> None:
-        """Move the actors that are up into `ready` (at most every READY_CHECK_SECONDS): first all of
-        them or `wait` seconds, whichever comes first, and at least one; an engine that cannot
-        start stops the job here, in one line."""
+        """Move the actors that are up into `ready` (at most every READY_CHECK_SECONDS): first those
+        the cluster can place now, or `wait` seconds, whichever comes first, and at least one; an
+        engine that cannot start stops the job here, in one line."""
         if not self.starting or (not wait and time.monotonic() - self.checked < READY_CHECK_SECONDS):
             return
         self.checked = time.monotonic()
         pending = list(self.starting)
-        done, _ = ray.wait(pending, num_returns=len(pending), timeout=wait)
+        wanted = len(pending) if self.ready else min(len(pending), self.placeable)
+        done, _ = ray.wait(pending, num_returns=wanted, timeout=wait)
         if not done and not self.ready:
             done, _ = ray.wait(pending, num_returns=1)
         for ref in done:

@@ -6,11 +6,14 @@ it starts. Each test names what main (571d7ff) did with the same input; each run
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
+from pipeline.mine.driver import WORKER_GRACE_SECONDS
 from tests.conftest import GAMES, one_error_line, run_cli
 from tests.mining_helpers import assert_counts_add_up
 
@@ -135,3 +138,24 @@ def test_a_game_read_twice_is_mined_once_and_the_views_join_one_to_one(tmp_path:
     again = run_cli("query", "--data", str(out), "--format", "csv", "select game_id from games order by 1", check=True)
     assert again.stdout == kept.stdout
     assert json.loads((out / "manifest.json").read_text())["games_filtered_by"]["duplicate"] == duplicates
+
+
+# -- placement --------------------------------------------------------------------------------
+
+
+def test_more_workers_than_the_cluster_has_cpus_start_with_a_line_and_never_hang(tmp_path: Path) -> None:
+    """main: `--workers 3` on a 2-CPU machine hung at "analysed 6/15 positions" with no message (the
+    third worker waited for a CPU that never came); at 1ded040, a silent wait of 120 s for it."""
+    source = tmp_path / "games.pgn"
+    source.write_bytes(first_games(3))
+    out = tmp_path / "out"
+    cpus = os.cpu_count() or 1
+    options = [option if option != "1" else str(cpus + 1) for option in QUICK]
+    started = time.monotonic()
+    result = run_cli("mine", str(source), "--out", str(out), *options)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"{cpus + 1} workers asked, the cluster has {cpus} CPUs: mining starts with {cpus}" in result.stderr
+    assert time.monotonic() - started < WORKER_GRACE_SECONDS  # the job did not wait out the grace
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["games_written"] == 3
+    assert_counts_add_up(manifest, out)
