@@ -14,8 +14,7 @@ from pipeline.cli import main as cli_main
 
 
 def main(argv: list[str] | None = None) -> None:
-    sys.argv = ["diffimax", "mine", *(sys.argv[1:] if argv is None else argv)]
-    cli_main()
+    cli_main("mine", prog_name="python -m jobs.mine", args=sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

@@ -444,3 +444,15 @@ def test_cluster_launcher_enables_token_auth():
     for key in ("head_start_ray_commands", "worker_start_ray_commands"):
         starts = [command for command in config[key] if "ray start" in command]
         assert starts and all("RAY_AUTH_MODE=token" in command for command in starts), key
+
+
+def test_the_job_entrypoint_names_itself_in_its_usage_and_errors_in_one_line() -> None:
+    """Issue 29: its usage line said `python -m jobs.diffimax mine`, a command that does not exist."""
+    import subprocess
+
+    help_text = subprocess.run(
+        [sys.executable, "-m", "jobs.mine", "--help"], capture_output=True, text=True, cwd=ROOT, check=True
+    ).stdout
+    assert help_text.startswith("Usage: python -m jobs.mine [OPTIONS] {INPUT...}"), help_text[:200]
+    refused = subprocess.run([sys.executable, "-m", "jobs.mine", "--bogus"], capture_output=True, text=True, cwd=ROOT)
+    assert refused.returncode == 2 and refused.stderr.strip().startswith("diffimax: error: No such option: --bogus")

@@ -24,12 +24,20 @@ app = typer.Typer(
 INTERNAL_ERROR = 70
 
 
-def main() -> None:
+def main(command: str | None = None, prog_name: str | None = None, args: list[str] | None = None) -> None:
     """Console entry point: what a user can cause (`DiffimaxError`, an OS error naming its path)
     is one line on stderr; anything else is a bug and keeps its traceback. Every line is
-    `redact`ed: a URL's credentials never reach the terminal or a log."""
+    `redact`ed: a URL's credentials never reach the terminal or a log. `command` runs one command
+    of the app as a program of its own, named `prog_name` in its usage line (`python -m jobs.mine`)."""
     try:
-        app(standalone_mode=False)
+        if command is None:
+            app(standalone_mode=False, prog_name=prog_name, args=args)
+        else:
+            group = typer.main.get_group(app)
+            one = group.get_command(typer.Context(group), command)
+            if one is None:
+                raise ValueError(f"no command {command!r}")  # a caller's bug, not a user's
+            one.main(args=args, prog_name=prog_name, standalone_mode=False)
     except DiffimaxError as error:
         typer.echo(redact(f"diffimax: error: {error}"), err=True)
         sys.exit(getattr(error, "exit_code", 1))
