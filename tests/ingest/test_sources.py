@@ -10,6 +10,7 @@ import bz2
 import gzip
 import http.server
 import itertools
+import os
 import re
 import threading
 import tracemalloc
@@ -116,6 +117,15 @@ def test_bad_input_is_one_clear_error(tmp_path: Path, make: Callable[[Path], str
     with pytest.raises(InputError) as raised:
         expand_inputs([make(tmp_path)])
     assert str(raised.value) == message.format(d=tmp_path)
+
+
+def test_a_named_pipe_is_refused_in_one_line_before_it_is_read(tmp_path: Path) -> None:
+    """Issue 29: a FIFO as input gave "0 games read" and exit 0 (the input's digest, which --resume
+    checks, had consumed the stream before the games were read)."""
+    fifo = tmp_path / "games.pgn"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match=r"is not a regular file \(a named pipe\?\): a job reads each input more"):
+        expand_inputs([str(fifo)])
 
 
 def test_iter_shards_checks_every_input_before_the_first_shard(tmp_path: Path) -> None:
