@@ -64,11 +64,15 @@ from pipeline.mine.shards import ShardCounts, ShardResult
 from schemas.dataset import SCHEMA_VERSION
 from search.errors import DiffimaxError
 
-# Shards submitted and not yet published, per analysis worker, plus SHARDS_IN_FLIGHT_BASE: every
-# shard reaches every worker, so a worker's queue holds about this many parts (it bounds what the
-# object store holds; the driver holds only references).
+# Shards submitted and not yet published, per analysis worker, plus SHARDS_IN_FLIGHT_BASE, and at
+# most SHARDS_IN_FLIGHT_MAX: every shard reaches every worker, so a worker's queue holds a part of
+# each shard in flight. The bound keeps what the object store holds, and the driver's work per shard,
+# independent of the cluster's size: each claim names the shards in flight and the window last
+# published (benchmarks/bench_submit.py: 4.8 us of driver CPU per shard named, 49 ms a shard at
+# 10,000; the window at 12,000 workers would have been 24,002).
 SHARDS_IN_FLIGHT_PER_WORKER = 2
 SHARDS_IN_FLIGHT_BASE = 2
+SHARDS_IN_FLIGHT_MAX = 32
 # Seconds the job waits at its start for all its analysis actors to be up before it starts with
 # those that are (the rest join as their nodes come: an autoscaler adds them); and how often it
 # looks for actors that came up since.
@@ -317,6 +321,8 @@ class MiningJob:
         # asks the autoscaler for one); each shard is split among the actors up at its submission.
         self.starting: dict[Any, Any] = {actor.describe.remote(): actor for actor in self.actors}
         self.ready: list[Any] = []
+        self.handles: Any = None  # `ready` by reference, for the write tasks (`ready_handles`)
+        self.handles_of = -1
         self.engine_info: dict[str, Any] = {}
         self.checked = 0.0
         self.take_ready(WORKER_GRACE_SECONDS)
@@ -343,7 +349,7 @@ class MiningJob:
             info = resolved(ref)
             self.engine_info = self.engine_info or info
             self.ready.append(self.starting.pop(ref))
-        self.window = SHARDS_IN_FLIGHT_BASE + SHARDS_IN_FLIGHT_PER_WORKER * len(self.ready)
+        self.window = min(SHARDS_IN_FLIGHT_MAX, SHARDS_IN_FLIGHT_BASE + SHARDS_IN_FLIGHT_PER_WORKER * len(self.ready))
 
     def stop_workers(self) -> None:
         """End the actors now (their engines with them), so nothing keeps running after the job."""
@@ -352,10 +358,19 @@ class MiningJob:
                 with contextlib.suppress(Exception):
                     ray.kill(actor, no_restart=True)
 
+    def ready_handles(self) -> Any:
+        """The actors up, as one object by reference (put once each time the set changes): the write
+        tasks take it whatever the cluster's size, so the driver's work per shard does not grow
+        with the workers."""
+        if self.handles_of != len(self.ready):
+            self.handles, self.handles_of = ray.put(list(self.ready)), len(self.ready)
+        return self.handles
+
     def submit(self, run: ShardRun) -> None:
         """The shard's whole pipeline, submitted at once: read, the registry's claim (which games
-        are duplicates), prepare, each worker's part, the write. Ray starts each step when its
-        inputs exist; a worker runs its parts in submission order, which is shard order."""
+        are duplicates), prepare, the write (which hands each worker its part, then commits). Ray
+        starts each step when its inputs exist; a worker judges parts in the order they come, so
+        which repeats its table serves may change between runs, never a value."""
         partitions = len(self.ready)
         games, identities = self.read_task.options(num_returns=2).remote(
             run.shard, run.data, self.config.game_filter, self.limit_left
@@ -364,13 +379,11 @@ class MiningJob:
         earlier = [(before, [ref]) for before, ref in self.identities.items() if before < ordinal]
         self.identities[ordinal] = identities
         duplicates = self.registry.claim.remote(ordinal, identities, earlier)
-        refs: Any = self.prepare_task.options(num_returns=partitions + 2).remote(
+        counts, tables, parts = self.prepare_task.options(num_returns=3).remote(
             games, duplicates, partitions, self.config.pool
         )
-        counts, tables, parts = refs[0], refs[1], refs[2:]
-        outcomes = [actor.analyse_part.remote(part) for actor, part in zip(self.ready, parts, strict=True)]
         run.counts = counts
-        run.write_inputs = (run.shard, counts, tables, *outcomes)
+        run.write_inputs = (run.shard, counts, tables, parts, self.ready_handles())
         self.submit_write(run)
         run.attempts += 1
 

@@ -64,14 +64,16 @@ def test_mine_sample_counts_add_up_and_views_work(tmp_path):
 
 def test_rows_identical_for_one_two_and_four_workers_and_small_shards(tmp_path):
     one, two, four = tmp_path / "one", tmp_path / "two", tmp_path / "four"
-    mine([SAMPLE], one, workers=1, shard_bytes=20_000)
+    first = mine([SAMPLE], one, workers=1, shard_bytes=20_000)
     manifest = mine([SAMPLE], two, workers=2, shard_bytes=20_000)
-    mine([SAMPLE], four, workers=4, shard_bytes=20_000)
+    last = mine([SAMPLE], four, workers=4, shard_bytes=20_000)
     assert len(list((two / "shards").iterdir())) > 1
-    # Each worker owns its keys and runs its parts in shard order, so with tables that never
-    # evict even which repeats were served is the same.
-    assert_same_rows(one, two)
-    assert_same_rows(one, four)
+    # Each worker owns its keys, and its table never evicts here: it analyses each of them once,
+    # whichever shard's part comes first (the write tasks hand the parts out concurrently), so
+    # which occurrence of a repeat was served may differ, how many were may not.
+    assert_same_rows(one, two, ignore=SERVED)
+    assert_same_rows(one, four, ignore=SERVED)
+    assert first["positions_reused"] == manifest["positions_reused"] == last["positions_reused"] > 0
     assert_counts_add_up(manifest, two)
 
 

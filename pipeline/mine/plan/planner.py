@@ -31,11 +31,11 @@ from pipeline.mine.plan.sample import (
 )
 from pipeline.mine.plan.walltime import (
     DRIVER_SECONDS_PER_SHARD,
-    DRIVER_SECONDS_PER_WORKER_CALL,
     RAY_START_SECONDS,
     SCALING_WORKERS,
     ShardCut,
     WallModel,
+    call_seconds,
     count_shards,
     driver_seconds,
     scale_to,
@@ -262,12 +262,12 @@ def _costs(
     cluster_seconds = distinct * (rates.cpu_mean / rates.threads + replay) + ingest.value  # a core per worker
     here = scale_to(worker_n, cluster_seconds, cut, writer_total, reader_total, 0.0, 0.0)
     picked = "" if here.shard_games == config.shard_games else f" (--shard-games {here.shard_games:,}, picked)"
-    how = (f"{here.shards:,} shards{picked} x ({DRIVER_SECONDS_PER_SHARD * 1000:g} ms + "
-           f"{DRIVER_SECONDS_PER_WORKER_CALL * 1000:g} ms per worker), measured once on this machine")  # fmt: skip
-    driver = Figure(driver_seconds(here.shards, worker_n), how)
+    how = f"{here.shards:,} shards{picked} x {DRIVER_SECONDS_PER_SHARD * 1000:g} ms, measured once on this machine"
+    driver = Figure(driver_seconds(here.shards), how)
     # The last unit: one game's new positions, on one worker.
     last_unit = rates.worker_per_position * distinct / max(1.0, figures.games_kept.value)
-    model = WallModel(startup, worker_n, ingest.value, driver.value, writer_total, reader_total, last_unit)
+    writers_here = writer_total + call_seconds(here.shards, worker_n)  # commits, and the calls to each worker
+    model = WallModel(startup, worker_n, ingest.value, driver.value, writers_here, reader_total, last_unit)
     wall_seconds = Figure(
         model.wall(analysis_seconds.value),
         f"start-up {startup:.1f} s + max((analysis + parse + shard writers) core-seconds / {worker_n} workers, "

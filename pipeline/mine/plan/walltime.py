@@ -16,12 +16,15 @@ from pipeline.mine.plan.records import PlanError, Scaling, SourceCount
 # (2026-12-01, under the other engineers' load: ray.init 9.0 s, two actors 0.7 s). Planning
 # starts no Ray, so this one figure is assumed, not measured per plan; 0 with --address.
 RAY_START_SECONDS = 10.0
-# The driver's own CPU seconds per shard, and per analysis worker per shard (each shard's pipeline
-# is one prepare task, one call to every worker, one write task, one publication): measured on this
-# machine (benchmarks/bench_cluster.py and the submit micro-benchmark in docs/mining.md). Planning
-# starts no Ray, so these are assumed, not measured per plan.
-DRIVER_SECONDS_PER_SHARD = 0.005
-DRIVER_SECONDS_PER_WORKER_CALL = 0.0009
+# The driver's own CPU seconds per shard: three task submissions (read, prepare, write), the
+# registry's claim naming at most twice SHARDS_IN_FLIGHT_MAX shards, the results and counts read
+# back (benchmarks/bench_submit.py on this loaded machine: 1.6 ms a task, 1.1 ms a claim plus
+# 4.8 us per shard it names; 8 ms with the reads, rounded up). It does not grow with the workers:
+# the write tasks hand each worker its part (a call of WRITER_SECONDS_PER_WORKER_CALL, 0.8 ms,
+# measured there too), on every node, as core-seconds beside the analysis. Planning starts no Ray,
+# so these are assumed, not measured per plan.
+DRIVER_SECONDS_PER_SHARD = 0.008
+WRITER_SECONDS_PER_WORKER_CALL = 0.0008
 # Worker counts the scaling table of a plan shows (issue 31: a month at 1,000 to 12,000 cores).
 SCALING_WORKERS = (1_000, 10_000, 12_000)
 # The share of the analysis's wall the driver's serial seconds may take: the plan picks the
@@ -65,9 +68,14 @@ def count_shards(config: MineConfig, counts: Sequence[SourceCount], scale: float
     return max(1, shards), compressed
 
 
-def driver_seconds(shards: float, workers: int) -> float:
-    """The driver's serial seconds for `shards` shards, each a call to every one of `workers` workers."""
-    return shards * (DRIVER_SECONDS_PER_SHARD + DRIVER_SECONDS_PER_WORKER_CALL * workers)
+def driver_seconds(shards: float) -> float:
+    """The driver's serial seconds for `shards` shards, whatever the workers."""
+    return shards * DRIVER_SECONDS_PER_SHARD
+
+
+def call_seconds(shards: float, workers: int) -> float:
+    """The write tasks' core-seconds calling each of `workers` workers once per shard."""
+    return shards * workers * WRITER_SECONDS_PER_WORKER_CALL
 
 
 @dataclass(frozen=True)
@@ -112,14 +120,13 @@ class ShardCut:
         games = self.shard_games if shard_games is None else shard_games
         return max(1, self.range_shards + math.ceil(self.compressed_games / games))
 
-    def pick(self, workers: int, budget: float) -> tuple[int, bool]:
-        """The --shard-games that keeps the driver's seconds on `workers` workers within `budget`:
-        the job's own if it does, else the smallest that does, at most `max_shard_games` (True when
-        that cap stopped it short)."""
-        if driver_seconds(self.shards(), workers) <= budget or self.compressed_games <= 0:
+    def pick(self, budget: float) -> tuple[int, bool]:
+        """The --shard-games that keeps the driver's seconds within `budget`: the job's own if it
+        does, else the smallest that does, at most `max_shard_games` (True when that cap stopped it
+        short)."""
+        if driver_seconds(self.shards()) <= budget or self.compressed_games <= 0:
             return self.shard_games, False
-        per_shard = DRIVER_SECONDS_PER_SHARD + DRIVER_SECONDS_PER_WORKER_CALL * workers
-        room = math.floor(budget / per_shard) - self.range_shards  # compressed shards the budget allows
+        room = math.floor(budget / DRIVER_SECONDS_PER_SHARD) - self.range_shards  # compressed shards it allows
         wanted = math.ceil(self.compressed_games / room) if room > 0 else self.max_shard_games + 1
         if wanted > self.max_shard_games:
             return max(self.shard_games, self.max_shard_games), True
@@ -136,14 +143,15 @@ def scale_to(
     last_unit: float,
 ) -> Scaling:
     """The wall time with `workers` workers, a core each: the analysis, the parse and the shard
-    writers spread over them; the driver's submissions and a stream's reader each serial; the
-    largest of these bounds the job. The shards are as many as the --shard-games the plan picks
-    (`ShardCut.pick`): the driver within DRIVER_SHARE of the analysis's wall."""
+    writers (their commits, and their calls to every worker) spread over them; the driver's
+    submissions and a stream's reader each serial; the largest of these bounds the job. The shards
+    are as many as the --shard-games the plan picks (`ShardCut.pick`): the driver within
+    DRIVER_SHARE of the analysis's wall."""
     engine = core_seconds / workers
-    writers = writer_seconds / workers
-    shard_games, capped = cut.pick(workers, DRIVER_SHARE * (engine + writers))
+    shard_games, capped = cut.pick(DRIVER_SHARE * (engine + writer_seconds / workers))
     shards = cut.shards(shard_games)
-    parts = {"engine": engine + writers, "driver": driver_seconds(shards, workers), "reader": reader_seconds}
+    writers = (writer_seconds + call_seconds(shards, workers)) / workers
+    parts = {"engine": engine + writers, "driver": driver_seconds(shards), "reader": reader_seconds}
     bound = max(parts, key=lambda name: parts[name])
     return Scaling(
         workers, startup + parts[bound] + last_unit, bound, engine, parts["driver"], writers, reader_seconds,
