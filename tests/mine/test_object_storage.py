@@ -157,6 +157,7 @@ def test_a_job_on_s3_killed_at_random_points_resumes_to_the_undisturbed_rows(
             break
     finally:
         poller.stop()
+    print(f"{starts} starts, {kills} kills, {poller.reads} polled reads")  # the figures docs/mining.md quotes (-rP)
     assert kills >= 1, "the job finished before it could be killed: raise the shard count"
     assert poller.reads >= 3 and poller.problems == []
     assert except_all(local, remote) == NOTHING_DIFFERS
@@ -212,6 +213,7 @@ def test_on_three_nodes_with_the_output_on_s3_the_shards_are_written_on_more_tha
     finally:
         cluster.shutdown()
     writers = manifest["writers"]
+    print(f"writers: {writers}")  # the figures docs/mining.md quotes (-rP)
     assert writers["nodes"] >= 2, writers
     assert sum(writers["shards_by_node"].values()) == manifest["shards_committed"]
     assert except_all(local, remote) == NOTHING_DIFFERS
