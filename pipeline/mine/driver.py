@@ -64,12 +64,9 @@ from pipeline.mine.shards import ShardCounts, ShardResult
 from schemas.dataset import SCHEMA_VERSION
 from search.errors import DiffimaxError
 
-# Shards submitted and not yet published, per analysis worker, plus SHARDS_IN_FLIGHT_BASE, and at
-# most SHARDS_IN_FLIGHT_MAX: every shard reaches every worker, so a worker's queue holds a part of
-# each shard in flight. The bound keeps what the object store holds, and the driver's work per shard,
-# independent of the cluster's size: each claim names the shards in flight and the window last
-# published (benchmarks/bench_submit.py: 4.8 us of driver CPU per shard named, 49 ms a shard at
-# 10,000; the window at 12,000 workers would have been 24,002).
+# Shards submitted and not yet published: 2 per worker + 2, at most 32 (each is in every worker's
+# queue). The bound keeps the object store's load and the driver's work per shard independent of the
+# cluster: each claim names the window's shards (bench_submit.py: 4.8 us each, 49 ms at 10,000).
 SHARDS_IN_FLIGHT_PER_WORKER = 2
 SHARDS_IN_FLIGHT_BASE = 2
 SHARDS_IN_FLIGHT_MAX = 32
@@ -284,15 +281,12 @@ class MiningJob:
         cluster_cpus: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
         cpus = int(cluster_cpus.get("CPU", 0))
         self.workers = config.workers or max(1, cpus)
-        # A worker takes a CPU: those the cluster has now are placed at once and the job starts when
-        # they are up; the others wait for a node with room (an autoscaler adds one) and join then.
+        # A worker takes a CPU: the job starts with those placed now; the rest join as nodes come.
         self.placeable = max(1, min(self.workers, cpus))
         if self.workers > cpus:
             start = f"mining starts with {cpus}" if cpus else "mining starts when the first is placed"
-            self.progress.echo(
-                f"{self.workers} workers asked, the cluster has {cpus} CPUs: {start}; "
-                "the others join when a node with room comes (an autoscaler adds nodes)"
-            )
+            join = "the others join when a node with room comes (an autoscaler adds nodes)"
+            self.progress.echo(f"{self.workers} workers asked, the cluster has {cpus} CPUs: {start}; {join}")
         # The counter lives on the driver's node: it goes only when the whole job goes. The writers
         # run anywhere until one finds it does not see the dataset (a local directory the nodes do
         # not share): from then on on the driver's node (`pin_writers`).
@@ -321,8 +315,7 @@ class MiningJob:
         # asks the autoscaler for one); each shard is split among the actors up at its submission.
         self.starting: dict[Any, Any] = {actor.describe.remote(): actor for actor in self.actors}
         self.ready: list[Any] = []
-        self.handles: Any = None  # `ready` by reference, for the write tasks (`ready_handles`)
-        self.handles_of = -1
+        self.handles: Any = None  # `ready` by reference, for the write tasks (whatever the cluster's size)
         self.engine_info: dict[str, Any] = {}
         self.checked = 0.0
         self.take_ready(WORKER_GRACE_SECONDS)
@@ -349,6 +342,8 @@ class MiningJob:
             info = resolved(ref)
             self.engine_info = self.engine_info or info
             self.ready.append(self.starting.pop(ref))
+        if done:
+            self.handles = ray.put(list(self.ready))
         self.window = min(SHARDS_IN_FLIGHT_MAX, SHARDS_IN_FLIGHT_BASE + SHARDS_IN_FLIGHT_PER_WORKER * len(self.ready))
 
     def stop_workers(self) -> None:
@@ -358,19 +353,9 @@ class MiningJob:
                 with contextlib.suppress(Exception):
                     ray.kill(actor, no_restart=True)
 
-    def ready_handles(self) -> Any:
-        """The actors up, as one object by reference (put once each time the set changes): the write
-        tasks take it whatever the cluster's size, so the driver's work per shard does not grow
-        with the workers."""
-        if self.handles_of != len(self.ready):
-            self.handles, self.handles_of = ray.put(list(self.ready)), len(self.ready)
-        return self.handles
-
     def submit(self, run: ShardRun) -> None:
-        """The shard's whole pipeline, submitted at once: read, the registry's claim (which games
-        are duplicates), prepare, the write (which hands each worker its part, then commits). Ray
-        starts each step when its inputs exist; a worker judges parts in the order they come, so
-        which repeats its table serves may change between runs, never a value."""
+        """The shard's whole pipeline at once: read, the registry's claim (the duplicates), prepare,
+        the write (it hands each worker its part, then commits); Ray starts each when it can."""
         partitions = len(self.ready)
         games, identities = self.read_task.options(num_returns=2).remote(
             run.shard, run.data, self.config.game_filter, self.limit_left
@@ -383,7 +368,7 @@ class MiningJob:
             games, duplicates, partitions, self.config.pool
         )
         run.counts = counts
-        run.write_inputs = (run.shard, counts, tables, parts, self.ready_handles())
+        run.write_inputs = (run.shard, counts, tables, parts, self.handles)
         self.submit_write(run)
         run.attempts += 1
 
