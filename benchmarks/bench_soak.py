@@ -251,8 +251,9 @@ def disturbed(args: argparse.Namespace, out: Path, logs: Path) -> tuple[list[Sta
     return starts, kills, seconds
 
 
-def compare(reference: Path, out: Path) -> dict[str, dict[str, int]]:
-    """Per table: the rows of each dataset and EXCEPT ALL both ways, over every column but `SERVED`."""
+def compare(reference: Path, out: Path, shard_ids: list[str] | None = None) -> dict[str, dict[str, int]]:
+    """Per table: the rows of each dataset and EXCEPT ALL both ways, over every column but `SERVED`;
+    over the shards named in `shard_ids` (a run stopped early: its committed shards), else all."""
     con = duckdb.connect()
 
     def count(sql: str) -> int:
@@ -264,8 +265,7 @@ def compare(reference: Path, out: Path) -> dict[str, dict[str, int]]:
     for name, schema in TABLES.items():
         columns = ", ".join(f'"{column}"' for column in schema.names if column not in SERVED)
         left, right = (
-            f"select {columns} from read_parquet({sorted(map(str, root.glob(f'shards/*/{name}.parquet')))!r})"
-            for root in (reference, out)
+            f"select {columns} from read_parquet({shard_files(root, name, shard_ids)!r})" for root in (reference, out)
         )
         found[name] = {
             "reference_rows": count(left),
@@ -274,6 +274,12 @@ def compare(reference: Path, out: Path) -> dict[str, dict[str, int]]:
             "disturbed_except_reference": count(f"{right} except all {left}"),
         }
     return found
+
+
+def shard_files(root: Path, table: str, shard_ids: list[str] | None) -> list[str]:
+    if shard_ids is None:
+        return sorted(map(str, root.glob(f"shards/*/{table}.parquet")))
+    return [str(root / "shards" / shard_id / f"{table}.parquet") for shard_id in shard_ids]
 
 
 def check(reference: Path, out: Path) -> tuple[dict[str, Any], list[str]]:

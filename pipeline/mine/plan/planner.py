@@ -35,7 +35,6 @@ from pipeline.mine.plan.walltime import (
     SCALING_WORKERS,
     ShardCut,
     WallModel,
-    call_seconds,
     count_shards,
     driver_seconds,
     scale_to,
@@ -266,7 +265,7 @@ def _costs(
     driver = Figure(driver_seconds(here.shards), how)
     # The last unit: one game's new positions, on one worker.
     last_unit = rates.worker_per_position * distinct / max(1.0, figures.games_kept.value)
-    writers_here = writer_total + call_seconds(here.shards, worker_n)  # commits, and the calls to each worker
+    writers_here = here.writer_seconds * worker_n  # commits, and the calls to each worker (`scale_to`)
     model = WallModel(startup, worker_n, ingest.value, driver.value, writers_here, reader_total, last_unit)
     wall_seconds = Figure(
         model.wall(analysis_seconds.value),
