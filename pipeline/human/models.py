@@ -32,6 +32,7 @@ from pipeline.common.files import file_sha256
 from pipeline.human import maia3_files
 from pipeline.human.context import MoverContext
 from pipeline.human.model import DEFAULT_MODEL, HumanMoveModel
+from pipeline.human.ratings import default_rating_map
 from search.errors import DiffimaxError
 
 ModelKind = Literal["maia3", "file", "product"]
@@ -81,9 +82,10 @@ class ModelChoice:
         return "bundled" if Path(self.path) == DEFAULT_MODEL else Path(self.path).name
 
     def identity(self) -> str:
-        """What a job's identity pins: Maia-3's checked digests, a file's SHA-256, or both parts'."""
+        """What a job's identity pins: Maia-3's checked digests and its rating map, a file's
+        SHA-256, or both parts'."""
         if self.kind == "maia3":
-            return maia3_files.verify(Path(self.path)).identity
+            return maia3_files.verify(Path(self.path)).identity + default_rating_map().identity()
         if self.kind == "product":
             return PRODUCT.join(part.identity() for part in self.parts)
         return file_sha256(self.path)

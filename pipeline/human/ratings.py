@@ -46,10 +46,23 @@ class RatingMap:
     def describe(self) -> dict[str, dict[str, float]]:
         return {pool: {"offset": m.offset, "slope": m.slope} for pool, m in sorted(self.pools.items())}
 
+    def identity(self) -> str:
+        """What a job's identity adds for the map (empty for none): a map changes what the model
+        answers for another pool's players, so a dataset judged under one is not resumed under
+        another."""
+        return "".join(f";{pool}={m.offset:g}+{m.slope:g}r" for pool, m in sorted(self.pools.items()))
+
+
+# Chess.com onto Lichess: lichess = 400 + 0.8 x chess.com (1000 -> 1200, 2000 -> 2000), the best
+# of a grid on 1,500 training positions of chesscom_mixed by Maia-3's log-loss; on the tune and the
+# held-out split it lowers the log-loss in every band (held out: 1.560 -> 1.502; below 1200:
+# 1.634 -> 1.560), so it is kept (docs/human.md, "Rating pools"; benchmarks/bench_maia3.py ratings).
+CHESSCOM_TO_LICHESS: Final = LinearMap(offset=400.0, slope=0.8)
+
 
 def default_rating_map() -> RatingMap:
     """The maps kept after measurement (docs/human.md, "Rating pools")."""
-    return RatingMap()
+    return RatingMap({"chesscom": CHESSCOM_TO_LICHESS})
 
 
-__all__ = ["LinearMap", "RatingMap", "default_rating_map"]
+__all__ = ["CHESSCOM_TO_LICHESS", "LinearMap", "RatingMap", "default_rating_map"]

