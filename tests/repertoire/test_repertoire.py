@@ -116,17 +116,37 @@ def test_the_pgn_parses_its_main_lines_are_legal_and_its_figures_are_the_rows(bu
     assert len(games) == len(lines) == min(total, 64) > 0
     checked = 0
     for game in games:
-        board = game.board()
-        for node in game.mainline():
-            assert node.move in board.legal_moves
-            board.push(node.move)
-            row = by_path[tuple(m.uci() for m in board.move_stack)]
-            checked += check_comment(node.comment, row, rows)
+        checked += check_main_line(game, by_path, rows)
         for node in game.mainline():  # the trap variations: the reply is a trap row of the tree
             for variation in node.variations[1:]:
                 path = tuple(m.uci() for m in variation.board().move_stack)
                 assert by_path[path]["trap"] and "trap: p" in variation.comment
     assert checked > 0
+
+
+def check_main_line(
+    game: chess.pgn.Game, by_path: dict[tuple[str, ...], dict[str, Any]], rows: list[dict[str, Any]]
+) -> int:
+    """Assert a chapter's main line is legal and each commented move's figures are its row's; a
+    line that ends in a trap reply goes on with the trap's punishment (moves with no row and no
+    comment). The number of comments with figures."""
+    board = game.board()
+    checked, trap, tail = 0, None, []
+    for node in game.mainline():
+        assert node.move in board.legal_moves
+        board.push(node.move)
+        row = by_path.get(tuple(m.uci() for m in board.move_stack))
+        if trap is None and row is not None:
+            checked += check_comment(node.comment, row, rows)
+            if row["trap"] and row["status"] != "expanded":
+                trap = row
+            continue
+        assert trap is not None, f"{board.move_stack} is neither a row of the tree nor a trap's punishment"
+        assert node.comment == ""
+        tail.append(node.move.uci())
+    if trap is not None:
+        assert tail == list(trap["punishment_uci"][: len(tail)])
+    return checked
 
 
 def check_comment(comment: str, row: dict[str, Any], rows: list[dict[str, Any]]) -> int:
