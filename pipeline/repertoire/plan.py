@@ -181,10 +181,11 @@ def plan_text(plan: RepertoirePlan) -> str:
     lines = [f"sketch: {sum(k.nodes for k in plan.kinds.values())} nodes to expand, deepest at ply {plan.depth} "
              f"({plan.sketch_seconds:.0f} s on the shallow pass)"]  # fmt: skip
     for kind, figures in plan.kinds.items():
+        seconds = figures.seconds
+        interval = "" if seconds.low is None or seconds.high is None else f" [{seconds.low:.2f}, {seconds.high:.2f}]"
         lines.append(
-            f"  {kind} nodes: {figures.nodes} ({figures.distinct} distinct), {figures.seconds.value:.2f} s each "
-            f"[{figures.seconds.low:.2f}, {figures.seconds.high:.2f}], CPU {figures.cpu_seconds.value:.2f} s "
-            f"({figures.sampled} timed)"
+            f"  {kind} nodes: {figures.nodes} ({figures.distinct} distinct), {seconds.value:.2f} s each{interval}, "
+            f"CPU {figures.cpu_seconds.value:.2f} s ({figures.sampled} timed{', no interval' if not interval else ''})"
         )
     engine = plan.engine_seconds
     lines.append(

@@ -68,7 +68,9 @@ def line_san(board: chess.Board, path: Sequence[str]) -> tuple[str, list[str]]:
 
 
 def node_rows(growth: Growth, labels: Labels, evidence: PositionGames | None = None) -> list[dict[str, Any]]:
-    """One row per node of a grown (and backed-up) tree, in node order."""
+    """One row per node of a grown (and backed-up) tree, ordered by depth and then by line and
+    numbered in that order: a node's id in the tree is the order its parent's result came in, which
+    the workers decide, and the rows must not depend on them."""
     settings, start = growth.settings, growth.start
     root_board = start.board()
     common = {
@@ -81,12 +83,15 @@ def node_rows(growth: Growth, labels: Labels, evidence: PositionGames | None = N
         "human_model": labels.human_model, "human_corpus": labels.human_corpus,
     }  # fmt: skip
     rows = []
-    for node in growth.nodes:
+    ordered = sorted(growth.nodes, key=lambda node: (node.depth, node.path))
+    number = {node.id: index for index, node in enumerate(ordered)}
+    for node in ordered:
         board = start.board(node.path)
         parent = None if node.parent is None else growth.nodes[node.parent]
         line, sans = line_san(root_board, node.path)
         row = common | {
-            "node_id": node.id, "parent_id": node.parent, "depth": node.depth, "path_uci": list(node.path),
+            "node_id": number[node.id], "parent_id": None if node.parent is None else number[node.parent],
+            "depth": node.depth, "path_uci": list(node.path),
             "line_san": line, "move_uci": node.move, "move_san": sans[-1] if sans else None,
             "mover": None if parent is None else parent.to_move, "to_move": node.to_move, "fen": board.fen(),
             "position_key": to_signed64(zobrist(board)), "status": node.leaf or "expanded",
