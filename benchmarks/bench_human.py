@@ -51,12 +51,11 @@ from pipeline.human.evaluate import (
     calibration_rows,
     confidence_rows,
     evaluate,
-    report_json,
-    report_text,
 )
 from pipeline.human.examples import Examples, ExtractSpec, extract, load_examples, save_examples
 from pipeline.human.features import FEATURE_GROUPS, FeatureGroup, feature_names
 from pipeline.human.model import DEFAULT_MODEL, HumanMoveModel, softmax_groups
+from pipeline.human.report import report_json, report_text
 from pipeline.human.train import TrainConfig, build_book, fit_lightgbm, fit_linear, played_ranks
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -199,3 +199,58 @@ def test_functions_stay_short_outside_the_cli() -> None:
         entry for source in CODE if not source.relative.startswith("pipeline/cli") for entry in long_functions(source)
     ]
     assert not long, "functions over 80 lines:\n" + "\n".join(long)
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Which project modules each module imports, anywhere in it (an import inside a function is
+    an edge too: it only hides a circle). `from package import module` is an edge to the module;
+    an edge to a module's own package is left out (Python always runs a package's `__init__`
+    before its modules)."""
+    modules = {source.module for source in CODE}
+    graph: dict[str, set[str]] = {}
+    for source in CODE:
+        edges = set()
+        for _, module, names in imports(source):
+            submodules = {f"{module}.{name}" for name in names} & modules
+            edges |= submodules
+            if module in modules and not submodules:
+                edges.add(module)
+        graph[source.module] = {m for m in edges if not source.module.startswith(m + ".") and m != source.module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in sorted(graph.get(module, ())):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = [stack.pop()]
+            while component[-1] != module:
+                component.append(stack.pop())
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_modules_import_each_other_in_no_circle() -> None:
+    assert not cycles(module_graph()), "module circles:\n" + "\n".join(" <-> ".join(c) for c in cycles(module_graph()))
+
+
+def test_the_circle_check_finds_a_circle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -18,11 +18,13 @@ from pipeline.common.splits import Split
 from pipeline.human.context import parse_pool
 from pipeline.human.data import GameSample
 from pipeline.human.engine import EngineSettings
-from pipeline.human.evaluate import EvalConfig, EvalError, evaluate, report_json, report_text
+from pipeline.human.evaluate import EvalConfig, EvalError, evaluate
 from pipeline.human.features import parse_groups
 from pipeline.human.model import ModelKind
 from pipeline.human.models import MODEL_HELP
-from pipeline.human.train import TrainConfig, TrainError, train
+from pipeline.human.report import report_json, report_text
+from pipeline.human.train import TrainConfig, TrainError
+from pipeline.human.trainer import train
 
 human_app = typer.Typer(
     help="A model of the moves humans play: train it on games, measure it on held-out games.",
@@ -181,7 +183,6 @@ def eval_command(
         games=game_sample(game_rate, parse_source_rates(source_game_rate or [])),
     )  # fmt: skip
     with Progress() as progress:
-        progress.say(f"measuring {model} on the {split} games of {', '.join(games)}")
         result = evaluate(model, games, config, progress=progress)
     if not result.outcomes:
         raise EvalError(f"no position of split {split!r} in {', '.join(games)}")

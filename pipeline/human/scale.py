@@ -247,7 +247,7 @@ def fit_on_ray(
 
 
 def train_on_ray(data: Sequence[str], out: str, config: TrainConfig, progress: Progress) -> dict[str, Any]:
-    """`pipeline.human.train.train` at dump scale: the book, the tune and the training examples
+    """`pipeline.human.train.train_locally` at dump scale: the book, the tune and the training examples
     made shard by shard on Ray tasks, the fit on Ray Train; the same model file."""
     from pipeline.common.cluster import ray_session
 

@@ -64,7 +64,7 @@ from search.errors import DiffimaxError
 from search.settings import is_whole
 
 # The examples' names stay importable from here (callers, and work Ray pickled by reference).
-__all__ = ["TrainConfig", "TrainError", "fit_lightgbm", "fit_linear", "played_ranks", "train"]
+__all__ = ["TrainConfig", "TrainError", "fit_lightgbm", "fit_linear", "played_ranks", "train_locally"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -365,26 +365,18 @@ def training_command(data: Sequence[str], config: TrainConfig, out_name: str) ->
     return " ".join(parts)
 
 
-def train(
+def train_locally(
     data: Sequence[str],
     out: str,
-    config: TrainConfig | None = None,
-    progress: Progress | None = None,
+    config: TrainConfig,
+    shown: Progress,
     dump: str | None = None,
 ) -> dict[str, Any]:
-    """Train a model on the `train` games of `data`, write it to `out`; returns its description.
-    `dump` names a directory to save the extracted examples in (train.npz, tune.npz and their
-    .json), for comparing other models on the same data (`benchmarks.bench_human --variants`).
-    With `config.trainer == "ray"` the work is `pipeline.human.scale`'s (dump scale)."""
-    config = config or TrainConfig()
-    shown = progress or Progress.quiet()
+    """Train a model on the `train` games of `data` in this process, write it to `out`; returns
+    its description. `dump` names a directory to save the extracted examples in (train.npz,
+    tune.npz and their .json), for comparing other models on the same data
+    (`benchmarks.bench_human --variants`). `pipeline.human.trainer.train` chooses the trainer."""
     say = shown.say
-    if config.trainer == "ray":
-        if dump is not None:
-            raise TrainError("--dump-examples needs the local trainer: the ray trainer never gathers the examples")
-        from pipeline.human.scale import train_on_ray
-
-        return train_on_ray(data, out, config, shown)
     started = time.monotonic()
     counts = ReadCounts()
     book: Book | None = None

@@ -26,7 +26,8 @@ from pipeline.human.data import GameRecord, read_inputs
 from pipeline.human.engine import EngineSettings, ShallowEngine
 from pipeline.human.features import FeatureError, feature_names, move_features
 from pipeline.human.model import DEFAULT_MODEL, MODEL_VERSION, HumanMoveModel, ModelError
-from pipeline.human.train import TrainConfig, TrainError, played_ranks, train
+from pipeline.human.train import TrainConfig, TrainError, played_ranks
+from pipeline.human.trainer import train
 from tests.conftest import GAMES, ROOT, run_cli
 
 STOCKFISH = Path("/usr/games/stockfish")
