@@ -26,11 +26,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline.cli import mine_config
+from pipeline.common.files import MIB
 from pipeline.ingest.games import Selected, read_games
 from pipeline.ingest.headers import GameFilter
 from pipeline.ingest.sources import iter_shards
 from pipeline.mine.occurrences import Occurrence, occurrences_of
-from pipeline.mine.table import MIB, AnalysisEntry, AnalysisTable, partition_of
+from pipeline.mine.table import AnalysisEntry, AnalysisTable, partition_of
 from pipeline.mine.work import AnalysisWorker
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "games"

@@ -82,7 +82,7 @@ def mine_config(
     """The mining job the flags describe: `mine` runs it, `plan` estimates it. The flags after
     the two positional-only parameters are what `job_command` gives both commands."""
     from pipeline.ingest.headers import GameFilter
-    from pipeline.mine.config import shard_bytes_of
+    from pipeline.mine.config import mib_to_bytes
     from pipeline.mine.work import HumanEvidence
 
     plies_from, plies_to = parse_plies(plies)
@@ -115,8 +115,8 @@ def mine_config(
         resume=resume,
         setter_choices=setter_choices,
         shard_games=shard_games,
-        shard_bytes=shard_bytes_of(shard_mb),
-        max_game_bytes=shard_bytes_of(max_game_mb, "--max-game-mb"),
+        shard_bytes=mib_to_bytes(shard_mb),
+        max_game_bytes=mib_to_bytes(max_game_mb, "--max-game-mb"),
         url_timeout=url_timeout,
         table_mb=table_mb,
         pool=parse_pool(pool),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -27,10 +28,20 @@ def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> Path:
     return target
 
 
-def file_sha256(path: str | os.PathLike[str], chunk_bytes: int = 1 << 20) -> str:
+# Bytes in a MiB (sizes on the command line are in MiB: --shard-mb, --table-mb, --max-game-mb).
+MIB = 1 << 20
+
+
+def file_sha256(path: str | os.PathLike[str], chunk_bytes: int = MIB) -> str:
     """The SHA-256 of a file's bytes, hex, read in pieces (a file may be larger than memory)."""
+    return files_sha256([path], chunk_bytes)
+
+
+def files_sha256(paths: Sequence[str | os.PathLike[str]], chunk_bytes: int = MIB) -> str:
+    """One SHA-256 of several files' bytes in order, hex (a dataset's files as one input)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        while piece := stream.read(chunk_bytes):
-            digest.update(piece)
+    for path in paths:
+        with open(path, "rb") as stream:
+            while piece := stream.read(chunk_bytes):
+                digest.update(piece)
     return digest.hexdigest()

@@ -20,6 +20,7 @@ from typing import Final
 
 import chess
 
+from pipeline.common.files import files_sha256
 from pipeline.common.splits import Split, file_name, split_of
 from pipeline.common.storage import is_object_url
 from pipeline.dataset.objects import dataset_path
@@ -37,8 +38,6 @@ SHARD_BYTES: Final = 256 << 10
 KEY_MASK: Final = (1 << 64) - 1
 # Seed of the game sample (`GameSample`), apart from the split's and the position sample's.
 GAME_SAMPLE_SEED: Final = 104729
-# Bytes hashed at a time for a file digest.
-DIGEST_BLOCK: Final = 1 << 20
 
 
 class DataError(DiffimaxError, ValueError):
@@ -357,7 +356,7 @@ def input_digest(inputs: Sequence[str]) -> list[dict[str, object]]:
         except InputError as error:
             raise DataError(str(error)) from error
         for path in paths:
-            described.append({"name": file_name(path), "bytes": os.path.getsize(path), "sha256": _sha256([path])})
+            described.append({"name": file_name(path), "bytes": os.path.getsize(path), "sha256": files_sha256([path])})
         pending.clear()
 
     for item in inputs:
@@ -371,17 +370,8 @@ def input_digest(inputs: Sequence[str]) -> list[dict[str, object]]:
             add_pgn()
             files = sorted(str(path) for path in Path(item).glob("shards/*/*.parquet"))
             size = sum(os.path.getsize(path) for path in files)
-            described.append({"name": Path(item).name, "kind": "dataset", "bytes": size, "sha256": _sha256(files)})
+            described.append({"name": Path(item).name, "kind": "dataset", "bytes": size, "sha256": files_sha256(files)})
         else:
             pending.append(item)
     add_pgn()
     return described
-
-
-def _sha256(paths: Sequence[str]) -> str:
-    digest = hashlib.sha256()
-    for path in paths:
-        with open(path, "rb") as handle:
-            while block := handle.read(DIGEST_BLOCK):
-                digest.update(block)
-    return digest.hexdigest()

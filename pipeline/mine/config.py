@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline.common.files import MIB
 from pipeline.common.storage import is_object_url
 from pipeline.dataset.store import DatasetReader
 from pipeline.engines.backends import EngineOptions, effective_engine_options
@@ -31,9 +32,6 @@ from schemas.dataset import SCHEMA_VERSION, settings_out_of_range
 from search.errors import DiffimaxError
 from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings, SettingsError, is_whole
-
-# Bytes in the MiB of `--shard-mb`.
-MIB = 1 << 20
 
 
 class ResumeError(DiffimaxError, ValueError):
@@ -115,7 +113,7 @@ class MineConfig:
         return Judging(self.settings, self.judges, primary_judge(self.judges, human), self.setter_choices)
 
 
-def shard_bytes_of(shard_mb: float, flag: str = "--shard-mb") -> int:
+def mib_to_bytes(shard_mb: float, flag: str = "--shard-mb") -> int:
     """A size in MiB (`--shard-mb`, or the `flag` named) in bytes; a size that is not a positive
     number of bytes is refused."""
     if not (shard_mb == shard_mb and 0 < shard_mb < float(1 << 40)):  # NaN, <= 0 and absurd sizes

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import chess
 
+from pipeline.common.files import MIB
 from schemas.dataset import to_signed64
 from search.backend import Backend, Level, ReplyValues
 from search.diffimax import DiffiMaxResult
@@ -38,8 +39,6 @@ from search.values import Value
 # shared player_a file it serves all but a few per cent of the repeats exact job-wide reuse would
 # (docs/mining.md, "Per-worker tables").
 DEFAULT_TABLE_MB = 256
-# Bytes in a MiB.
-MIB = 1 << 20
 
 # A line: (value, principal variation after the move, engine nodes spent on it).
 Line = tuple[Value, tuple[str, ...], int]

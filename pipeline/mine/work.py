@@ -18,6 +18,7 @@ from typing import Any
 import chess
 import pyarrow as pa
 
+from pipeline.common.files import MIB
 from pipeline.dataset.store import table_of
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.engines.process import EngineStartError
@@ -35,7 +36,7 @@ from pipeline.mine.rows import (
     settings_columns,
     trap_rows,
 )
-from pipeline.mine.table import DEFAULT_TABLE_MB, MIB, AnalysisEntry, AnalysisTable, TableLines
+from pipeline.mine.table import DEFAULT_TABLE_MB, AnalysisEntry, AnalysisTable, TableLines
 from schemas.dataset import to_signed64
 from search.backend import Backend
 from search.chessgame import zobrist

@@ -13,12 +13,13 @@ import os
 import time
 from typing import Any
 
+from pipeline.common.files import MIB
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.engines.process import EngineStartError
 from pipeline.human.corpus import Corpus
 from pipeline.human.models import load_move_model
 from pipeline.mine.plan.measure import cpu_seconds
-from pipeline.mine.table import DEFAULT_TABLE_MB, MIB, AnalysisEntry, AnalysisTable, TableLines
+from pipeline.mine.table import DEFAULT_TABLE_MB, AnalysisEntry, AnalysisTable, TableLines
 from pipeline.mine.work import HumanEvidence
 from pipeline.repertoire.expand import (
     Cost,
