@@ -23,12 +23,49 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
 GAMES = DATA / "games"
 PUZZLES = DATA / "puzzles"
-# Debian's stockfish package (what deploy/local.sh installs): the one engine path of the tests, and
-# the one rule for skipping where it is missing.
+# Debian's stockfish and chromium packages (what deploy/local.sh and .ci/run install): the one
+# engine and the one browser of the tests.
 STOCKFISH = Path("/usr/games/stockfish")
-needs_stockfish = pytest.mark.skipif(
-    not STOCKFISH.exists(), reason=f"Debian's stockfish package is not installed ({STOCKFISH})"
-)
+CHROMIUM = Path("/usr/bin/chromium")
+# CI's set-up installs everything a test needs, so there a missing part fails the test.
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def require(present: bool, reason: str) -> None:
+    """The one rule for what a test needs from the machine (the shared data, Stockfish, Chromium,
+    Maia-3's files): without it, a test is skipped on a developer's machine and fails in CI, so
+    the suite CI runs cannot pass by skipping."""
+    if present:
+        return
+    if IN_CI:
+        pytest.fail(f"{reason} (CI installs it: see .ci/run)")
+    pytest.skip(reason)
+
+
+def require_stockfish() -> None:
+    require(STOCKFISH.exists(), f"Debian's stockfish package is not installed ({STOCKFISH})")
+
+
+def require_chromium() -> None:
+    require(CHROMIUM.exists(), f"Debian's chromium package is not installed ({CHROMIUM})")
+
+
+def require_data(path: Path = GAMES) -> None:
+    require(path.exists(), f"the shared data is not at {path} (a clone beside ../shared/data has it)")
+
+
+@pytest.fixture
+def stockfish_installed() -> None:
+    require_stockfish()
+
+
+@pytest.fixture
+def chromium_installed() -> None:
+    require_chromium()
+
+
+needs_stockfish = pytest.mark.usefixtures("stockfish_installed")
+needs_chromium = pytest.mark.usefixtures("chromium_installed")
 
 
 def run_cli(*args: str, check: bool = False, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -74,12 +111,10 @@ def maia3_installed() -> None:
     """Maia-3's files, as `diffimax human fetch maia3` installs them (deploy/local.sh does): a test
     that needs them is skipped without them on a developer's machine, and fails in CI, where the
     set-up fetched them."""
-    if maia3_files.present():
-        return
-    reason = f"Maia-3 is not installed at {maia3_files.model_dir()} (run `{maia3_files.FETCH_COMMAND}`)"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(reason)
-    pytest.skip(reason)
+    require(
+        maia3_files.present(),
+        f"Maia-3 is not installed at {maia3_files.model_dir()} (run `{maia3_files.FETCH_COMMAND}`)",
+    )
 
 
 needs_maia3 = pytest.mark.usefixtures("maia3_installed")
@@ -87,8 +122,7 @@ needs_maia3 = pytest.mark.usefixtures("maia3_installed")
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    if not GAMES.is_dir():
-        pytest.skip(f"shared data not found at {DATA}")
+    require_data()
     return DATA
 
 

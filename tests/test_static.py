@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tests import conftest
+from tests.conftest import require
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
@@ -23,7 +26,16 @@ BIN = Path(sys.executable).parent
 )
 def test_static_checks(command):
     tool = BIN / command[0]
-    if not tool.exists():
-        pytest.skip(f"{command[0]} is not installed in this environment")
+    require(tool.exists(), f"{command[0]} is not installed in this environment (pip install -e '.[dev]')")
     result = subprocess.run([str(tool), *command[1:]], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_missing_requirement_skips_here_and_fails_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(conftest, "IN_CI", False)
+    with pytest.raises(pytest.skip.Exception, match="no such part"):
+        conftest.require(False, "no such part")
+    monkeypatch.setattr(conftest, "IN_CI", True)
+    with pytest.raises(pytest.fail.Exception, match=r"no such part \(CI installs it"):
+        conftest.require(False, "no such part")
+    conftest.require(True, "present")

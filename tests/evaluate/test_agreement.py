@@ -26,7 +26,7 @@ import pytest
 from pipeline.engines.uci import EngineLimits, UciBackend
 from pipeline.evaluate.agreement import compare, sample_positions
 from search.settings import DiffiMaxSettings
-from tests.conftest import STOCKFISH
+from tests.conftest import STOCKFISH, needs_stockfish
 
 POSITIONS = 50
 NODES = 20_000  # per line, in both analyses
@@ -37,7 +37,7 @@ BEST_GAP = 75  # cp, by the naive values
 
 @pytest.mark.slow
 @pytest.mark.stockfish
-@pytest.mark.skipif(not STOCKFISH.exists(), reason="Debian's stockfish package is not installed")
+@needs_stockfish
 def test_adaptive_analysis_agrees_with_naive_multipv(record_property):
     settings = DiffiMaxSettings(depth=1)
     boards = sample_positions(POSITIONS)

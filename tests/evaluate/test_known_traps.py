@@ -14,7 +14,7 @@ import chess.pgn
 import pytest
 
 from pipeline.evaluate.known_traps import KnownTrap, KnownTrapError, load_known_traps
-from tests.conftest import ROOT, STOCKFISH
+from tests.conftest import ROOT, STOCKFISH, require_stockfish
 
 # Centipawns of a forced mate (minus its distance), so a mate ranks beyond any material score.
 MATE_CP = 100_000
@@ -286,8 +286,7 @@ def test_good_record_round_trip(tmp_path: Path):
 
 @pytest.fixture(scope="module")
 def stockfish() -> Iterator[chess.engine.SimpleEngine]:
-    if not STOCKFISH.exists():
-        pytest.skip(f"Stockfish not found at {STOCKFISH}")
+    require_stockfish()
     with chess.engine.SimpleEngine.popen_uci(str(STOCKFISH)) as engine:
         # One thread and a fixed hash: with the hash cleared before each search (see
         # measure_known_trap), a node-limited search is deterministic.

@@ -28,10 +28,8 @@ from pipeline.human.features import FeatureError, feature_names, move_features
 from pipeline.human.model import DEFAULT_MODEL, MODEL_VERSION, HumanMoveModel, ModelError
 from pipeline.human.train import TrainConfig, TrainError, played_ranks
 from pipeline.human.trainer import train
-from tests.conftest import GAMES, ROOT, run_cli
+from tests.conftest import GAMES, ROOT, needs_stockfish, require_data, run_cli
 
-STOCKFISH = Path("/usr/games/stockfish")
-needs_stockfish = pytest.mark.skipif(not STOCKFISH.exists(), reason="Debian's stockfish package is not installed")
 PYTHON = sys.executable
 
 
@@ -199,8 +197,7 @@ def test_records_replay_the_games(data_dir, tmp_path):
 @pytest.fixture(scope="module")
 def small_model(tmp_path_factory) -> Path:
     """A base+book model of 40 games (early-stopped on a carved share of them)."""
-    if not GAMES.is_dir():
-        pytest.skip("shared data not found")
+    require_data()
     directory = tmp_path_factory.mktemp("small")
     data = slice_pgn(directory, 40)
     out = directory / "model.json"

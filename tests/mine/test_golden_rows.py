@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import GAMES, ROOT, STOCKFISH, run_cli
+from tests.conftest import GAMES, ROOT, STOCKFISH, require_stockfish, run_cli
 from tests.golden import digests
 
 pytestmark = pytest.mark.slow
@@ -49,14 +49,14 @@ RUNS = {
     "name",
     [
         "native100",
-        pytest.param(
-            "sf100", marks=[pytest.mark.stockfish, pytest.mark.skipif(not STOCKFISH.exists(), reason="no Stockfish")]
-        ),
+        pytest.param("sf100", marks=[pytest.mark.stockfish]),
         "evalclk",
         "famous",
     ],
 )
 def test_the_seed_analysis_is_row_for_row_the_original(name: str, tmp_path: Path, data_dir: Path) -> None:
+    if name == "sf100":
+        require_stockfish()
     out = tmp_path / name
     run_cli("mine", *RUNS[name], "--out", str(out), "--workers", "2", "--judges", "dip", "--human-model", "none",
             check=True)  # fmt: skip

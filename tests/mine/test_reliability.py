@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import GAMES, ROOT, STOCKFISH, one_error_line, run_cli
+from tests.conftest import GAMES, ROOT, needs_stockfish, one_error_line, run_cli
 from tests.fake_engines import NOT_AN_ENGINE, ONLY_ON_THE_DRIVER, fake_engine
 from tests.mining_helpers import assert_counts_add_up, rows
 from tests.processes import assert_session_ends, end_session
@@ -334,7 +334,7 @@ BLACKBURNE = "r1bqkbnr/pppp1ppp/8/4p3/2BnP3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4"
 
 
 @pytest.mark.stockfish
-@pytest.mark.skipif(not STOCKFISH.exists(), reason="Debian's stockfish package is not installed")
+@needs_stockfish
 def test_explain_uses_stockfish_by_default_and_does_not_call_nxe5_best() -> None:
     result = run_cli("explain", BLACKBURNE, "--json", check=True)
     data = json.loads(result.stdout)

@@ -61,13 +61,23 @@ from pipeline.outputs.puzzles import (
 from pipeline.outputs.puzzles.rules import regains_only
 from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings
-from tests.conftest import GAMES, ROOT, STOCKFISH, needs_stockfish, one_error_line, ray_chatter
+from tests.conftest import (
+    CHROMIUM,
+    GAMES,
+    ROOT,
+    STOCKFISH,
+    needs_chromium,
+    needs_stockfish,
+    one_error_line,
+    ray_chatter,
+    require_data,
+    require_stockfish,
+)
 from tests.fake_engines import DIES_ON_GO, ONLY_ON_THE_DRIVER, fake_engine
 from tests.mining_helpers import mine
 from tests.processes import assert_session_ends, session_processes
 
 SAMPLE = GAMES / "lichess_100.pgn"
-CHROMIUM = Path("/usr/bin/chromium")
 # Engine budget of the tests: per MultiPV-2 search, for the generator and the independent check.
 TEST_NODES = 100_000
 TEST_MARGIN = 0.3
@@ -596,8 +606,7 @@ def read_pgn(text: str) -> list[chess.pgn.Game]:
 
 @pytest.fixture(scope="module")
 def mined(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not SAMPLE.exists():
-        pytest.skip(f"shared data not found at {SAMPLE}")
+    require_data(SAMPLE)
     out = tmp_path_factory.mktemp("puzzles") / "data"
     mine(
         [str(SAMPLE)],
@@ -613,8 +622,7 @@ def mined(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def generated(mined: Path, tmp_path_factory: pytest.TempPathFactory) -> PuzzleReport:
-    if not STOCKFISH.exists():
-        pytest.skip("Stockfish is not installed")
+    require_stockfish()
     out = tmp_path_factory.mktemp("puzzles") / "book"
     # No `workers`: one per CPU of the module's Ray session (2), so the end-to-end tests read the pool's output.
     return generate_puzzles(mined, out, kind="both", nodes=TEST_NODES, margin=TEST_MARGIN)
@@ -928,7 +936,7 @@ def run_chromium(mode: str, url: str, profile: Path, *extra: str) -> str:
 
 @pytest.mark.stockfish
 @pytest.mark.slow
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="no /usr/bin/chromium for the real-browser test")
+@needs_chromium
 def test_the_book_renders_and_steps_in_a_real_browser(generated: PuzzleReport, tmp_path: Path) -> None:
     page = generated.written["html"].resolve().as_uri()
     first = generated.puzzles[0]

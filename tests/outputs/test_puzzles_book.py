@@ -15,9 +15,9 @@ import pytest
 
 from pipeline.outputs.puzzles import GameInfo, Puzzle, SolverCheck, render_html
 from pipeline.outputs.puzzles.book import play_data
+from tests.conftest import CHROMIUM, needs_chromium
 
-CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="no /usr/bin/chromium for the real-browser test")
+pytestmark = needs_chromium
 ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run",

@@ -22,7 +22,7 @@ from pipeline.outputs.puzzles.rules import check_candidate
 from pipeline.outputs.puzzles.setting import PRACTICAL_FLOOR, practical_verdict
 from pipeline.outputs.puzzles.themes import THEMES
 from pipeline.outputs.puzzles.verify import Collector, VerifyTask
-from tests.conftest import PUZZLES
+from tests.conftest import PUZZLES, require_data
 
 HELD_OUT = PUZZLES / "lichess_puzzles_sample_1499.csv"
 # The floor: precision >= 0.85 and recall >= 0.70 on Lichess's own puzzles.
@@ -32,8 +32,8 @@ LEGAL = "rn1qkbnr/ppp2ppp/3p4/4p3/2B1P1b1/2N2N2/PPPP1PPP/R1BQK2R b KQkq - 5 4"
 cp, mate = chess.engine.Cp, chess.engine.Mate
 
 
-@pytest.mark.skipif(not HELD_OUT.exists(), reason="shared puzzles not found")
 def test_the_tagger_agrees_with_lichess_on_the_held_out_puzzles() -> None:
+    require_data(HELD_OUT)
     with HELD_OUT.open(newline="", encoding="utf-8") as handle:
         rows = [
             r for r in csv.DictReader(handle) if {"oneMove", "short", "long", "veryLong"} & set(r["Themes"].split())

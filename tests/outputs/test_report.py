@@ -39,7 +39,7 @@ from pipeline.outputs.report.plots import (
     plot_rating,
 )
 from pipeline.outputs.report.sections import plots_section
-from tests.conftest import GAMES
+from tests.conftest import CHROMIUM, GAMES, needs_chromium
 from tests.mining_helpers import EVERY_JUDGE, mine
 
 SAMPLE = GAMES / "lichess_100.pgn"  # no clock comments
@@ -47,7 +47,6 @@ CLOCKS = GAMES / "lichess_eval_clk_10024.pgn.zst"  # %clk and %eval on every mov
 SECTIONS = ["summary", "judges", "plots", "trap-positions", "players", "tables", "errors", "manifest"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 DATA_PNG = "data:image/png;base64,"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # Elements html.parser sees without an end tag.
 VOID = {"meta", "img", "br", "hr", "col", "link", "input", "source", "wbr"}
 
@@ -378,14 +377,9 @@ def test_a_carriage_return_in_a_header_stays_inside_its_csv_cell(hostile: Report
 # ---------------------------------------------------------------------------------------------
 # A real browser
 
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="chromium not installed (Debian: apt-get install -y chromium)"
-)
-
 
 def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
     """Headless chromium with no network chatter and a throwaway profile."""
-    assert CHROMIUM is not None
     command = [
         CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",

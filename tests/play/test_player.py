@@ -19,7 +19,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import chess
 import chess.engine
@@ -40,10 +39,8 @@ from pipeline.play.tutor import adapt_epsilon, choice_rng, decided_endgame, draw
 from search.expectimax import within_margin
 from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence, Verdicts, win_drop
 from search.settings import DiffiMaxSettings, SettingsError
-from tests.conftest import ROOT
+from tests.conftest import ROOT, needs_stockfish, require_stockfish
 
-STOCKFISH = Path("/usr/games/stockfish")
-needs_stockfish = pytest.mark.skipif(not STOCKFISH.exists(), reason="Debian's stockfish package is not installed")
 stockfish = [pytest.mark.stockfish, needs_stockfish]
 
 # White to move mates with Re8#.
@@ -399,8 +396,7 @@ def test_time_plan_never_spends_the_clock() -> None:
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[tuple[object, object]]:
-    if not STOCKFISH.exists():
-        pytest.skip("Debian's stockfish package is not installed")
+    require_stockfish()
     backend = open_backend("stockfish", EngineOptions(nodes=NODES))
     model = load_move_model("default")
     try:

@@ -20,13 +20,9 @@ from pipeline.repertoire.driver import WorkerSpec, build_repertoire
 from pipeline.repertoire.records import NODES_FILE, Labels
 from pipeline.repertoire.settings import RepertoireSettings, parse_start
 from search.values import format_pawns
-from tests.conftest import STOCKFISH, needs_stockfish
+from tests.conftest import CHROMIUM, STOCKFISH, needs_chromium, needs_stockfish
 
-CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = [
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="no /usr/bin/chromium for the real-browser test"),
-    needs_stockfish,
-]
+pytestmark = [needs_chromium, needs_stockfish]
 ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run",
