@@ -17,9 +17,10 @@ chosen there, then measured on the *tune* split, and, beside the identity, on th
 split: kept only where it improves both.
 
 product: does the product of Maia-3 and a model trained on the user's own games (`diffimax human
-train`) beat either alone on the user's held-out games? Each of the three is measured on the same
-held-out positions of chesscom_mixed (its own players: the model MINE was trained on its training
-split) under Maia's protocol, by band.
+train`) beat either alone on the user's held-out games? Maia-3, the user's model MINE (trained on
+chesscom_mixed's training split) and products weighting MINE by 0.25-1 are measured on the same
+positions of the tune split, where the weight is chosen, and of the held-out split, where the
+chosen product is compared with both alone; Maia's protocol, by band.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import tarfile
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import chess
 import numpy as np
@@ -44,7 +45,7 @@ from pipeline.human.data import read_inputs
 from pipeline.human.evaluate import band_of
 from pipeline.human.examples import context_of, sampled_positions
 from pipeline.human.maia3 import HISTORY, Maia3Model, encode, legal_indices, move_index
-from pipeline.human.models import combine, load_move_model
+from pipeline.human.models import load_move_model
 from pipeline.human.protocol import MAIA_MIN_CLOCK, MAIA_MIN_PLY
 from pipeline.human.ratings import LinearMap, RatingMap
 
@@ -108,7 +109,7 @@ def ratings(args: argparse.Namespace) -> dict[str, Any]:
     chosen = LinearMap(best["offset_at_1000"] + 1000 * (1 - best["slope"]), best["slope"])
     result: dict[str, Any] = {"train_positions": len(train), "grid": grid, "chosen": vars(chosen)}
     for split in ("tune", "held_out"):
-        sample = positions(CHESSCOM, split, 1.0 if split == "tune" else 0.5)  # type: ignore[arg-type]
+        sample = positions(CHESSCOM, split, 1.0 if split == "tune" else 0.5)
         figures = {}
         for name, mapping in (("identity", RatingMap()), ("mapped", RatingMap({"chesscom": chosen}))):
             model.ratings = mapping
@@ -129,17 +130,59 @@ def ratings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def product(args: argparse.Namespace) -> dict[str, Any]:
+    """Each predictor on the tune and the held-out split; the product's weight is chosen on tune
+    (the split the user's model stopped its training on), and the held-out split says whether the
+    chosen product beats both models alone."""
     maia3 = Maia3Model.load()
     mine = load_move_model(args.model)
     assert mine is not None
-    sample = positions(CHESSCOM, "held_out", args.rate)
+    result: dict[str, Any] = {"model": args.model, "rate": args.rate}
+    for split in ("tune", "held_out"):
+        sample = positions(CHESSCOM, split, args.rate)
+        say(f"{split}: {len(sample)} positions")
+        result[split] = {"positions": len(sample), "predictors": predictor_rows(maia3, mine, sample)}
+    tune = result["tune"]["predictors"]
+    chosen = min(tune, key=lambda name: tune[name]["all"]["log_loss"])
+    held_out = result["held_out"]["predictors"]
+    result["chosen_on_tune"] = chosen
+    result["chosen_beats_both_on_held_out"] = all(
+        held_out[chosen]["all"]["log_loss"] < held_out[alone]["all"]["log_loss"] for alone in ("maia3", "mine")
+    ) and chosen not in ("maia3", "mine")
+    say(f"chosen on tune: {chosen}; beats both alone on held-out: {result['chosen_beats_both_on_held_out']}")
+    mine.close()
+    return result
+
+
+# A probability floor in the product, so that a move one model gives exactly 0 (a model that
+# leaves a move out) is not ruled out by it alone.
+PRODUCT_FLOOR: Final = 1e-6
+
+
+def combine(first: dict[str, float], second: dict[str, float]) -> dict[str, float]:
+    """The normalised product of two distributions over the same legal moves."""
+    logs = {
+        move: math.log(max(p, PRODUCT_FLOOR)) + math.log(max(second.get(move, 0.0), PRODUCT_FLOOR))
+        for move, p in first.items()
+    }
+    if not logs:
+        return {}
+    peak = max(logs.values())
+    weights = {move: math.exp(value - peak) for move, value in logs.items()}
+    total = sum(weights.values())
+    return {move: weight / total for move, weight in weights.items()}
+
+
+# Mine's share in the product: p_maia3 * p_mine ** weight, renormalised (1 is `maia3*MINE`).
+PRODUCT_WEIGHTS = (0.25, 0.5, 0.75, 1.0)
+
+
+def predictor_rows(maia3: Maia3Model, mine: Any, sample: Sequence[Position]) -> dict[str, dict[str, Any]]:
+    """Log-loss and top-1 by band (and "all") of Maia-3, the user's model and their products."""
     items = [(board, context) for board, context, _ in sample]
-    say(f"{len(sample)} held-out positions")
     first = maia3.batch_probabilities(items)
     second = mine.batch_probabilities(items)
-    weights = (0.25, 0.5, 0.75, 1.0)
     predictors: dict[str, list[dict[str, float]]] = {"maia3": first, "mine": second}
-    for weight in weights:  # mine's share in the product: p_maia3 * p_mine ** weight, renormalised
+    for weight in PRODUCT_WEIGHTS:
         predictors[f"maia3*mine^{weight:g}"] = [
             combine(a, {move: p**weight for move, p in b.items()}) for a, b in zip(first, second, strict=True)
         ]
@@ -156,8 +199,7 @@ def product(args: argparse.Namespace) -> dict[str, Any]:
             for band, values in per_band.items()
         }  # fmt: skip
         say(f"  {name}: log-loss {rows[name]['all']['log_loss']:.4f}, top-1 {rows[name]['all']['top1']:.3f}")
-    mine.close()
-    return {"positions": len(sample), "model": args.model, "predictors": rows}
+    return rows
 
 
 # -- tokens ---------------------------------------------------------------------------------------

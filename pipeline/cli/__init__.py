@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pipeline.cli import analysis, datasets, evaluate, jobs, play, repertoire
 from pipeline.cli.app import INTERNAL_ERROR, app, main
-from pipeline.cli.jobs import mine_config
 from pipeline.cli.human import human_app
+from pipeline.cli.jobs import mine_config
 
 app.add_typer(human_app, name="human")
 for _command in (

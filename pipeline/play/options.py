@@ -48,7 +48,7 @@ class EngineSetup:
     """The shallow pass: engine depth (UCI) or plies (native)."""
     human_model: str = "default"
     """The human-move model (`pipeline.human.models`): default (Maia-3 where installed, else the
-    bundled model), maia3, bundled, none, a file, or a product A*B."""
+    bundled model), maia3, bundled, none, or a file."""
     human_corpus: str | None = None
     """A mined dataset or corpus file of what humans played where, or None."""
 

@@ -17,7 +17,7 @@ from pipeline.human import maia3_files
 from pipeline.human.context import MoverContext
 from pipeline.human.maia3 import HISTORY, Maia3Model, board_planes, encode, legal_indices, move_index
 from pipeline.human.model import DEFAULT_MODEL
-from pipeline.human.models import ModelSpecError, combine, resolve_model
+from pipeline.human.models import ModelSpecError, resolve_model
 from pipeline.human.ratings import LinearMap, RatingMap, default_rating_map
 from tests.conftest import needs_maia3, run_cli
 
@@ -120,8 +120,6 @@ def test_default_means_maia3_where_installed_and_names_it() -> None:
     choice = resolve_model("default")
     assert choice is not None and choice.kind == "maia3" and choice.name == "maia3-5m"
     assert choice.identity().startswith("maia3-5m:")
-    product = resolve_model(f"maia3*{DEFAULT_MODEL}")
-    assert product is not None and product.kind == "product" and product.name == "maia3-5m*bundled"
 
 
 def test_default_means_the_bundled_model_without_maia3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -130,16 +128,8 @@ def test_default_means_the_bundled_model_without_maia3(tmp_path: Path, monkeypat
     assert choice is not None and choice.kind == "file" and Path(choice.path) == DEFAULT_MODEL
     with pytest.raises(ModelSpecError, match="model file"):
         resolve_model(str(tmp_path / "missing.json"))
-    with pytest.raises(ModelSpecError, match="two models"):
-        resolve_model("maia3*")
     with pytest.raises(maia3_files.Maia3Missing, match="diffimax human fetch maia3"):
         resolve_model("maia3").load()  # type: ignore[union-attr]
-
-
-def test_a_product_is_the_normalised_product() -> None:
-    found = combine({"a": 0.5, "b": 0.5, "c": 0.0}, {"a": 0.9, "b": 0.1, "c": 0.0})
-    assert found["a"] == pytest.approx(0.9, abs=1e-4) and found["b"] == pytest.approx(0.1, abs=1e-4)
-    assert sum(found.values()) == pytest.approx(1.0)
 
 
 # -- the files: pinned digests, the fetch, the missing-model line ----------------------------------
