@@ -115,17 +115,28 @@ KNOWN_TRAP_RATING: Final = 1200
 
 
 def game_samples(
-    inputs: Sequence[str], split: Split, count: int, *, seed: int = SAMPLE_SEED, per_game: int = PER_GAME
+    inputs: Sequence[str],
+    split: Split,
+    count: int,
+    *,
+    seed: int = SAMPLE_SEED,
+    per_game: int = PER_GAME,
+    progress: Progress | None = None,
 ) -> list[HumanSample]:
     """`count` positions of the games in `split` (about), at most `per_game` per game, chosen by a
-    seeded hash of the game id: the same sample in every run."""
+    seeded hash of the game id: the same sample in every run. Every game is read (the sample is
+    drawn from all of the split's games), counted on `progress`."""
+    shown = progress or Progress.quiet()
+    shown.start("read", "games")
     games: list[Selected] = []
     for shard in iter_shards(inputs, shard_games=2000):
         for outcome in read_games(shard, GameFilter(ply_from=MIN_PLY, ply_to=MAX_PLY)):
+            shown.advance()
             if not isinstance(outcome, Selected):
                 continue
             if split_of(shard.source, outcome.game["game_id"], outcome.game["byte_offset"]) == split:
                 games.append(outcome)
+    shown.finish_step()
     if not games:
         raise HarnessError(f"no {split} games in {', '.join(inputs)}")
     games.sort(key=lambda game: sample_value(seed, game.game["game_id"]))
@@ -547,12 +558,12 @@ def run_harness(
     else:
         if split not in ("held_out", "tune", "train"):
             raise HarnessError(f"invalid --split {split!r}: expected held_out, tune or train")
-        samples = game_samples(inputs, split, positions, seed=seed)  # type: ignore[arg-type]
+        shown = progress or Progress.quiet()
+        samples = game_samples(inputs, split, positions, seed=seed, progress=shown)  # type: ignore[arg-type]
         if known_traps != "none":
             samples += trap_samples(
                 None if known_traps == "default" else load_known_traps(known_traps), trap_rating or None
             )
-        shown = progress or Progress.quiet()
         shown.start("gathered", "positions", len(samples))
         records = gather_parallel(
             samples, engine, options, settings, base, model=None if model == "none" else model, corpus=corpus,
