@@ -26,6 +26,7 @@ from pipeline.engines.backends import EngineOptions
 from pipeline.human.context import Pool
 from pipeline.ingest.headers import GameFilter
 from pipeline.ingest.sources import Shard, source_shards
+from pipeline.mine.counts import Counts
 from pipeline.mine.duplicates import Ordinal, SeenGames
 from pipeline.mine.shards import ReadShard, ShardCounts, ShardResult, ShardTables, read_shard, split_shard, write_shard
 from pipeline.mine.table import DEFAULT_TABLE_MB
@@ -138,7 +139,7 @@ def write(
     whole: its workers' tables serve what they already judged."""
     node = ray.get_runtime_context().get_node_id()
     if not sees_run(root, token):
-        return ShardResult(shard.shard_id, False, {}, misplaced=True, node=node)
+        return ShardResult(shard.shard_id, False, Counts(), misplaced=True, node=node)
     return dataclasses.replace(write_shard(root, shard, counts, tables, judged(parts, workers)), node=node)
 
 

@@ -4,9 +4,10 @@ its manifest records."""
 from __future__ import annotations
 
 import platform
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from importlib import metadata
-from typing import Any
+from typing import Any, Final
 
 
 @dataclass
@@ -28,18 +29,55 @@ class Counts:
     games_filtered_by: dict[str, int] = field(default_factory=dict)
     values_dropped: dict[str, int] = field(default_factory=dict)
 
-    def add(self, other: dict[str, Any]) -> None:
-        """Add a shard's counts (a mapping's counts by key, as `games_filtered_by`)."""
-        for name, value in other.items():
-            if not hasattr(self, name):
+    def add(self, other: Counts) -> None:
+        """Add another's counts (a shard's): numbers add, and counts by key add key by key."""
+        self.games_read += other.games_read
+        self.games_written += other.games_written
+        self.games_filtered += other.games_filtered
+        self.games_error += other.games_error
+        self.games_latin1 += other.games_latin1
+        self.positions += other.positions
+        self.positions_analysed += other.positions_analysed
+        self.positions_reused += other.positions_reused
+        self.positions_error += other.positions_error
+        self.traps += other.traps
+        self.shards_committed += other.shards_committed
+        self.shards_skipped += other.shards_skipped
+        self.games_filtered_by = added_by_key(self.games_filtered_by, other.games_filtered_by)
+        self.values_dropped = added_by_key(self.values_dropped, other.values_dropped)
+
+    def shard_record(self) -> dict[str, Any]:
+        """A shard's counts as its `_shard.json` records them (no shard counts of its own)."""
+        return {name: value for name, value in asdict(self).items() if name not in JOB_ONLY}
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Counts:
+        """A committed shard's counts from its `_shard.json` (`--resume`): the fields it records;
+        a value of the wrong type (a damaged or older file) counts as absent."""
+        counts = cls()
+        for item in fields(cls):
+            value = record.get(item.name)
+            if item.name in JOB_ONLY or value is None:
                 continue
-            mine = getattr(self, name)
-            if isinstance(mine, dict) and isinstance(value, dict):
-                for key, count in value.items():
-                    mine[key] = mine.get(key, 0) + count
-                setattr(self, name, dict(sorted(mine.items())))
-            elif isinstance(mine, int) and isinstance(value, int):
-                setattr(self, name, mine + value)
+            if isinstance(value, dict):
+                by_key = {str(key): count for key, count in value.items() if type(count) is int}
+                if isinstance(getattr(counts, item.name), dict):
+                    setattr(counts, item.name, dict(sorted(by_key.items())))
+            elif type(value) is int and isinstance(getattr(counts, item.name), int):
+                setattr(counts, item.name, value)
+        return counts
+
+
+# The counts of the job alone: a shard's record has none.
+JOB_ONLY: Final = frozenset({"shards_committed", "shards_skipped"})
+
+
+def added_by_key(first: Mapping[str, int], second: Mapping[str, int]) -> dict[str, int]:
+    """Two counts by key added, in key order."""
+    total = dict(first)
+    for key, count in second.items():
+        total[key] = total.get(key, 0) + count
+    return dict(sorted(total.items()))
 
 
 def versions() -> dict[str, str]:

@@ -251,8 +251,9 @@ class MiningJob:
         # writers commit in any order).
         self.games_committed: dict[str, int] = {}
         for shard_id, info in store.shard_info().items():
-            self.counts.add(info.get("counts", {}))
-            self.games_committed[shard_id] = int(info.get("counts", {}).get("games_read", 0))
+            recorded = Counts.from_record(info.get("counts") or {})
+            self.counts.add(recorded)
+            self.games_committed[shard_id] = recorded.games_read
         self.counts.shards_skipped = len(self.committed)
         self.limit_left = config.max_games if config.max_games else None
         self.writer_nodes: dict[str, int] = {}  # shards committed per node that wrote them

@@ -23,6 +23,7 @@ from pipeline.ingest.games import Failed, Selected, read_games
 from pipeline.ingest.headers import GameFilter, identity_keys
 from pipeline.ingest.rows import GameRow, PositionRow
 from pipeline.ingest.sources import Shard
+from pipeline.mine.counts import Counts
 from pipeline.mine.duplicates import SeenGames, ordinal_of
 from pipeline.mine.occurrences import Occurrence, occurrences_of
 from pipeline.mine.table import partition_of
@@ -150,7 +151,7 @@ class ShardResult:
 
     shard_id: str
     committed: bool
-    counts: dict[str, Any]  # ints, and the by-rule and by-kind counts as mappings
+    counts: Counts
     analysis_seconds: float = 0.0
     engine_seconds: float = 0.0
     engine_calls: int = 0
@@ -172,7 +173,7 @@ def write_shard(
     engine = sum(part.engine_seconds for part in parts)
     calls = sum(part.engine_calls for part in parts)
     if fatal is not None:
-        return ShardResult(shard.shard_id, False, {}, analysis, engine, calls, fatal)
+        return ShardResult(shard.shard_id, False, Counts(), analysis, engine, calls, fatal)
     responses = played_from_next(in_order([(part.responses, part.response_seq) for part in parts], "responses"))
     traps = in_order([(part.traps, part.trap_seq) for part in parts], "traps")
     failures = sorted(failure for part in parts for failure in part.failures)
@@ -184,26 +185,27 @@ def write_shard(
             for _, game_id, ply, reason in failures
         ),
     ]  # fmt: skip
-    shard_counts = {
-        "games_read": counts.games_read,
-        "games_written": counts.games_written,
-        "games_filtered": counts.games_filtered,
-        "games_error": counts.games_error,
-        "games_latin1": counts.games_latin1,
-        "games_filtered_by": counts.filtered_by,
-        "values_dropped": counts.values_dropped,
-        "positions": counts.positions,
-        "positions_analysed": sum(part.analysed for part in parts),
-        "positions_reused": sum(part.reused for part in parts),
-        "positions_error": len(failures),
-        "traps": traps.num_rows,
-    }
+    shard_counts = Counts(
+        games_read=counts.games_read,
+        games_written=counts.games_written,
+        games_filtered=counts.games_filtered,
+        games_error=counts.games_error,
+        games_latin1=counts.games_latin1,
+        games_filtered_by=counts.filtered_by,
+        values_dropped=counts.values_dropped,
+        positions=counts.positions,
+        positions_analysed=sum(part.analysed for part in parts),
+        positions_reused=sum(part.reused for part in parts),
+        positions_error=len(failures),
+        traps=traps.num_rows,
+    )
     committed = commit_shard(
         root,
         shard.shard_id,
         {"games": [tables.games], "positions": [tables.positions], "responses": [responses], "traps": [traps],
          "errors": errors},
-        {"shard_id": shard.shard_id, "source": shard.source, "ordinal": tables.ordinal, "counts": shard_counts},
+        {"shard_id": shard.shard_id, "source": shard.source, "ordinal": tables.ordinal,
+         "counts": shard_counts.shard_record()},
     )  # fmt: skip
     return ShardResult(shard.shard_id, committed, shard_counts, analysis, engine, calls)
 
