@@ -68,7 +68,7 @@ WORKER_TITLES = ("ray::MiningWorker", "ray::prepare", "ray::write", "ray::read_s
 GRACE = 30.0
 # Seconds a SIGKILLed driver's session gets from its driver's end: Ray's agents notice the raylet's
 # death at once, then spend Ray's fixed 60 s (`publish_error_to_driver`, no setting) reporting it
-# to the dead GCS before they exit on their own (docs/mining.md); beyond this they are leftovers.
+# to the dead GCS before they exit on their own (docs/results/mining.md); beyond this they are leftovers.
 KILLED_GRACE = 60.0 + GRACE
 # Seconds between looks at the driver and its processes.
 POLL = 0.25

@@ -4,7 +4,7 @@ shards of a finished one:
 
     python -m benchmarks.compare_shards PARTIAL FULL
 
-The soak run's second undisturbed run was compared so (docs/mining.md, *Soak run*).
+The soak run's second undisturbed run was compared so (docs/results/mining.md, *Soak run*).
 """
 
 from __future__ import annotations

@@ -66,11 +66,11 @@ DEFAULT_HASH_MB = 16
 # search" and a first look at every reply; chosen with the judge harness, docs/judges.md).
 DEFAULT_SHALLOW_DEPTH = 4
 # A search "deeper" (for a class near its threshold) gets this many times the nodes: twice agreed
-# with a 600k-node reference as well as four times on tuning positions (docs/mining.md).
+# with a 600k-node reference as well as four times on tuning positions (docs/results/mining.md).
 DEEPER_FACTOR = 2
 # The probe (a first search of the node and of every plausible reply, `search.backend.Level`)
 # gets this share of the nodes: a reply whose probe puts it far from every threshold keeps the
-# probe's verdict (docs/mining.md, "Engine cost per position").
+# probe's verdict (docs/results/mining.md, "Engine cost per position").
 PROBE_DIVISOR = 4
 # Lines asked for per adaptive call after the first: one, so no line is searched in vain (a call
 # for k lines costs k lines whether or not the answer needed them all).

@@ -37,7 +37,7 @@ from search.values import Value
 
 # The default byte budget of one worker's table, in MiB (`--table-mb`): on 10,000 games of the
 # shared player_a file it serves all but a few per cent of the repeats exact job-wide reuse would
-# (docs/mining.md, "Per-worker tables").
+# (docs/results/mining.md, "Per-worker tables").
 DEFAULT_TABLE_MB = 256
 
 # A line: (value, principal variation after the move, engine nodes spent on it).
