@@ -61,7 +61,7 @@ from pipeline.engines.backends import EngineOptions
 from pipeline.evaluate.known_traps import load_known_traps
 from pipeline.human.context import parse_pool
 from pipeline.human.corpus import Corpus
-from pipeline.mine.work import HumanEvidence
+from pipeline.judging import HumanEvidence
 from pipeline.outputs.repertoire.pgn import recommended_children
 from pipeline.outputs.repertoire.write import write_repertoire
 from pipeline.repertoire.driver import WorkerSpec, build_repertoire

@@ -16,15 +16,18 @@ The engine work is spent only where a verdict depends on it:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+import contextlib
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import chess
 
+from pipeline.engines.backends import EngineOptions, open_backend
+from pipeline.engines.process import EngineStartError
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
-from pipeline.human.models import MoveModel
+from pipeline.human.models import MoveModel, load_move_model
 from search.analysis import ResponseAnalysis
 from search.backend import Backend, Level, ReplyValues
 from search.chessgame import zobrist
@@ -43,6 +46,75 @@ from search.judges import (
 )
 from search.settings import DiffiMaxSettings
 from search.values import Value
+
+
+@dataclass(frozen=True)
+class HumanEvidence:
+    """Where the human evidence comes from (paths and specs, so that every process opens its own
+    copy; a job's driver ships Maia-3's graph to workers that may not have its files)."""
+
+    model: str | None = None
+    """A `--human-model` spec (`pipeline.human.models`: default, maia3, a model file...), or None."""
+    corpus: str | None = None
+    """A mined dataset or corpus file of what humans played where, or None."""
+
+
+@dataclass
+class JudgingKit:
+    """What judging positions needs, opened together (`open_kit`) and closed together: the engine
+    backend, the human-move model and the corpus."""
+
+    backend: Backend | None
+    model: MoveModel | None
+    corpus: Corpus | None
+    startup_error: str | None = None
+    """Why the engine did not start, where the caller asked to be told rather than stopped (a
+    worker records it on every part it is given instead of failing its actor)."""
+
+    def close(self) -> None:
+        if self.backend is not None:
+            self.backend.close()
+        if self.model is not None:
+            self.model.close()
+
+
+def open_kit(
+    engine: str,
+    options: EngineOptions,
+    human: HumanEvidence | None = None,
+    *,
+    model: MoveModel | None = None,
+    exact_root: bool = False,
+    engine_may_fail: bool = False,
+) -> JudgingKit:
+    """The engine of `options`, the model and the corpus of `human`; `model` is a model already
+    built, used in place of loading `human.model` (Maia-3's graph as a job's driver ships it). A
+    model or corpus that cannot be loaded is one line (its error); an engine that cannot start is
+    too, unless `engine_may_fail`, where the kit comes back without a backend and says why."""
+    human = human or HumanEvidence()
+    move_model = model if model is not None else load_move_model(human.model)
+    corpus = Corpus.load(human.corpus) if human.corpus else None
+    try:
+        backend = open_backend(engine, options, exact_root=exact_root)
+    except EngineStartError as error:
+        if not engine_may_fail:
+            if move_model is not None:
+                move_model.close()
+            raise
+        return JudgingKit(None, move_model, corpus, str(error))
+    return JudgingKit(backend, move_model, corpus)
+
+
+@contextlib.contextmanager
+def judging_kit(
+    engine: str, options: EngineOptions, human: HumanEvidence | None = None, *, exact_root: bool = False
+) -> Iterator[JudgingKit]:
+    """`open_kit` for the block, closed at its end."""
+    kit = open_kit(engine, options, human, exact_root=exact_root)
+    try:
+        yield kit
+    finally:
+        kit.close()
 
 
 class EngineLines(Protocol):

@@ -8,9 +8,9 @@ from typing import Any
 
 from pipeline.dataset.store import DatasetReader
 from pipeline.ingest.headers import GameFilter
+from pipeline.judging import HumanEvidence
 from pipeline.mine.config import MineConfig
 from pipeline.mine.driver import run
-from pipeline.mine.work import HumanEvidence
 from schemas.dataset import TABLES
 from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings

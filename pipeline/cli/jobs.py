@@ -82,8 +82,8 @@ def mine_config(
     """The mining job the flags describe: `mine` runs it, `plan` estimates it. The flags after
     the two positional-only parameters are what `job_command` gives both commands."""
     from pipeline.ingest.headers import GameFilter
+    from pipeline.judging import HumanEvidence
     from pipeline.mine.config import mib_to_bytes
-    from pipeline.mine.work import HumanEvidence
 
     plies_from, plies_to = parse_plies(plies)
     engine = engine_flags.name()

@@ -21,8 +21,8 @@ from pipeline.cli.options import (
 )
 from pipeline.common.progress import Progress
 from pipeline.human.context import parse_pool
+from pipeline.judging import HumanEvidence
 from pipeline.mine.table import DEFAULT_TABLE_MB
-from pipeline.mine.work import HumanEvidence
 from pipeline.repertoire.settings import (
     DEFAULT_CANDIDATES,
     DEFAULT_FLOOR,

@@ -26,11 +26,12 @@ from pipeline.engines.backends import EngineOptions
 from pipeline.human.context import Pool
 from pipeline.ingest.headers import GameFilter
 from pipeline.ingest.sources import Shard, source_shards
+from pipeline.judging import HumanEvidence
 from pipeline.mine.counts import Counts
 from pipeline.mine.duplicates import Ordinal, SeenGames
 from pipeline.mine.shards import ReadShard, ShardCounts, ShardResult, ShardTables, read_shard, split_shard, write_shard
 from pipeline.mine.table import DEFAULT_TABLE_MB
-from pipeline.mine.work import AnalysisWorker, HumanEvidence, Judging, PartOutcome
+from pipeline.mine.work import AnalysisWorker, Judging, PartOutcome
 
 
 class SharedModel:

@@ -26,8 +26,9 @@ from pipeline.ingest.headers import GameFilter
 from pipeline.ingest.pins import changed_input
 from pipeline.ingest.sources import MAX_GAME_BYTES
 from pipeline.ingest.streams import URL_TIMEOUT
+from pipeline.judging import HumanEvidence
 from pipeline.mine.table import DEFAULT_TABLE_MB
-from pipeline.mine.work import HumanEvidence, Judging, primary_judge
+from pipeline.mine.work import Judging, primary_judge
 from schemas.dataset import SCHEMA_VERSION, settings_out_of_range
 from search.errors import DiffimaxError
 from search.judges import JudgeSettings

@@ -20,13 +20,13 @@ import pyarrow as pa
 
 from pipeline.common.files import MIB
 from pipeline.dataset.store import table_of
-from pipeline.engines.backends import EngineOptions, open_backend
+from pipeline.engines.backends import EngineOptions
 from pipeline.engines.process import EngineStartError
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
 from pipeline.human.maia3 import Maia3Model
-from pipeline.human.models import MoveModel, load_move_model
-from pipeline.judging import judge_lines
+from pipeline.human.models import MoveModel
+from pipeline.judging import HumanEvidence, judge_lines, open_kit
 from pipeline.mine.occurrences import Occurrence
 from pipeline.mine.rows import (
     CHOICES_UNKNOWN,
@@ -43,17 +43,6 @@ from search.chessgame import zobrist
 from search.errors import DiffimaxError
 from search.judges import Judge, JudgeSettings
 from search.settings import DiffiMaxSettings, SettingsError
-
-
-@dataclass(frozen=True)
-class HumanEvidence:
-    """Where a job's human evidence comes from (paths and specs, so that workers load their own
-    copies; the driver ships Maia-3's graph to workers that may not have its files)."""
-
-    model: str | None = None
-    """A `--human-model` spec (`pipeline.human.models`: default, maia3, a model file...), or None."""
-    corpus: str | None = None
-    """A mined dataset or corpus file of what humans played where, or None."""
 
 
 @dataclass(frozen=True)
@@ -229,19 +218,12 @@ class AnalysisWorker:
         used in place of loading `human.model` here."""
         self.judging = judging
         self.progress = progress
-        self.backend: Backend | None = None
-        self.startup_error: str | None = None
         self.table = AnalysisTable(round(table_mb * MIB))
-        human = human or HumanEvidence()
-        self.model: MoveModel | None = (
-            load_move_model(human.model) if shipped_model is None else Maia3Model.from_payload(shipped_model)
-        )
+        shipped = None if shipped_model is None else Maia3Model.from_payload(shipped_model)
+        self.kit = open_kit(engine, options, human, model=shipped, engine_may_fail=True)
+        self.backend, self.model, self.corpus = self.kit.backend, self.kit.model, self.kit.corpus
+        self.startup_error = self.kit.startup_error
         self.wants_model = bool(judging.judges.judges & {"model", "practical"})
-        self.corpus = Corpus.load(human.corpus) if human.corpus else None
-        try:
-            self.backend = open_backend(engine, options)
-        except EngineStartError as error:
-            self.startup_error = str(error)
 
     def analyse_part(self, occurrences: Sequence[Occurrence] | None) -> PartOutcome:
         """Judge `occurrences` in order; each is looked up in the table by its analysis key."""
@@ -340,7 +322,4 @@ class AnalysisWorker:
         return os.getpid()
 
     def close(self) -> None:
-        if self.backend is not None:
-            self.backend.close()
-        if self.model is not None:
-            self.model.close()
+        self.kit.close()

@@ -10,9 +10,9 @@ from typing import Any
 
 import chess
 
-from pipeline.engines.backends import EngineOptions, describe_engine, open_backend
+from pipeline.engines.backends import EngineOptions, describe_engine
 from pipeline.human.context import MoverContext
-from pipeline.judging import Judgement, evidence_rows
+from pipeline.judging import HumanEvidence, Judgement, evidence_rows, judge_position, judging_kit
 from search.analysis import Response, ResponseAnalysis, analysis_json, trap_json
 from search.diffimax import DiffiMaxResult
 from search.judges import JUDGES, Judge, JudgeSettings
@@ -387,29 +387,20 @@ def explain_position(
     """DiffiMax at `board` for `setter` on `engine`: when the responder is to move (and has a
     move), every judge of `judges` and the dip judge, with the human-move `model` ('default',
     'none' or a file) and the `corpus` (a path, or None); else the seed's search alone."""
-    from pipeline.human.corpus import Corpus
-    from pipeline.human.models import load_move_model
-    from pipeline.judging import judge_position
-
-    move_model = load_move_model(model)
-    moves = Corpus.load(corpus) if corpus else None
-    backend = open_backend(engine, options, exact_root=True)
     judgement = None
-    try:
+    with judging_kit(engine, options, HumanEvidence(model, corpus), exact_root=True) as kit:
+        backend = kit.backend
+        assert backend is not None  # an engine that cannot start raised
         if board.turn != setter and board.legal_moves.count():
             seed_settings = dataclasses.replace(judges, judges=judges.judges | {"dip"})
             judgement = judge_position(
-                backend, board, setter, settings, seed_settings, model=move_model, corpus=moves, context=context
+                backend, board, setter, settings, seed_settings, model=kit.model, corpus=kit.corpus, context=context
             )
             result = judgement.seed
             assert result is not None
         else:  # a setter root or a finished game: the seed's search alone
             result = backend.analyse(board, setter, settings)
         described = backend.describe()
-    finally:
-        backend.close()
-        if move_model is not None:
-            move_model.close()
     return Explanation(board, setter, engine, described, result, judgement, judges)
 
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pipeline.engines.backends import EngineOptions
+from pipeline.judging import HumanEvidence
 from pipeline.mine.table import DEFAULT_TABLE_MB, partition_of
-from pipeline.mine.work import HumanEvidence
 from pipeline.repertoire.expand import NodeRequest, board_analysis_key
 from pipeline.repertoire.settings import RepertoireError, RepertoireSettings, Start
 from pipeline.repertoire.tree import Growth, back_up

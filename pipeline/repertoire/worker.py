@@ -14,13 +14,11 @@ import time
 from typing import Any
 
 from pipeline.common.files import MIB
-from pipeline.engines.backends import EngineOptions, open_backend
+from pipeline.engines.backends import EngineOptions
 from pipeline.engines.process import EngineStartError
-from pipeline.human.corpus import Corpus
-from pipeline.human.models import load_move_model
+from pipeline.judging import HumanEvidence, open_kit
 from pipeline.mine.plan.measure import cpu_seconds
 from pipeline.mine.table import DEFAULT_TABLE_MB, AnalysisEntry, AnalysisTable, TableLines
-from pipeline.mine.work import HumanEvidence
 from pipeline.repertoire.expand import (
     Cost,
     NodeRequest,
@@ -34,7 +32,6 @@ from pipeline.repertoire.expand import (
     timed_cost,
 )
 from pipeline.repertoire.settings import RepertoireSettings, Start
-from search.backend import Backend
 from search.errors import DiffimaxError
 
 NodeResult = PlayerResult | OpponentResult
@@ -61,15 +58,9 @@ class RepertoireWorker:
         """Expand on the shallow pass alone (`sketch_player`, `sketch_opponent`): a plan's sketch."""
         self.start = start
         self.table = AnalysisTable(round(table_mb * MIB))
-        human = human or HumanEvidence()
-        self.model = load_move_model(human.model)
-        self.corpus = Corpus.load(human.corpus) if human.corpus else None
-        self.backend: Backend | None = None
-        self.startup_error: str | None = None
-        try:
-            self.backend = open_backend(engine, options)
-        except EngineStartError as error:
-            self.startup_error = str(error)
+        self.kit = open_kit(engine, options, human, engine_may_fail=True)
+        self.backend, self.model, self.corpus = self.kit.backend, self.kit.model, self.kit.corpus
+        self.startup_error = self.kit.startup_error
 
     def expand(self, request: NodeRequest) -> NodeResult:
         """Expand one node (`pipeline.repertoire.expand`); a node whose analysis fails (an engine
@@ -114,10 +105,7 @@ class RepertoireWorker:
         return os.getpid()
 
     def close(self) -> None:
-        if self.backend is not None:
-            self.backend.close()
-        if self.model is not None:
-            self.model.close()
+        self.kit.close()
 
 
 def failed(request: NodeRequest, reason: str) -> NodeResult:

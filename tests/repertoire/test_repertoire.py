@@ -22,7 +22,7 @@ from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.evaluate.known_traps import load_known_traps
 from pipeline.human.models import load_move_model
 from pipeline.ingest.headers import GameFilter
-from pipeline.mine.work import HumanEvidence
+from pipeline.judging import HumanEvidence
 from pipeline.outputs.repertoire.pgn import main_lines
 from pipeline.outputs.repertoire.write import HTML_FILE, PGN_FILE, write_repertoire
 from pipeline.play.player import Player

@@ -52,13 +52,14 @@ class SettingJudge:
     (both started here, ended by `close`), and applies `practical_verdict`."""
 
     def __init__(self, engine: str, *, model: str = "default", nodes: int = SETTING_NODES) -> None:
-        from pipeline.engines.backends import EngineOptions, open_backend
-        from pipeline.human.models import load_move_model
+        from pipeline.engines.backends import EngineOptions
+        from pipeline.judging import HumanEvidence, open_kit
         from search.judges import JudgeSettings
         from search.settings import NATIVE_DEFAULT_DEPTH, UCI_DEFAULT_DEPTH, DiffiMaxSettings
 
-        self.backend = open_backend(engine, EngineOptions(nodes=nodes))
-        self.model = load_move_model(model)
+        self.kit = open_kit(engine, EngineOptions(nodes=nodes), HumanEvidence(model))
+        assert self.kit.backend is not None  # an engine that cannot start raised
+        self.backend, self.model = self.kit.backend, self.kit.model
         depth = NATIVE_DEFAULT_DEPTH if engine == "native" else UCI_DEFAULT_DEPTH
         self.settings = DiffiMaxSettings(depth=depth)
         self.judges = JudgeSettings(judges=frozenset({"practical"}))
@@ -98,6 +99,4 @@ class SettingJudge:
         return practical_verdict(setting, chances, losses)
 
     def close(self) -> None:
-        self.backend.close()
-        if self.model is not None:
-            self.model.close()
+        self.kit.close()

@@ -1,0 +1,34 @@
+"""The one judging kit (`pipeline.judging.open_kit`): the engine, the human-move model and the
+corpus opened together from one engine record and one human-evidence record."""
+
+from __future__ import annotations
+
+import chess
+import pytest
+
+from pipeline.engines.backends import EngineOptions
+from pipeline.engines.process import EngineStartError
+from pipeline.human.models import ModelSpecError
+from pipeline.judging import HumanEvidence, judging_kit, open_kit
+from search.settings import DiffiMaxSettings
+
+
+def test_a_kit_opens_the_engine_and_the_model_it_is_given() -> None:
+    with judging_kit("native", EngineOptions(nodes=2_000), HumanEvidence("bundled")) as kit:
+        assert kit.backend is not None and kit.model is not None and kit.corpus is None
+        assert kit.startup_error is None
+        assert kit.backend.analyse(chess.Board(), chess.WHITE, DiffiMaxSettings(depth=1)) is not None
+        assert kit.model.move_probabilities(chess.Board(), None)  # type: ignore[arg-type]
+
+
+def test_an_engine_that_cannot_start_is_one_line_or_a_recorded_reason() -> None:
+    with pytest.raises(EngineStartError, match=r"^engine /bin/true did not start as a UCI engine: [^\n]+$"):
+        open_kit("/bin/true", EngineOptions(nodes=1_000), HumanEvidence("none"))
+    kit = open_kit("/bin/true", EngineOptions(nodes=1_000), HumanEvidence("none"), engine_may_fail=True)
+    assert kit.backend is None and kit.startup_error is not None and "did not start" in kit.startup_error
+    kit.close()
+
+
+def test_a_model_that_is_not_there_is_one_line_before_any_engine_starts(tmp_path) -> None:
+    with pytest.raises(ModelSpecError, match="no model file"):
+        open_kit("/bin/true", EngineOptions(), HumanEvidence(str(tmp_path / "missing.json")))
