@@ -44,7 +44,8 @@ from pipeline.human.models import MoveModel
 from pipeline.ingest.games import Selected, read_games
 from pipeline.ingest.headers import GameFilter
 from pipeline.ingest.sources import iter_shards
-from pipeline.judging import judge_position
+from pipeline.judging import HumanEvidence, judge_position, judging_kit
+from search.backend import Backend
 from search.errors import DiffimaxError
 from search.judges import (
     JUDGES,
@@ -263,9 +264,13 @@ def gather(
     corpus: Corpus | None = None,
     shallow_depths: Sequence[int] = SHALLOW_DEPTHS,
     on_record: Callable[[Record], None] | None = None,
+    backend: Backend | None = None,
 ) -> list[Record]:
-    """The evidence at every sample, in order, on this process (see `gather_parallel` for Ray)."""
-    backends: dict[int | None, Any] = {}
+    """The evidence at every sample, in order, on this process (see `gather_parallel` for Ray);
+    `backend` (a judging kit's, closed by its owner) serves the searches at the default shallow
+    depth, and backends for the other depths are opened here and closed at the end."""
+    given: dict[int | None, Any] = {} if backend is None else {None: backend}
+    backends = dict(given)
     records = []
     try:
         for sample in samples:
@@ -277,8 +282,9 @@ def gather(
             if on_record is not None:
                 on_record(record)
     finally:
-        for opened in backends.values():
-            opened.close()
+        for depth, opened in backends.items():
+            if depth not in given:
+                opened.close()
     return records
 
 
@@ -439,18 +445,12 @@ def _gather_specs(
     shallow_depths: Sequence[int],
     tick: Tick | None = None,
 ) -> list[Record]:
-    """`gather` with the model and corpus loaded here (a Ray task gets paths, not objects);
-    `tick` is told of each position gathered."""
-    from pipeline.human.models import load_move_model
-
-    model = load_move_model(model_spec)
-    try:
-        corpus = Corpus.load(corpus_spec) if corpus_spec else None
-        return gather(samples, engine, options, settings, judges, model=model, corpus=corpus,
-                      shallow_depths=shallow_depths, on_record=None if tick is None else lambda _: tick(1))  # fmt: skip
-    finally:
-        if model is not None:
-            model.close()
+    """`gather` on a judging kit opened here (a Ray task gets paths, not objects); `tick` is told
+    of each position gathered."""
+    with judging_kit(engine, options, HumanEvidence(model_spec, corpus_spec)) as kit:
+        return gather(samples, engine, options, settings, judges, model=kit.model, corpus=kit.corpus,
+                      shallow_depths=shallow_depths, on_record=None if tick is None else lambda _: tick(1),
+                      backend=kit.backend)  # fmt: skip
 
 
 def gather_parallel(
