@@ -1,0 +1,77 @@
+"""Measuring a model: `diffimax human train` and `eval` end to end on a slice, and Maia's protocol."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from tests.conftest import GAMES
+from tests.human.helpers import cli, slice_pgn
+
+# -- the command line ---------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_cli_train_and_eval_on_a_small_slice(data_dir, tmp_path):
+    data = slice_pgn(tmp_path, 30)
+    out = tmp_path / "m.json"
+    done = cli("train", "--data", str(data), "--out", str(out), "--groups", "base,book", "--sample-rate", "1",
+               "--tune-sample-rate", "1", "--max-rounds", "20", "--book-min-games", "2", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["train_positions"] > 500 and 0 < summary["tune"]["top1"] < 1
+    recorded = json.loads(out.read_text())["training"]
+    assert recorded["command"].startswith("diffimax human train --data ") and recorded["command"].endswith(
+        "--out m.json"
+    )
+    shown = cli("eval", "--model", str(out), str(data), "--split", "all", "--json")
+    assert shown.returncode == 0, shown.stderr
+    report = json.loads(shown.stdout)
+    every = report["by_band"][-1]
+    assert every["band"] == "all" and every["model"]["n"] == report["positions"] > 1000
+    assert every["model"]["top1"] > every["uniform"]["top1"]
+    assert sum(row["moves"] for row in report["calibration"]) > report["positions"] * 10
+    # Two Ray workers split the games, and the merged figures are the one process's.
+    spread = cli("eval", "--model", str(out), str(data), "--split", "all", "--json", "--workers", "2")
+    assert spread.returncode == 0, spread.stderr
+    timing = "ms_per_position"  # the one figure that is a time
+    assert {**json.loads(spread.stdout), timing: None} == {**report, timing: None}
+    text = cli("eval", "--model", str(out), str(data), "--split", "all", "--max-positions", "50")
+    assert text.returncode == 0 and "Move matching by rating band" in text.stdout
+    # Bad input: one line, exit code 1.
+    missing = cli("eval", "--model", str(tmp_path / "none.json"), str(data))
+    assert missing.returncode == 1 and missing.stderr.strip().count("\n") == 0 and "no model file" in missing.stderr
+    no_games = cli("eval", "--model", str(out), str(tmp_path / "none.pgn"))
+    assert no_games.returncode == 1 and "no such file" in no_games.stderr
+    held = cli("train", "--data", str(GAMES / "lichess_100.pgn"), "--out", str(tmp_path / "x.json"), "--groups", "base")
+    assert held.returncode == 1 and "too little data" in held.stderr and "Traceback" not in held.stderr
+
+
+def outcome(ply: int, clock: float | None, rating: int, pool: str | None, rank: int):
+    from pipeline.human.evaluate import Outcome
+
+    return Outcome("s.pgn", "g", ply, rating, "p", 20, {"model": rank, "reference": 1}, {"model": 0.5,
+                   "reference": 0.25, "uniform": 0.05}, 0.5, False, clock, pool)  # type: ignore[arg-type]  # fmt: skip
+
+
+def test_maia_protocol_leaves_out_the_opening_and_time_trouble():
+    from pipeline.human.protocol import by_pool_and_band, maia_outcomes
+
+    outcomes = [
+        outcome(9, None, 1000, "chesscom", 0),  # a book move: out
+        outcome(10, None, 1000, "chesscom", 0),  # no clock known: in
+        outcome(30, 29.9, 1500, "lichess", 0),  # under 30 s: out
+        outcome(30, 30.0, 1500, "lichess", 3),
+        outcome(40, 100.0, 1500, None, 0),
+    ]
+    kept = maia_outcomes(outcomes)
+    assert [o.ply for o in kept] == [10, 30, 40] and kept[1].clock == 30.0
+    rows = {(row["pool"], row["band"]): row for row in by_pool_and_band(kept, ["model", "reference", "uniform"])}
+    assert rows[("chesscom", "<1200")]["model"]["top1"] == 1.0
+    assert rows[("lichess", "1400-1599")]["model"]["top1"] == 0.0
+    assert rows[("unknown", "all")]["model"]["n"] == 1
+    every = rows[("all", "all")]
+    assert every["model"]["n"] == 3 and math.isclose(every["model"]["top1"], 2 / 3)
+    assert every["reference"]["top1"] == 0.0 and math.isclose(every["reference"]["log_loss"], -math.log(0.25))
