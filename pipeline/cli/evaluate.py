@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -9,6 +10,7 @@ import typer
 from pipeline.cli.options import (
     Depth,
     EngineDepthOpt,
+    EngineFlags,
     EngineOpt,
     HashOpt,
     HumanCorpusOpt,
@@ -20,7 +22,6 @@ from pipeline.cli.options import (
     default_depth,
     emit,
 )
-from pipeline.engines.backends import EngineOptions, default_engine
 from search.settings import DiffiMaxSettings
 
 
@@ -48,7 +49,7 @@ def evaluate(
     ] = "1,2,4,8",
     human_model: HumanModelOpt = "default",
     human_corpus: HumanCorpusOpt = None,
-    workers: Annotated[int, typer.Option("--workers", help="Parallel workers (Ray).")] = 2,
+    workers: Annotated[int | None, typer.Option("--workers", help="Ray workers (default: all CPUs).")] = None,
     save: Annotated[str | None, typer.Option("--save", help="Write the gathered evidence to this file.")] = None,
     load: Annotated[str | None, typer.Option("--load", help="Measure saved evidence instead of gathering it.")] = None,
     as_json: JsonOut = False,
@@ -58,7 +59,10 @@ def evaluate(
     from pipeline.common.progress import Progress
     from pipeline.evaluate.harness import run_harness, table
 
-    engine = engine or default_engine()
+    flags = EngineFlags(engine, nodes, engine_depth, None, threads, hash_mb)
+    engine, options = flags.name(), flags.options()  # the shared flags' checks: one line for a bad value
+    if workers is not None and workers < 1:
+        raise UsageError(f"invalid --workers {workers}: must be a whole number >= 1")
     settings = DiffiMaxSettings(depth=depth if depth is not None else default_depth(engine))
     try:
         depths = [int(token) for token in shallow_depths.split(",") if token.strip()]
@@ -69,10 +73,9 @@ def evaluate(
     with Progress() as progress:
         progress.say(f"evaluate: sampling {positions} positions of the {split} games")
         run = run_harness(
-            inputs, engine=engine, options=EngineOptions(threads=threads, hash_mb=hash_mb, nodes=nodes,
-            depth=engine_depth), settings=settings, shallow_depths=depths, split=split, positions=positions, seed=seed,
-            known_traps=known_traps, trap_rating=trap_rating, model=human_model, corpus=human_corpus, workers=workers,
-            save=save, load=load, progress=progress,
+            inputs, engine=engine, options=options, settings=settings, shallow_depths=depths, split=split,
+            positions=positions, seed=seed, known_traps=known_traps, trap_rating=trap_rating, model=human_model,
+            corpus=human_corpus, workers=workers or os.cpu_count() or 1, save=save, load=load, progress=progress,
         )  # fmt: skip
     if as_json:
         emit({"about": run.about, "variants": run.rows}, "", True)
