@@ -131,6 +131,8 @@ def serve(on_go, die_on=None):
         elif words[0] == "isready":
             say("readyok")
         elif words[0] == "go":
+            with open(PID_FILE + ".go", "a") as handle:  # the test waits for this, not a fixed time
+                handle.write("go\\n")
             on_go()
         elif words[0] == "quit":
             return
@@ -161,6 +163,10 @@ class Fake:
         if not self.pid_file.exists():
             return []
         return [int(line) for line in self.pid_file.read_text().split()]
+
+    def searching(self) -> bool:
+        """Whether a `go` has reached the engine."""
+        return Path(f"{self.pid_file}.go").exists()
 
 
 def fake_engine(tmp_path: Path, name: str, body: str) -> Fake:
@@ -320,8 +326,7 @@ def test_the_engine_dies_with_its_owner(tmp_path):
         cwd=ROOT,
     )
     try:
-        assert wait_until(lambda: bool(fake.pids()), 20), "the owner never started its engine"
-        time.sleep(0.5)  # let it reach `go`
+        assert wait_until(fake.searching, 20), "the owner's engine never reached `go`"
         engine = fake.pids()[0]
         assert running(engine)
         owner.send_signal(signal.SIGKILL)
