@@ -17,7 +17,7 @@ The engine work is spent only where a verdict depends on it:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -32,6 +32,7 @@ from search.analysis import ResponseAnalysis
 from search.backend import Backend, Level, ReplyValues
 from search.chessgame import zobrist
 from search.diffimax import DiffiMaxResult
+from search.errors import DiffimaxError
 from search.judges import (
     Judge,
     JudgeSettings,
@@ -86,23 +87,48 @@ def open_kit(
     model: MoveModel | None = None,
     exact_root: bool = False,
     engine_may_fail: bool = False,
+    without: Callable[[str, DiffimaxError], None] | None = None,
 ) -> JudgingKit:
     """The engine of `options`, the model and the corpus of `human`; `model` is a model already
-    built, used in place of loading `human.model` (Maia-3's graph as a job's driver ships it). A
-    model or corpus that cannot be loaded is one line (its error); an engine that cannot start is
-    too, unless `engine_may_fail`, where the kit comes back without a backend and says why."""
+    built, used in place of loading `human.model` (Maia-3's graph as a job's driver ships it).
+
+    A model or corpus that cannot be loaded is one line (its error); an engine that cannot start is
+    too, unless `engine_may_fail`, where the kit comes back without a backend and says why. With
+    `without` (a player, which plays on with what it has), every part that fails is told to it
+    (`"model"`, `"corpus"` or `"engine"`, and the error) and left out instead."""
     human = human or HumanEvidence()
-    move_model = model if model is not None else load_move_model(human.model)
-    corpus = Corpus.load(human.corpus) if human.corpus else None
+    move_model = model
+    if move_model is None:
+        try:
+            move_model = load_move_model(human.model)
+        except DiffimaxError as error:
+            if without is None:
+                raise
+            without("model", error)
+    corpus = None
+    if human.corpus:
+        try:
+            corpus = Corpus.load(human.corpus)
+        except DiffimaxError as error:
+            if without is None:
+                close_model(move_model)
+                raise
+            without("corpus", error)
     try:
         backend = open_backend(engine, options, exact_root=exact_root)
-    except EngineStartError as error:
-        if not engine_may_fail:
-            if move_model is not None:
-                move_model.close()
+    except DiffimaxError as error:
+        if without is None and not (engine_may_fail and isinstance(error, EngineStartError)):
+            close_model(move_model)
             raise
+        if without is not None:
+            without("engine", error)
         return JudgingKit(None, move_model, corpus, str(error))
     return JudgingKit(backend, move_model, corpus)
+
+
+def close_model(model: MoveModel | None) -> None:
+    if model is not None:
+        model.close()
 
 
 @contextlib.contextmanager

@@ -32,3 +32,14 @@ def test_an_engine_that_cannot_start_is_one_line_or_a_recorded_reason() -> None:
 def test_a_model_that_is_not_there_is_one_line_before_any_engine_starts(tmp_path) -> None:
     with pytest.raises(ModelSpecError, match="no model file"):
         open_kit("/bin/true", EngineOptions(), HumanEvidence(str(tmp_path / "missing.json")))
+
+
+def test_a_player_is_told_of_each_part_left_out(tmp_path) -> None:
+    broken = tmp_path / "model.json"
+    broken.write_text("{not json")
+    told: list[str] = []
+    kit = open_kit("/bin/true", EngineOptions(), HumanEvidence(str(broken), str(tmp_path / "no-corpus")),
+                   without=lambda part, error: told.append(f"{part}: {error}"))  # fmt: skip
+    assert [line.split(":")[0] for line in told] == ["model", "corpus", "engine"]
+    assert kit.backend is None and kit.model is None and kit.corpus is None and "did not start" in told[2]
+    kit.close()

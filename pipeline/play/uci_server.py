@@ -26,10 +26,9 @@ from typing import Final, TextIO
 
 import chess
 
-from pipeline.engines.backends import open_backend
 from pipeline.human.context import MoverContext
-from pipeline.human.corpus import Corpus
-from pipeline.human.models import MoveModel, load_move_model
+from pipeline.human.models import MoveModel
+from pipeline.judging import HumanEvidence, open_kit
 from pipeline.play.choice import Choice, Control, Situation
 from pipeline.play.clock import Go, TimePlan, parse_go, plan_time
 from pipeline.play.options import OPTIONS, Config, EngineSetup, set_option
@@ -202,30 +201,30 @@ class Session:
             return
         self.close_player()
         self.opened, self.broken = setup, False
-        model: MoveModel | None = None
-        corpus: Corpus | None = None
-        try:
-            model = load_move_model(setup.human_model)
-            if model is not None:  # start its engine now, not during the first move
-                model.move_probabilities(chess.Board(), MoverContext())
-        except DiffimaxError as error:
-            self.error(f"human model {setup.human_model!r} not loaded, playing without it: {error}")
-            model = None
-        if setup.human_corpus:
-            try:
-                corpus = Corpus.load(setup.human_corpus)
-            except DiffimaxError as error:
-                self.error(f"corpus not loaded, playing without it: {error}")
-        try:
-            backend = open_backend(setup.engine, setup.engine_options())
-        except DiffimaxError as error:
-            self.unavailable = f"engine {setup.engine!r} unavailable: {error}"
-            self.error(self.unavailable + " (playing instant moves)")
-            self.model = model
-            return
         self.unavailable = None
+        kit = open_kit(setup.engine, setup.engine_options(), HumanEvidence(setup.human_model, setup.human_corpus),
+                       without=self.play_without)  # fmt: skip
+        model = kit.model
+        if model is not None:
+            try:  # start the model's own engine now, not during the first move
+                model.move_probabilities(chess.Board(), MoverContext())
+            except DiffimaxError as error:
+                self.play_without("model", error)
+                model.close()
+                model = None
         self.model = model
-        self.player = Player(backend, self.config.play, model=model, corpus=corpus)
+        if kit.backend is not None:
+            self.player = Player(kit.backend, self.config.play, model=model, corpus=kit.corpus)
+
+    def play_without(self, part: str, error: DiffimaxError) -> None:
+        """A part of the setup that did not open: said once, and play goes on without it."""
+        if part == "model":
+            self.error(f"human model {self.config.setup.human_model!r} not loaded, playing without it: {error}")
+        elif part == "corpus":
+            self.error(f"corpus not loaded, playing without it: {error}")
+        else:
+            self.unavailable = f"engine {self.config.setup.engine!r} unavailable: {error}"
+            self.error(self.unavailable + " (playing instant moves)")
 
     def close_player(self) -> None:
         player, self.player = self.player, None

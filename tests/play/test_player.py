@@ -19,6 +19,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import chess
 import chess.engine
@@ -801,3 +802,37 @@ def test_full_games_against_stockfish_at_one_minute() -> None:
             assert all(move.info and move.info.startswith(f"style {style}") for move in record.ours[:5])
     finally:
         opponent.quit()
+
+
+def test_a_setup_part_that_does_not_open_is_said_once_and_play_goes_on(tmp_path: Path) -> None:
+    """The judging kit opens the player's engine, model and corpus; a damaged model or corpus is
+    one error line each and the player plays without it; an engine that is not a UCI engine makes
+    it play instant moves."""
+    broken_model = tmp_path / "model.json"
+    broken_model.write_text("{not json")
+    broken_corpus = tmp_path / "corpus.parquet"
+    broken_corpus.write_bytes(b"junk")
+    engine = UciPipe("--engine", "material", "--human-model", str(broken_model), "--human-corpus", str(broken_corpus))
+    try:
+        engine.send("uci", "isready")
+        lines = engine.until("readyok", 30)
+        errors = [line for line in lines if line.startswith("info string error: ")]
+        assert len(errors) == 2, lines
+        assert errors[0].startswith(f"info string error: human model '{broken_model}' not loaded, playing without it: ")
+        assert errors[1].startswith("info string error: corpus not loaded, playing without it: ")
+        engine.send("position startpos", "go movetime 200")
+        assert chess.Move.from_uci(bestmove(engine.until("bestmove", 10))) in chess.Board().legal_moves
+    finally:
+        assert engine.close() == 0
+    engine = UciPipe("--engine", "/bin/true", "--human-model", "none")
+    try:
+        engine.send("uci", "isready")
+        lines = engine.until("readyok", 30)
+        assert any("engine '/bin/true' unavailable" in line and "(playing instant moves)" in line for line in lines)
+        engine.send("position startpos", "go movetime 200")
+        lines = engine.until("bestmove", 10)
+        assert (
+            "the instant move" in " ".join(lines) and chess.Move.from_uci(bestmove(lines)) in chess.Board().legal_moves
+        )
+    finally:
+        assert engine.close() == 0
