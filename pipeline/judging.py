@@ -75,8 +75,7 @@ class JudgingKit:
     def close(self) -> None:
         if self.backend is not None:
             self.backend.close()
-        if self.model is not None:
-            self.model.close()
+        close_model(self.model)
 
 
 def open_kit(

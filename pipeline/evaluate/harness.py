@@ -269,8 +269,7 @@ def gather(
     """The evidence at every sample, in order, on this process (see `gather_parallel` for Ray);
     `backend` (a judging kit's, closed by its owner) serves the searches at the default shallow
     depth, and backends for the other depths are opened here and closed at the end."""
-    given: dict[int | None, Any] = {} if backend is None else {None: backend}
-    backends = dict(given)
+    backends: dict[int | None, Any] = {} if backend is None else {None: backend}
     records = []
     try:
         for sample in samples:
@@ -282,8 +281,8 @@ def gather(
             if on_record is not None:
                 on_record(record)
     finally:
-        for depth, opened in backends.items():
-            if depth not in given:
+        for opened in backends.values():
+            if opened is not backend:
                 opened.close()
     return records
 

@@ -20,7 +20,7 @@ from typing import Final
 
 import chess
 
-from pipeline.common.files import files_sha256
+from pipeline.common.files import file_sha256, files_sha256
 from pipeline.common.splits import Split, file_name, split_of
 from pipeline.common.storage import is_object_url
 from pipeline.dataset.objects import dataset_path
@@ -356,7 +356,7 @@ def input_digest(inputs: Sequence[str]) -> list[dict[str, object]]:
         except InputError as error:
             raise DataError(str(error)) from error
         for path in paths:
-            described.append({"name": file_name(path), "bytes": os.path.getsize(path), "sha256": files_sha256([path])})
+            described.append({"name": file_name(path), "bytes": os.path.getsize(path), "sha256": file_sha256(path)})
         pending.clear()
 
     for item in inputs:
