@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass, field, fields
 from importlib import metadata
 from typing import Any, Final
 
+from pipeline.dataset.integrity import DamagedDatasetError
+
 
 @dataclass
 class Counts:
@@ -51,20 +53,26 @@ class Counts:
         return {name: value for name, value in asdict(self).items() if name not in JOB_ONLY}
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> Counts:
-        """A committed shard's counts from its `_shard.json` (`--resume`): the fields it records;
-        a value of the wrong type (a damaged or older file) counts as absent."""
+    def from_record(cls, record: Mapping[str, Any], shard: str = "a shard") -> Counts:
+        """A committed shard's counts from its `_shard.json` (`--resume`): the fields it records (one
+        it lacks, from an older file, counts 0). A value of the wrong type is a damaged record,
+        refused in one line naming `shard` and the count, rather than a count taken as 0."""
         counts = cls()
         for item in fields(cls):
             value = record.get(item.name)
             if item.name in JOB_ONLY or value is None:
                 continue
-            if isinstance(value, dict):
-                by_key = {str(key): count for key, count in value.items() if type(count) is int}
-                if isinstance(getattr(counts, item.name), dict):
-                    setattr(counts, item.name, dict(sorted(by_key.items())))
-            elif type(value) is int and isinstance(getattr(counts, item.name), int):
+            if isinstance(getattr(counts, item.name), dict):
+                if not isinstance(value, dict) or not all(type(count) is int for count in value.values()):
+                    raise DamagedDatasetError(f"the record of {shard} is damaged: its count {item.name!r} is "
+                                              f"{value!r}, not whole numbers by key")  # fmt: skip
+                setattr(counts, item.name, dict(sorted((str(key), count) for key, count in value.items())))
+            elif type(value) is int:
                 setattr(counts, item.name, value)
+            else:
+                raise DamagedDatasetError(
+                    f"the record of {shard} is damaged: its count {item.name!r} is {value!r}, not a whole number"
+                )
         return counts
 
 

@@ -251,7 +251,7 @@ class MiningJob:
         # writers commit in any order).
         self.games_committed: dict[str, int] = {}
         for shard_id, info in store.shard_info().items():
-            recorded = Counts.from_record(info.get("counts") or {})
+            recorded = Counts.from_record(info.get("counts") or {}, f"shard {shard_id!r} in {str(store.root)!r}")
             self.counts.add(recorded)
             self.games_committed[shard_id] = recorded.games_read
         self.counts.shards_skipped = len(self.committed)

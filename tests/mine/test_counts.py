@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from pipeline.dataset.integrity import DamagedDatasetError
 from pipeline.mine.counts import Counts
 
 
@@ -20,7 +23,10 @@ def test_a_shard_record_round_trips_and_has_no_job_counts() -> None:
     assert Counts.from_record(record) == Counts(games_read=5, positions_error=1, games_filtered_by={"time": 2})
 
 
-def test_a_damaged_record_counts_what_is_readable() -> None:
-    record = {"games_read": "7", "traps": 2, "positions": True, "games_filtered_by": {"rating": 1, "x": "y"},
-              "values_dropped": 4, "unknown": 1, "shards_committed": 9}  # fmt: skip
-    assert Counts.from_record(record) == Counts(traps=2, games_filtered_by={"rating": 1})
+def test_a_damaged_record_is_refused_naming_the_count() -> None:
+    assert Counts.from_record({"traps": 2, "unknown": 1, "shards_committed": 9}) == Counts(traps=2)  # older, newer
+    for record, name in (({"games_read": "7"}, "games_read"), ({"positions": True}, "positions"),
+                         ({"games_filtered_by": {"rating": 1, "x": "y"}}, "games_filtered_by"),
+                         ({"values_dropped": 4}, "values_dropped")):  # fmt: skip
+        with pytest.raises(DamagedDatasetError, match=f"^the record of shard 's1' is damaged: its count '{name}' is "):
+            Counts.from_record(record, "shard 's1'")
