@@ -20,7 +20,7 @@
   are what a run with it would give, without running it. A node the replay needs and the cache
   lacks (a deeper ply, a lower floor, a width choice that went another way) is counted, and with
   `--extend` expanded for real by the run's own worker and kept in the cache.
-- **traps**: the 27 known opening traps (`pipeline/evaluate/known_traps.py`) in repertoires of the
+- **traps**: the 27 known opening traps (`pipeline/harness/known_traps.py`) in repertoires of the
   setter's colour: the trap position among the tree's nodes (by its Polyglot key, so a
   transposition counts), in the recommended tree or not, the setter's move's gain, and the victim's
   move as a reply there (its probability, drop, whether the practical judge names it).
@@ -58,7 +58,7 @@ import pyarrow.parquet as pq
 
 from pipeline.common.stats import wilson
 from pipeline.engines.backends import EngineOptions
-from pipeline.evaluate.known_traps import load_known_traps
+from pipeline.harness.known_traps import load_known_traps
 from pipeline.human.context import parse_pool
 from pipeline.human.corpus import Corpus
 from pipeline.judging import HumanEvidence

@@ -38,7 +38,7 @@ import chess.pgn
 
 from pipeline.engines.process import resolve_engine
 from pipeline.engines.uci import EngineLimits, UciBackend
-from pipeline.evaluate.agreement import compare, response_class, sample_positions
+from pipeline.harness.agreement import compare, response_class, sample_positions
 from search.analysis import ResponseAnalysis
 from search.settings import UCI_DEFAULT_DEPTH, DiffiMaxSettings
 

@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pipeline.ingest", "pipeline.engines", "pipeline.dataset"),
     ("pipeline.human",),
     ("pipeline.judging",),
-    ("pipeline.evaluate", "pipeline.mine", "pipeline.repertoire"),
+    ("pipeline.harness", "pipeline.mine", "pipeline.repertoire"),
     ("pipeline.outputs", "pipeline.play"),
     ("pipeline.cli",),
 )

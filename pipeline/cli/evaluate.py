@@ -1,4 +1,4 @@
-"""`diffimax evaluate`: the judge harness (`pipeline.evaluate.harness.run_harness`)."""
+"""`diffimax evaluate`: the judge harness (`pipeline.harness.measure.run_harness`)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def evaluate(
     """The judge harness: trap-node share, candidates, fall rate and lift over chance, and recall on
     known traps, for every trap judge on held-out games (docs/judges.md)."""
     from pipeline.common.progress import Progress
-    from pipeline.evaluate.harness import run_harness, table
+    from pipeline.harness.measure import run_harness, table
 
     flags = EngineFlags(engine, nodes, engine_depth, None, threads, hash_mb)
     engine, options = flags.name(), flags.options()  # the shared flags' checks: one line for a bad value

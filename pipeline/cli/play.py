@@ -51,7 +51,7 @@ def play(
 ) -> None:
     """Run the UCI engine on stdin/stdout: it sets traps (style trap), loses plausibly (tutor) or
     plays the backend's best move (best). Every flag is also a UCI option (docs/play.md)."""
-    from pipeline.play.options import Config, OptionError, configure, option_table
+    from pipeline.play.uci_options import Config, OptionError, configure, option_table
     from pipeline.play.uci_server import run_uci
 
     if list_options:

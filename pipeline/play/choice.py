@@ -15,7 +15,7 @@ from typing import Final
 
 import chess
 
-from pipeline.play.settings import Style
+from pipeline.play.styles import Style
 from search.values import MATE, Value, is_mate_score
 
 # Values are clipped to +-this many centipawns before losses are taken (as Lichess does for its

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import chess
 
-from pipeline.play.settings import check_whole
+from pipeline.play.styles import check_whole
 from search.settings import SettingsError
 
 

@@ -11,7 +11,7 @@ import chess
 from pipeline.human.corpus import Corpus
 from pipeline.human.models import MoveModel
 from pipeline.play.choice import Choice, MoveOption, Offer, Situation, pawns
-from pipeline.play.settings import PlaySettings
+from pipeline.play.styles import PlaySettings
 from search.backend import Backend, Level, ReplyValues
 
 

@@ -31,7 +31,7 @@ from pipeline.human.corpus import Corpus
 from pipeline.human.models import MoveModel
 from pipeline.play.choice import Choice, Control, Offer, Remembered, Situation, TutorState, game_of, loss_cp, no_offer
 from pipeline.play.decision import Decision, choose_best
-from pipeline.play.settings import PlayError, PlaySettings
+from pipeline.play.styles import PlayError, PlaySettings
 from pipeline.play.trap import JudgeTiming, choose_trap, trap_chance
 from pipeline.play.tutor import choose_tutor
 from search.backend import MATERIAL, Backend, NativeBackend, material_gain

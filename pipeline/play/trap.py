@@ -31,7 +31,7 @@ from pipeline.human.context import MoverContext
 from pipeline.judging import Judgement, judge_position
 from pipeline.play.choice import Choice, Control, MoveOption, Offer, Situation, TrapReply, loss_cp, pawns
 from pipeline.play.decision import Decision
-from pipeline.play.settings import PlayError
+from pipeline.play.styles import PlayError
 from search.expectimax import (
     SCORE_PER_WIN_CHANCE,
     even_probabilities,

@@ -30,7 +30,7 @@ from pipeline.play.choice import (
     no_offer,
 )
 from pipeline.play.decision import Decision, choose_best
-from pipeline.play.settings import TutorSettings
+from pipeline.play.styles import TutorSettings
 from search.values import Value
 
 

@@ -9,7 +9,7 @@ best choice offered so far is sent — and before any search finished, `instant_
 `bestmove` is checked against the position's legal moves; a position without one gets
 `bestmove (none)`.
 
-Bad input never ends the loop: an unknown command or option (`pipeline.play.options`), a bad
+Bad input never ends the loop: an unknown command or option (`pipeline.play.uci_options`), a bad
 value, an illegal move in `position` or a bad `go` parameter each get one `info string error: ...`
 line naming what and where.
 """
@@ -31,8 +31,8 @@ from pipeline.human.models import MoveModel
 from pipeline.judging import HumanEvidence, open_kit
 from pipeline.play.choice import Choice, Control, Situation
 from pipeline.play.clock import Go, TimePlan, parse_go, plan_time
-from pipeline.play.options import OPTIONS, Config, EngineSetup, set_option
 from pipeline.play.player import Player, instant_move
+from pipeline.play.uci_options import OPTIONS, Config, EngineSetup, set_option
 from search.errors import DiffimaxError
 from search.values import MATE, is_mate_score
 

@@ -19,7 +19,7 @@ from pipeline.outputs.puzzles import STANDARDS, LineError, MultiPvLine, PuzzleEr
 from pipeline.outputs.puzzles.openings import puzzle_opening_tags
 from pipeline.outputs.puzzles.rating import CALIBRATION, fit_calibration, rating_of
 from pipeline.outputs.puzzles.rules import check_candidate
-from pipeline.outputs.puzzles.setting import PRACTICAL_FLOOR, practical_verdict
+from pipeline.outputs.puzzles.setting_move import PRACTICAL_FLOOR, practical_verdict
 from pipeline.outputs.puzzles.themes import THEMES
 from pipeline.outputs.puzzles.verify import Collector, VerifyTask
 from tests.conftest import PUZZLES, require_data

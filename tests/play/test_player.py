@@ -26,17 +26,17 @@ import chess.engine
 import pytest
 
 from pipeline.engines.backends import EngineOptions, open_backend
-from pipeline.evaluate.known_traps import load_known_traps
+from pipeline.harness.known_traps import load_known_traps
 from pipeline.human.context import MoverContext
 from pipeline.human.models import load_move_model
 from pipeline.judging import Judgement
 from pipeline.play.choice import Choice, Control, MoveOption, Remembered, Situation, TutorState, clip, loss_cp
 from pipeline.play.clock import Go, TimeSettings, parse_go, plan_time
-from pipeline.play.options import OPTIONS, Config, OptionError, set_option
 from pipeline.play.player import Player, instant_move
-from pipeline.play.settings import PlaySettings, TutorSettings
+from pipeline.play.styles import PlaySettings, TutorSettings
 from pipeline.play.trap import trap_chance, trap_pick
 from pipeline.play.tutor import adapt_epsilon, choice_rng, decided_endgame, draw, effective_epsilon, tutor_weights
+from pipeline.play.uci_options import OPTIONS, Config, OptionError, set_option
 from search.expectimax import within_margin
 from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence, Verdicts, win_drop
 from search.settings import DiffiMaxSettings, SettingsError

@@ -19,14 +19,14 @@ import pytest
 
 from pipeline.dataset.sql import query
 from pipeline.engines.backends import EngineOptions, open_backend
-from pipeline.evaluate.known_traps import load_known_traps
+from pipeline.harness.known_traps import load_known_traps
 from pipeline.human.models import load_move_model
 from pipeline.ingest.headers import GameFilter
 from pipeline.judging import HumanEvidence
 from pipeline.outputs.repertoire.pgn import main_lines
 from pipeline.outputs.repertoire.write import HTML_FILE, PGN_FILE, write_repertoire
 from pipeline.play.player import Player
-from pipeline.play.settings import PlaySettings
+from pipeline.play.styles import PlaySettings
 from pipeline.repertoire.driver import WorkerSpec, build_repertoire
 from pipeline.repertoire.plan import plan_repertoire, plan_text
 from pipeline.repertoire.records import NODES_FILE, Labels, connect_nodes, saved_repertoire_queries

@@ -13,7 +13,7 @@ from pipeline.dataset.duck import connect, open_dataset
 from pipeline.dataset.integrity import damage_named
 from pipeline.dataset.sql import query
 from pipeline.outputs.puzzles.records import CandidateKind, DropReason, GameInfo, PuzzleCandidate, SettingEvidence
-from pipeline.outputs.puzzles.setting import PRACTICAL_FLOOR, SAFETY_CP
+from pipeline.outputs.puzzles.setting_move import PRACTICAL_FLOOR, SAFETY_CP
 from pipeline.outputs.puzzles.standards import Standard
 
 SET_SCREEN_CP = 100  # set, only-move rule: the miner's second best at the setting move must be this much worse (cp)

@@ -34,7 +34,7 @@ from pipeline.outputs.puzzles.records import (
     PuzzleKind,
     PuzzleReport,
 )
-from pipeline.outputs.puzzles.setting import PRACTICAL_FLOOR, SAFETY_CP
+from pipeline.outputs.puzzles.setting_move import PRACTICAL_FLOOR, SAFETY_CP
 from pipeline.outputs.puzzles.standards import BEHIND_CP, Standard, standard_of
 from pipeline.outputs.puzzles.themes import cook
 from pipeline.outputs.puzzles.verify import Verification, VerifyTask, run_verification

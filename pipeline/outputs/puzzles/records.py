@@ -177,7 +177,7 @@ class SolverCheck:
 
 @dataclass(frozen=True)
 class PracticalCheck:
-    """The practical rule's verdict on a set puzzle's setting move (see `pipeline.outputs.puzzles.setting`)."""
+    """The practical rule's verdict on a set puzzle's setting move (see `pipeline.outputs.puzzles.setting_move`)."""
 
     chance: float
     """The setting move's practical trap chance: the human-model probability that the opponent's

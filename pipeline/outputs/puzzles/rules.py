@@ -33,7 +33,7 @@ from search.judges import win_probability
 
 # The verifier's only view of an engine: the best `lines` lines at a position, best first.
 Analyse = Callable[[chess.Board, int], Sequence[MultiPvLine]]
-# The practical rule for a setting move (`setting.py`): the board with the setter to move and the
+# The practical rule for a setting move (`setting_move.py`): the board with the setter to move and the
 # setting move; its verdict, or None when the move is not the clear practical best.
 JudgeSetting = Callable[[chess.Board, chess.Move], PracticalCheck | None]
 MATE_CP = 100_000  # a mate's score in centipawns where one number is needed (search.backend.MATE)

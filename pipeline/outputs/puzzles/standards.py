@@ -10,7 +10,7 @@ wins back what the opponent's move just took makes no puzzle unless the line win
 
 `default` is this project's: Lichess's *blunder* margin (0.3 win chances) at 500,000 nodes, any
 number of puzzles per game, and set puzzles whose setting move is either the only good move or the
-clear practical best (`setting.py`). `lichess` is lichess-puzzler's: margin 0.7 at its node budget
+clear practical best (`setting_move.py`). `lichess` is lichess-puzzler's: margin 0.7 at its node budget
 (25,000,000 per MultiPV-2 search), several mates in one allowed when the best non-mating move keeps
 at most 0.6, every solver move of a line without mate still >= 200 cp, and at most one puzzle per
 game; its set puzzles need the only-move rule.
@@ -52,7 +52,7 @@ class Standard:
     winning_cp: int | None = None
     """Every solver move of a line without mate keeps at least this (solver's view)."""
     set_rules: tuple[SetRule, ...] = ("only",)
-    """How a set puzzle's setting move may pass (`setting.py` for `practical`)."""
+    """How a set puzzle's setting move may pass (`setting_move.py` for `practical`)."""
     defence: bool = True
     """Defensive puzzles (`--kind defend`) can meet it (lichess-puzzler has none)."""
 

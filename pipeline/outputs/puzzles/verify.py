@@ -137,7 +137,7 @@ class Verifier:
     def _practical(self, task: VerifyTask) -> Any:
         def judge(board: chess.Board, move: chess.Move) -> PracticalCheck | None:
             if self.setting is None:  # started when a line first needs it (the model loads on demand)
-                from pipeline.outputs.puzzles.setting import SettingJudge
+                from pipeline.outputs.puzzles.setting_move import SettingJudge
 
                 self.setting = SettingJudge(self.how.engine, model=self.how.model or "default")
             return self.setting(board, move, task.opponent_rating)  # type: ignore[no-any-return]

@@ -1,4 +1,4 @@
-"""pipeline/evaluate/harness.py: the statistics behind every published lift figure (fall rate,
+"""pipeline/harness/measure.py: the statistics behind every published lift figure (fall rate,
 chance, lift, Wilson bounds, recall), on hand-built evidence whose figures are worked out below."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.common.stats import wilson
 from pipeline.engines.backends import EngineOptions
-from pipeline.evaluate.harness import Record, Variant, gather, gather_parallel, measure, recall, trap_samples
+from pipeline.harness.measure import Record, Variant, gather, gather_parallel, measure, recall, trap_samples
 from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence
 from search.settings import DiffiMaxSettings
 

@@ -18,7 +18,7 @@ The movetext is the line up to and including the victim's move, then the punishi
 continuation. Every game starts from the initial position, so a trap's board carries the whole
 move stack (repetition and fifty-move state are exact).
 
-The trap positions are verified with Stockfish by `tests/evaluate/test_known_traps.py`.
+The trap positions are verified with Stockfish by `tests/harness/test_known_traps.py`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The judge harness: how well each trap judge's verdicts agree with what humans actually play.
 
 On positions of games kept out of all tuning (`pipeline.common.splits`), and on the known
-opening traps of chess literature (`pipeline.evaluate.known_traps`), the harness gathers every
+opening traps of chess literature (`pipeline.harness.known_traps`), the harness gathers every
 judge's evidence once per position (`gather`), then measures any number of judge variants on it
 without more engine work (`measure`):
 
@@ -37,7 +37,7 @@ from pipeline.common.progress import Progress
 from pipeline.common.splits import Split, sample_value, split_of
 from pipeline.common.stats import wilson
 from pipeline.engines.backends import EngineOptions, open_backend
-from pipeline.evaluate.known_traps import KnownTrap, load_known_traps
+from pipeline.harness.known_traps import KnownTrap, load_known_traps
 from pipeline.human.context import MoverContext, pool_of
 from pipeline.human.corpus import Corpus
 from pipeline.human.models import MoveModel

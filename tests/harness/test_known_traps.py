@@ -13,7 +13,7 @@ import chess.engine
 import chess.pgn
 import pytest
 
-from pipeline.evaluate.known_traps import KnownTrap, KnownTrapError, load_known_traps
+from pipeline.harness.known_traps import KnownTrap, KnownTrapError, load_known_traps
 from tests.conftest import ROOT, STOCKFISH, require_stockfish
 
 # Centipawns of a forced mate (minus its distance), so a mate ranks beyond any material score.

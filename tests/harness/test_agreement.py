@@ -24,7 +24,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.engines.uci import EngineLimits, UciBackend
-from pipeline.evaluate.agreement import compare, sample_positions
+from pipeline.harness.agreement import compare, sample_positions
 from search.settings import DiffiMaxSettings
 from tests.conftest import STOCKFISH, needs_stockfish
 

@@ -15,7 +15,7 @@ from typing import Any, Final, Literal
 from pipeline.engines.backends import EMBEDDED, EngineOptions
 from pipeline.human.models import resolve_model
 from pipeline.play.clock import TimeSettings
-from pipeline.play.settings import STYLES, PlaySettings, check_whole, parse_style
+from pipeline.play.styles import STYLES, PlaySettings, check_whole, parse_style
 from search.errors import DiffimaxError
 from search.settings import SettingsError
 
