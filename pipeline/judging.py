@@ -34,6 +34,7 @@ from search.chessgame import zobrist
 from search.diffimax import DiffiMaxResult
 from search.errors import DiffimaxError
 from search.judges import (
+    JUDGES,
     Judge,
     JudgeSettings,
     NodeEvidence,
@@ -44,6 +45,7 @@ from search.judges import (
     needs_deeper,
     needs_refinement,
     shallow_ranks,
+    win_drop,
 )
 from search.settings import DiffiMaxSettings
 from search.values import Value
@@ -470,29 +472,48 @@ class _Records:
         return tuple(self.reply(move) for move in self.fields)
 
 
-def evidence_rows(judgement: Judgement, judges: JudgeSettings) -> list[dict[str, Any]]:
-    """Per reply: its evidence and each enabled judge's verdict, ordered by deep value (unmeasured
-    replies last), for tables and JSON."""
+def verdict_columns(verdicts: Mapping[Judge, frozenset[str]], move: str) -> dict[str, bool | None]:
+    """`by_<judge>`: whether each judge names `move` (None where the judge gave no verdict)."""
+    return {f"by_{name}": (move in verdicts[name]) if name in verdicts else None for name in JUDGES}
+
+
+def reply_rows(judgement: Judgement) -> list[dict[str, Any]]:
+    """The one per-reply row of a judged position, for the dataset (`responses` of RESPONSES,
+    schemas/tables.py) and for `explain`: its value (measured where some judge needed it, else the
+    dip judge's seed value, `exact` False), dip and win drop against the node's value at the same
+    level, its evidence, the seed's rank and classes, and each judge's verdict (`by_<judge>`);
+    ordered by value, unvalued replies last."""
     evidence = judgement.evidence
-    computed: Mapping[Judge, frozenset[str]] = judgement.verdicts.candidates
+    verdicts = judgement.verdicts.candidates
+    analysis = judgement.root_analysis
+    by_move = {} if analysis is None else {r.move: r for r in analysis.responses}
     rows = []
     for reply in evidence.replies:
-        drop = evidence.drop(reply)
+        seeded = by_move.get(reply.move)
+        measured = evidence.measured(reply)  # (value, the node's value at the same level)
+        value: Value | None = None if seeded is None else seeded.value
+        base = evidence.best_value
+        if measured is not None:
+            value, base = measured
         rows.append(
             {
                 "move": reply.move,
-                "best": reply.move == evidence.best,
-                "excluded": reply.excluded,
-                "deep_value": reply.deep_value,
+                "value": value,
+                "exact": None if value is None else measured is not None,
+                "dip": None if value is None else value - base,
+                "win_drop": None if value is None else win_drop(base, value),
+                "probe_value": reply.probe_value,
                 "deeper_value": reply.deeper_value,
-                "dip": evidence.dip(reply),
-                "win_drop": None if drop is None else round(drop, 4),
                 "shallow_value": reply.shallow_value,
                 "shallow_rank": reply.shallow_rank,
                 "model_p": reply.model_p,
                 "corpus_count": reply.corpus_count,
-                "verdicts": {name: reply.move in moves for name, moves in computed.items()},
+                "excluded": reply.excluded,
+                "rank": None if seeded is None else seeded.rank,
+                "in_scope": None if seeded is None else seeded.in_scope,
+                "reasonable": None if seeded is None else seeded.reasonable,
+                **verdict_columns(verdicts, reply.move),
             }
         )
-    rows.sort(key=lambda row: (row["deep_value"] is None, row["deep_value"] or 0, row["move"]))
+    rows.sort(key=lambda row: (row["value"] is None, row["value"] or 0, row["move"]))
     return rows

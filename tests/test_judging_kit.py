@@ -8,8 +8,12 @@ import pytest
 
 from pipeline.engines.backends import EngineOptions
 from pipeline.engines.process import EngineStartError
+from pipeline.human.context import MoverContext
 from pipeline.human.models import ModelSpecError
-from pipeline.judging import HumanEvidence, judging_kit, open_kit
+from pipeline.judging import HumanEvidence, judging_kit, open_kit, reply_rows
+from pipeline.outputs.explain import explain_position
+from schemas.dataset import RESPONSE_ITEM
+from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings
 
 
@@ -43,3 +47,21 @@ def test_a_player_is_told_of_each_part_left_out(tmp_path) -> None:
     assert [line.split(":")[0] for line in told] == ["model", "corpus", "engine"]
     assert kit.backend is None and kit.model is None and kit.corpus is None and "did not start" in told[2]
     kit.close()
+
+
+def test_a_reply_has_one_row_with_the_datasets_column_names() -> None:
+    """Per-reply rows are built once (`reply_rows`): the dataset's `responses` items and `explain`'s
+    JSON replies carry the same columns, named as in schemas/dataset.py."""
+    board = chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R b KQkq - 3 3")
+    judges = JudgeSettings(judges=frozenset({"dip", "trappy", "model", "practical"}))
+    explanation = explain_position(
+        board, chess.WHITE, "native", EngineOptions(), DiffiMaxSettings(depth=2), judges,
+        model="bundled", corpus=None, context=MoverContext(),
+    )  # fmt: skip
+    assert explanation.judgement is not None
+    rows = reply_rows(explanation.judgement)
+    assert len(rows) == board.legal_moves.count() and len({row["move"] for row in rows}) == len(rows)
+    assert set().union(*rows) == set(RESPONSE_ITEM.names)
+    replies = explanation.json()["judges"]["replies"]
+    assert [set(reply) for reply in replies] == [set(RESPONSE_ITEM.names)] * len(rows)
+    assert [reply["move"] for reply in replies] == [row["move"] for row in rows]

@@ -6,17 +6,16 @@ shard's rows are together)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import chess
 import pyarrow as pa
 
-from pipeline.judging import Judgement
+from pipeline.judging import Judgement, reply_rows, verdict_columns
 from search.judges import JUDGES, Judge, JudgeSettings, win_drop
 from search.settings import DiffiMaxSettings
-from search.values import Value, is_mate_score
+from search.values import is_mate_score
 
 
 @dataclass
@@ -60,36 +59,6 @@ def response_columns(
     verdicts = judgement.verdicts.candidates
     seed = judgement.seed
     analysis = judgement.root_analysis
-    by_move = {} if analysis is None else {r.move: r for r in analysis.responses}
-    items = []
-    for reply in evidence.replies:
-        seeded = by_move.get(reply.move)
-        measured = evidence.measured(reply)  # (value, the node's value at the same level)
-        value: Value | None = None if seeded is None else seeded.value
-        base = evidence.best_value
-        if measured is not None:
-            value, base = measured
-        items.append(
-            {
-                "move": reply.move,
-                "value": value,
-                "exact": None if value is None else measured is not None,
-                "dip": None if value is None else value - base,
-                "win_drop": None if value is None else win_drop(base, value),
-                "probe_value": reply.probe_value,
-                "deeper_value": reply.deeper_value,
-                "shallow_value": reply.shallow_value,
-                "shallow_rank": reply.shallow_rank,
-                "model_p": reply.model_p,
-                "corpus_count": reply.corpus_count,
-                "excluded": reply.excluded,
-                "rank": None if seeded is None else seeded.rank,
-                "in_scope": None if seeded is None else seeded.in_scope,
-                "reasonable": None if seeded is None else seeded.reasonable,
-                **verdict_columns(verdicts, reply.move),
-            }
-        )
-    items.sort(key=lambda item: (item["value"] is None, item["value"] or 0, item["move"]))
     columns: dict[str, Any] = {
         "setter": color_name(setter),
         "responder": color_name(not setter),
@@ -104,7 +73,7 @@ def response_columns(
         "trap_ratio": None if analysis is None else analysis.trap_ratio,
         "tree_traps": None if seed is None else len(seed.traps),
         "analysed_nodes": None if seed is None else len(seed.analyses),
-        "responses": items,
+        "responses": reply_rows(judgement),
         "nodes": sum(judgement.nodes.values()),
     }
     for name in JUDGES:
@@ -176,11 +145,6 @@ def trap_rows(judgement: Judgement, board: chess.Board, setter: chess.Color, roo
             }
         )
     return rows
-
-
-def verdict_columns(verdicts: Mapping[Judge, frozenset[str]], move: str) -> dict[str, bool | None]:
-    """`by_<judge>`: whether each judge names `move` (None where the judge gave no verdict)."""
-    return {f"by_{name}": (move in verdicts[name]) if name in verdicts else None for name in JUDGES}
 
 
 def played_class(response: dict[str, Any], move_played: str) -> tuple[str | None, dict[str, Any] | None]:

@@ -12,7 +12,7 @@ import chess
 
 from pipeline.engines.backends import EngineOptions, describe_engine
 from pipeline.human.context import MoverContext
-from pipeline.judging import HumanEvidence, Judgement, evidence_rows, judge_position, judging_kit
+from pipeline.judging import HumanEvidence, Judgement, judge_position, judging_kit, reply_rows
 from search.analysis import Response, ResponseAnalysis, analysis_json, trap_json
 from search.diffimax import DiffiMaxResult
 from search.judges import JUDGES, Judge, JudgeSettings
@@ -208,14 +208,14 @@ def judgement_json(judgement: Judgement, judges: JudgeSettings) -> dict[str, Any
                 **row,
                 **{key: None if row[key] is None else cp_to_pawns(row[key]) for key in PAWN_FIELDS},
             }
-            for row in evidence_rows(judgement, judges)
+            for row in reply_rows(judgement)
         ],
         "nodes": judgement.nodes,
     }
 
 
-# Fields of an evidence row that are centipawns (shown in pawns).
-PAWN_FIELDS = ("deep_value", "deeper_value", "dip", "shallow_value")
+# Fields of a reply row (`reply_rows`, the dataset's columns) that are centipawns (shown in pawns).
+PAWN_FIELDS = ("value", "dip", "probe_value", "deeper_value", "shallow_value")
 
 
 # Whose verdict heads the report: the first of these with a verdict (the datasets' primary judge).
@@ -261,7 +261,7 @@ def judged_text(
         f"Reasonable limit: {settings.reasonable_dip:.2f}; trap threshold: {settings.trap_dip:.2f} (the dip judge's)"
     )
     shown = [j for j in JUDGES if j in judges.judges or j == "dip"]
-    rows = {row["move"]: row for row in evidence_rows(judgement, judges)}
+    rows = {row["move"]: row for row in reply_rows(judgement)}
     width = max(len(name(r.move)) for r in analysis.responses)
     span = max(2 * settings.reasonable_cp, max(r.dip for r in analysis.responses) + settings.reasonable_cp // 2)
     head = f"{'#':>3} {'reply':<{width}} {'value':>8} {'dip':>6} {'win drop':>8} {'shallow':>7} {'human p':>7} "
@@ -297,7 +297,7 @@ def _judge_cell(judge: Judge, r: Response, row: dict[str, Any], computed: Any) -
         return "TRAP" if r.trap else "-"
     if judge not in computed:
         return "?"
-    return "TRAP" if row.get("verdicts", {}).get(judge) else "-"
+    return "TRAP" if row.get(f"by_{judge}") else "-"
 
 
 def _judge_lines(
