@@ -318,12 +318,23 @@ def plot_calibration(rows: list[dict[str, float]], top1: list[dict[str, float]],
     plt.close(figure)
 
 
+# The flags a model trained before the one flag vocabulary (issue 33) recorded, renamed since.
+RENAMED = {
+    "--data": "--games",
+    "--kind": "--learner",
+    "--sample-rate": "--train-rate",
+    "--tune-sample-rate": "--tune-rate",
+    "--threads": "--fit-threads",
+    "--engine-depth": "--feature-depth",
+}
+
+
 def retrain(model_path: Path) -> dict[str, Any]:
     """Run the recorded training command into a temporary directory, time it, compare bytes."""
     recorded = HumanMoveModel.load(model_path)
     command = str(recorded.describe()["training"]["command"])
     recorded.close()
-    words = shlex.split(command)
+    words = [RENAMED.get(word, word) for word in shlex.split(command)]
     assert words[:3] == ["diffimax", "human", "train"], command
     with tempfile.TemporaryDirectory() as directory:
         out = Path(directory) / model_path.name
@@ -360,8 +371,8 @@ def timed_train(data: Path, out: Path, args: argparse.Namespace) -> dict[str, An
 
     from benchmarks.bench_scale import rss_kib
 
-    command = [sys.executable, "-m", "pipeline.cli", "human", "train", "--data", str(data), "--out", str(out),
-               "--trainer", "ray", "--workers", str(args.workers), "--sample-rate", str(args.scale_rate),
+    command = [sys.executable, "-m", "pipeline.cli", "human", "train", "--games", str(data), "--out", str(out),
+               "--trainer", "ray", "--workers", str(args.workers), "--train-rate", str(args.scale_rate),
                "--groups", args.scale_groups, "--json"]  # fmt: skip
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

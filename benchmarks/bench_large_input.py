@@ -102,7 +102,7 @@ def generate(path: Path, size_mb: float) -> dict[str, Any]:
 
 def mine_large(source: str, out: Path, sample: float, workers: int) -> dict[str, Any]:
     """One job over the large input; its counts, wall seconds and memory peaks (MiB)."""
-    run = mine(source, out, [*MINE_FLAGS, "--sample", str(sample), "--workers", str(workers)])
+    run = mine(source, out, [*MINE_FLAGS, "--game-rate", str(sample), "--workers", str(workers)])
     manifest = run["manifest"]
     return {
         "games_read": manifest["games_read"],

@@ -292,7 +292,7 @@ def check(reference: Path, out: Path) -> tuple[dict[str, Any], list[str]]:
         assert_counts_add_up(json.loads((out / "manifest.json").read_text()), out)
     except AssertionError as error:
         problems.append(f"the disturbed run's counts do not add up: {error}")
-    verified = subprocess.run([sys.executable, "-m", "pipeline.cli", "verify", str(out)], cwd=ROOT,
+    verified = subprocess.run([sys.executable, "-m", "pipeline.cli", "verify", "--data", str(out)], cwd=ROOT,
                               capture_output=True, text=True)  # fmt: skip
     if verified.returncode != 0:
         problems.append(f"diffimax verify: {verified.stdout[-500:]}")

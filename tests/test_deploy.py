@@ -44,7 +44,7 @@ ENTRYPOINT = ("python", "-m", "jobs.mine")
 JOB_FLAGS = frozenset(
     {
         "--out", "--engine", "--depth", "--scope", "--reasonable-dip", "--trap-dip", "--safety-margin",
-        "--min-elo", "--max-elo", "--time-control", "--plies", "--sample", "--seed", "--max-games",
+        "--min-elo", "--max-elo", "--time-control", "--plies", "--game-rate", "--seed", "--max-games",
         "--workers", "--address", "--resume",
     }
 )  # fmt: skip
@@ -153,8 +153,8 @@ def check_job_command(command: str) -> dict[str, str | None]:
         assert set(str(options["--time-control"]).split(",")) <= TIME_CONTROLS
     if "--plies" in options:
         assert re.fullmatch(r"\d+-\d*", str(options["--plies"])), options["--plies"]
-    if "--sample" in options:
-        assert 0 < float(str(options["--sample"])) <= 1
+    if "--game-rate" in options:
+        assert 0 < float(str(options["--game-rate"])) <= 1
     if "--workers" in options:
         assert int(str(options["--workers"])) >= 1
     return options

@@ -10,9 +10,12 @@ from pipeline.cli.options import (
     EngineFlags,
     EvidenceFlags,
     JsonOut,
+    PoolOpt,
+    RatingOpt,
     ReasonableDip,
-    SafetyMargin,
+    RootOpt,
     SearchFlags,
+    SeedOpt,
     ThresholdFlags,
     TrapDip,
     UsageError,
@@ -37,7 +40,7 @@ from search.values import cp_to_pawns
 @with_flags
 def tree(
     tree_literal: Annotated[str, typer.Argument(metavar="TREE", help="e.g. '((3,12,8),(2,4,6),(14,5,2))'")],
-    root: Annotated[str, typer.Option("--root", help="Who moves at the root: max or min.")] = "max",
+    root: RootOpt = "max",
     algorithm: Annotated[str, typer.Option("--algorithm", help="minimax, alphabeta or diffimax.")] = "diffimax",
     *,
     search: SearchFlags,
@@ -92,13 +95,11 @@ def explain(
     search: SearchFlags,
     engine_flags: EngineFlags,
     evidence: EvidenceFlags,
-    rating: Annotated[int | None, typer.Option("--rating", help="The responder's rating (human evidence).")] = None,
+    rating: RatingOpt = None,
     clock: Annotated[
         float | None, typer.Option("--clock", help="The responder's clock in seconds (human evidence).")
     ] = None,
-    pool: Annotated[
-        str, typer.Option("--pool", help="The rating's pool: lichess, chesscom, or auto (unknown).")
-    ] = "auto",
+    pool: PoolOpt = "auto",
     thresholds: ThresholdFlags,
     as_json: JsonOut = False,
 ) -> None:
@@ -128,15 +129,15 @@ def explain(
 
 def prototype(
     trees: Annotated[int, typer.Option("--trees", help="How many seeded random trees to compare on.")] = 100,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the trees (tree i depends on seed and i only).")] = 0,
-    depth: Annotated[int, typer.Option("--depth", help="Plies from the root to every leaf.")] = 4,
+    seed: SeedOpt = 0,
+    tree_depth: Annotated[int, typer.Option("--tree-depth", help="Plies from the root to every leaf.")] = 4,
     branching: Annotated[
         str, typer.Option("--branching", help="Children per internal node, MIN-MAX (uniform) or one number.")
     ] = "6-14",
     values: Annotated[str, typer.Option("--values", help="Leaf values: walk (random walk) or uniform.")] = "walk",
     step: Annotated[float, typer.Option("--step", help="Walk: sd of one ply's change, in pawns.")] = 1.0,
     value_limit: Annotated[float, typer.Option("--value-limit", help="Values clipped to +-this many pawns.")] = 10.0,
-    root: Annotated[str, typer.Option("--root", help="Who moves at the root: max (setter) or min.")] = "max",
+    root: RootOpt = "max",
     draw_thresh: Annotated[float, typer.Option("--draw-thresh", help="Prototype drawThresh in pawns.")] = 1.25,
     win_thresh: Annotated[float, typer.Option("--win-thresh", help="Prototype winThresh in pawns.")] = 2.0,
     min_children: Annotated[
@@ -150,11 +151,16 @@ def prototype(
     ] = "all,2",
     reasonable_dip: ReasonableDip = 2.0,
     trap_dip: TrapDip = 1.0,
-    safety_margin: SafetyMargin = "inf",
+    revised_margin: Annotated[
+        str,
+        typer.Option("--revised-margin", help="The revised DiffiMax's safety margin in pawns, or inf (exhaustive)."),
+    ] = "inf",
     traps: Annotated[bool, typer.Option("--traps", help="With --json: list each tree's prototype traps.")] = False,
     as_json: JsonOut = False,
 ) -> None:
-    """Seed 000's first DiffiMax prototype on seeded random trees, compared with the revised DiffiMax."""
+    """Seed 000's first DiffiMax prototype on seeded random trees (tree i depends on --seed and i
+    only), compared with the revised DiffiMax (unbounded safety margin by default, as exhaustive as
+    the prototype)."""
     from search.prototype import PrototypeSettings, compare, comparison_json, comparison_text, revised_settings
 
     low, dash, high = branching.partition("-")
@@ -163,13 +169,13 @@ def prototype(
         max_branching = int(high) if dash else min_branching
     except ValueError:
         raise UsageError(f"invalid --branching {branching!r}: expected MIN-MAX, e.g. 6-14") from None
-    margin = parse_margin(safety_margin)
+    margin = parse_margin(revised_margin)
     settings = PrototypeSettings(
         draw_thresh=draw_thresh,
         win_thresh=win_thresh,
         min_children=min_children,
         draw_rule=draw_rule,  # type: ignore[arg-type]  # validated by PrototypeSettings
-        depth=depth,
+        depth=tree_depth,
         min_branching=min_branching,
         max_branching=max_branching,
         values=values,  # type: ignore[arg-type]

@@ -9,19 +9,30 @@ from typing import Annotated
 
 import typer
 
-from pipeline.cli.options import AllowPartialOpt, HumanModelOpt, UsageError
+from pipeline.cli.options import (
+    AllowPartialOpt,
+    DataOpt,
+    EngineOpt,
+    FilesOpt,
+    FormatOpt,
+    HumanModelOpt,
+    ListOpt,
+    NodesOpt,
+    OptionalDataOpt,
+    UsageError,
+    WorkersOpt,
+    uci_engine,
+)
 
 
 def query(
     sql: Annotated[
         str | None, typer.Argument(help="SQL over the views games, positions, responses, traps, errors, outcomes.")
     ] = None,
-    data: Annotated[
-        str | None, typer.Option("--data", help="The dataset (mine --out): a directory, s3:// or gs://.")
-    ] = None,
+    data: OptionalDataOpt = None,
     saved: Annotated[str | None, typer.Option("--saved", help="Run a saved query by name.")] = None,
-    list_saved: Annotated[bool, typer.Option("--list", help="List the saved queries.")] = False,
-    fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    list_saved: ListOpt = False,
+    fmt: FormatOpt = "table",
     allow_partial: AllowPartialOpt = False,
     read_only: Annotated[
         bool,
@@ -65,9 +76,7 @@ def write_out(pieces: Iterator[str]) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
 
 
-def verify(
-    data: Annotated[str, typer.Argument(help="The dataset (mine --out): a directory, s3:// or gs://.")],
-) -> None:
+def verify(data: DataOpt) -> None:
     """Check every file of a dataset: its SHA-256 against the manifest, and every page checksum."""
     from pipeline.dataset.integrity import REPAIR, DamagedDatasetError
     from pipeline.dataset.verify import verify_dataset
@@ -91,7 +100,7 @@ def local_out(out: str) -> str:
 
 
 def report(
-    data: Annotated[str, typer.Option("--data", help="The dataset (mine --out): a directory, s3:// or gs://.")],
+    data: DataOpt,
     out: Annotated[str, typer.Option("--out", help="Output directory; the page is OUT/report.html.")],
     allow_partial: AllowPartialOpt = False,
 ) -> None:
@@ -104,42 +113,39 @@ def report(
 
 
 def puzzles(
-    data: Annotated[str, typer.Option("--data", help="The dataset (mine --out): a directory, s3:// or gs://.")],
+    data: DataOpt,
     out: Annotated[str, typer.Option("--out", help="Directory for puzzles.csv, puzzles.pgn, puzzles.html.")],
     kind: Annotated[
         str, typer.Option("--kind", help="Comma list of punish, set, defend; both (punish,set) or all.")
     ] = "both",
     min_dip: Annotated[float, typer.Option("--min-dip", help="Smallest trap dip, in pawns.")] = 1.0,
     limit: Annotated[int | None, typer.Option("--limit", help="Write at most this many puzzles.")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="Comma list: csv, pgn, html.")] = "csv,pgn,html",
-    engine: Annotated[str, typer.Option("--engine", help="stockfish, or a UCI engine's path.")] = "stockfish",
+    files: FilesOpt = "all",
+    engine: EngineOpt = None,
     standard: Annotated[
         str, typer.Option("--standard", help="default (margin 0.3, 500k nodes) or lichess (lichess-puzzler's rules).")
     ] = "default",
-    nodes: Annotated[
-        int | None, typer.Option("--nodes", help="Engine nodes per verification search (default: the standard's).")
-    ] = None,
+    nodes: NodesOpt = None,
     margin: Annotated[
         float | None,
         typer.Option(
             "--margin", help="Win chances (-1..1) the best must beat the second by (default: the standard's)."
         ),
     ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option("--workers", help="Verifying engines, on Ray (default: all CPUs; 1: serially, no Ray)."),
-    ] = None,
+    workers: WorkersOpt = None,
     human_model: HumanModelOpt = "default",
 ) -> None:
-    """Engine-verified puzzles from a dataset's traps: Lichess CSV, PGN and an interactive HTML puzzle book."""
+    """Engine-verified puzzles from a dataset's traps: Lichess CSV, PGN and an interactive HTML
+    puzzle book (--files: csv, pgn, html). --nodes per verification search defaults to the
+    standard's; --workers verifying engines on Ray (1: serially, no Ray)."""
     from pipeline.common.progress import Progress
     from pipeline.dataset.lock import output_lock
     from pipeline.outputs.puzzles import generate_puzzles, parse_formats, parse_kind
 
     with output_lock(local_out(out)), Progress() as progress:
         report = generate_puzzles(
-            data, out, kind=parse_kind(kind), min_dip=min_dip, limit=limit, formats=parse_formats(fmt),
-            engine=engine, standard=standard, nodes=nodes, margin=margin, workers=workers,
+            data, out, kind=parse_kind(kind), min_dip=min_dip, limit=limit, formats=parse_formats(files),
+            engine=uci_engine(engine, "puzzles"), standard=standard, nodes=nodes, margin=margin, workers=workers,
             human_model=None if human_model.lower() == "none" else human_model, progress=progress,
         )  # fmt: skip
     typer.echo(report.summary())

@@ -17,8 +17,11 @@ from pipeline.cli.options import (
     HumanModelOpt,
     JsonOut,
     NodesOpt,
+    SeedOpt,
+    SplitOpt,
     ThreadsOpt,
     UsageError,
+    WorkersOpt,
     default_depth,
     emit,
 )
@@ -27,11 +30,9 @@ from search.settings import DiffiMaxSettings
 
 def evaluate(
     inputs: Annotated[list[str], typer.Argument(metavar="PGN...", help="Games to draw positions from.")],
-    split: Annotated[
-        str, typer.Option("--split", help="Which games of the shared files: held_out, tune or train (others: train).")
-    ] = "held_out",
+    split: SplitOpt = "held_out",
     positions: Annotated[int, typer.Option("--positions", help="Positions to sample (at most 2 per game).")] = 300,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the position sample.")] = 7,
+    seed: SeedOpt = 0,
     known_traps: Annotated[
         str, typer.Option("--known-traps", help="A known-traps PGN, 'default' (the bundled set) or 'none'.")
     ] = "default",
@@ -49,7 +50,7 @@ def evaluate(
     ] = "1,2,4,8",
     human_model: HumanModelOpt = "default",
     human_corpus: HumanCorpusOpt = None,
-    workers: Annotated[int | None, typer.Option("--workers", help="Ray workers (default: all CPUs).")] = None,
+    workers: WorkersOpt = None,
     save: Annotated[str | None, typer.Option("--save", help="Write the gathered evidence to this file.")] = None,
     load: Annotated[str | None, typer.Option("--load", help="Measure saved evidence instead of gathering it.")] = None,
     as_json: JsonOut = False,

@@ -9,10 +9,24 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from typing import Annotated, Any, Literal, cast
 
 import typer
 
+from pipeline.cli.options import (
+    EngineOpt,
+    GameRateOpt,
+    GamesOpt,
+    HumanModelOpt,
+    JsonOut,
+    NodesOpt,
+    PoolOpt,
+    SeedOpt,
+    SplitOpt,
+    WorkersOpt,
+    uci_engine,
+)
 from pipeline.common.progress import Progress
 from pipeline.common.splits import Split
 from pipeline.human.context import parse_pool
@@ -36,8 +50,9 @@ human_app = typer.Typer(
 
 
 # The flags `train` and `eval` share.
-PoolOpt = Annotated[
-    str, typer.Option("--pool", help="Rating pool of every game: lichess, chesscom, or auto (the Site tag).")
+SourceRateOpt = Annotated[
+    list[str] | None,
+    typer.Option("--source-rate", help="FILE=RATE: the share of that file's positions used (repeatable)."),
 ]
 SourceGameRateOpt = Annotated[
     list[str] | None,
@@ -45,62 +60,62 @@ SourceGameRateOpt = Annotated[
 ]
 
 
+def workers_or_cpus(workers: int | None) -> int:
+    return workers if workers is not None else os.cpu_count() or 1
+
+
 @human_app.command("train")
 def train_command(
-    data: Annotated[
-        list[str], typer.Option("--data", help="PGN files, directories, globs, or a mined dataset directory.")
-    ],
+    games: GamesOpt,
     out: Annotated[str, typer.Option("--out", help="Model file to write (JSON).")],
-    kind: Annotated[str, typer.Option("--kind", help="lightgbm (trees) or linear (conditional logit).")] = "lightgbm",
+    learner: Annotated[
+        str, typer.Option("--learner", help="lightgbm (trees) or linear (conditional logit).")
+    ] = "lightgbm",
     groups: Annotated[
         str, typer.Option("--groups", help="Feature groups: base, engine, book, pool (comma-separated).")
     ] = "base,engine,book,pool",
-    engine: Annotated[str, typer.Option("--engine", help="Engine for the engine features.")] = "stockfish",
-    engine_depth: Annotated[int, typer.Option("--engine-depth", help="Depth of the engine features.")] = 1,
-    sample_rate: Annotated[float, typer.Option("--sample-rate", help="Share of training positions used.")] = 0.05,
-    tune_sample_rate: Annotated[
-        float, typer.Option("--tune-sample-rate", help="Share of tune positions used for early stopping.")
+    engine: EngineOpt = None,
+    feature_depth: Annotated[int, typer.Option("--feature-depth", help="Engine depth of the engine features.")] = 1,
+    train_rate: Annotated[float, typer.Option("--train-rate", help="Share of training positions used.")] = 0.05,
+    tune_rate: Annotated[
+        float, typer.Option("--tune-rate", help="Share of tune positions used for early stopping.")
     ] = 0.1,
-    source_rate: Annotated[
-        list[str] | None,
-        typer.Option("--source-rate", help="FILE=RATE: the share of that file's positions used (repeatable)."),
-    ] = None,
-    game_rate: Annotated[
-        float, typer.Option("--game-rate", help="Share of each file's games read at all (cheaper than --sample-rate).")
-    ] = 1.0,
+    source_rate: SourceRateOpt = None,
+    game_rate: GameRateOpt = 1.0,
     source_game_rate: SourceGameRateOpt = None,
     pool: PoolOpt = "auto",
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the samples and of LightGBM.")] = 0,
+    seed: SeedOpt = 0,
     book_min_games: Annotated[int, typer.Option("--book-min-games", help="Times a book position was reached.")] = 3,
     num_leaves: Annotated[int, typer.Option("--num-leaves", help="LightGBM leaves per tree.")] = 63,
     learning_rate: Annotated[float, typer.Option("--learning-rate", help="LightGBM shrinkage.")] = 0.15,
     max_rounds: Annotated[int, typer.Option("--max-rounds", help="Most trees.")] = 300,
     min_data_in_leaf: Annotated[int, typer.Option("--min-data-in-leaf", help="Fewest moves in a leaf.")] = 200,
-    threads: Annotated[int, typer.Option("--threads", help="LightGBM threads.")] = 1,
-    workers: Annotated[int, typer.Option("--workers", help="Feature-extraction processes (Ray when > 1).")] = 1,
+    fit_threads: Annotated[int, typer.Option("--fit-threads", help="LightGBM threads.")] = 1,
+    workers: WorkersOpt = None,
     trainer: Annotated[
         str,
         typer.Option("--trainer", help="local (fit in this process) or ray (dump scale: shards streamed, Ray Train)."),
     ] = "local",
-    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    json_out: JsonOut = False,
     dump_examples: Annotated[
         str | None, typer.Option("--dump-examples", help="Save the extracted examples in this directory.")
     ] = None,
 ) -> None:
-    """Train a human-move model on the training split of the games."""
+    """Train a human-move model on the training split of the games (feature extraction on Ray
+    when --workers is above 1)."""
     config = TrainConfig(
-        kind=cast(ModelKind, kind),  # checked by TrainConfig
+        kind=cast(ModelKind, learner),  # checked by TrainConfig
         groups=parse_groups([part.strip() for part in groups.split(",") if part.strip()]),
-        engine=EngineSettings(engine, engine_depth),
-        sample_rate=sample_rate, tune_sample_rate=tune_sample_rate, source_rates=parse_source_rates(source_rate or []),
+        engine=EngineSettings(uci_engine(engine, "human train"), feature_depth),
+        sample_rate=train_rate, tune_sample_rate=tune_rate, source_rates=parse_source_rates(source_rate or []),
         pool=parse_pool(pool), game_rate=game_rate, source_game_rates=parse_source_rates(source_game_rate or []),
         seed=seed, book_min_games=book_min_games,
         num_leaves=num_leaves, learning_rate=learning_rate, max_rounds=max_rounds,
-        min_data_in_leaf=min_data_in_leaf, threads=threads, workers=workers,
+        min_data_in_leaf=min_data_in_leaf, threads=fit_threads, workers=workers_or_cpus(workers),
         trainer=cast(Literal["local", "ray"], trainer),  # checked by TrainConfig
     )  # fmt: skip
     with Progress() as progress:
-        summary = train(data, out, config, progress=progress, dump=dump_examples)
+        summary = train(games, out, config, progress=progress, dump=dump_examples)
     if json_out:
         typer.echo(json.dumps(summary, indent=2, sort_keys=True))
         return
@@ -137,53 +152,53 @@ def parse_source_rates(items: list[str]) -> tuple[tuple[str, float], ...]:
 
 @human_app.command("eval")
 def eval_command(
-    model: Annotated[str, typer.Option("--model", help=MODEL_HELP)],
     games: Annotated[list[str], typer.Argument(help="PGN files, directories, globs, or a mined dataset.")],
+    human_model: HumanModelOpt = "default",
     reference_model: Annotated[
         str | None,
         typer.Option("--reference-model", help="A second model measured on the same positions (" + MODEL_HELP + ")."),
     ] = None,
-    source_rate: Annotated[
-        list[str] | None,
-        typer.Option("--source-rate", help="FILE=RATE: the share of that file's positions measured (repeatable)."),
-    ] = None,
+    source_rate: SourceRateOpt = None,
     pool: PoolOpt = "auto",
-    game_rate: Annotated[float, typer.Option("--game-rate", help="Share of each file's games read at all.")] = 1.0,
+    game_rate: GameRateOpt = 1.0,
     source_game_rate: SourceGameRateOpt = None,
-    split: Annotated[str, typer.Option("--split", help="held_out, tune, train, or all.")] = "held_out",
-    sample_rate: Annotated[float, typer.Option("--sample-rate", help="Share of positions measured.")] = 1.0,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the position sample.")] = 0,
-    corpus: Annotated[
-        list[str] | None, typer.Option("--corpus", help="Inputs whose training games make the corpus baseline.")
+    split: SplitOpt = "held_out",
+    position_rate: Annotated[float, typer.Option("--position-rate", help="Share of positions measured.")] = 1.0,
+    seed: SeedOpt = 0,
+    corpus_games: Annotated[
+        list[str] | None,
+        typer.Option("--corpus-games", help="Inputs whose training games make the corpus baseline."),
     ] = None,
-    engine: Annotated[str, typer.Option("--engine", help="Engine of the engine baselines.")] = "stockfish",
-    engine_nodes: Annotated[
-        int | None, typer.Option("--engine-nodes", help="Node limit of a Stockfish baseline (MultiPV 3).")
-    ] = None,
-    engine_depth: Annotated[
-        list[int] | None, typer.Option("--engine-depth", help="Depth of a Stockfish baseline (repeatable).")
+    engine: EngineOpt = None,
+    nodes: NodesOpt = None,
+    baseline_depth: Annotated[
+        list[int] | None, typer.Option("--baseline-depth", help="Engine depth of a Stockfish baseline (repeatable).")
     ] = None,
     baseline_rate: Annotated[
         float, typer.Option("--baseline-rate", help="Share of measured positions given the engine baselines.")
     ] = 1.0,
     max_positions: Annotated[int | None, typer.Option("--max-positions", help="Stop after this many.")] = None,
-    workers: Annotated[int, typer.Option("--workers", help="Processes (Ray when > 1).")] = 1,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+    workers: WorkersOpt = None,
+    json_out: JsonOut = False,
 ) -> None:
-    """Measure a model's move matching (top-1, top-3, log-loss, calibration) on games of one split."""
+    """Measure a model's move matching (top-1, top-3, log-loss, calibration) on games of one split
+    (on Ray when --workers is above 1); --nodes and --baseline-depth add Stockfish baselines
+    (MultiPV 3)."""
+    baselines = nodes is not None or bool(baseline_depth)  # the engine is started only for them
     if split not in ("held_out", "tune", "train", "all"):
         raise EvalError(f"unknown split {split!r}: expected held_out, tune, train or all")
     config = EvalConfig(
         split=None if split == "all" else cast(Split, split),  # checked above
-        sample_rate=sample_rate, seed=seed, corpus=tuple(corpus or ()), engine=engine,
-        engine_nodes=engine_nodes, engine_depths=tuple(engine_depth or ()), baseline_rate=baseline_rate,
-        workers=workers, max_positions=max_positions,
+        sample_rate=position_rate, seed=seed, corpus=tuple(corpus_games or ()),
+        engine=uci_engine(engine, "human eval") if baselines else engine or "",
+        engine_nodes=nodes, engine_depths=tuple(baseline_depth or ()), baseline_rate=baseline_rate,
+        workers=workers_or_cpus(workers), max_positions=max_positions,
         reference_model=reference_model,
         source_rates=parse_source_rates(source_rate or []), pool=parse_pool(pool),
         games=game_sample(game_rate, parse_source_rates(source_game_rate or [])),
     )  # fmt: skip
     with Progress() as progress:
-        result = evaluate(model, games, config, progress=progress)
+        result = evaluate(human_model, games, config, progress=progress)
     if not result.outcomes:
         raise EvalError(f"no position of split {split!r} in {', '.join(games)}")
     if json_out:
@@ -205,12 +220,10 @@ def _no_nan(value: Any) -> Any:
 
 @human_app.command("corpus")
 def corpus_command(
-    data: Annotated[
-        list[str], typer.Option("--data", help="PGN files, directories, globs, or a mined dataset directory.")
-    ],
+    games: GamesOpt,
     out: Annotated[str, typer.Option("--out", help="Corpus file to write (Parquet).")],
-    splits: Annotated[
-        str, typer.Option("--splits", help="Parts of the shared files to count: train, tune, held_out.")
+    corpus_splits: Annotated[
+        str, typer.Option("--corpus-splits", help="Parts of the shared files to count: train, tune, held_out.")
     ] = "train",
 ) -> None:
     """What humans played where, by mover rating, from games alone (no analysis): the corpus the
@@ -218,10 +231,10 @@ def corpus_command(
     from pipeline.common.splits import SPLITS
     from pipeline.human.corpus import build_corpus, write_corpus
 
-    chosen = frozenset(token.strip() for token in splits.split(",") if token.strip())
+    chosen = frozenset(token.strip() for token in corpus_splits.split(",") if token.strip())
     if not chosen or not chosen <= set(SPLITS):
-        raise TrainError(f"invalid --splits {splits!r}: expected some of {', '.join(SPLITS)}")
-    rows = build_corpus(list(data), chosen)
+        raise TrainError(f"invalid --corpus-splits {corpus_splits!r}: expected some of {', '.join(SPLITS)}")
+    rows = build_corpus(list(games), chosen)
     path = write_corpus(rows, out)
     kinds = len(set(rows["position_key"].to_pylist()))
     typer.echo(f"corpus written to {path}: {rows.num_rows:,} positions of {kinds:,} kinds", err=True)

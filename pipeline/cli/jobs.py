@@ -11,12 +11,18 @@ from typing import Annotated, Any
 import typer
 
 from pipeline.cli.options import (
+    AddressOpt,
     EngineFlags,
     EvidenceFlags,
+    GameRateOpt,
     JsonOut,
+    PoolOpt,
     SearchFlags,
+    SeedOpt,
+    TableMbOpt,
     ThresholdFlags,
     UsageError,
+    WorkersOpt,
     build_judges,
     default_depth,
     emit,
@@ -49,11 +55,11 @@ def mine_config(
     ] = None,
     rated_only: Annotated[bool, typer.Option("--rated-only/--any-rated", help="Rated games only.")] = False,
     plies: Annotated[str | None, typer.Option("--plies", help="Ply window FROM-TO of analysed positions.")] = None,
-    sample: Annotated[float, typer.Option("--sample", help="Fraction of games to keep (seeded).")] = 1.0,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of --sample.")] = 0,
+    game_rate: GameRateOpt = 1.0,
+    seed: SeedOpt = 0,
     max_games: Annotated[int | None, typer.Option("--max-games", help="Stop after this many games read.")] = None,
-    workers: Annotated[int | None, typer.Option("--workers", help="Analysis workers (default: all CPUs).")] = None,
-    address: Annotated[str | None, typer.Option("--address", help="An existing Ray cluster's address.")] = None,
+    workers: WorkersOpt = None,
+    address: AddressOpt = None,
     setter_choices: Annotated[
         bool,
         typer.Option("--setter-choices", help="Also record which moves of the side to move would set a trap."),
@@ -68,14 +74,8 @@ def mine_config(
         float,
         typer.Option("--url-timeout", help="Seconds a URL may send nothing before it is resumed (HTTP Range)."),
     ] = URL_TIMEOUT,
-    table_mb: Annotated[
-        float,
-        typer.Option("--table-mb", help="MiB of each worker's table of engine answers (repeats reuse them; 0: none)."),
-    ] = DEFAULT_TABLE_MB,
-    pool: Annotated[
-        str,
-        typer.Option("--pool", help="The games' rating pool: lichess, chesscom, or auto (each game's Site/Link)."),
-    ] = "auto",
+    table_mb: TableMbOpt = DEFAULT_TABLE_MB,
+    pool: PoolOpt = "auto",
     evidence: EvidenceFlags,
     thresholds: ThresholdFlags,
 ) -> MineConfig:
@@ -96,7 +96,7 @@ def mine_config(
         standard_only=True,  # the engines play standard chess (From Position games included)
         ply_from=plies_from,
         ply_to=plies_to,
-        sample_rate=sample,
+        sample_rate=game_rate,
         seed=seed,
     )
     human_model = evidence.human_model

@@ -47,6 +47,43 @@ SafetyMargin = Annotated[
 ]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
+# Flags of one meaning on every command that has them (tests/test_cli_vocabulary.py holds each
+# name to one help text and one default).
+DataOpt = Annotated[str, typer.Option("--data", help="The dataset (mine --out): a directory, s3:// or gs://.")]
+OptionalDataOpt = Annotated[
+    str | None, typer.Option("--data", help="The dataset (mine --out): a directory, s3:// or gs://.")
+]
+GamesOpt = Annotated[
+    list[str], typer.Option("--games", help="PGN files, directories, globs, or a mined dataset directory.")
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the command's random choices (samples, trees, draws).")]
+WorkersOpt = Annotated[
+    int | None, typer.Option("--workers", help="Parallel workers (default: all CPUs; see the command's help for 1).")
+]
+PoolOpt = Annotated[
+    str,
+    typer.Option(
+        "--pool", help="The ratings' pool: lichess, chesscom, or auto (each game's Site/Link; unknown without one)."
+    ),
+]
+GameRateOpt = Annotated[float, typer.Option("--game-rate", help="Share of the games read (a seeded sample).")]
+SplitOpt = Annotated[
+    str, typer.Option("--split", help="Which games of the shared files: held_out, tune, train or all.")
+]
+RATING_HELP = "The opponent's rating (their human evidence)."
+RatingOpt = Annotated[int | None, typer.Option("--rating", help=RATING_HELP)]
+RootOpt = Annotated[str, typer.Option("--root", help="Who moves at the root: max (the setter) or min.")]
+TableMbOpt = Annotated[
+    float,
+    typer.Option("--table-mb", help="MiB of each worker's table of engine answers (repeats reuse them; 0: none)."),
+]
+FilesOpt = Annotated[
+    str, typer.Option("--files", help="Comma list of the files to write (see the command's help), or all.")
+]
+ListOpt = Annotated[bool, typer.Option("--list", help="List the saved queries.")]
+FormatOpt = Annotated[str, typer.Option("--format", help="table, csv or json.")]
+AddressOpt = Annotated[str | None, typer.Option("--address", help="An existing Ray cluster's address.")]
+
 # How to run the engine, the same flags on every command that uses one.
 EngineOpt = Annotated[
     str | None,
@@ -104,6 +141,15 @@ AllowPartialOpt = Annotated[
         help="Read a dataset with missing or damaged shards, or an unfinished one: says what is left out.",
     ),
 ]
+
+
+def uci_engine(engine: str | None, command: str) -> str:
+    """`--engine` for a command that needs a UCI engine (MultiPV, node counts): the default one
+    where none is given, and one line for the embedded engine."""
+    name = engine or default_engine()
+    if name in ("native", "material"):
+        raise UsageError(f"{command} needs a UCI engine: --engine stockfish or a UCI engine's path, not {name!r}")
+    return name
 
 
 def default_depth(engine: str) -> int:

@@ -7,29 +7,32 @@ from typing import Annotated
 
 import typer
 
-from pipeline.cli.options import HashOpt, ShallowDepthOpt, ThreadsOpt
+from pipeline.cli.options import (
+    EngineDepthOpt,
+    EngineOpt,
+    HashOpt,
+    HumanCorpusOpt,
+    HumanModelOpt,
+    NodesOpt,
+    SafetyMargin,
+    SeedOpt,
+    ShallowDepthOpt,
+    ThreadsOpt,
+)
 
 
 def play(
     style: Annotated[str | None, typer.Option("--style", help="trap, tutor or best (UCI option Style).")] = None,
-    engine: Annotated[
-        str | None, typer.Option("--engine", help="stockfish, native, material or a UCI engine's path (Engine).")
-    ] = None,
-    nodes: Annotated[int | None, typer.Option("--nodes", help="Engine nodes per line; 0: backend default.")] = None,
-    engine_depth: Annotated[int | None, typer.Option("--engine-depth", help="Engine depth per line; 0: none.")] = None,
+    engine: EngineOpt = None,
+    nodes: NodesOpt = None,
+    engine_depth: EngineDepthOpt = None,
     threads: ThreadsOpt = None,
     hash_mb: HashOpt = None,
     shallow_depth: ShallowDepthOpt = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the tutor's draws (Seed).")] = None,
-    human_model: Annotated[
-        str | None, typer.Option("--human-model", help="Human-move model file, 'default' or 'none' (Human Model).")
-    ] = None,
-    human_corpus: Annotated[
-        str | None, typer.Option("--human-corpus", help="A mined dataset or corpus file (Human Corpus).")
-    ] = None,
-    safety_margin: Annotated[
-        str | None, typer.Option("--safety-margin", help="Pawns the trap style may give up, or inf (Safety Margin).")
-    ] = None,
+    seed: SeedOpt = 0,
+    human_model: HumanModelOpt = "default",
+    human_corpus: HumanCorpusOpt = None,
+    safety_margin: SafetyMargin = "0.5",
     opponent_rating: Annotated[
         int | None, typer.Option("--opponent-rating", help="The opponent's rating (Opponent Rating).")
     ] = None,
@@ -45,12 +48,14 @@ def play(
     ] = None,
     option: Annotated[
         list[str] | None,
-        typer.Option("--option", help="Any UCI option as 'Name=value' (repeatable); --list names them."),
+        typer.Option("--option", help="Any UCI option as 'Name=value' (repeatable); --list-options names them."),
     ] = None,
-    list_options: Annotated[bool, typer.Option("--list", help="List the UCI options and exit.")] = False,
+    list_options: Annotated[bool, typer.Option("--list-options", help="List the UCI options and exit.")] = False,
 ) -> None:
     """Run the UCI engine on stdin/stdout: it sets traps (style trap), loses plausibly (tutor) or
-    plays the backend's best move (best). Every flag is also a UCI option (docs/play.md)."""
+    plays the backend's best move (best). Every flag is also a UCI option (docs/play.md,
+    --list-options), with the meaning and default it has on every other command."""
+    from pipeline.engines.backends import default_engine
     from pipeline.play.uci_options import Config, OptionError, configure, option_table
     from pipeline.play.uci_server import run_uci
 
@@ -61,7 +66,7 @@ def play(
         (name, str(value))
         for name, value in (
             ("Style", style),
-            ("Engine", engine),
+            ("Engine", engine or default_engine()),
             ("Nodes", nodes),
             ("Engine Depth", engine_depth),
             ("Threads", threads),

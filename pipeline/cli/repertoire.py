@@ -10,11 +10,20 @@ import chess
 import typer
 
 from pipeline.cli.options import (
+    RATING_HELP,
+    AddressOpt,
     EngineFlags,
     EvidenceFlags,
+    FilesOpt,
+    FormatOpt,
+    ListOpt,
+    OptionalDataOpt,
+    PoolOpt,
     SearchFlags,
+    TableMbOpt,
     ThresholdFlags,
     UsageError,
+    WorkersOpt,
     build_judges,
     default_depth,
     with_flags,
@@ -44,19 +53,17 @@ def parse_color(text: str) -> chess.Color:
 @with_flags
 def repertoire(
     color: Annotated[str, typer.Option("--color", help="The player's colour: white or black.")],
-    rating: Annotated[int, typer.Option("--rating", help="The opponents' rating (their human evidence).")],
+    rating: Annotated[int, typer.Option("--rating", help=RATING_HELP)],
     out: Annotated[
         str | None, typer.Option("--out", help="Directory for nodes.parquet, repertoire.pgn, explorer.html.")
     ] = None,
     player_rating: Annotated[int | None, typer.Option("--player-rating", help="The player's own rating.")] = None,
-    pool: Annotated[
-        str, typer.Option("--pool", help="The ratings' pool: lichess, chesscom, or auto (unknown).")
-    ] = "auto",
+    pool: PoolOpt = "auto",
     start_fen: Annotated[str | None, typer.Option("--from", help="Start from this FEN (default: the start).")] = None,
     moves: Annotated[
         str | None, typer.Option("--moves", help='Moves from the start (or --from), e.g. "e4 e5 Nf3".')
     ] = None,
-    plies: Annotated[int, typer.Option("--plies", help="Lines of at most this many plies.")] = DEFAULT_PLIES,
+    line_plies: Annotated[int, typer.Option("--line-plies", help="Lines of at most this many plies.")] = DEFAULT_PLIES,
     floor: Annotated[
         float,
         typer.Option("--floor", help="Explore a reply while humans reach its line with at least this probability."),
@@ -67,17 +74,11 @@ def repertoire(
     candidates: Annotated[
         int, typer.Option("--candidates", help="The player's moves valued per node (by the shallow pass).")
     ] = DEFAULT_CANDIDATES,
-    data: Annotated[
-        str | None, typer.Option("--data", help="A mined dataset: what real games played at each node (evidence).")
-    ] = None,
-    workers: Annotated[
-        int | None, typer.Option("--workers", help="Ray workers (default: all CPUs; 0: no Ray).")
-    ] = None,
-    address: Annotated[str | None, typer.Option("--address", help="An existing Ray cluster's address.")] = None,
-    table_mb: Annotated[
-        float, typer.Option("--table-mb", help="MiB of each worker's table of engine answers.")
-    ] = DEFAULT_TABLE_MB,
-    fmt: Annotated[str, typer.Option("--format", help="Comma list: parquet, pgn, html.")] = "parquet,pgn,html",
+    data: OptionalDataOpt = None,
+    workers: WorkersOpt = None,
+    address: AddressOpt = None,
+    table_mb: TableMbOpt = DEFAULT_TABLE_MB,
+    files: FilesOpt = "all",
     plan: Annotated[bool, typer.Option("--plan", help="Estimate the cost (engine hours, wall time) and stop.")] = False,
     plan_sample: Annotated[int, typer.Option("--plan-sample", help="Nodes the plan times for real.")] = 24,
     *,
@@ -96,12 +97,12 @@ def repertoire(
 
     engine = engine_flags.name()
     settings = RepertoireSettings(
-        color=parse_color(color), rating=rating, player_rating=player_rating, pool=parse_pool(pool), plies=plies,
+        color=parse_color(color), rating=rating, player_rating=player_rating, pool=parse_pool(pool), plies=line_plies,
         floor=floor, width=width, candidates=candidates, diffimax=search.settings(default_depth(engine)),
         judges=build_judges(evidence.judges, REPERTOIRE_JUDGES, thresholds),
     )  # fmt: skip
     start = parse_start(start_fen, moves)
-    formats = parse_formats(fmt)
+    formats = parse_formats(files)
     human_model = None if evidence.human_model.lower() == "none" else evidence.human_model
     human = HumanEvidence(model=human_model, corpus=evidence.human_corpus)
     check_backend(engine)
@@ -149,8 +150,8 @@ def repertoire_query(
         list[str] | None, typer.Option("--in", help="A repertoire's output directory or nodes file (repeatable).")
     ] = None,
     saved: Annotated[str | None, typer.Option("--saved", help="Run a saved query by name.")] = None,
-    list_saved: Annotated[bool, typer.Option("--list", help="List the saved queries.")] = False,
-    fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    list_saved: ListOpt = False,
+    fmt: FormatOpt = "table",
 ) -> None:
     """Query repertoires' nodes with SQL (DuckDB), or run a saved query."""
     import duckdb

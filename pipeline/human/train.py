@@ -1,6 +1,6 @@
 """Training the human-move model: examples from games, a book from the training split, a fit.
 
-    diffimax human train --data GAMES... --out MODEL.json
+    diffimax human train --games GAMES... --out MODEL.json
 
 1. The games are read (`pipeline.human.data`) and split by `pipeline.common.splits.split_of`:
    the model is fitted on `train` games, early-stopped on `tune` games (a seeded share of the
@@ -343,11 +343,20 @@ def fit_linear(train: Examples, config: TrainConfig, progress: Progress) -> Line
 # -- the whole run ------------------------------------------------------------------------
 
 
+# The flag of a TrainConfig field whose name is not the flag's (pipeline/cli/human.py).
+FLAG_OF: Final = {
+    "kind": "--learner",
+    "sample_rate": "--train-rate",
+    "tune_sample_rate": "--tune-rate",
+    "threads": "--fit-threads",
+}
+
+
 def training_command(data: Sequence[str], config: TrainConfig, out_name: str) -> str:
     """The command that reproduces the model (the output's file name only, so the same run into
     two directories records the same text)."""
     default = TrainConfig()
-    parts = ["diffimax human train", *(f"--data {item}" for item in data)]
+    parts = ["diffimax human train", *(f"--games {item}" for item in data)]
     for name, value in asdict(config).items():
         if name in ("workers", "engine"):
             continue
@@ -358,9 +367,9 @@ def training_command(data: Sequence[str], config: TrainConfig, out_name: str) ->
             parts.extend([f"--pool {value}"] if value is not None else [])
         elif value != getattr(default, name):
             text = ",".join(value) if isinstance(value, tuple) else str(value)
-            parts.append(f"--{name.replace('_', '-')} {text}")
+            parts.append(f"{FLAG_OF.get(name, '--' + name.replace('_', '-'))} {text}")
     if "engine" in config.groups and config.engine != default.engine:
-        parts.append(f"--engine {config.engine.engine} --engine-depth {config.engine.depth}")
+        parts.append(f"--engine {config.engine.engine} --feature-depth {config.engine.depth}")
     parts.append(f"--out {out_name}")
     return " ".join(parts)
 

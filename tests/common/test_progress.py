@@ -157,9 +157,11 @@ COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
                               str(tmp / "tagged.csv")],
     "evaluate": lambda data, tmp: [*DIFFIMAX, "evaluate", str(GAMES / "lichess_100.pgn"), "--positions", "40",
                                    "--workers", "1", "--known-traps", "none"],
-    "human eval": lambda data, tmp: [*DIFFIMAX, "human", "eval", "--model", "default", str(GAMES / "lichess_100.pgn")],
-    "human train": lambda data, tmp: [*DIFFIMAX, "human", "train", "--data",
-                                      str(GAMES / "lichess_player_a_37221.pgn.zst"), "--out", str(tmp / "model.json")],
+    "human eval": lambda data, tmp: [*DIFFIMAX, "human", "eval", "--human-model", "default", str(GAMES / "lichess_100.pgn"),
+                                     "--workers", "1"],
+    "human train": lambda data, tmp: [*DIFFIMAX, "human", "train", "--games",
+                                      str(GAMES / "lichess_player_a_37221.pgn.zst"), "--out", str(tmp / "model.json"),
+                                      "--workers", "1"],
 }  # fmt: skip
 IN_A_TERMINAL = frozenset({"mine", "puzzles", "evaluate", "human train"})
 

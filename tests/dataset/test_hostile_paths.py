@@ -110,7 +110,7 @@ def test_resume_repair_over_a_linked_shards_directory_deletes_nothing(
     line = one_error_line(run_cli("mine", str(source), "--out", str(data), *JOB, "--resume", "--repair"))
     assert "shards" in line and "symbolic link" in line, line
     assert snapshot(outside) == before
-    for reader in (["query", "--data", str(data), COUNT_SQL], ["verify", str(data)]):
+    for reader in (["query", "--data", str(data), COUNT_SQL], ["verify", "--data", str(data)]):
         assert "symbolic link" in one_error_line(run_cli(*reader))
 
 
@@ -137,12 +137,12 @@ def test_repair_unlinks_a_linked_shard_and_mines_it_again(mined: tuple[Path, Pat
     for reader in (["query", "--data", str(data), COUNT_SQL], resume):
         line = one_error_line(run_cli(*reader))
         assert shard.name in line and "symbolic link" in line, line
-    verified = run_cli("verify", str(data))
+    verified = run_cli("verify", "--data", str(data))
     assert verified.returncode == 1 and f"shard {shard.name}: its directory is a symbolic link" in verified.stdout
     repaired = run_cli("mine", str(source), "--out", str(data), *JOB, "--resume", "--repair")
     assert repaired.returncode == 0, repaired.stderr
     assert snapshot(outside) == before
-    assert not shard.is_symlink() and run_cli("verify", str(data)).returncode == 0
+    assert not shard.is_symlink() and run_cli("verify", "--data", str(data)).returncode == 0
     assert_same_rows(data, original, ignore=SERVED)
 
 
@@ -177,7 +177,7 @@ def test_a_manifest_naming_a_shard_outside_the_dataset_is_refused(scratch: tuple
     }[name]
     manifest["shards"][shard_id] = manifest["shards"][victim.name]
     (data / "manifest.json").write_text(json.dumps(manifest))
-    for args in (["query", "--data", str(data), COUNT_SQL], ["verify", str(data)]):
+    for args in (["query", "--data", str(data), COUNT_SQL], ["verify", "--data", str(data)]):
         line = one_error_line(run_cli(*args))
         assert "not a shard id" in line, line
 
@@ -317,7 +317,7 @@ def test_a_re_signed_shard_with_another_schema_or_values_is_named_by_verify_and_
     """main: each passed `verify` ("all intact"), and `query` read NULLs or cast values."""
     data, _ = scratch
     shard = re_signed(data, change)
-    verified = run_cli("verify", str(data))
+    verified = run_cli("verify", "--data", str(data))
     assert verified.returncode == 1 and f"shard {shard.name}: positions.parquet" in verified.stdout, verified.stdout
     query = run_cli("query", "--data", str(data), "select count(*), count(clock_seconds), min(fen) from positions")
     if change == "out-of-range":  # the schema holds: only `verify` reads every value

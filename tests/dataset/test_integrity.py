@@ -106,7 +106,7 @@ def test_a_damaged_shard_is_one_line_naming_it_in_every_reader(
         "report": ["report", "--data", str(copy), "--out", str(tmp_path / "report")],
         "puzzles": [
             *("puzzles", "--data", str(copy), "--out", str(tmp_path / "puzzles")),
-            *("--workers", "1", "--human-model", "none", "--format", "csv"),
+            *("--workers", "1", "--human-model", "none", "--files", "csv"),
         ],
     }
     if damage != "deleted":  # a deleted shard is what --resume mines again (test below)
@@ -114,7 +114,7 @@ def test_a_damaged_shard_is_one_line_naming_it_in_every_reader(
     for name, args in readers.items():
         line = one_error_line(run_cli(*args))
         assert shard.name in line and "--resume --repair" in line, f"{name}: {line}"
-    verified = run_cli("verify", str(copy))
+    verified = run_cli("verify", "--data", str(copy))
     assert verified.returncode == 1 and shard.name in verified.stdout, verified.stdout + verified.stderr
     assert not (tmp_path / "report" / "report.html").exists() and not (tmp_path / "puzzles" / "puzzles.csv").exists()
     # The human corpus read from a dataset: never a smaller corpus without a word.
@@ -160,7 +160,7 @@ def test_resume_refuses_a_damaged_shard_and_repair_mines_it_again_into_the_same_
     assert sorted(str(path.relative_to(copy)) for path in copy.rglob("*")) == before  # nothing changed
     repaired = run_cli("mine", str(source), "--out", str(copy), *JOB, "--resume", "--repair")
     assert repaired.returncode == 0, repaired.stderr
-    assert run_cli("verify", str(copy)).returncode == 0
+    assert run_cli("verify", "--data", str(copy)).returncode == 0
     assert_same_rows(copy, original, ignore=SERVED)
     assert json.loads((copy / "manifest.json").read_text())["games_read"] == GAMES_MINED
 

@@ -209,7 +209,7 @@ def test_the_two_reported_model_files_fail_in_one_line_in_explain_mine_and_eval(
         mined = run_cli("mine", games, "--out", str(out), "--engine", "native", "--human-model", str(path))
         assert_one_line_naming(mined, field, path.name)
         assert not out.exists()  # refused before anything started
-        evaluated = run_cli("human", "eval", "--model", str(path), games, "--max-positions", "5")
+        evaluated = run_cli("human", "eval", "--human-model", str(path), games, "--max-positions", "5")
         assert_one_line_naming(evaluated, field, path.name)
 
 

@@ -81,7 +81,7 @@ def test_query_report_verify_on_s3_answer_as_on_the_local_copy(mined: tuple[Path
         here = run_cli("query", "--data", str(local), *arguments, check=True)
         there = run_cli("query", "--data", remote, *arguments, check=True)
         assert there.stdout == here.stdout and here.stdout.strip()
-    here, there = run_cli("verify", str(local)), run_cli("verify", remote)
+    here, there = run_cli("verify", "--data", str(local)), run_cli("verify", "--data", remote)
     assert here.returncode == there.returncode == 0 and here.stdout == there.stdout
     assert "all intact" in there.stdout
     pages = []
@@ -111,7 +111,7 @@ def test_puzzles_on_s3_are_the_local_ones(mined: tuple[Path, str], tmp_path: Pat
     local, remote = mined
     found = []
     for data, out in ((str(local), tmp_path / "local"), (remote, tmp_path / "remote")):
-        done = run_cli("puzzles", "--data", data, "--out", str(out), "--format", "csv", "--limit", "5",
+        done = run_cli("puzzles", "--data", data, "--out", str(out), "--files", "csv", "--limit", "5",
                        "--workers", "1", "--nodes", "20000", "--human-model", "none", check=True)  # fmt: skip
         summary = [re.sub(r"; [\d.]+ s$", "", line) for line in done.stdout.splitlines()]
         written = sorted(path.name for path in out.iterdir()) if out.exists() else []

@@ -100,7 +100,7 @@ def test_puzzles_on_a_damaged_shard_drop_its_candidates_and_go_on(mined: Path, t
     assert dropped.get("unreadable", 0) + dropped.get("illegal", 0) == clean.candidates["punish"], dropped
     result = run_cli(
         "puzzles", "--data", str(data), "--out", str(tmp_path / "cli"), "--kind", "punish", "--nodes", "2000",
-        "--workers", "1", "--human-model", "none", "--format", "csv",
+        "--workers", "1", "--human-model", "none", "--files", "csv",
     )  # fmt: skip
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-3000:]
 

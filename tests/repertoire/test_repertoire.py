@@ -232,7 +232,7 @@ def test_play_trap_style_chooses_what_the_repertoire_recommends() -> None:
 
 def test_the_command_writes_every_output_and_says_bad_flags_in_one_line(tmp_path: Path) -> None:
     out = tmp_path / "rep"
-    done = run_cli("repertoire", "--color", "black", "--rating", "1000", "--moves", "e4", "--plies", "1",
+    done = run_cli("repertoire", "--color", "black", "--rating", "1000", "--moves", "e4", "--line-plies", "1",
                    "--floor", "0.3", "--workers", "0", "--engine", "material", "--out", str(out), check=True)  # fmt: skip
     assert "repertoire:" in done.stdout and (out / HTML_FILE).is_file() and (out / NODES_FILE).is_file()
     for args, message in (

@@ -414,7 +414,7 @@ TRAP_FIELDS = {
 
 
 def test_cli_prints_json_with_the_documented_fields():
-    args = ["--trees", "6", "--depth", "3", "--branching", "8-12", "--seed", "3", "--step", "1.5"]
+    args = ["--trees", "6", "--tree-depth", "3", "--branching", "8-12", "--seed", "3", "--step", "1.5"]
     out = _cli(*args, "--scopes", "all,2", "--json", "--traps")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
@@ -435,7 +435,7 @@ def test_cli_prints_json_with_the_documented_fields():
 
 
 def test_cli_text_table_and_bad_input():
-    out = _cli("--trees", "2", "--depth", "2", "--scopes", "2")
+    out = _cli("--trees", "2", "--tree-depth", "2", "--scopes", "2")
     assert out.returncode == 0, out.stderr
     assert "revised Top 2" in out.stdout and "Jaccard, all opponent nodes" in out.stdout
     bad = _cli("--branching", "6-x")

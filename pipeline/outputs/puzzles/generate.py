@@ -79,17 +79,20 @@ def parse_kind(text: str | Sequence[str]) -> tuple[PuzzleKind, ...]:
 
 
 def parse_formats(formats: str | Sequence[str]) -> tuple[OutputFormat, ...]:
-    """`csv,pgn` or ["csv", "pgn"] -> ("csv", "pgn"); raises PuzzleError on an unknown name."""
+    """`csv,pgn` or ["csv", "pgn"] -> ("csv", "pgn"), `all` -> every one; raises PuzzleError on an
+    unknown name."""
     names = formats.split(",") if isinstance(formats, str) else list(formats)
+    if [name.strip().lower() for name in names] == ["all"]:
+        return tuple(FORMATS)
     chosen: list[OutputFormat] = []
     for raw in names:
         name = raw.strip().lower()
         if name not in FORMATS:
-            raise PuzzleError(f"invalid format {raw!r}: expected csv, pgn or html")
+            raise PuzzleError(f"invalid --files {raw!r}: expected csv, pgn, html or all")
         if name not in chosen:
             chosen.append(name)
     if not chosen:
-        raise PuzzleError("no output format: expected csv, pgn and/or html")
+        raise PuzzleError("no file to write: --files expects csv, pgn, html or all")
     return tuple(chosen)
 
 

@@ -51,10 +51,13 @@ class RepertoireReport:
 
 
 def parse_formats(text: str) -> frozenset[str]:
+    """`--files`: some of FORMATS, comma-separated, or all."""
     chosen = frozenset(t.strip().lower() for t in text.split(",") if t.strip())
+    if chosen == {"all"}:
+        return frozenset(FORMATS)
     unknown = chosen - set(FORMATS)
     if not chosen or unknown:
-        raise RepertoireError(f"invalid --format {text!r}: expected some of {', '.join(FORMATS)}")
+        raise RepertoireError(f"invalid --files {text!r}: expected some of {', '.join(FORMATS)}, or all")
     return chosen
 
 

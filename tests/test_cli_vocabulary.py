@@ -1,0 +1,75 @@
+"""One flag vocabulary (issue 33): typer's command tree walked, every flag name means one thing
+(one help text) with one default on every command that takes it, no two names share a meaning,
+and the names retired for a shared one stay retired."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import typer.main
+
+from pipeline.cli import app
+
+# A flag whose help names what this command writes: its meaning (where the output goes) is the same.
+PER_COMMAND_HELP = frozenset({"--out"})
+
+# Names retired for the one name of their meaning (old name: the name to use).
+RETIRED = {
+    "--engine-nodes": "--nodes",
+    "--model": "--human-model",
+    "--corpus": "--corpus-games (PGN inputs) or --human-corpus (a corpus file)",
+    "--splits": "--split or --corpus-splits",
+    "--sample": "--game-rate",
+    "--sample-rate": "--position-rate, --train-rate",
+    "--tune-sample-rate": "--tune-rate",
+}
+
+
+def flags_of(command: Any, path: tuple[str, ...] = ()) -> list[tuple[str, str, str, Any]]:
+    """(command, flag, help, default) of every option in the tree below `command`."""
+    if hasattr(command, "commands"):
+        return [row for name, sub in command.commands.items() for row in flags_of(sub, (*path, name))]
+    return [
+        (" ".join(path), flag, param.help or "", param.default)
+        for param in command.params
+        if getattr(param, "param_type_name", None) == "option"
+        for flag in param.opts
+        if flag != "--help"
+    ]
+
+
+def vocabulary() -> dict[str, list[tuple[str, str, Any]]]:
+    uses: dict[str, list[tuple[str, str, Any]]] = defaultdict(list)
+    for command, flag, help_text, default in flags_of(typer.main.get_command(app)):
+        uses[flag].append((command, help_text, default))
+    return uses
+
+
+def test_the_walk_sees_every_command_and_its_flags() -> None:
+    commands = {command for uses in vocabulary().values() for command, _, _ in uses}
+    assert {"mine", "plan", "explain", "puzzles", "evaluate", "play", "human train", "human eval"} <= commands
+    assert len(vocabulary()) > 100
+
+
+def test_one_flag_name_has_one_meaning_and_one_default() -> None:
+    mixed = []
+    for flag, uses in sorted(vocabulary().items()):
+        helps = {help_text for _, help_text, _ in uses}
+        defaults = {repr(default) for _, _, default in uses}
+        if len(helps) > 1 and flag not in PER_COMMAND_HELP:
+            mixed.append(f"{flag}: {len(helps)} meanings: " + "; ".join(f"{c}: {h!r}" for c, h, _ in uses))
+        if len(defaults) > 1:
+            mixed.append(f"{flag}: {len(defaults)} defaults: " + "; ".join(f"{c}: {d!r}" for c, _, d in uses))
+    assert not mixed, "\n".join(mixed)
+
+
+def test_one_meaning_has_one_name() -> None:
+    names_of: dict[str, set[str]] = defaultdict(set)
+    for flag, uses in vocabulary().items():
+        for _, help_text, _ in uses:
+            names_of[help_text].add(flag)
+    shared = {help_text: names for help_text, names in names_of.items() if len(names) > 1}
+    assert not shared, shared
+    retired = sorted(set(RETIRED) & set(vocabulary()))
+    assert not retired, [f"{flag}: use {RETIRED[flag]}" for flag in retired]
