@@ -168,6 +168,18 @@ def calls_named(tree: ast.AST, owner: str, name: str) -> int:
 def test_ray_is_started_in_one_place() -> None:
     places = [source.relative for source in CODE if calls_named(source.tree, "ray", "init")]
     assert places == ["pipeline/common/cluster.py"]
+    # ... and every caller holds it through `ray_session` (its start, its quiet stop on an
+    # interrupt, a cluster found running left alone), not through the two halves of it.
+    halves = {
+        source.relative
+        for source in CODE
+        for node in ast.walk(source.tree)
+        if isinstance(node, ast.Name | ast.alias) and getattr(node, "id", getattr(node, "name", "")) in HALVES
+    }
+    assert halves <= {"pipeline/common/cluster.py"}, sorted(halves)
+
+
+HALVES = frozenset({"start_ray", "stop_ray"})
 
 
 def test_the_win_chance_curve_is_defined_once() -> None:

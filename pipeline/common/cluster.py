@@ -185,16 +185,17 @@ def ray_session(
     verbose: bool = False,
     num_cpus: int | None = None,
     runtime_env: dict[str, Any] | None = None,
+    interrupts: tuple[type[BaseException], ...] = (KeyboardInterrupt,),
 ) -> Iterator[bool]:
     """Ray for the duration of the block: the session found running, or one started here (yields
-    True) and shut down at the end, quietly when an interrupt ends the block."""
+    True) and shut down at the end, quietly when one of `interrupts` ends the block."""
     if ray.is_initialized():
         yield False
         return
     start_ray(address, verbose=verbose, num_cpus=num_cpus, runtime_env=runtime_env)
     try:
         yield True
-    except KeyboardInterrupt:
+    except interrupts:
         stop_ray(quietly=True)  # Ray's dying workers say so at length: not in the user's terminal
         raise
     finally:

@@ -29,9 +29,10 @@ from pipeline.ingest.sources import Shard, source_shards
 from pipeline.judging import HumanEvidence
 from pipeline.mine.counts import Counts
 from pipeline.mine.duplicates import Ordinal, SeenGames
+from pipeline.mine.rows import PartOutcome
 from pipeline.mine.shards import ReadShard, ShardCounts, ShardResult, ShardTables, read_shard, split_shard, write_shard
 from pipeline.mine.table import DEFAULT_TABLE_MB
-from pipeline.mine.work import AnalysisWorker, Judging, PartOutcome
+from pipeline.mine.work import AnalysisWorker, Judging
 
 
 class SharedModel:

@@ -44,7 +44,7 @@ import ray
 import ray.exceptions
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from pipeline.common.cluster import StderrAside, start_ray, stop_ray
+from pipeline.common.cluster import StderrAside, ray_session
 from pipeline.common.progress import Progress
 from pipeline.common.storage import redact
 from pipeline.dataset.lease import Lease, check_free, dataset_lock
@@ -55,10 +55,11 @@ from pipeline.human.models import resolve_model
 from pipeline.ingest.pins import input_pin
 from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url, source_size
 from pipeline.mine.actors import GameRegistry, MiningWorker, PositionCounter, SharedModel, prepare, read, write
-from pipeline.mine.config import MineConfig, check_resume, human_evidence_digests, job_identity
+from pipeline.mine.config import MineConfig
 from pipeline.mine.counts import Counts, versions
 from pipeline.mine.duplicates import Ordinal, ordinal_of
 from pipeline.mine.feed import ShardFeed, resolved
+from pipeline.mine.identity import check_resume, human_evidence_digests, job_identity
 from pipeline.mine.progress import Status, show_status
 from pipeline.mine.shards import ShardCounts, ShardResult
 from schemas.dataset import SCHEMA_VERSION
@@ -142,27 +143,24 @@ def _run_job(
 ) -> dict[str, Any]:
     """The job on Ray, its output directory opened (and locked: `lease` on object storage)."""
     started = time.time()
-    owns_ray = not ray.is_initialized()
     aside = StderrAside()
     # The step starts before the cluster and its workers do (tens of seconds on a loaded machine).
     shown.start("analysed", "positions", None, "starting the cluster and its workers")
     try:
-        if owns_ray:
-            start_ray(config.address, verbose=verbose)
-        stop = threading.Event()
-        with _sigterm_stops(stop, aside):  # after ray.init, whose C++ core installs a SIGTERM handler of its own
-            job = MiningJob(config, store, identity, shown, started, stop, lease)
-            try:
-                manifest = job.run()
-                shown.close()
-                return manifest
-            finally:
-                if not owns_ray:  # a cluster that outlives the job keeps no actor of it
-                    job.stop_workers()
+        # An interrupt stops a cluster started here quietly: Ray's dying workers say so at length.
+        with ray_session(config.address, verbose=verbose, interrupts=(KeyboardInterrupt, _Terminated)) as owns_ray:
+            stop = threading.Event()
+            with _sigterm_stops(stop, aside):  # after ray.init, whose C++ core installs a SIGTERM handler of its own
+                job = MiningJob(config, store, identity, shown, started, stop, lease)
+                try:
+                    manifest = job.run()
+                    shown.close()
+                    return manifest
+                finally:
+                    if not owns_ray:  # a cluster that outlives the job keeps no actor of it
+                        job.stop_workers()
     except (KeyboardInterrupt, _Terminated) as interrupt:
         shown.close()
-        if owns_ray:
-            stop_ray(quietly=True)  # Ray's dying workers say so at length: not in the user's terminal
         code = 130 if isinstance(interrupt, KeyboardInterrupt) else 143
         raise MiningStopped(_stopped_message(store, "interrupted"), exit_code=code) from None
     except MiningStopped as stopped:
@@ -174,8 +172,6 @@ def _run_job(
             store.discard()
         raise
     finally:
-        if owns_ray and ray.is_initialized():
-            stop_ray()
         aside.end()  # whatever ended the job, its error line reaches the terminal
 
 

@@ -2,7 +2,7 @@
 shares (`PositionResult`, built by `response_columns` and `trap_rows`), and the columns of one
 occurrence of it (`occurrence_rows`: the game, the ply, the move played and its class), and the
 played move's value completed from the next position of its game (`played_from_next`, once a
-shard's rows are together)."""
+shard's rows are together); and what a worker returns for its part of a shard (`PartOutcome`)."""
 
 from __future__ import annotations
 
@@ -263,3 +263,27 @@ def played_from_next(responses: pa.Table) -> pa.Table:
             position, responses.schema.field(position), pa.array(column, responses.schema.field(position).type)
         )
     return responses
+
+
+@dataclass
+class PartOutcome:
+    """What a worker returns for the occurrences of one shard that it owns: their rows as Arrow
+    tables (each row with its occurrence's `seq`, so that the shard's writer restores the input
+    order), the occurrences whose analysis failed, and what the work cost; or the reason no
+    position can be analysed any more (an engine that cannot start), which stops the job."""
+
+    responses: pa.Table | None = None
+    response_seq: list[int] = field(default_factory=list)
+    traps: pa.Table | None = None
+    trap_seq: list[int] = field(default_factory=list)
+    failures: list[tuple[int, str, int, str]] = field(default_factory=list)
+    """(seq, game id, ply, reason) of each occurrence whose analysis failed."""
+    analysed: int = 0
+    """Occurrences judged on a fresh table entry (their engine work done here)."""
+    reused: int = 0
+    """Occurrences whose entry the table held (what they still lacked, if anything, was searched)."""
+    engine_calls: int = 0
+    seconds: float = 0.0
+    engine_seconds: float = 0.0
+    """Seconds of the judged analyses (engine, model, corpus), as the manifest sums them."""
+    fatal: str | None = None

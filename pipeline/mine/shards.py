@@ -26,9 +26,8 @@ from pipeline.ingest.sources import Shard
 from pipeline.mine.counts import Counts
 from pipeline.mine.duplicates import SeenGames, ordinal_of
 from pipeline.mine.occurrences import Occurrence, occurrences_of
-from pipeline.mine.rows import played_from_next
+from pipeline.mine.rows import PartOutcome, played_from_next
 from pipeline.mine.table import partition_of
-from pipeline.mine.work import PartOutcome
 
 
 @dataclass(frozen=True)

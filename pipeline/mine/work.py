@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import chess
-import pyarrow as pa
 
 from pipeline.common.files import MIB
 from pipeline.dataset.store import table_of
@@ -28,8 +27,10 @@ from pipeline.human.maia3 import Maia3Model
 from pipeline.human.models import MoveModel
 from pipeline.judging import HumanEvidence, judge_lines, open_kit
 from pipeline.mine.occurrences import Occurrence
+from pipeline.mine.progress import ProgressReporter
 from pipeline.mine.rows import (
     CHOICES_UNKNOWN,
+    PartOutcome,
     PositionResult,
     occurrence_rows,
     response_columns,
@@ -144,58 +145,6 @@ def choice_columns(lines: TableLines, board: chess.Board, settings: DiffiMaxSett
             "choice_trap_moves": sorted(move for move, analysis in children.items() if analysis.trap_node),
         }
     return dict(entry.choices)
-
-
-# How often a worker tells the job's progress about finished positions: a call per position (a Ray
-# actor call, ~0.5 ms) cost as much as the material backend's whole analysis of one; an engine
-# that takes longer than this per position is still reported position by position.
-PROGRESS_INTERVAL = 0.25
-
-
-class ProgressReporter:
-    """Counts finished positions and tells `progress` at most every `PROGRESS_INTERVAL` seconds,
-    and what is left when the unit ends (`flush`)."""
-
-    def __init__(self, progress: Callable[[int], Any]) -> None:
-        self.progress = progress
-        self.pending = 0
-        self.last = time.monotonic()
-
-    def position(self) -> None:
-        self.pending += 1
-        now = time.monotonic()
-        if now - self.last >= PROGRESS_INTERVAL:
-            self.flush(now)
-
-    def flush(self, now: float | None = None) -> None:
-        if self.pending:
-            self.progress(self.pending)
-            self.pending = 0
-        self.last = time.monotonic() if now is None else now
-
-
-@dataclass
-class PartOutcome:
-    """What a worker returns for the occurrences of one shard that it owns: their rows as Arrow
-    tables (each row with its occurrence's `seq`, so that the shard's writer restores the input
-    order), the occurrences whose analysis failed, and what the work cost; or the reason no
-    position can be analysed any more (an engine that cannot start), which stops the job."""
-
-    responses: pa.Table | None = None
-    response_seq: list[int] = field(default_factory=list)
-    traps: pa.Table | None = None
-    trap_seq: list[int] = field(default_factory=list)
-    failures: list[tuple[int, str, int, str]] = field(default_factory=list)
-    """(seq, game id, ply, reason) of each occurrence whose analysis failed."""
-    analysed: int = 0
-    """Occurrences judged on a fresh table entry (their engine work done here)."""
-    reused: int = 0
-    """Occurrences whose entry the table held (what they still lacked, if anything, was searched)."""
-    engine_calls: int = 0
-    seconds: float = 0.0
-    engine_seconds: float = 0.0
-    """Seconds of the judged analyses (engine, model, corpus), as the manifest sums them."""
-    fatal: str | None = None
 
 
 class AnalysisWorker:

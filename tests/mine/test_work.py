@@ -7,10 +7,11 @@ import chess
 import pytest
 
 from pipeline.engines.backends import EngineOptions
-from pipeline.mine import work
+from pipeline.mine import progress
 from pipeline.mine.occurrences import MIN_HISTORY, game_occurrences
+from pipeline.mine.progress import ProgressReporter
 from pipeline.mine.table import AnalysisEntry, AnalysisTable, analysis_key, partition_of
-from pipeline.mine.work import AnalysisWorker, Judging, ProgressReporter
+from pipeline.mine.work import AnalysisWorker, Judging
 from schemas.dataset import to_signed64
 from search.chessgame import zobrist
 from search.judges import JudgeSettings
@@ -24,7 +25,7 @@ SHUFFLE = ("g1f3", "g8f6", "f3g1", "f6g8", "e2e4")
 
 def test_every_position_is_reported_once_whatever_the_interval(monkeypatch: pytest.MonkeyPatch) -> None:
     for interval, calls in ((0.0, len(GAME)), (3600.0, 1)):
-        monkeypatch.setattr(work, "PROGRESS_INTERVAL", interval)
+        monkeypatch.setattr(progress, "PROGRESS_INTERVAL", interval)
         told: list[int] = []
         worker = AnalysisWorker("material", EngineOptions(), JUDGING, progress=told.append)
         outcome = worker.analyse_part(list(game_occurrences("g", GAME, range(len(GAME)))))

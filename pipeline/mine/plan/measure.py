@@ -18,8 +18,8 @@ from pipeline.ingest.sources import Shard
 from pipeline.mine.config import MineConfig
 from pipeline.mine.occurrences import Occurrence
 from pipeline.mine.plan.records import PlanError, TimedPosition
-from pipeline.mine.rows import PositionResult, occurrence_rows
-from pipeline.mine.work import AnalysisWorker, PartOutcome
+from pipeline.mine.rows import PartOutcome, PositionResult, occurrence_rows
+from pipeline.mine.work import AnalysisWorker
 
 # Seconds between two looks at the timing processes' count.
 LOOK_SECONDS = 0.5
