@@ -14,6 +14,7 @@ from typing import Any, Final, Literal
 
 from pipeline.engines.backends import EMBEDDED, EngineOptions
 from pipeline.human.models import resolve_model
+from pipeline.judging import HumanEvidence
 from pipeline.play.clock import TimeSettings
 from pipeline.play.styles import STYLES, PlaySettings, check_whole, parse_style
 from search.errors import DiffimaxError
@@ -30,35 +31,27 @@ class OptionError(DiffimaxError, ValueError):
     """A `setoption` (or `--option`) naming no option, or a value the option does not take."""
 
 
+# How play runs its engine unless an option says otherwise: one thread keeps node-limited play
+# reproducible; a small hash; the shallow pass at depth 4.
+PLAY_ENGINE: Final = EngineOptions(threads=1, hash_mb=16, nodes=DEFAULT_PLAY_NODES, shallow_depth=4)
+PLAY_HUMAN: Final = HumanEvidence(model="default")
+
+
 @dataclass(frozen=True)
 class EngineSetup:
-    """What the player runs on; a change re-opens the backend, the model or the corpus."""
+    """What the player runs on, as the judging kit takes it (`pipeline.judging.open_kit`): the
+    engine, its options and the human evidence; a change re-opens what it names."""
 
     engine: str = "stockfish"
     """stockfish, native, material or a UCI engine's path."""
-    nodes: int | None = DEFAULT_PLAY_NODES
-    """Engine nodes per line (one move's search); None: the backend's default."""
-    depth: int | None = None
-    """Engine depth per line (UCI engines), None for none."""
-    threads: int = 1
-    """UCI Threads of the engine (1 keeps node-limited play reproducible)."""
-    hash_mb: int = 16
-    """UCI Hash of the engine, MiB."""
-    shallow_depth: int = 4
-    """The shallow pass: engine depth (UCI) or plies (native)."""
-    human_model: str = "default"
-    """The human-move model (`pipeline.human.models`): default (Maia-3 where installed, else the
-    bundled model), maia3, bundled, none, or a file."""
-    human_corpus: str | None = None
-    """A mined dataset or corpus file of what humans played where, or None."""
+    options: EngineOptions = PLAY_ENGINE
+    human: HumanEvidence = PLAY_HUMAN
 
     def __post_init__(self) -> None:
-        for name, amount in (("threads", self.threads), ("hash", self.hash_mb), ("shallow depth", self.shallow_depth)):
-            check_whole(name, amount, 1)
-
-    def engine_options(self) -> EngineOptions:
-        return EngineOptions(threads=self.threads, hash_mb=self.hash_mb, nodes=self.nodes, depth=self.depth,
-                             shallow_depth=self.shallow_depth)  # fmt: skip
+        for name, amount in (("threads", self.options.threads), ("hash", self.options.hash_mb),
+                             ("shallow depth", self.options.shallow_depth)):  # fmt: skip
+            if amount is not None:
+                check_whole(name, amount, 1)
 
 
 @dataclass(frozen=True)
@@ -182,16 +175,24 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
     OptionSpec("Style", "combo", "play.style", "trap, tutor or best", choices=STYLES, value="style"),
     _spin("Seed", "play.seed", "seed of the tutor's draws (with the position)", 0, 2**31 - 1),
     OptionSpec("Engine", "string", "setup.engine", "stockfish, native, material or a UCI engine's path", value="text"),
-    _spin("Nodes", "setup.nodes", "engine nodes per line (each move's search); 0: the backend's default", 0, none_at=0),
-    _spin("Engine Depth", "setup.depth", "engine depth per line (UCI engines); 0: none", 0, 200, none_at=0),
-    _spin("Threads", "setup.threads", "the engine's UCI Threads (1 keeps play reproducible)", 1, 1024),
-    _spin("Hash", "setup.hash_mb", "the engine's UCI Hash, MiB", 1, 1 << 20),
-    _spin("Shallow Depth", "setup.shallow_depth", "the shallow pass: engine depth (UCI) or plies (native)", 1, 100),
-    OptionSpec("Human Model", "string", "setup.human_model", "human-move model file, default or none", value="text"),
+    _spin(
+        "Nodes",
+        "setup.options.nodes",
+        "engine nodes per line (each move's search); 0: the backend's default",
+        0,
+        none_at=0,
+    ),
+    _spin("Engine Depth", "setup.options.depth", "engine depth per line (UCI engines); 0: none", 0, 200, none_at=0),
+    _spin("Threads", "setup.options.threads", "the engine's UCI Threads (1 keeps play reproducible)", 1, 1024),
+    _spin("Hash", "setup.options.hash_mb", "the engine's UCI Hash, MiB", 1, 1 << 20),
+    _spin(
+        "Shallow Depth", "setup.options.shallow_depth", "the shallow pass: engine depth (UCI) or plies (native)", 1, 100
+    ),
+    OptionSpec("Human Model", "string", "setup.human.model", "human-move model file, default or none", value="text"),
     OptionSpec(
         "Human Corpus",
         "string",
-        "setup.human_corpus",
+        "setup.human.corpus",
         "mined dataset or corpus file; <empty>: none",
         value="text",
         none_at="",
@@ -259,12 +260,12 @@ def set_option(config: Config, name: str, text: str) -> Config:
     value = spec.parse(text)
     if spec.path == "setup.engine":
         _check_engine(value)
-    elif spec.path == "setup.human_model":
+    elif spec.path == "setup.human.model":
         try:
             resolve_model(value)
         except DiffimaxError as error:
             raise OptionError(f"invalid value {value!r} for option {spec.name}: {error}") from None
-    elif spec.path == "setup.human_corpus" and value is not None and not Path(value).exists():
+    elif spec.path == "setup.human.corpus" and value is not None and not Path(value).exists():
         raise OptionError(f"invalid value {value!r} for option {spec.name}: no corpus there")
     try:
         updated: Config = _replace(config, spec.path, value)

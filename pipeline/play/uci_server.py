@@ -28,7 +28,7 @@ import chess
 
 from pipeline.human.context import MoverContext
 from pipeline.human.models import MoveModel
-from pipeline.judging import HumanEvidence, open_kit
+from pipeline.judging import open_kit
 from pipeline.play.choice import Choice, Control, Situation
 from pipeline.play.clock import Go, TimePlan, parse_go, plan_time
 from pipeline.play.player import Player, instant_move
@@ -202,8 +202,7 @@ class Session:
         self.close_player()
         self.opened, self.broken = setup, False
         self.unavailable = None
-        kit = open_kit(setup.engine, setup.engine_options(), HumanEvidence(setup.human_model, setup.human_corpus),
-                       without=self.play_without)  # fmt: skip
+        kit = open_kit(setup.engine, setup.options, setup.human, without=self.play_without)
         model = kit.model
         if model is not None:
             try:  # start the model's own engine now, not during the first move
@@ -219,7 +218,7 @@ class Session:
     def play_without(self, part: str, error: DiffimaxError) -> None:
         """A part of the setup that did not open: said once, and play goes on without it."""
         if part == "model":
-            self.error(f"human model {self.config.setup.human_model!r} not loaded, playing without it: {error}")
+            self.error(f"human model {self.config.setup.human.model!r} not loaded, playing without it: {error}")
         elif part == "corpus":
             self.error(f"corpus not loaded, playing without it: {error}")
         else:

@@ -308,9 +308,9 @@ def test_options_set_their_fields() -> None:
     assert config.play.style == "tutor"
     assert set_option(config, "Safety Margin", "inf").play.diffimax.safety_margin is None
     assert set_option(config, "Safety Margin", "1.25").play.diffimax.safety_margin == 1.25
-    assert set_option(config, "Nodes", "0").setup.nodes is None
-    assert set_option(config, "Engine Depth", "12").setup.depth == 12
-    assert set_option(config, "Human Corpus", "<empty>").setup.human_corpus is None
+    assert set_option(config, "Nodes", "0").setup.options.nodes is None
+    assert set_option(config, "Engine Depth", "12").setup.options.depth == 12
+    assert set_option(config, "Human Corpus", "<empty>").setup.human.corpus is None
     assert set_option(config, "Exclude Checks", "true").play.diffimax.exclude_checks
     assert set_option(config, "Epsilon", "0.1").play.tutor.epsilon == 0.1
     assert set_option(config, "UCI_Opponent", "GM 2700 human Someone Strong").play.opponent_rating == 2700
