@@ -33,6 +33,8 @@ class Behaviour:
     """Seconds a HEAD request waits before its answer."""
     requests: list[tuple[str | None, str | None]] = field(default_factory=list)
     """(Range, If-Range) of each GET, in order."""
+    sent: int = 0
+    """Body bytes written to clients so far (a test waits on it, not on a clock)."""
 
 
 class RangeServer:
@@ -99,6 +101,7 @@ class RangeServer:
                     self.wfile.flush()
                 except OSError:  # the client gave up on this connection
                     return False
+                served.sent += len(data)
                 return True
 
             def log_message(self, format: str, *args: object) -> None:

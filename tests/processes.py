@@ -34,6 +34,15 @@ def command_line(pid: int) -> str:
         return ""
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a running process (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def session_processes(sid: int) -> dict[int, str]:
     """Live processes of session `sid` (zombies excluded), with their command lines."""
     found = {}

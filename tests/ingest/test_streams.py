@@ -26,7 +26,7 @@ from pipeline.dataset.queries import run_query
 from pipeline.ingest.split import split_games
 from tests.conftest import GAMES, ROOT, run_cli
 from tests.loopback import Behaviour, FirstMode, RangeMode, RangeServer
-from tests.processes import assert_session_ends, session_processes, terminate_timed
+from tests.processes import assert_session_ends, cpu_seconds, session_processes, terminate_timed
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
@@ -111,10 +111,13 @@ def test_sigterm_while_a_bomb_is_read_ends_the_job_within_5_seconds(bomb: Path, 
     process = start(bomb, out)
     try:
         deadline = time.monotonic() + 300
-        while not any("read_stream" in command for command in session_processes(process.pid).values()):
+        # Well inside the bomb: its reader has decompressed for a CPU second.
+        while not any(
+            "read_stream" in command and cpu_seconds(pid) >= 1.0
+            for pid, command in session_processes(process.pid).items()
+        ):
             assert process.poll() is None and time.monotonic() < deadline, "the stream reader did not start"
             time.sleep(0.2)
-        time.sleep(2)  # well inside the bomb
     finally:
         took, stderr = terminate_timed(process)
     assert process.returncode == 143, stderr[-3000:]
@@ -295,10 +298,10 @@ def test_a_slow_or_broken_url_blocks_no_commit_and_sigterm_ends_the_job_within_5
                     committed = len(list((out / "shards").glob("*/_shard.json")))
                 assert len(behaviour.requests) == 1 and not server.stopping.is_set()  # still trickling
             else:
-                while len(behaviour.requests) < (2 if first == "drop" else 1):  # the reader waits, or tries again
+                # The reader has the first answer's bytes and waits for more, or tries again.
+                while len(behaviour.requests) < (2 if first == "drop" else 1) or behaviour.sent < cut:
                     assert process.poll() is None and time.monotonic() < deadline, "the stream reader did not start"
                     time.sleep(0.2)
-                time.sleep(2)
         finally:
             took, stderr = terminate_timed(process)
     assert process.returncode == 143, stderr[-3000:]
