@@ -188,6 +188,19 @@ def test_the_win_chance_curve_is_defined_once() -> None:
     assert places == ["search/judges.py"]
 
 
+def test_engine_scores_become_values_in_one_place() -> None:
+    # `engines.uci.line_value` turns an engine's score into a value (mates at MATE less their plies);
+    # a python-chess `mate_score=` elsewhere would be a second scale. The human model's engine
+    # features keep their own (`human/engine.py: score_cp`): it is part of the trained model.
+    places = sorted(
+        source.relative
+        for source in CODE
+        for node in ast.walk(source.tree)
+        if isinstance(node, ast.Call) and any(keyword.arg == "mate_score" for keyword in node.keywords)
+    )
+    assert places == [], places
+
+
 def test_modules_stay_small() -> None:
     too_big = []
     for source in CODE:

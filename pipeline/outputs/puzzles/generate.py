@@ -34,6 +34,7 @@ from pipeline.outputs.puzzles.records import (
     PuzzleKind,
     PuzzleReport,
 )
+from pipeline.outputs.puzzles.rules import cp_of
 from pipeline.outputs.puzzles.setting_move import PRACTICAL_FLOOR, SAFETY_CP
 from pipeline.outputs.puzzles.standards import BEHIND_CP, Standard, standard_of
 from pipeline.outputs.puzzles.themes import cook
@@ -52,7 +53,7 @@ KIND_THEMES: dict[PuzzleKind, str] = {"punish": "diffimaxPunish", "set": "diffim
 def themes_for(kind: PuzzleKind, checked: Checked, fen: str, standard: str = "default") -> tuple[str, ...]:
     """Lichess's themes of the verified line (`cook`, with the engine's final score), and ours:
     the kind, the practical setting rule, the standard met. Sorted."""
-    final = checked.checks[-1].best.score(mate_score=100_000)
+    final = cp_of(checked.checks[-1].best)
     tags = set(cook(PuzzleLine(fen, checked.moves, None if checked.mate else final)))
     tags.add(KIND_THEMES[kind])
     if checked.set_rule == "practical":

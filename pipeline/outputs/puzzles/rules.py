@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 import chess
 import chess.engine
 
+from pipeline.engines.uci import line_value
 from pipeline.outputs.puzzles.records import (
     Checked,
     DropReason,
@@ -36,7 +37,6 @@ Analyse = Callable[[chess.Board, int], Sequence[MultiPvLine]]
 # The practical rule for a setting move (`setting_move.py`): the board with the setter to move and the
 # setting move; its verdict, or None when the move is not the clear practical best.
 JudgeSetting = Callable[[chess.Board, chess.Move], PracticalCheck | None]
-MATE_CP = 100_000  # a mate's score in centipawns where one number is needed (search.backend.MATE)
 
 
 def win_chances(score: chess.engine.Score) -> float:
@@ -114,8 +114,9 @@ def regains_only(fen: str, moves: Sequence[str]) -> bool:
 
 
 def cp_of(score: chess.engine.Score) -> int:
-    """A score as one number of centipawns (a mate is +-MATE_CP less its distance)."""
-    return score.score(mate_score=MATE_CP) or 0
+    """A score as one number of centipawns, by the engines' one conversion (`line_value`: a mate is
+    +-MATE less its distance in plies)."""
+    return line_value(chess.engine.PovScore(score, chess.WHITE), chess.WHITE, 0)
 
 
 def _parse(fen: str, moves: Sequence[str], fixed: int) -> list[chess.Move] | DropReason:
