@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import re
@@ -75,6 +76,25 @@ def run_cli(*args: str, check: bool = False, env: dict[str, str] | None = None) 
     command = [executable] if executable else [sys.executable, "-m", "pipeline.cli"]
     result = subprocess.run([*command, *args], capture_output=True, text=True, cwd=ROOT, timeout=600, env=env)
     if check and result.returncode != 0:
+        raise AssertionError(f"diffimax {' '.join(args)} failed:\n{result.stderr}")
+    return result
+
+
+def cli_in_process(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+    """`diffimax ARGS` in this process: typer's parser and the console entry point's error handling
+    (`pipeline.cli.main`), without a process start (about a second each). For argument and output
+    tests; what needs a process of its own (signals, Ray, engines that must die) uses `run_cli`."""
+    from pipeline.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code: int = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(args=list(args), prog_name="diffimax")
+        except SystemExit as exited:
+            code = exited.code if isinstance(exited.code, int) else int(exited.code is not None)
+    result = subprocess.CompletedProcess(["diffimax", *args], code, out.getvalue(), err.getvalue())
+    if check and code != 0:
         raise AssertionError(f"diffimax {' '.join(args)} failed:\n{result.stderr}")
     return result
 

@@ -11,7 +11,7 @@ from search.diffimax import DiffiMaxSearch, reference_diffimax
 from search.settings import DiffiMaxSettings
 from search.tree import TreeGame, TreeSyntaxError, parse_tree
 from search.ttable import TranspositionTable
-from tests.conftest import run_cli
+from tests.conftest import cli_in_process as run_cli  # argument and output tests: no process needed
 
 THREE_BRANCH = "((3,12,8),(2,4,6),(14,5,2))"  # seed 002
 FOUR_PLY = "(((8,7),(3,9)),((9,8),(2,4)),((1,8),(8,9)))"  # seed 002, b1..b3 / c1..c6
