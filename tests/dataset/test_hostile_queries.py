@@ -20,7 +20,8 @@ from pipeline.dataset.duck import connect
 from pipeline.dataset.queries import FETCH_ROWS, TABLE_WIDTH_ROWS, render_stream
 from pipeline.dataset.store import DatasetWriter
 from pipeline.ingest.games import Selected, read_pgn_bytes
-from tests.conftest import GAMES, one_error_line, run_cli
+from tests.conftest import GAMES, one_error_line
+from tests.conftest import cli_in_process as run_cli  # queries need no process of their own
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,8 @@ from pipeline.dataset.queries import (
 )
 from pipeline.ingest.headers import GameFilter
 from search.settings import DiffiMaxSettings
-from tests.conftest import GAMES, run_cli
+from tests.conftest import GAMES
+from tests.conftest import cli_in_process as run_cli  # queries need no process of their own
 from tests.mining_helpers import EVERY_JUDGE, mine
 
 pytestmark = pytest.mark.slow
