@@ -1,6 +1,6 @@
 """Measuring a human-move model against the moves people played, beside simple baselines.
 
-    diffimax human eval --model MODEL GAMES...
+    diffimax human eval --human-model MODEL GAMES...
 
 Positions are taken from the games of one split (`held_out` by default: the figures to publish),
 sampled by a hash of (seed, game id, ply); forced positions (one legal move) are left out. At each

@@ -1,6 +1,6 @@
 """A human-move model's evaluation as a report: Markdown for a reader, JSON for a benchmark.
 
-    diffimax human eval --model MODEL GAMES... [--json]
+    diffimax human eval --human-model MODEL GAMES... [--json]
 
 The tables come from `pipeline.human.evaluate` (every position's outcome, by band and player,
 calibration) and `pipeline.human.protocol` (Maia's protocol, by pool and band).

@@ -57,7 +57,7 @@ FLAGS: dict[str, str] = {
     "standard_only": "the variant filter",
     "ply_from": "--plies",
     "ply_to": "--plies",
-    "sample_rate": "--sample",
+    "sample_rate": "--game-rate",
     "seed": "--seed",
     "setter_choices": "--setter-choices",
     "judges": "--judges",
