@@ -103,10 +103,13 @@ def train_command(
 ) -> None:
     """Train a human-move model on the training split of the games (feature extraction on Ray
     when --workers is above 1)."""
+    chosen = parse_groups([part.strip() for part in groups.split(",") if part.strip()])
+    # The engine runs only for the engine features: without them it is neither looked for nor needed.
+    features_engine = uci_engine(engine, "human train") if "engine" in chosen else engine or "stockfish"
     config = TrainConfig(
         kind=cast(ModelKind, learner),  # checked by TrainConfig
-        groups=parse_groups([part.strip() for part in groups.split(",") if part.strip()]),
-        engine=EngineSettings(uci_engine(engine, "human train"), feature_depth),
+        groups=chosen,
+        engine=EngineSettings(features_engine, feature_depth),
         sample_rate=train_rate, tune_sample_rate=tune_rate, source_rates=parse_source_rates(source_rate or []),
         pool=parse_pool(pool), game_rate=game_rate, source_game_rates=parse_source_rates(source_game_rate or []),
         seed=seed, book_min_games=book_min_games,
