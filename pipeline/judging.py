@@ -17,6 +17,7 @@ The engine work is spent only where a verdict depends on it:
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -130,6 +131,28 @@ def open_kit(
 def close_model(model: MoveModel | None) -> None:
     if model is not None:
         model.close()
+
+
+class KitWorker:
+    """A job's worker (a Ray actor, or a plain object in tests) holding one judging kit for the
+    whole job. A backend that cannot start is not raised here, which Ray would answer by
+    restarting the actor forever, but kept as `startup_error` for the worker to report."""
+
+    def __init__(
+        self, engine: str, options: EngineOptions, human: HumanEvidence | None, model: MoveModel | None = None
+    ) -> None:
+        self.kit = open_kit(engine, options, human, model=model, engine_may_fail=True)
+        self.backend, self.model, self.corpus = self.kit.backend, self.kit.model, self.kit.corpus
+        self.startup_error = self.kit.startup_error
+
+    def describe(self) -> dict[str, Any]:
+        return {} if self.backend is None else self.backend.describe()
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def close(self) -> None:
+        self.kit.close()
 
 
 @contextlib.contextmanager

@@ -9,7 +9,6 @@ occurrence's own. The rows a judged position becomes are built in `pipeline.mine
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
 from pipeline.human.maia3 import Maia3Model
 from pipeline.human.models import MoveModel
-from pipeline.judging import HumanEvidence, judge_lines, open_kit
+from pipeline.judging import HumanEvidence, KitWorker, judge_lines
 from pipeline.mine.occurrences import Occurrence
 from pipeline.mine.progress import ProgressReporter
 from pipeline.mine.rows import (
@@ -147,11 +146,10 @@ def choice_columns(lines: TableLines, board: chess.Board, settings: DiffiMaxSett
     return dict(entry.choices)
 
 
-class AnalysisWorker:
+class AnalysisWorker(KitWorker):
     """One engine and its bounded table of engine answers for the whole job, with the job's
     human-move model and corpus (a Ray actor in `pipeline.mine.actors`; a plain object in tests).
-    A backend that cannot start is not an exception here, which Ray would answer by restarting the
-    actor forever, but a fatal outcome."""
+    A backend that cannot start is a fatal outcome."""
 
     def __init__(
         self,
@@ -169,9 +167,7 @@ class AnalysisWorker:
         self.progress = progress
         self.table = AnalysisTable(round(table_mb * MIB))
         shipped = None if shipped_model is None else Maia3Model.from_payload(shipped_model)
-        self.kit = open_kit(engine, options, human, model=shipped, engine_may_fail=True)
-        self.backend, self.model, self.corpus = self.kit.backend, self.kit.model, self.kit.corpus
-        self.startup_error = self.kit.startup_error
+        super().__init__(engine, options, human, model=shipped)
         self.wants_model = bool(judging.judges.judges & {"model", "practical"})
 
     def analyse_part(self, occurrences: Sequence[Occurrence] | None) -> PartOutcome:
@@ -263,12 +259,3 @@ class AnalysisWorker:
             result.game_id = occurrence.game_id
             found.append(result)
         return found
-
-    def describe(self) -> dict[str, Any]:
-        return {} if self.backend is None else self.backend.describe()
-
-    def pid(self) -> int:
-        return os.getpid()
-
-    def close(self) -> None:
-        self.kit.close()

@@ -9,14 +9,12 @@ job's positions meet theirs.
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
-from typing import Any
 
 from pipeline.common.files import MIB
 from pipeline.engines.backends import EngineOptions
 from pipeline.engines.process import EngineStartError
-from pipeline.judging import HumanEvidence, open_kit
+from pipeline.judging import HumanEvidence, KitWorker
 from pipeline.mine.plan.measure import cpu_seconds
 from pipeline.mine.table import DEFAULT_TABLE_MB, AnalysisEntry, AnalysisTable, TableLines
 from pipeline.repertoire.expand import (
@@ -37,10 +35,9 @@ from search.errors import DiffimaxError
 NodeResult = PlayerResult | OpponentResult
 
 
-class RepertoireWorker:
+class RepertoireWorker(KitWorker):
     """Expands the nodes it is given on its engine, model, corpus and table. A backend that cannot
-    start is not raised here (Ray would restart the actor forever) but kept, and each node then
-    comes back with that error."""
+    start makes each node come back with that error."""
 
     def __init__(
         self,
@@ -58,9 +55,7 @@ class RepertoireWorker:
         """Expand on the shallow pass alone (`sketch_player`, `sketch_opponent`): a plan's sketch."""
         self.start = start
         self.table = AnalysisTable(round(table_mb * MIB))
-        self.kit = open_kit(engine, options, human, engine_may_fail=True)
-        self.backend, self.model, self.corpus = self.kit.backend, self.kit.model, self.kit.corpus
-        self.startup_error = self.kit.startup_error
+        super().__init__(engine, options, human)
 
     def expand(self, request: NodeRequest) -> NodeResult:
         """Expand one node (`pipeline.repertoire.expand`); a node whose analysis fails (an engine
@@ -97,15 +92,6 @@ class RepertoireWorker:
     def cpu(self) -> float:
         """CPU seconds of this process and its engines so far (`pipeline.mine.plan.measure.cpu_seconds`)."""
         return cpu_seconds()
-
-    def describe(self) -> dict[str, Any]:
-        return {} if self.backend is None else self.backend.describe()
-
-    def pid(self) -> int:
-        return os.getpid()
-
-    def close(self) -> None:
-        self.kit.close()
 
 
 def failed(request: NodeRequest, reason: str) -> NodeResult:
