@@ -374,7 +374,8 @@ def test_kind_and_formats_parse_from_the_command_line() -> None:
     with pytest.raises(PuzzleError, match=r"^invalid kind 'traps': expected punish, set, defend, both or all$"):
         parse_kind("traps")
     assert parse_formats("html, csv,html") == ("html", "csv")
-    with pytest.raises(PuzzleError, match=r"^no output format: expected csv, pgn and/or html$"):
+    assert parse_formats("all") == parse_formats(" ALL ") == ("csv", "pgn", "html")
+    with pytest.raises(PuzzleError, match=r"^no file to write: --files expects csv, pgn, html or all$"):
         parse_formats([])
 
 
@@ -397,7 +398,7 @@ def test_bad_settings_fail_with_one_clear_line(tmp_path: Path) -> None:
         generate_puzzles(tmp_path, tmp_path / "out", kind="every")
     with pytest.raises(PuzzleError, match=r"^the lichess standard has no defensive puzzles"):
         generate_puzzles(tmp_path, tmp_path / "out", kind="defend", standard="lichess")
-    with pytest.raises(PuzzleError, match=r"^invalid format 'svg': expected csv, pgn or html$"):
+    with pytest.raises(PuzzleError, match=r"^invalid --files 'svg': expected csv, pgn, html or all$"):
         generate_puzzles(tmp_path, tmp_path / "out", formats=["csv", "svg"])
     with pytest.raises(PuzzleError, match=r"^invalid margin 0: expected win chances in \(0, 2\)$"):
         generate_puzzles(tmp_path, tmp_path / "out", margin=0)
