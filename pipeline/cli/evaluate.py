@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import typer
@@ -24,6 +23,7 @@ from pipeline.cli.options import (
     WorkersOpt,
     default_depth,
     emit,
+    workers_or_cpus,
 )
 from search.settings import DiffiMaxSettings
 
@@ -76,7 +76,7 @@ def evaluate(
         run = run_harness(
             inputs, engine=engine, options=options, settings=settings, shallow_depths=depths, split=split,
             positions=positions, seed=seed, known_traps=known_traps, trap_rating=trap_rating, model=human_model,
-            corpus=human_corpus, workers=workers or os.cpu_count() or 1, save=save, load=load, progress=progress,
+            corpus=human_corpus, workers=workers_or_cpus(workers), save=save, load=load, progress=progress,
         )  # fmt: skip
     if as_json:
         emit({"about": run.about, "variants": run.rows}, "", True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from typing import Annotated, Any, Literal, cast
 
 import typer
@@ -26,9 +25,10 @@ from pipeline.cli.options import (
     SplitOpt,
     WorkersOpt,
     uci_engine,
+    workers_or_cpus,
 )
 from pipeline.common.progress import Progress
-from pipeline.common.splits import Split
+from pipeline.common.splits import parse_split
 from pipeline.human.context import parse_pool
 from pipeline.human.data import GameSample
 from pipeline.human.engine import EngineSettings
@@ -58,10 +58,6 @@ SourceGameRateOpt = Annotated[
     list[str] | None,
     typer.Option("--source-game-rate", help="FILE=RATE: the share of that file's games read (repeatable)."),
 ]
-
-
-def workers_or_cpus(workers: int | None) -> int:
-    return workers if workers is not None else os.cpu_count() or 1
 
 
 @human_app.command("train")
@@ -188,10 +184,8 @@ def eval_command(
     (on Ray when --workers is above 1); --nodes and --baseline-depth add Stockfish baselines
     (MultiPV 3)."""
     baselines = nodes is not None or bool(baseline_depth)  # the engine is started only for them
-    if split not in ("held_out", "tune", "train", "all"):
-        raise EvalError(f"unknown split {split!r}: expected held_out, tune, train or all")
     config = EvalConfig(
-        split=None if split == "all" else cast(Split, split),  # checked above
+        split=parse_split(split),
         sample_rate=position_rate, seed=seed, corpus=tuple(corpus_games or ()),
         engine=uci_engine(engine, "human eval") if baselines else engine or "",
         engine_nodes=nodes, engine_depths=tuple(baseline_depth or ()), baseline_rate=baseline_rate,

@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import inspect
 import json
+import os
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from pipeline.engines.backends import EngineOptions, default_engine
+from pipeline.engines.backends import EMBEDDED, EngineOptions, default_engine
 from pipeline.human.models import MODEL_HELP
 from search.errors import DiffimaxError
 from search.judges import Judge, JudgeSettings, parse_judges
@@ -49,10 +50,9 @@ JsonOut = Annotated[bool, typer.Option("--json", help="Print the result as JSON.
 
 # Flags of one meaning on every command that has them (tests/test_cli_vocabulary.py holds each
 # name to one help text and one default).
-DataOpt = Annotated[str, typer.Option("--data", help="The dataset (mine --out): a directory, s3:// or gs://.")]
-OptionalDataOpt = Annotated[
-    str | None, typer.Option("--data", help="The dataset (mine --out): a directory, s3:// or gs://.")
-]
+DATA_HELP = "The dataset (mine --out): a directory, s3:// or gs://."
+DataOpt = Annotated[str, typer.Option("--data", help=DATA_HELP)]
+OptionalDataOpt = Annotated[str | None, typer.Option("--data", help=DATA_HELP)]
 GamesOpt = Annotated[
     list[str], typer.Option("--games", help="PGN files, directories, globs, or a mined dataset directory.")
 ]
@@ -143,11 +143,16 @@ AllowPartialOpt = Annotated[
 ]
 
 
+def workers_or_cpus(workers: int | None) -> int:
+    """`--workers` as given, else this machine's CPUs (its one default on every command)."""
+    return workers if workers is not None else os.cpu_count() or 1
+
+
 def uci_engine(engine: str | None, command: str) -> str:
     """`--engine` for a command that needs a UCI engine (MultiPV, node counts): the default one
     where none is given, and one line for the embedded engine."""
     name = engine or default_engine()
-    if name in ("native", "material"):
+    if name in EMBEDDED:
         raise UsageError(f"{command} needs a UCI engine: --engine stockfish or a UCI engine's path, not {name!r}")
     return name
 

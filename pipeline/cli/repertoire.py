@@ -27,6 +27,7 @@ from pipeline.cli.options import (
     build_judges,
     default_depth,
     with_flags,
+    workers_or_cpus,
 )
 from pipeline.common.progress import Progress
 from pipeline.human.context import parse_pool
@@ -135,13 +136,9 @@ def repertoire(
 
 def worker_count_of(workers: int | None) -> int:
     """--workers: as given (0: no Ray), else this machine's CPUs."""
-    if workers is None:
-        import os
-
-        return os.cpu_count() or 1
-    if workers < 0:
+    if workers is not None and workers < 0:
         raise UsageError(f"invalid --workers {workers}: must be a whole number >= 0")
-    return workers
+    return workers_or_cpus(workers)
 
 
 def repertoire_query(

@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Final, Literal
 
+from search.errors import DiffimaxError
+
 
 def sample_value(seed: int, game_id: str) -> float:
     """A uniform number in [0, 1) from (seed, game id); a game is sampled when it is below the rate."""
@@ -35,6 +37,20 @@ def sample_value(seed: int, game_id: str) -> float:
 
 Split = Literal["train", "tune", "held_out"]
 SPLITS: Final[tuple[Split, ...]] = ("train", "tune", "held_out")
+
+
+class SplitError(DiffimaxError, ValueError):
+    """A `--split` that names no part of the split."""
+
+
+def parse_split(text: str) -> Split | None:
+    """`--split`: one part of the split, or `all` (None: every game)."""
+    if text == "all":
+        return None
+    if text not in SPLITS:
+        raise SplitError(f"invalid --split {text!r}: expected held_out, tune, train or all")
+    return text
+
 
 # Seed of the per-game hash; changing it changes every published figure.
 HOLDOUT_SEED: Final = 20261201

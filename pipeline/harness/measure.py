@@ -27,14 +27,14 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import chess
 
 from pipeline.common.cluster import Tick, fan_out
 from pipeline.common.files import write_atomic
 from pipeline.common.progress import Progress
-from pipeline.common.splits import Split, sample_value, split_of
+from pipeline.common.splits import Split, parse_split, sample_value, split_of
 from pipeline.common.stats import wilson
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.harness.known_traps import KnownTrap, load_known_traps
@@ -124,9 +124,9 @@ def game_samples(
     per_game: int = PER_GAME,
     progress: Progress | None = None,
 ) -> list[HumanSample]:
-    """`count` positions of the games in `split` (None: every game) (about), at most `per_game` per game, chosen by a
-    seeded hash of the game id: the same sample in every run. Every game is read (the sample is
-    drawn from all of the split's games), counted on `progress`."""
+    """About `count` positions of the games in `split` (None: every game), at most `per_game` per
+    game, chosen by a seeded hash of the game id: the same sample in every run. Every game is read
+    (the sample is drawn from all of the split's games), counted on `progress`."""
     shown = progress or Progress.quiet()
     shown.start("read", "games")
     games: list[Selected] = []
@@ -555,11 +555,8 @@ def run_harness(
     if load:
         records, about = load_records(load)
     else:
-        if split not in ("held_out", "tune", "train", "all"):
-            raise HarnessError(f"invalid --split {split!r}: expected held_out, tune, train or all")
         shown = progress or Progress.quiet()
-        chosen = None if split == "all" else cast(Split, split)  # checked above
-        samples = game_samples(inputs, chosen, positions, seed=seed, progress=shown)
+        samples = game_samples(inputs, parse_split(split), positions, seed=seed, progress=shown)
         if known_traps != "none":
             samples += trap_samples(
                 None if known_traps == "default" else load_known_traps(known_traps), trap_rating or None
