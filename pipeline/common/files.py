@@ -41,7 +41,12 @@ def files_sha256(paths: Sequence[str | os.PathLike[str]], chunk_bytes: int = MIB
     """One SHA-256 of several files' bytes in order, hex (a dataset's files as one input)."""
     digest = hashlib.sha256()
     for path in paths:
-        with open(path, "rb") as stream:
-            while piece := stream.read(chunk_bytes):
-                digest.update(piece)
+        feed_file(digest, path, chunk_bytes)
     return digest.hexdigest()
+
+
+def feed_file(digest: hashlib._Hash, path: str | os.PathLike[str], chunk_bytes: int = MIB) -> None:
+    """Add a file's bytes to `digest`, read in pieces (a file may be larger than memory)."""
+    with open(path, "rb") as stream:
+        while piece := stream.read(chunk_bytes):
+            digest.update(piece)

@@ -13,6 +13,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from pipeline.common.files import feed_file
 from pipeline.common.storage import is_object_url
 from pipeline.dataset.store import DatasetReader
 from pipeline.engines.backends import effective_engine_options
@@ -181,7 +182,5 @@ def file_digest(path: str) -> str:
     files = sorted(target.glob("shards/*/positions.parquet")) if target.is_dir() else [target]
     for file in files:
         digest.update(str(file.relative_to(target) if target.is_dir() else file.name).encode())
-        with file.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+        feed_file(digest, file)
     return digest.hexdigest()
