@@ -6,6 +6,13 @@ import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
+
+
+class Readable(Protocol):
+    """What `feed_stream` reads: a local file opened "rb", or an object being read."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
 
 
 def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> Path:
@@ -45,8 +52,17 @@ def files_sha256(paths: Sequence[str | os.PathLike[str]], chunk_bytes: int = MIB
     return digest.hexdigest()
 
 
-def feed_file(digest: hashlib._Hash, path: str | os.PathLike[str], chunk_bytes: int = MIB) -> None:
-    """Add a file's bytes to `digest`, read in pieces (a file may be larger than memory)."""
+def feed_file(digest: hashlib._Hash, path: str | os.PathLike[str], chunk_bytes: int = MIB) -> int:
+    """Add a file's bytes to `digest`, read in pieces (a file may be larger than memory); its size."""
     with open(path, "rb") as stream:
-        while piece := stream.read(chunk_bytes):
-            digest.update(piece)
+        return feed_stream(digest, stream, chunk_bytes)
+
+
+def feed_stream(digest: hashlib._Hash, stream: Readable, chunk_bytes: int = MIB) -> int:
+    """Add the rest of an open binary stream (a local file, an object being read) to `digest`, read
+    in pieces; the number of bytes read. The one hashing loop of the project."""
+    size = 0
+    while piece := stream.read(chunk_bytes):
+        digest.update(piece)
+        size += len(piece)
+    return size

@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from pipeline.common.files import feed_stream
 from pipeline.dataset.conformance import schema_problem
 from pipeline.dataset.lock import LOCK_FILE
 from pipeline.dataset.objects import ObjectPath, Where, dataset_path, parquet_schema
@@ -66,8 +67,6 @@ ATTEMPT: Final = re.compile(r"[0-9a-f]{16,32}")
 # A Parquet file ends with its footer's length (4 bytes, little-endian) and the magic "PAR1".
 TAIL_BYTES: Final = 8
 PARQUET_MAGIC: Final = b"PAR1"
-# Bytes hashed per read.
-HASH_BLOCK: Final = 1 << 20
 # How readers scan the Parquet files: every page's checksum verified as it is read.
 SCAN_FORMAT: Final = ds.ParquetFileFormat(
     default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True)
@@ -149,11 +148,8 @@ class FileRecord:
 def file_record(path: Where) -> FileRecord:
     """The record of a Parquet file as it is stored."""
     digest = hashlib.sha256()
-    size = 0
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(HASH_BLOCK), b""):
-            digest.update(block)
-            size += len(block)
+        size = feed_stream(digest, handle)
     return FileRecord(size, digest.hexdigest(), footer_digest(path))
 
 

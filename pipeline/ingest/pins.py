@@ -16,12 +16,11 @@ import urllib.error
 import urllib.request
 from typing import Any, Final
 
+from pipeline.common.files import feed_file
 from pipeline.common.storage import is_object_url, object_pin, parse_url, redact
 from pipeline.ingest.sources import InputError, is_url
 from pipeline.ingest.streams import URL_TIMEOUT
 
-# Bytes hashed per read.
-PIN_BLOCK: Final = 1 << 20
 # The response headers that pin a URL's content.
 URL_HEADERS: Final = ("Content-Length", "ETag", "Last-Modified")
 
@@ -37,12 +36,8 @@ def input_pin(source: str, url_timeout: float = URL_TIMEOUT) -> dict[str, Any]:
         except FileNotFoundError:
             raise InputError(f"cannot read {redact(source)!r}: no such object") from None
     digest = hashlib.sha256()
-    size = 0
     try:
-        with open(source, "rb") as handle:
-            for block in iter(lambda: handle.read(PIN_BLOCK), b""):
-                digest.update(block)
-                size += len(block)
+        size = feed_file(digest, source)
     except OSError as error:
         raise InputError(f"cannot read {source!r}: {error.strerror or error}") from None
     return {"bytes": size, "sha256": digest.hexdigest()}
