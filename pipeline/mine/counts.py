@@ -57,23 +57,23 @@ class Counts:
         """A committed shard's counts from its `_shard.json` (`--resume`): the fields it records (one
         it lacks, from an older file, counts 0). A value of the wrong type is a damaged record,
         refused in one line naming `shard` and the count, rather than a count taken as 0."""
-        counts = cls()
+        values: dict[str, Any] = {}
         for item in fields(cls):
             value = record.get(item.name)
             if item.name in JOB_ONLY or value is None:
                 continue
-            if isinstance(getattr(counts, item.name), dict):
+            if item.default_factory is dict:  # the counts by key
                 if not isinstance(value, dict) or not all(type(count) is int for count in value.values()):
                     raise DamagedDatasetError(f"the record of {shard} is damaged: its count {item.name!r} is "
                                               f"{value!r}, not whole numbers by key")  # fmt: skip
-                setattr(counts, item.name, dict(sorted((str(key), count) for key, count in value.items())))
+                values[item.name] = dict(sorted((str(key), count) for key, count in value.items()))
             elif type(value) is int:
-                setattr(counts, item.name, value)
+                values[item.name] = value
             else:
                 raise DamagedDatasetError(
                     f"the record of {shard} is damaged: its count {item.name!r} is {value!r}, not a whole number"
                 )
-        return counts
+        return cls(**values)
 
 
 # The counts of the job alone: a shard's record has none.

@@ -526,14 +526,8 @@ class MiningJob:
         )
 
     def games_before(self) -> int:
-        """Games read by the shards a resumed run found published."""
-        return sum(info.get("counts", {}).get("games_read", 0) for info in self.skipped_info())
-
-    def skipped_info(self) -> list[dict[str, Any]]:
-        if not hasattr(self, "_skipped"):
-            info = self.store.shard_info()
-            self._skipped = [info[shard] for shard in self.committed if shard in info]
-        return self._skipped
+        """Games read by the shards a resumed run found published (their typed counts)."""
+        return sum(self.games_committed.get(shard, 0) for shard in self.committed)
 
     def table_stats(self) -> list[dict[str, int]]:
         """Each worker's table: entries, bytes, hits, misses, evictions (since its last start)."""
