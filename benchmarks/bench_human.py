@@ -43,7 +43,7 @@ import numpy as np
 from pipeline.common.progress import Progress
 from pipeline.common.stats import wilson
 from pipeline.human.book import DEFAULT_MIN_GAMES, Book
-from pipeline.human.engine import EngineSettings
+from pipeline.human.engine import FEATURE_ENGINE
 from pipeline.human.evaluate import (
     EvalConfig,
     band_of,
@@ -153,7 +153,7 @@ def cached_examples(cache: Path, train_rate: float, tune_rate: float, depth: int
         book, _ = build_book(data, DEFAULT_MIN_GAMES)
         book_path.write_text(json.dumps(book.to_json()))
         say(f"book: {len(book)} positions, {time.monotonic() - started:.0f} s")
-    spec = ExtractSpec(("train",), FEATURE_GROUPS, EngineSettings(depth=depth), train_rate, 0)
+    spec = ExtractSpec(("train",), FEATURE_GROUPS, ("stockfish", replace(FEATURE_ENGINE, depth=depth)), train_rate, 0)
     started = time.monotonic()
     train = extract(data, spec, book, workers, SHOWN)
     say(f"train features: {train.positions} positions, {time.monotonic() - started:.0f} s")

@@ -7,6 +7,7 @@ message), which `pipeline.cli.main` prints as one line on stderr with exit code 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from typing import Annotated, Any, Literal, cast
@@ -31,7 +32,7 @@ from pipeline.common.progress import Progress
 from pipeline.common.splits import parse_split
 from pipeline.human.context import parse_pool
 from pipeline.human.data import GameSample
-from pipeline.human.engine import EngineSettings
+from pipeline.human.engine import FEATURE_ENGINE
 from pipeline.human.evaluate import EvalConfig, EvalError, evaluate
 from pipeline.human.features import parse_groups
 from pipeline.human.model import ModelKind
@@ -105,7 +106,7 @@ def train_command(
     config = TrainConfig(
         kind=cast(ModelKind, learner),  # checked by TrainConfig
         groups=chosen,
-        engine=EngineSettings(features_engine, feature_depth),
+        engine=features_engine, engine_options=dataclasses.replace(FEATURE_ENGINE, depth=feature_depth),
         sample_rate=train_rate, tune_sample_rate=tune_rate, source_rates=parse_source_rates(source_rate or []),
         pool=parse_pool(pool), game_rate=game_rate, source_game_rates=parse_source_rates(source_game_rate or []),
         seed=seed, book_min_games=book_min_games,

@@ -9,17 +9,18 @@ was asked before (which is what makes training on several workers reproducible).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
 from types import TracebackType
-from typing import Final
+from typing import Any, Final, TypeAlias
 
 import chess
 import chess.engine
 
+from pipeline.engines.backends import EngineOptions
 from pipeline.engines.process import EngineError, UciEngine
 from pipeline.human.features import MATE_CP
 
-__all__ = ["EngineSettings", "ShallowEngine"]
+__all__ = ["FEATURE_ENGINE", "FeatureEngine", "ShallowEngine", "engine_from_record", "engine_record"]
 
 # Stockfish's largest MultiPV: more lines than any position has legal moves.
 MAX_MULTIPV: Final = 500
@@ -27,16 +28,30 @@ MAX_MULTIPV: Final = 500
 MATE_STEP: Final = 10
 
 
-@dataclass(frozen=True)
-class EngineSettings:
-    """How the model's engine is run; recorded in the model file."""
+# How the model's engine features are computed: depth 1 per query (with quiescence, so captures
+# are resolved) and a 1 MiB table (cleared before every query, so small is fast). The project's one
+# engine-settings record; the model file records the depth and hash it was trained with.
+FEATURE_ENGINE: Final = EngineOptions(threads=1, hash_mb=1, depth=1)
 
-    engine: str = "stockfish"
-    """A name looked up on PATH and in /usr/games, or a path."""
-    depth: int = 1
-    """Search depth per query (with quiescence, so captures are resolved)."""
-    hash_mb: int = 1
-    """Transposition table in MiB (cleared before every query, so small is fast)."""
+# The engine behind a model's engine features: a name (looked up on PATH and in /usr/games) or a
+# path, and how it is run.
+FeatureEngine: TypeAlias = tuple[str, EngineOptions]
+
+
+def engine_record(engine: FeatureEngine) -> dict[str, Any]:
+    """The feature engine as a model file records it (its format since the first model)."""
+    name, options = engine
+    return {"engine": name, "depth": options.depth, "hash_mb": options.hash_mb}
+
+
+def engine_from_record(record: Mapping[str, Any]) -> FeatureEngine:
+    """A model file's feature engine; ValueError naming what is wrong with the record."""
+    if set(record) != {"engine", "depth", "hash_mb"}:
+        raise ValueError(f"its engine record has the keys {sorted(record)}, not engine, depth and hash_mb")
+    name, depth, hash_mb = record["engine"], record["depth"], record["hash_mb"]
+    if not isinstance(name, str) or not all(type(value) is int and value >= 1 for value in (depth, hash_mb)):
+        raise ValueError(f"its engine record {dict(record)} is not a name and two whole numbers >= 1")
+    return name, EngineOptions(threads=1, hash_mb=hash_mb, depth=depth)
 
 
 def score_cp(score: chess.engine.Score) -> int:
@@ -55,21 +70,29 @@ class ShallowEngine:
     """A Stockfish process that scores all legal moves of a position; started on first use,
     ended by `close()` (also a context manager)."""
 
-    def __init__(self, settings: EngineSettings | None = None, *, lines: int = MAX_MULTIPV, nodes: int | None = None):
-        """`lines` (MultiPV) and `nodes` (a node limit instead of the depth) serve the engine
-        baselines of the evaluation; the model's features use the defaults."""
-        self.settings = settings or EngineSettings()
-        if self.settings.depth < 1:
-            raise EngineError(f"engine depth must be at least 1, not {self.settings.depth}")
+    def __init__(
+        self,
+        engine: str = "stockfish",
+        options: EngineOptions = FEATURE_ENGINE,
+        *,
+        lines: int = MAX_MULTIPV,
+        nodes: int | None = None,
+    ):
+        """`engine` run at `options`' depth and hash, one thread; `lines` (MultiPV) and `nodes` (a
+        node limit instead of the depth) serve the engine baselines of the evaluation; the model's
+        features use the defaults."""
+        depth = 1 if options.depth is None else options.depth
+        if nodes is None and depth < 1:
+            raise EngineError(f"engine depth must be at least 1, not {depth}")
+        self.engine = engine
+        self.hash_mb = options.hash_mb or 1
         self.lines = lines
-        self.limit = (
-            chess.engine.Limit(nodes=nodes) if nodes is not None else chess.engine.Limit(depth=self.settings.depth)
-        )
+        self.limit = chess.engine.Limit(nodes=nodes) if nodes is not None else chess.engine.Limit(depth=depth)
         self._engine: UciEngine | None = None
         self.name = ""
 
     def _start(self) -> UciEngine:
-        engine = UciEngine.open(self.settings.engine, {"Threads": 1, "Hash": self.settings.hash_mb})
+        engine = UciEngine.open(self.engine, {"Threads": 1, "Hash": self.hash_mb})
         self.name = engine.name
         self._engine = engine
         return engine

@@ -34,10 +34,11 @@ from pipeline.common.cluster import Tick, fan_out
 from pipeline.common.progress import Progress
 from pipeline.common.splits import Split
 from pipeline.common.stats import wilson
+from pipeline.engines.backends import EngineOptions
 from pipeline.human.book import Book, BookBuilder
 from pipeline.human.context import Pool
 from pipeline.human.data import GameRecord, GameSample, read_inputs
-from pipeline.human.engine import EngineSettings, ShallowEngine
+from pipeline.human.engine import FEATURE_ENGINE, ShallowEngine
 from pipeline.human.examples import context_of, position_value, sampled_positions
 from pipeline.human.models import MoveModel, resolve_model
 from search.errors import DiffimaxError
@@ -192,9 +193,9 @@ def evaluate_part(
     reference = None if config.reference_model is None else load_for_eval(config.reference_model, config)
     engines: dict[str, ShallowEngine] = {}
     if config.engine_nodes is not None:
-        engines["sf_nodes"] = ShallowEngine(EngineSettings(config.engine), lines=3, nodes=config.engine_nodes)
+        engines["sf_nodes"] = ShallowEngine(config.engine, FEATURE_ENGINE, lines=3, nodes=config.engine_nodes)
     for depth in config.engine_depths:
-        engines[f"sf_depth_{depth}"] = ShallowEngine(EngineSettings(config.engine, depth=depth, hash_mb=16))
+        engines[f"sf_depth_{depth}"] = ShallowEngine(config.engine, EngineOptions(threads=1, hash_mb=16, depth=depth))
     try:
         for record in read_inputs(inputs, part=part, parts=parts, pool=config.pool, games=config.games):
             split = record.split

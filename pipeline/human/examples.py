@@ -28,7 +28,7 @@ from pipeline.common.splits import Split
 from pipeline.human.book import Book, own_counts
 from pipeline.human.context import MoverContext, Pool
 from pipeline.human.data import GameRecord, GameSample, PositionRecord, read_inputs
-from pipeline.human.engine import EngineSettings, ShallowEngine
+from pipeline.human.engine import FeatureEngine, ShallowEngine
 from pipeline.human.features import FeatureGroup, Matrix, feature_names, move_features
 
 IntArray = npt.NDArray[np.int64]
@@ -81,7 +81,7 @@ class ExtractSpec:
 
     splits: tuple[Split, ...]
     groups: tuple[FeatureGroup, ...]
-    engine: EngineSettings | None
+    engine: FeatureEngine | None
     sample_rate: float
     seed: int
     carve: Literal["none", "train", "tune"] = "none"
@@ -176,7 +176,7 @@ def records_examples(
     the engine it needs started here and ended before returning; `tick` is told of the positions
     of each game as they are done."""
     width = len(feature_names(spec.groups))
-    engine = ShallowEngine(spec.engine) if spec.engine is not None and "engine" in spec.groups else None
+    engine = ShallowEngine(*spec.engine) if spec.engine is not None and "engine" in spec.groups else None
     matrices: list[Matrix] = []
     labels: list[int] = []
     keys: list[tuple[int, ...]] = []

@@ -38,7 +38,7 @@ from pipeline.common.files import write_atomic
 from pipeline.engines.process import EngineError
 from pipeline.human.book import Book, BookError
 from pipeline.human.context import MoverContext
-from pipeline.human.engine import EngineSettings, ShallowEngine
+from pipeline.human.engine import FeatureEngine, ShallowEngine, engine_from_record, engine_record
 from pipeline.human.features import (
     FeatureError,
     FeatureGroup,
@@ -140,13 +140,16 @@ class HumanMoveModel:
                 f"model {source}: its {len(recorded)} features are not the {len(self.names)} this code computes "
                 "(a model of another version?)"
             )
-        self.engine_settings: EngineSettings | None = None
+        self.feature_engine: FeatureEngine | None = None
         if "engine" in self.groups:
             recorded_engine = document.get("engine")
             if not isinstance(recorded_engine, dict):
                 raise ModelError(f"model {source}: uses engine features but records no engine")
-            settings = EngineSettings(**recorded_engine)
-            self.engine_settings = EngineSettings(engine or settings.engine, settings.depth, settings.hash_mb)
+            try:
+                recorded_name, options = engine_from_record(recorded_engine)
+            except ValueError as error:
+                raise ModelError(f"model {source}: {error}") from None
+            self.feature_engine = (engine or recorded_name, options)
         self.book: Book | None = None
         if "book" in self.groups:
             try:
@@ -199,9 +202,9 @@ class HumanMoveModel:
     def features(self, board: chess.Board, context: MoverContext) -> tuple[tuple[str, ...], Matrix]:
         """The legal moves of `board` and this model's feature rows for them."""
         engine_scores = None
-        if self.engine_settings is not None:
+        if self.feature_engine is not None:
             if self._engine is None:
-                self._engine = ShallowEngine(self.engine_settings)
+                self._engine = ShallowEngine(*self.feature_engine)
             try:
                 engine_scores = self._engine.scores(board)
             except EngineError as error:
@@ -244,7 +247,7 @@ class HumanMoveModel:
             "kind": self.kind,
             "groups": list(self.groups),
             "features": list(self.names),
-            "engine": None if self.engine_settings is None else vars(self.engine_settings),
+            "engine": None if self.feature_engine is None else engine_record(self.feature_engine),
             "book_positions": None if self.book is None else len(self.book),
             "training": document.get("training"),
             "metrics": document.get("metrics"),

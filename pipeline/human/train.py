@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -32,10 +32,11 @@ import numpy.typing as npt
 from pipeline.common.cluster import Tick
 from pipeline.common.files import write_atomic
 from pipeline.common.progress import Progress
+from pipeline.engines.backends import EngineOptions
 from pipeline.human.book import DEFAULT_MIN_GAMES, Book, BookBuilder
 from pipeline.human.context import Pool
 from pipeline.human.data import GameSample, ReadCounts, input_digest, read_inputs
-from pipeline.human.engine import EngineSettings
+from pipeline.human.engine import FEATURE_ENGINE, engine_record
 from pipeline.human.examples import (
     CARVE_SEED,
     CARVED_TUNE_SHARE,
@@ -85,8 +86,10 @@ class TrainConfig:
     """`lightgbm` (trees on the softmax loss) or `linear` (the comparison model)."""
     groups: tuple[FeatureGroup, ...] = ("base", "engine", "book", "pool")
     """Feature groups (`pipeline.human.features`)."""
-    engine: EngineSettings = field(default_factory=EngineSettings)
+    engine: str = "stockfish"
     """The engine behind the ``engine`` features (ignored without them)."""
+    engine_options: EngineOptions = FEATURE_ENGINE
+    """How it runs (its depth is `--feature-depth`)."""
     sample_rate: float = 0.05
     """Share of training positions used, sampled by a hash of (seed, game id, ply)."""
     tune_sample_rate: float = 0.1
@@ -358,7 +361,7 @@ def training_command(data: Sequence[str], config: TrainConfig, out_name: str) ->
     default = TrainConfig()
     parts = ["diffimax human train", *(f"--games {item}" for item in data)]
     for name, value in asdict(config).items():
-        if name in ("workers", "engine"):
+        if name in ("workers", "engine", "engine_options"):
             continue
         if name in ("source_rates", "source_game_rates"):
             option = "--source-rate" if name == "source_rates" else "--source-game-rate"
@@ -368,8 +371,8 @@ def training_command(data: Sequence[str], config: TrainConfig, out_name: str) ->
         elif value != getattr(default, name):
             text = ",".join(value) if isinstance(value, tuple) else str(value)
             parts.append(f"{FLAG_OF.get(name, '--' + name.replace('_', '-'))} {text}")
-    if "engine" in config.groups and config.engine != default.engine:
-        parts.append(f"--engine {config.engine.engine} --feature-depth {config.engine.depth}")
+    if "engine" in config.groups and (config.engine, config.engine_options) != (default.engine, default.engine_options):
+        parts.append(f"--engine {config.engine} --feature-depth {config.engine_options.depth}")
     parts.append(f"--out {out_name}")
     return " ".join(parts)
 
@@ -435,7 +438,7 @@ CARVED_TUNE: Final = f"carved: {CARVED_TUNE_SHARE:g} of the training games (seed
 
 def extraction_specs(config: TrainConfig) -> tuple[ExtractSpec, ExtractSpec]:
     """What the training and the tune examples are made of."""
-    engine = config.engine if "engine" in config.groups else None
+    engine = (config.engine, config.engine_options) if "engine" in config.groups else None
     train_spec = ExtractSpec(
         ("train",), config.groups, engine, config.sample_rate, config.seed, source_rates=config.source_rates,
         pool=config.pool, games=config.games,
@@ -463,7 +466,7 @@ def base_document(config: TrainConfig, book: Book | None) -> dict[str, Any]:
     document["groups"] = list(config.groups)
     document["features"] = list(feature_names(config.groups))
     if "engine" in config.groups:
-        document["engine"] = asdict(config.engine)
+        document["engine"] = engine_record((config.engine, config.engine_options))
     if book is not None:
         document["book"] = book.to_json()
     return document
@@ -496,7 +499,7 @@ def write_model(
     probabilities = softmax_groups(model.raw_scores(tune.values), tune.sizes)
     tune_metrics = group_metrics(probabilities, tune)
     document["metrics"] = {"tune": {k: round(v, 5) for k, v in tune_metrics.items()}}
-    config_record = {k: v for k, v in asdict(config).items() if k not in ("workers", "engine")}
+    config_record = {k: v for k, v in asdict(config).items() if k not in ("workers", "engine", "engine_options")}
     document["training"] = {
         "command": training_command(data, config, out.rsplit("/", 1)[-1]),
         "data": input_digest(data),

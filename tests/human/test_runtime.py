@@ -16,7 +16,7 @@ import pytest
 
 from pipeline.human.context import MoverContext
 from pipeline.human.data import read_inputs
-from pipeline.human.engine import EngineSettings, ShallowEngine
+from pipeline.human.engine import ShallowEngine
 from pipeline.human.features import feature_names, move_features
 from pipeline.human.model import DEFAULT_MODEL, MODEL_VERSION, HumanMoveModel, ModelError
 from pipeline.human.train import TrainConfig
@@ -106,7 +106,7 @@ def test_bad_model_files_are_refused_in_one_line(small_model, tmp_path):
 @needs_stockfish
 def test_shallow_engine_scores_every_move_and_ends_its_process():
     board = board_after("e4", "e5", "Qh5", "Nc6", "Bc4", "Nf6")
-    engine = ShallowEngine(EngineSettings(depth=1))
+    engine = ShallowEngine()
     scores = engine.scores(board)
     assert set(scores) == {move.uci() for move in board.legal_moves}
     assert max(scores, key=lambda move: scores[move]) == "h5f7" and scores["h5f7"] > 1000  # mate in one
