@@ -84,7 +84,7 @@ class JudgeSettings:
 
     judges: frozenset[Judge] = frozenset({"human", "model", "practical"})
     """The judges to compute. The default is what the harness supports on held-out games: `trappy`
-    (lift 1.48x, interval [0.87, 2.43], docs/judges.md) does not tell a trap from chance and its
+    (lift 1.48x, interval [0.87, 2.43], docs/results/judges.md) does not tell a trap from chance and its
     deep lines were a fifth of the engine work, so it is computed only on request; `dip` also
     needs the seed's full response analysis (the costliest)."""
     trappy_k: int = 2

@@ -1,7 +1,7 @@
 """Object storage (`s3://`, `gs://`): the one filesystem layer every input, dataset and reader uses
 for it, fsspec (s3fs for S3 and any S3-compatible store, gcsfs for Google Cloud Storage).
 
-Why fsspec and not pyarrow's filesystems (measured in docs/cluster.md, `benchmarks/bench_storage.py`):
+Why fsspec and not pyarrow's filesystems (measured in docs/results/cluster.md, `benchmarks/bench_storage.py`):
 a dataset on object storage is committed without rename (`pipeline.dataset.objects`), which needs a
 put that fails when the object exists (S3's `If-None-Match: *`, GCS's `ifGenerationMatch=0`) and
 an object's ETag; pyarrow's S3 and GCS filesystems expose neither. Arrow still reads the Parquet

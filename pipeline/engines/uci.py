@@ -2,7 +2,7 @@
 same records as the native backend (`search.backend`), through the same walk
 (`search.traversal.walk`) over a `UciOracle`.
 
-How the engine is asked (docs/uci.md has the reasoning and the measurements):
+How the engine is asked (docs/uci.md has the reasoning, docs/results/uci.md the measurements):
 
 - A *node query* asks the engine about the moves at one position. A move's value is the engine's
   score of the line that starts with it, searched under the per-line limit (`EngineLimits`).

@@ -306,7 +306,7 @@ class Variant:
 
 
 def variants(base: JudgeSettings, shallow_depths: Sequence[int] = SHALLOW_DEPTHS) -> list[Variant]:
-    """The default of each judge, and the sweeps docs/judges.md reports."""
+    """The default of each judge, and the sweeps docs/results/judges.md reports."""
     found = [Variant(name, name, base) for name in JUDGES if name != "trappy"]
     for depth in shallow_depths:
         for k in (1, 2):

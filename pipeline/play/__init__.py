@@ -11,7 +11,7 @@ the backend's best move (style best).
 - `pipeline.play.uci_server`: the UCI protocol loop over stdin/stdout (the engine side of UCI; the
   client side is `pipeline.engines.uci`).
 
-docs/play.md describes the styles, the options and the measured games.
+docs/play.md describes the styles and the options; docs/results/play.md the measured games.
 """
 
 from pipeline.play.player import Player

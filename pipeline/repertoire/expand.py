@@ -214,7 +214,7 @@ def sketch_player(lines: TableLines, board: chess.Board, settings: RepertoireSet
     `width` best of them. The shallow pass spreads the moves' values further than the full search:
     on the white-1200 tree its margin left one candidate at 28 % of the player nodes (the start
     among them) where the full search left one at 13 %, and the sketch, growing one line where the
-    run grows `width`, planned a quarter of the nodes (docs/repertoire.md, "Cost")."""
+    run grows `width`, planned a quarter of the nodes (docs/results/repertoire.md, "Cost")."""
     shallow = lines.shallow()
     legal = {move.uci() for move in board.legal_moves}
     values = {m: v for m, v in shallow.values.items() if m in legal}

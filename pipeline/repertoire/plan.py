@@ -16,7 +16,7 @@ this machine.
    deepest line's nodes one after the other (a node waits for its parent): the critical path.
 
 The sketch's shallow values are not the full search's, so the real tree differs from it: the
-measured run says by how much (docs/repertoire.md, "Cost").
+measured run says by how much (docs/results/repertoire.md, "Cost").
 """
 
 from __future__ import annotations

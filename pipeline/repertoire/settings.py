@@ -18,12 +18,12 @@ from search.errors import DiffimaxError
 from search.judges import Judge, JudgeSettings
 from search.settings import DiffiMaxSettings, is_whole
 
-# The default depth of the tree in plies below the start (docs/repertoire.md, "Choosing the depth
+# The default depth of the tree in plies below the start (docs/results/repertoire.md, "The depth
 # and the floor": the root's gain and recommendation stop changing by then, at a cost that grows
 # about linearly with each further ply).
 DEFAULT_PLIES: Final = 12
 # The default floor: a reply is explored while humans reach its line from the start with at least
-# this probability (docs/repertoire.md, "Choosing the depth and the floor").
+# this probability (docs/results/repertoire.md, "The depth and the floor").
 DEFAULT_FLOOR: Final = 0.01
 # The player's moves, by the shallow pass's ranking, valued at a player node (those within the
 # safety margin of the best are the candidates): `diffimax play`'s `trap_candidates`.

@@ -4,7 +4,7 @@ The accuracy test plans 100 games of a shared file from a 50-game sample (so gam
 distinct positions are extrapolated, not counted), then mines the 100 games on a local Ray cluster
 and compares the plan's counts with the manifest. The planned seconds are a measurement of this
 machine's speed, so they are compared in a benchmark (`python -m benchmarks.bench_plan`, figures
-in docs/mining.md), not asserted by a test on a shared machine.
+in docs/results/mining.md), not asserted by a test on a shared machine.
 """
 
 from __future__ import annotations

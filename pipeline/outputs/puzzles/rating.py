@@ -14,7 +14,7 @@ Why one reference rating and not the rating at which the curve crosses one half:
 probabilities move slowly with the rating (issue 13's model, trained on Lichess players rated
 ~1450-2100 and ~3000, was flat below ~1400; issue 19's, with chess.com's weak players, moves
 below 1400 too, by a few points of probability per 400), so a crossing point is ill-determined;
-the surprisal ranks puzzles nearly the same at every rating (docs/puzzles.md gives the figures).
+the surprisal ranks puzzles nearly the same at every rating (docs/results/puzzles.md gives the figures).
 Re-measure with a new model (`python -m benchmarks.bench_puzzles rating --model FILE`), which
 refits the knots.
 
