@@ -91,9 +91,9 @@ def repertoire(
     """The opening lines that give a player the best practical chances against humans of a rating:
     an expectimax over human replies, written as Parquet, PGN chapters and an offline explorer."""
     from pipeline.engines.backends import check_backend
-    from pipeline.outputs.repertoire.write import parse_formats, write_repertoire
+    from pipeline.outputs.repertoire.write import parse_repertoire_files, write_repertoire
     from pipeline.repertoire.driver import WorkerSpec, build_repertoire
-    from pipeline.repertoire.plan import plan_repertoire, plan_text
+    from pipeline.repertoire.plan import plan_repertoire, repertoire_plan_text
     from pipeline.repertoire.records import Labels
 
     engine = engine_flags.name()
@@ -103,7 +103,7 @@ def repertoire(
         judges=build_judges(evidence.judges, REPERTOIRE_JUDGES, thresholds),
     )  # fmt: skip
     start = parse_start(start_fen, moves)
-    formats = parse_formats(files)
+    formats = parse_repertoire_files(files)
     human_model = None if evidence.human_model.lower() == "none" else evidence.human_model
     human = HumanEvidence(model=human_model, corpus=evidence.human_corpus)
     check_backend(engine)
@@ -112,7 +112,7 @@ def repertoire(
         chosen = workers if workers else None
         counts = sorted({1, 2, *([chosen] if chosen else [])})
         found = plan_repertoire(spec, counts, sample=plan_sample, echo=lambda line: typer.echo(line, err=True))
-        typer.echo(plan_text(found))
+        typer.echo(repertoire_plan_text(found))
         return
     if out is None:
         raise UsageError("--out DIR is required (or --plan to estimate the cost)")

@@ -55,8 +55,8 @@ from pipeline.outputs.puzzles import (
     render_csv,
     render_html,
     render_pgn,
+    score_win_chances,
     themes_for,
-    win_chances,
 )
 from pipeline.outputs.puzzles.rules import regains_only
 from search.judges import JudgeSettings
@@ -107,10 +107,11 @@ HOSTILE_OPENING = '=HYPERLINK("http://evil.example/","click")'
 
 
 def test_win_chances_follow_the_lichess_curve() -> None:
-    assert win_chances(chess.engine.Cp(0)) == 0
-    assert win_chances(chess.engine.Cp(300)) == pytest.approx(2 / (1 + math.exp(-0.00368208 * 300)) - 1)
-    assert win_chances(chess.engine.Cp(-250)) == pytest.approx(-win_chances(chess.engine.Cp(250)))
-    assert win_chances(chess.engine.Mate(3)) == 1 and win_chances(chess.engine.Mate(-2)) == -1
+    assert score_win_chances(chess.engine.Cp(0)) == 0
+    assert score_win_chances(chess.engine.Cp(300)) == pytest.approx(2 / (1 + math.exp(-0.00368208 * 300)) - 1)
+    assert score_win_chances(chess.engine.Cp(-250)) == pytest.approx(-score_win_chances(chess.engine.Cp(250)))
+    assert score_win_chances(chess.engine.Mate(3)) == 1 and score_win_chances(chess.engine.Mate(-2)) == -1
+    assert score_win_chances(chess.engine.MateGiven) == 1  # the side the score belongs to has given mate
 
 
 @pytest.mark.parametrize(
@@ -375,7 +376,7 @@ def test_kind_and_formats_parse_from_the_command_line() -> None:
         parse_kind("traps")
     assert parse_formats("html, csv,html") == ("html", "csv")
     assert parse_formats("all") == parse_formats(" ALL ") == ("csv", "pgn", "html")
-    with pytest.raises(PuzzleError, match=r"^no file to write: --files expects csv, pgn, html or all$"):
+    with pytest.raises(PuzzleError, match=r"^invalid --files \[\]: expected csv, pgn, html or all$"):
         parse_formats([])
 
 

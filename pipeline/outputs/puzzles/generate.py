@@ -8,7 +8,9 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import cast
 
+from pipeline.common.choices import parse_choices
 from pipeline.common.files import write_atomic
 from pipeline.common.progress import Progress
 from pipeline.common.sanitize import safe_url
@@ -80,21 +82,12 @@ def parse_kind(text: str | Sequence[str]) -> tuple[PuzzleKind, ...]:
 
 
 def parse_formats(formats: str | Sequence[str]) -> tuple[OutputFormat, ...]:
-    """`csv,pgn` or ["csv", "pgn"] -> ("csv", "pgn"), `all` -> every one; raises PuzzleError on an
-    unknown name."""
-    names = formats.split(",") if isinstance(formats, str) else list(formats)
-    if [name.strip().lower() for name in names] == ["all"]:
-        return tuple(FORMATS)
-    chosen: list[OutputFormat] = []
-    for raw in names:
-        name = raw.strip().lower()
-        if name not in FORMATS:
-            raise PuzzleError(f"invalid --files {raw!r}: expected csv, pgn, html or all")
-        if name not in chosen:
-            chosen.append(name)
-    if not chosen:
-        raise PuzzleError("no file to write: --files expects csv, pgn, html or all")
-    return tuple(chosen)
+    """`--files`: `csv,pgn` or ["csv", "pgn"] -> ("csv", "pgn"), `all` -> every one; PuzzleError on
+    an unknown name."""
+    try:
+        return cast(tuple[OutputFormat, ...], parse_choices(formats, FORMATS, "--files"))
+    except ValueError as error:
+        raise PuzzleError(str(error)) from None
 
 
 def _count(table: dict[str, int], key: str, amount: int = 1) -> None:

@@ -9,9 +9,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from pipeline.common.choices import parse_choices
 from pipeline.common.files import write_atomic
 from pipeline.outputs.repertoire.explorer import render_explorer
-from pipeline.outputs.repertoire.pgn import main_lines, render_pgn
+from pipeline.outputs.repertoire.pgn import main_lines, render_repertoire_pgn
 from pipeline.repertoire.driver import GrowthStats
 from pipeline.repertoire.evidence import PositionGames, read_position_games
 from pipeline.repertoire.records import NODES_FILE, Labels, node_rows, write_nodes
@@ -50,15 +51,12 @@ class RepertoireReport:
         return head + "\nwritten: " + ", ".join(self.files)
 
 
-def parse_formats(text: str) -> frozenset[str]:
+def parse_repertoire_files(text: str) -> frozenset[str]:
     """`--files`: some of FORMATS, comma-separated, or all."""
-    chosen = frozenset(t.strip().lower() for t in text.split(",") if t.strip())
-    if chosen == {"all"}:
-        return frozenset(FORMATS)
-    unknown = chosen - set(FORMATS)
-    if not chosen or unknown:
-        raise RepertoireError(f"invalid --files {text!r}: expected some of {', '.join(FORMATS)}, or all")
-    return chosen
+    try:
+        return frozenset(parse_choices(text, FORMATS, "--files"))
+    except ValueError as error:
+        raise RepertoireError(str(error)) from None
 
 
 def observed_games(growth: Growth, data: str | None) -> PositionGames | None:
@@ -92,7 +90,7 @@ def write_repertoire(
     if "parquet" in formats:
         report.files.append(str(write_nodes(rows, root / NODES_FILE)))
     if "pgn" in formats:
-        report.files.append(str(write_atomic(root / PGN_FILE, render_pgn(rows, start))))
+        report.files.append(str(write_atomic(root / PGN_FILE, render_repertoire_pgn(rows, start))))
     if "html" in formats:
         report.files.append(str(write_atomic(root / HTML_FILE, render_explorer(rows, start))))
     report.stats = asdict(stats) | {"failures": [{"node": n, "reason": r} for n, r in growth.failures]}
