@@ -67,7 +67,7 @@ from pipeline.outputs.repertoire.write import write_repertoire
 from pipeline.repertoire.driver import WorkerSpec, build_repertoire
 from pipeline.repertoire.evidence import GameOpening, in_band, read_pgn_openings
 from pipeline.repertoire.expand import NodeRequest, OpponentResult
-from pipeline.repertoire.plan import plan_repertoire, plan_text
+from pipeline.repertoire.plan import plan_repertoire, repertoire_plan_text
 from pipeline.repertoire.records import NODES_FILE, Labels
 from pipeline.repertoire.settings import RepertoireSettings, parse_start
 from pipeline.repertoire.tree import Growth, back_up
@@ -109,10 +109,10 @@ def grow_command(args: argparse.Namespace) -> dict[str, Any]:
     if args.plan:
         started = time.perf_counter()
         plan = plan_repertoire(spec, (1, 2), echo=say)
-        found["plan"] = {"text": plan_text(plan), "seconds": time.perf_counter() - started,
+        found["plan"] = {"text": repertoire_plan_text(plan), "seconds": time.perf_counter() - started,
                          "core_hours": dataclasses.asdict(plan.core_hours),
                          "walls": {n: dataclasses.asdict(w) for n, w in plan.walls.items()}}  # fmt: skip
-        say(plan_text(plan))
+        say(repertoire_plan_text(plan))
     asked = time.perf_counter()
     with polite_ray(args.workers):
         started = time.perf_counter()  # Ray is up (its start, retries and all, is reported apart)

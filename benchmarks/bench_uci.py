@@ -38,7 +38,7 @@ import chess.pgn
 
 from pipeline.engines.process import resolve_engine
 from pipeline.engines.uci import EngineLimits, UciBackend
-from pipeline.harness.agreement import compare, response_class, sample_positions
+from pipeline.harness.agreement import disagreements, response_class, sample_positions
 from search.analysis import ResponseAnalysis
 from search.settings import UCI_DEFAULT_DEPTH, DiffiMaxSettings
 
@@ -176,7 +176,7 @@ def agreement(
         ]
     table = {}
     for tolerance in TOLERANCES:
-        rows = [compare(n, a, settings, tolerance) for n, a in zip(reference, other, strict=True)]
+        rows = [disagreements(n, a, settings, tolerance) for n, a in zip(reference, other, strict=True)]
         table[tolerance] = {
             "compared": sum(row["compared"] for row in rows),
             "exempt": sum(row["exempt"] for row in rows),

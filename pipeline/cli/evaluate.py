@@ -58,7 +58,7 @@ def evaluate(
     """The judge harness: trap-node share, candidates, fall rate and lift over chance, and recall on
     known traps, for every trap judge on held-out games (docs/judges.md)."""
     from pipeline.common.progress import Progress
-    from pipeline.harness.measure import run_harness, table
+    from pipeline.harness.measure import markdown_table, run_harness
 
     flags = EngineFlags(engine, nodes, engine_depth, None, threads, hash_mb)
     engine, options = flags.name(), flags.options()  # the shared flags' checks: one line for a bad value
@@ -81,4 +81,4 @@ def evaluate(
     if as_json:
         emit({"about": run.about, "variants": run.rows}, "", True)
     else:
-        typer.echo(table(run.rows))
+        typer.echo(markdown_table(run.rows))

@@ -50,7 +50,7 @@ def response_class(response: Response) -> str:
     return "below-T" if response.reasonable else "beyond-R"
 
 
-def compare(
+def disagreements(
     naive: ResponseAnalysis, adaptive: ResponseAnalysis, settings: DiffiMaxSettings, tolerance: int
 ) -> dict[str, Any]:
     """Alternatives (in both analyses) whose class differs. Engine noise moves every value, v1

@@ -484,7 +484,7 @@ def gather_parallel(
     return [record for record in records if record is not None]
 
 
-def table(rows: Sequence[dict[str, Any]]) -> str:
+def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
     """The harness figures as a Markdown table (docs/judges.md prints them so)."""
     head = ("| judge | positions | trap nodes | candidates (median / mean) | fell | fall rate [95 %] | chance | "
             "lift [95 %] | dip when fallen (median, pawns) | known traps recalled |")  # fmt: skip

@@ -23,6 +23,7 @@ import chess
 from pipeline.common.files import file_sha256, files_sha256
 from pipeline.common.splits import Split, file_name, split_of
 from pipeline.common.storage import is_object_url
+from pipeline.dataset.duck import is_dataset
 from pipeline.dataset.objects import dataset_path
 from pipeline.dataset.store import DatasetReader
 from pipeline.human.context import Pool, pool_of
@@ -122,17 +123,6 @@ class GameRecord:
             yield position, board
 
 
-def is_dataset(path: str) -> bool:
-    """A directory that holds a mined dataset (shards/*/games.parquet), or a prefix of object
-    storage that holds one."""
-    if is_object_url(path):
-        from pipeline.dataset.duck import is_dataset as is_mined
-
-        return is_mined(dataset_path(path))
-    root = Path(path)
-    return root.is_dir() and (root / "shards").is_dir() and any((root / "shards").glob("*/games.parquet"))
-
-
 @dataclass
 class ReadCounts:
     """Games the reader did not hand on (for the training summary): every game read is a record,
@@ -175,7 +165,7 @@ def pgn_games(
     rating pool is `pool` when given, else what its Site tag names; `games` reads a share only."""
     for number, shard in enumerate(pgn_shards(inputs)):
         if number % parts == part:
-            yield from shard_records(shard, counts=counts, group=group, pool=pool, games=games)
+            yield from games_of_shard(shard, counts=counts, group=group, pool=pool, games=games)
 
 
 def pgn_shards(inputs: Sequence[str]) -> Iterator[Shard]:
@@ -189,7 +179,7 @@ def pgn_shards(inputs: Sequence[str]) -> Iterator[Shard]:
         raise DataError(str(error)) from error
 
 
-def shard_records(
+def games_of_shard(
     shard: Shard,
     *,
     counts: ReadCounts | None = None,
@@ -327,7 +317,7 @@ def read_inputs(
         raise DataError("no input given: expected PGN files or a mined dataset directory")
     pending: list[str] = []
     for index, item in enumerate(inputs):
-        if is_dataset(item):
+        if is_dataset(dataset_path(item)):
             if pending:
                 yield from pgn_games(
                     pending, part=part, parts=parts, counts=counts, group=index - 1, pool=pool, games=games
@@ -360,13 +350,13 @@ def input_digest(inputs: Sequence[str]) -> list[dict[str, object]]:
         pending.clear()
 
     for item in inputs:
-        if is_dataset(item) and is_object_url(item):  # its shards' recorded digests (not read again)
+        if is_dataset(dataset_path(item)) and is_object_url(item):  # its shards' recorded digests (not read again)
             add_pgn()
             records = {shard: info.get("files") or {} for shard, info in DatasetReader(item).shard_info().items()}
             size = sum(int(record.get("bytes", 0)) for files in records.values() for record in files.values())
             digest = hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()
             described.append({"name": item, "kind": "dataset", "bytes": size, "sha256": digest})
-        elif is_dataset(item):
+        elif is_dataset(dataset_path(item)):
             add_pgn()
             files = sorted(str(path) for path in Path(item).glob("shards/*/*.parquet"))
             size = sum(os.path.getsize(path) for path in files)

@@ -444,7 +444,7 @@ def predictors_of(result: PartResult) -> list[str]:
     return [n for n in ordered if n in names or n == "uniform"] + depths
 
 
-def percent(value: float) -> str:
+def percent_cell(value: float) -> str:
     return "—" if math.isnan(value) else f"{100 * value:.1f}"
 
 
@@ -461,8 +461,8 @@ def format_table(rows: Sequence[dict[str, Any]], predictors: Sequence[str], key:
                 continue
             n_note = "" if name in DISTRIBUTIONS or s["n"] == row["model"]["n"] else f" (n {s['n']})"
             cells.append(
-                f"{percent(s['top1'])} [{percent(s['top1_low'])}-{percent(s['top1_high'])}] / "
-                f"{percent(s['top3'])}{n_note}"
+                f"{percent_cell(s['top1'])} [{percent_cell(s['top1_low'])}-{percent_cell(s['top1_high'])}] / "
+                f"{percent_cell(s['top3'])}{n_note}"
             )
         log_loss = row["model"]["log_loss"]
         cells.append("—" if math.isnan(log_loss) else f"{log_loss:.3f}")

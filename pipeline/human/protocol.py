@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, Final
 
-from pipeline.human.evaluate import DISTRIBUTIONS, Outcome, band_of, band_order, percent, summarise
+from pipeline.human.evaluate import DISTRIBUTIONS, Outcome, band_of, band_order, percent_cell, summarise
 
 # Plies played before a position for it to count (Maia: the first 10 plies are left out).
 MAIA_MIN_PLY: Final = 10
@@ -64,8 +64,9 @@ def format_pool_table(rows: Sequence[dict[str, Any]], predictors: Sequence[str])
             found = row[name]
             cells.append(
                 "—" if not found["n"] else
-                f"{percent(found['top1'])} [{percent(found['top1_low'])}-{percent(found['top1_high'])}] / "
-                f"{percent(found['top3'])}"
+                f"{percent_cell(found['top1'])} "
+                f"[{percent_cell(found['top1_low'])}-{percent_cell(found['top1_high'])}] / "
+                f"{percent_cell(found['top3'])}"
             )  # fmt: skip
         for name in losses:
             value = row[name]["log_loss"]

@@ -42,7 +42,7 @@ from pipeline.common.cluster import project_runtime_env
 from pipeline.common.progress import Progress
 from pipeline.human.book import Book, book_from_pairs, pack_move
 from pipeline.human.context import Pool
-from pipeline.human.data import GameSample, ReadCounts, pgn_shards, shard_records
+from pipeline.human.data import GameSample, ReadCounts, games_of_shard, pgn_shards
 from pipeline.human.examples import Examples, ExtractSpec, merge, records_examples
 from pipeline.human.features import feature_names
 from pipeline.human.train import (
@@ -90,7 +90,7 @@ def shard_book_pairs(
     keys: list[int] = []
     moves: list[int] = []
     games = 0
-    for record in shard_records(shard, counts=counts, pool=pool, games=sample):
+    for record in games_of_shard(shard, counts=counts, pool=pool, games=sample):
         if record.split != "train":
             continue
         games += 1
@@ -102,7 +102,7 @@ def shard_book_pairs(
 
 def shard_examples(shard: Shard, spec: ExtractSpec, book: Book | None) -> tuple[Examples, tuple[int, int]]:
     """The examples of one shard and their (positions, rows) count (a Ray task of two returns)."""
-    examples = records_examples(shard_records(shard, pool=spec.pool, games=spec.games), spec, book)
+    examples = records_examples(games_of_shard(shard, pool=spec.pool, games=spec.games), spec, book)
     return examples, (examples.positions, len(examples.values))
 
 
@@ -172,7 +172,7 @@ def extract_sharded(inputs: Sequence[str], spec: ExtractSpec, book: Book | None,
     return ShardedExamples(tuple(refs), tuple(positions), tuple(moves))
 
 
-def gather(sharded: ShardedExamples, width: int) -> Examples:
+def gather_examples(sharded: ShardedExamples, width: int) -> Examples:
     """All of a (small) sharded set in one process: the tune examples."""
     import ray
 
@@ -266,12 +266,12 @@ def train_on_ray(data: Sequence[str], out: str, config: TrainConfig, progress: P
             progress.say(f"  {len(book)} positions {reached}")
         train_spec, tune_spec = extraction_specs(config)
         progress.say(f"features of {config.tune_sample_rate:g} of the tune positions ({config.workers} worker(s))")
-        tune = gather(extract_sharded(data, tune_spec, book, config.workers), width)
+        tune = gather_examples(extract_sharded(data, tune_spec, book, config.workers), width)
         tune_source = TUNE_SPLIT
         if not tune.positions:
             tune_source = CARVED_TUNE
             train_spec = replace(train_spec, carve="train")
-            tune = gather(extract_sharded(data, carved_tune_spec(tune_spec), book, config.workers), width)
+            tune = gather_examples(extract_sharded(data, carved_tune_spec(tune_spec), book, config.workers), width)
         progress.say(f"features of {config.sample_rate:g} of the training positions, kept on the workers")
         sharded = extract_sharded(data, train_spec, book, config.workers)
         check_enough(sharded.total, tune.positions, data)
@@ -286,4 +286,4 @@ def train_on_ray(data: Sequence[str], out: str, config: TrainConfig, progress: P
     return write_model(document, out, data, config, tune, record, (started, extracted))
 
 
-__all__ = ["ShardedExamples", "assign", "count_book", "extract_sharded", "fit_on_ray", "gather"]
+__all__ = ["ShardedExamples", "assign", "count_book", "extract_sharded", "fit_on_ray", "gather_examples"]

@@ -1,8 +1,8 @@
 """The rows of a judged position: the RESPONSES and TRAPS columns every occurrence of the position
 shares (`PositionResult`, built by `response_columns` and `trap_rows`), and the columns of one
-occurrence of it (`occurrence_rows`: the game, the ply, the move played and its class), and the
-played move's value completed from the next position of its game (`played_from_next`, once a
-shard's rows are together); and what a worker returns for its part of a shard (`PartOutcome`)."""
+occurrence of it (`occurrence_rows`: the game, the ply, the move played and its class); and what a
+worker returns for its part of a shard (`PartOutcome`). The played move's value completed from the
+next position (`pipeline.judging.played_from_next`) is a judging rule, beside `reply_rows`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import pyarrow as pa
 from pipeline.judging import Judgement, reply_rows, verdict_columns
 from search.judges import JUDGES, Judge, JudgeSettings, win_drop
 from search.settings import DiffiMaxSettings
-from search.values import is_mate_score
 
 
 @dataclass
@@ -227,44 +226,6 @@ def occurrence_rows(
 
 
 # The columns of a responses row that say how the played move did.
-PLAYED_COLUMNS = ("played_value", "played_dip", "played_exact", "played_win_drop")
-
-
-def played_from_next(responses: pa.Table) -> pa.Table:
-    """The played move's value, where no judge needed it searched in full at its position, taken from the
-    next position of the same game, whose node value it is (`Occurrence.next_judged`): the search
-    after the move, from the other side. A mate's distance counts one ply more from here."""
-    # Not exact: not searched at this node (None), or only by the shallow pass or the probe. With
-    # the dip judge the seed's analysis valued every reply (a bound outside the reasonable window):
-    # its played class rests on that value, which stays.
-    exact = responses.column("played_exact").to_pylist()
-    judges = responses.column("judges").to_pylist()
-    missing = [index for index, found in enumerate(exact) if not found and "dip" not in (judges[index] or ())]
-    if not missing:
-        return responses
-    game_ids = responses.column("game_id").to_pylist()
-    plies = responses.column("ply").to_pylist()
-    values = responses.column("value").to_pylist()
-    at = {(game, ply): index for index, (game, ply) in enumerate(zip(game_ids, plies, strict=True))}
-    columns = {name: responses.column(name).to_pylist() for name in PLAYED_COLUMNS}
-    for index in missing:
-        after = at.get((game_ids[index], plies[index] + 1))
-        if after is None:
-            continue
-        following = values[after]
-        value = -following + ((1 if following > 0 else -1) if is_mate_score(following) else 0)
-        columns["played_value"][index] = value
-        columns["played_dip"][index] = value - values[index]
-        columns["played_exact"][index] = True
-        columns["played_win_drop"][index] = win_drop(values[index], value)
-    for name, column in columns.items():
-        position = responses.schema.get_field_index(name)
-        responses = responses.set_column(
-            position, responses.schema.field(position), pa.array(column, responses.schema.field(position).type)
-        )
-    return responses
-
-
 @dataclass
 class PartOutcome:
     """What a worker returns for the occurrences of one shard that it owns: their rows as Arrow

@@ -180,7 +180,7 @@ def san_after(board: chess.Board) -> Callable[[tuple[str, ...], str], str]:
     return name
 
 
-def san_path(board: chess.Board) -> Callable[[tuple[str, ...]], str]:
+def variation_namer(board: chess.Board) -> Callable[[tuple[str, ...]], str]:
     def name(path: tuple[str, ...]) -> str:
         replay = board.copy(stack=False)
         return replay.variation_san([chess.Move.from_uci(move) for move in path])
@@ -363,7 +363,7 @@ class Explanation:
             f"Setter: {color[self.setter]}",
             f"Engine: {engine_label(self.described, self.engine)}",
         ]
-        name, path_name, move_name = san_namer(board), san_path(board), san_after(board)
+        name, path_name, move_name = san_namer(board), variation_namer(board), san_after(board)
         if self.judgement is not None and self.result.root_analysis is not None:
             return judged_text(
                 self.result, self.judgement, self.judges, header=header, name=name, path_name=path_name,

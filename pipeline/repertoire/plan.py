@@ -176,7 +176,7 @@ def plan_repertoire(
     return RepertoirePlan(kinds, depth, sketch_seconds, start_seconds, engine, hours, walls)
 
 
-def plan_text(plan: RepertoirePlan) -> str:
+def repertoire_plan_text(plan: RepertoirePlan) -> str:
     """The plan as lines of text."""
     lines = [f"sketch: {sum(k.nodes for k in plan.kinds.values())} nodes to expand, deepest at ply {plan.depth} "
              f"({plan.sketch_seconds:.0f} s on the shallow pass)"]  # fmt: skip

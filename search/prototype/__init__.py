@@ -58,10 +58,10 @@ from search.prototype.render import (
     overlap_json as overlap_json,
 )
 from search.prototype.render import (
-    totals_json as totals_json,
+    prototype_trap_json as prototype_trap_json,
 )
 from search.prototype.render import (
-    trap_json as trap_json,
+    totals_json as totals_json,
 )
 from search.prototype.render import (
     tree_json as tree_json,

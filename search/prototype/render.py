@@ -22,7 +22,7 @@ def overlap_json(overlap: Overlap) -> dict[str, Any]:
     return data
 
 
-def trap_json(trap: PrototypeTrap) -> dict[str, Any]:
+def prototype_trap_json(trap: PrototypeTrap) -> dict[str, Any]:
     return {
         "path": list(trap.path),
         "children": trap.children,
@@ -55,7 +55,7 @@ def tree_json(row: TreeComparison, *, traps: bool = False) -> dict[str, Any]:
         "revised": [overlap_json(o) for o in row.revised],
     }
     if traps:
-        data["traps"] = [trap_json(t) for t in p.traps]
+        data["traps"] = [prototype_trap_json(t) for t in p.traps]
     return data
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.engines.uci import EngineLimits, UciBackend
-from pipeline.harness.agreement import compare, sample_positions
+from pipeline.harness.agreement import disagreements, sample_positions
 from search.settings import DiffiMaxSettings
 from tests.conftest import STOCKFISH, needs_stockfish
 
@@ -59,7 +59,7 @@ def test_adaptive_analysis_agrees_with_naive_multipv(record_property):
     for board, (naive, adaptive) in zip(boards, pairs, strict=True):
         n, a = naive.root_analysis, adaptive.root_analysis
         assert n is not None and a is not None
-        row = compare(n, a, settings, TOLERANCE)
+        row = disagreements(n, a, settings, TOLERANCE)
         assert row["best_gap"] <= BEST_GAP, (
             f"{board.fen()}: adaptive best {a.best} is {row['best_gap']} cp off {n.best}"
         )

@@ -7,6 +7,7 @@ import math
 import re
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from pipeline.common.stats import wilson
@@ -98,7 +99,6 @@ def test_wilson_bounds_have_their_textbook_values(k: int, n: int, low: float, hi
 
 
 def test_wilson_is_the_same_formula_as_the_sql_macros() -> None:
-    duckdb = pytest.importorskip("duckdb")
     views = (ROOT / "schemas" / "views.sql").read_text()
     macros = re.findall(r"create or replace macro wilson_(?:low|high)\(k, n\) as.*?end;", views, re.DOTALL)
     assert len(macros) == 2

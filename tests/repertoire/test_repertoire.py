@@ -28,7 +28,7 @@ from pipeline.outputs.repertoire.write import HTML_FILE, PGN_FILE, write_reperto
 from pipeline.play.player import Player
 from pipeline.play.styles import PlaySettings
 from pipeline.repertoire.driver import WorkerSpec, build_repertoire
-from pipeline.repertoire.plan import plan_repertoire, plan_text
+from pipeline.repertoire.plan import plan_repertoire, repertoire_plan_text
 from pipeline.repertoire.records import NODES_FILE, Labels, connect_nodes, saved_repertoire_queries
 from pipeline.repertoire.settings import RepertoireSettings, Start, parse_start
 from search.settings import DiffiMaxSettings
@@ -259,4 +259,4 @@ def test_the_plan_sketches_the_tree_and_times_real_nodes(built: dict[str, Any]) 
     assert plan.core_hours.value > 0 and plan.walls[2].value <= plan.walls[1].value
     planned = sum(kind.nodes for kind in plan.kinds.values())
     assert planned / 3 <= built["local"]["stats"].expanded <= planned * 3
-    assert "1 -> 2 workers" in plan_text(plan)
+    assert "1 -> 2 workers" in repertoire_plan_text(plan)

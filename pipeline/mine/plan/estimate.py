@@ -12,7 +12,7 @@ import numpy as np
 from pipeline.common.stats import wilson
 from pipeline.mine.plan.records import Figure, ReuseFit
 from pipeline.mine.plan.reuse import fit_reuse
-from pipeline.mine.plan.sample import GameSample
+from pipeline.mine.plan.sample import SampledGames
 
 # The normal quantile of a two-sided 90 % interval.
 Z90 = 1.645
@@ -61,7 +61,7 @@ class CountFigures:
     fits: list[ReuseFit]
 
 
-def count_figures(sample: GameSample, read: float, read_how: str, whole_job: bool, seed: int) -> CountFigures:
+def count_figures(sample: SampledGames, read: float, read_how: str, whole_job: bool, seed: int) -> CountFigures:
     """Games, positions and distinct positions of the job from its sample."""
     read_n, kept_n = sample.games_read, len(sample.kept)
     if whole_job:

@@ -22,7 +22,7 @@ from pipeline.mine.plan.measure import COMMIT_PROBE_POSITIONS, time_commit, time
 from pipeline.mine.plan.records import Figure, Plan, PlanError, PlanSample, Scaling, SourceCount, TimedPosition
 from pipeline.mine.plan.sample import (
     SAMPLE_BLOCK_GAMES,
-    GameSample,
+    SampledGames,
     choose_blocks,
     draw_units,
     read_sample,
@@ -54,7 +54,7 @@ class _Input:
     """Steps 1-2: what the job reads, and the sample of it."""
 
     counts: list[SourceCount]
-    sample: GameSample
+    sample: SampledGames
     counted_games: int
     """Games the inputs hold for the job (counted or estimated)."""
     read: float
@@ -150,7 +150,7 @@ def _read_input(
 
 def _time_sample(
     config: MineConfig,
-    sample: GameSample,
+    sample: SampledGames,
     figures: CountFigures,
     sample_positions: int,
     processes: int,

@@ -31,7 +31,9 @@ class KeptGame:
 
 
 @dataclass
-class GameSample:
+class SampledGames:
+    """The games the planner read from the job's inputs to time it, and the positions it drew from them."""
+
     blocks: list[tuple[Shard, int]] = field(default_factory=list)  # block, games of it the job reads
     games_read: int = 0
     filtered: dict[str, int] = field(default_factory=dict)
@@ -62,9 +64,9 @@ def choose_blocks(counts: Sequence[SourceCount], sample_games: int, seed: int) -
     return chosen
 
 
-def read_sample(config: MineConfig, counts: Sequence[SourceCount], chosen: dict[int, list[int]]) -> GameSample:
+def read_sample(config: MineConfig, counts: Sequence[SourceCount], chosen: dict[int, list[int]]) -> SampledGames:
     """Read the chosen blocks through the job's reader and filters."""
-    sample = GameSample()
+    sample = SampledGames()
     reader = GameReader(config.game_filter)
     for index, wanted in sorted(chosen.items()):
         count = counts[index]
@@ -88,7 +90,7 @@ def read_sample(config: MineConfig, counts: Sequence[SourceCount], chosen: dict[
     return sample
 
 
-def _read_block(reader: GameReader, shard: Shard, limit: int, sample: GameSample) -> None:
+def _read_block(reader: GameReader, shard: Shard, limit: int, sample: SampledGames) -> None:
     block = len(sample.blocks)
     sample.blocks.append((shard, limit))
     start = time.perf_counter()
@@ -111,7 +113,7 @@ def _read_block(reader: GameReader, shard: Shard, limit: int, sample: GameSample
     sample.parse_seconds += time.perf_counter() - start
 
 
-def selected_games(config: MineConfig, sample: GameSample, games: Sequence[int]) -> dict[int, Selected]:
+def selected_games(config: MineConfig, sample: SampledGames, games: Sequence[int]) -> dict[int, Selected]:
     """The kept games of the sample with these indices, read again in full (rows, moves)."""
     reader = GameReader(config.game_filter)
     by_block: dict[int, dict[int, int]] = {}
@@ -132,7 +134,7 @@ def selected_games(config: MineConfig, sample: GameSample, games: Sequence[int])
 
 
 def draw_units(
-    sample: GameSample, fits: Sequence[ReuseFit], games: float, count: int, seed: int
+    sample: SampledGames, fits: Sequence[ReuseFit], games: float, count: int, seed: int
 ) -> list[tuple[int, list[int], list[float]]]:
     """Kept games of the sample in a seeded order, until they hold `count` new positions: per game,
     its index, the indices of its positions whose key is new in the sample (what the driver would

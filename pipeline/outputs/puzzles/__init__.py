@@ -51,7 +51,7 @@ from pipeline.outputs.puzzles.rules import (
     check_candidate,
     is_only_move,
     recheck,
-    win_chances,
+    score_win_chances,
 )
 from pipeline.outputs.puzzles.standards import DEFAULT_NODES, STANDARDS, Standard, standard_of
 from pipeline.outputs.puzzles.tagging import tag_csv
@@ -91,8 +91,8 @@ __all__ = [
     "render_csv",
     "render_html",
     "render_pgn",
+    "score_win_chances",
     "standard_of",
     "tag_csv",
     "themes_for",
-    "win_chances",
 ]  # fmt: skip

@@ -30,7 +30,7 @@ from pipeline.outputs.puzzles.standards import (
     Standard,
 )
 from search import backend
-from search.judges import win_probability
+from search.judges import win_chances
 
 # The verifier's only view of an engine: the best `lines` lines at a position, best first.
 Analyse = Callable[[chess.Board, int], Sequence[MultiPvLine]]
@@ -39,14 +39,10 @@ Analyse = Callable[[chess.Board, int], Sequence[MultiPvLine]]
 JudgeSetting = Callable[[chess.Board, chess.Move], PracticalCheck | None]
 
 
-def win_chances(score: chess.engine.Score) -> float:
-    """Lichess's win chances on [-1, 1] for the side the score belongs to; a mate is +-1."""
-    mate = score.mate()
-    if mate is not None:
-        return 1.0 if mate > 0 else -1.0
-    cp = score.score()
-    assert cp is not None
-    return 2.0 * win_probability(cp) - 1.0
+def score_win_chances(score: chess.engine.Score) -> float:
+    """Lichess's win chances on [-1, 1] (`search.judges.win_chances`) of an engine score, for the
+    side the score belongs to; a mate is +-1."""
+    return win_chances(line_value(chess.engine.PovScore(score, chess.WHITE), chess.WHITE, 0))
 
 
 def is_only_move(best: chess.engine.Score, second: chess.engine.Score | None, margin: float) -> bool:
@@ -58,9 +54,9 @@ def is_only_move(best: chess.engine.Score, second: chess.engine.Score | None, ma
     """
     if second is None:
         return True
-    if best.mate() == 1 and second.mate() != 1 and win_chances(second) <= MATE_IN_ONE_SECOND_MAX:
+    if best.mate() == 1 and second.mate() != 1 and score_win_chances(second) <= MATE_IN_ONE_SECOND_MAX:
         return True
-    return win_chances(best) - win_chances(second) > margin
+    return score_win_chances(best) - score_win_chances(second) > margin
 
 
 def mates_in_one(board: chess.Board) -> list[chess.Move]:
@@ -85,10 +81,10 @@ def several_mates_pass(board: chess.Board, move: chess.Move, analyse: Analyse) -
         return True
     lines = analyse(board, len(mates) + 1)
     others = [line for line in lines if line.move not in mates]
-    return not others or win_chances(others[0].score) <= MATE_IN_ONE_SECOND_MAX
+    return not others or score_win_chances(others[0].score) <= MATE_IN_ONE_SECOND_MAX
 
 
-def material(board: chess.Board, color: chess.Color) -> int:
+def material_pawns(board: chess.Board, color: chess.Color) -> int:
     """Material balance for `color` in pawns (1, 3, 3, 5, 9)."""
     return backend.material(board, color) // 100
 
@@ -101,7 +97,7 @@ def regains_only(fen: str, moves: Sequence[str]) -> bool:
     `moves[0]`: a recapture, not a puzzle, unless the line wins more."""
     board = chess.Board(fen)
     solver = not board.turn
-    before = material(board, solver)
+    before = material_pawns(board, solver)
     first, reply = chess.Move.from_uci(moves[0]), chess.Move.from_uci(moves[1])
     if not board.is_capture(first):
         return False
@@ -110,7 +106,7 @@ def regains_only(fen: str, moves: Sequence[str]) -> bool:
         return False
     for uci in moves[1:]:
         board.push_uci(uci)
-    return not board.is_checkmate() and material(board, solver) <= before
+    return not board.is_checkmate() and material_pawns(board, solver) <= before
 
 
 def cp_of(score: chess.engine.Score) -> int:

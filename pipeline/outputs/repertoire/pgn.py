@@ -157,7 +157,7 @@ def add_trap_variation(node: chess.pgn.GameNode, trap: Row, source: str | None) 
         board.push(move)
 
 
-def render_pgn(rows: Sequence[Row], start: chess.Board) -> str:
+def render_repertoire_pgn(rows: Sequence[Row], start: chess.Board) -> str:
     """The repertoire's chapters as one PGN text (see the module docstring). `start` is the start
     position with its move stack."""
     rows_by_id = {row["node_id"]: row for row in rows}

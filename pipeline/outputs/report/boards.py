@@ -42,7 +42,7 @@ def _san(board: chess.Board, uci: Any) -> str:
     return board.san(move) if move is not None else str(uci)
 
 
-def board_svg(board: chess.Board, index: int, *, best: Any, trap: Any, last: Any) -> Html:
+def reply_board_svg(board: chess.Board, index: int, *, best: Any, trap: Any, last: Any) -> Html:
     """The position from the responder's side, the best reply as a green arrow and the trap
     candidate as a red one, the move that led here highlighted when known."""
     arrows = []
@@ -96,7 +96,7 @@ def position_card(index: int, row: dict[str, Any], details: Details) -> Html:
     trap = candidates[0]["move"] if candidates else None
     drawing = tag(
         "figure",
-        board_svg(board, index, best=row["best_move"], trap=trap, last=last[0]["move_uci"] if last else None),
+        reply_board_svg(board, index, best=row["best_move"], trap=trap, last=last[0]["move_uci"] if last else None),
         class_="board",
     )
     candidate_items = [
