@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import logging
 import os
@@ -49,6 +50,10 @@ def require_stockfish() -> None:
 
 def require_chromium() -> None:
     require(CHROMIUM.exists(), f"Debian's chromium package is not installed ({CHROMIUM})")
+
+
+def require_playwright() -> None:
+    require(importlib.util.find_spec("playwright") is not None, "playwright is not installed (pip install -e '.[dev]')")
 
 
 def require_data(path: Path = GAMES) -> None:

@@ -54,12 +54,12 @@ def s3() -> Iterator[S3Server]:
 
 @pytest.fixture(scope="module")
 def mined(s3: S3Server, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """The sample mined to a local directory and to s3:// (each on a fresh local Ray cluster)."""
+    """The sample mined to a local directory and to s3:// (two jobs on one local Ray cluster: each
+    job starts its own workers, whose tables start empty)."""
     local = tmp_path_factory.mktemp("local") / "lichess-100"  # the name a report and the puzzles show
     remote = f"s3://{s3.bucket()}/runs/lichess-100"
     with local_ray():
         mine([SAMPLE], local, **JOB)
-    with local_ray():
         manifest = mine([SAMPLE], remote, **JOB)
     assert manifest["shards_committed"] >= 3
     return local, remote

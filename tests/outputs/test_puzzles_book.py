@@ -15,7 +15,7 @@ import pytest
 
 from pipeline.outputs.puzzles import GameInfo, Puzzle, SolverCheck, render_html
 from pipeline.outputs.puzzles.book import play_data
-from tests.conftest import CHROMIUM, needs_chromium
+from tests.conftest import CHROMIUM, needs_chromium, require_playwright
 
 pytestmark = needs_chromium
 ARGS = [
@@ -49,7 +49,9 @@ def book(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    sync_api = pytest.importorskip("playwright.sync_api")
+    require_playwright()
+    from playwright import sync_api
+
     profile = tmp_path_factory.mktemp("profile")
     with sync_api.sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(

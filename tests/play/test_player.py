@@ -618,7 +618,8 @@ def test_uci_conversation_over_a_pipe() -> None:
         assert chess.Move.from_uci(bestmove(lines)) in _after(chess.Board(MIDDLEGAME_FEN), "d1e2").legal_moves
         # stop while the work is still going: the best move so far, at once.
         engine.send("setoption name Style value trap", "position startpos", "go wtime 600000 btime 600000")
-        time.sleep(0.05)
+        engine.send("isready")  # answered while it searches: the `go` is under way
+        engine.until("readyok", 5)
         stopped = time.monotonic()
         engine.send("stop")
         lines = engine.until("bestmove", 5)

@@ -20,7 +20,7 @@ from pipeline.repertoire.driver import WorkerSpec, build_repertoire
 from pipeline.repertoire.records import NODES_FILE, Labels
 from pipeline.repertoire.settings import RepertoireSettings, parse_start
 from search.values import format_pawns
-from tests.conftest import CHROMIUM, STOCKFISH, needs_chromium, needs_stockfish
+from tests.conftest import CHROMIUM, STOCKFISH, needs_chromium, needs_stockfish, require_playwright
 
 pytestmark = [needs_chromium, needs_stockfish]
 ARGS = [
@@ -43,7 +43,9 @@ def repertoire(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dic
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api")
+    require_playwright()
+    from playwright import sync_api
+
     profile = tmp_path_factory.mktemp("profile")
     with sync_api.sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
