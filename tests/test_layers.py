@@ -279,3 +279,296 @@ def test_modules_import_each_other_in_no_circle() -> None:
 
 def test_the_circle_check_finds_a_circle() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# -- One of each: one place for each idea, so a maintainer changes it once ------------------------
+
+
+def called_names(tree: ast.AST) -> set[str]:
+    """The names a tree calls: `f(...)` as "f", `x.f(...)` as "f" and as "x.f"."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name):
+                found.add(node.func.id)
+            elif isinstance(node.func, ast.Attribute):
+                found.add(node.func.attr)
+                if isinstance(node.func.value, ast.Name):
+                    found.add(f"{node.func.value.id}.{node.func.attr}")
+    return found
+
+
+def top_level_definitions() -> dict[str, list[str]]:
+    """Every public function and class defined at a module's top level -> the modules defining it."""
+    defined: dict[str, list[str]] = {}
+    for source in CODE:
+        for node in source.tree.body:
+            if isinstance(node, ast.FunctionDef | ast.ClassDef) and not node.name.startswith("_"):
+                defined.setdefault(node.name, []).append(source.relative)
+    return defined
+
+
+# Public names defined in more than one module on purpose: a command function is named for its
+# command (`diffimax plan`, `diffimax evaluate`), whatever else bears the word.
+SHARED_NAMES = {
+    "evaluate": {"pipeline/cli/evaluate.py", "pipeline/human/evaluate.py", "search/pesto.py"},
+    "plan": {"pipeline/cli/jobs.py", "pipeline/mine/plan/planner.py"},
+    "query": {"pipeline/cli/datasets.py", "pipeline/dataset/sql.py"},
+    # `diffimax tag` (the puzzle tagger) beside the HTML writer's element builder.
+    "tag": {"pipeline/cli/datasets.py", "pipeline/outputs/html.py"},
+    "verify": {"pipeline/cli/datasets.py", "pipeline/human/maia3_files.py"},
+}
+
+
+def test_a_public_name_means_one_thing() -> None:
+    """Two functions of one name doing different jobs (`shard_bytes_of`, `shard_records`), or one
+    idea built twice under one name (`is_dataset`, `win_chances`, `parse_formats`), send a reader
+    to the wrong place. Each public name is defined once, but for the command pairs above."""
+    twice = {
+        name: places
+        for name, places in top_level_definitions().items()
+        if len(places) > 1 and set(places) != SHARED_NAMES.get(name)
+    }
+    assert not twice, "one definition per public name:\n" + "\n".join(f"{n}: {p}" for n, p in sorted(twice.items()))
+
+
+def test_an_engine_opens_with_the_human_evidence_only_in_the_judging_kit() -> None:
+    """Item 1: `pipeline.judging.open_kit` opens the engine, the model and the corpus together;
+    a module that opened an engine and loaded the human evidence itself would be a second kit."""
+    engine = {"open_backend", "ShallowEngine", "UciEngine.open"}
+    evidence = {"load_move_model", "Corpus.load"}
+    kits = sorted(
+        source.relative for source in CODE if (called := called_names(source.tree)) & engine and called & evidence
+    )
+    assert kits == ["pipeline/judging.py"], kits
+
+
+def test_one_record_says_how_an_engine_runs() -> None:
+    """Item 1: `EngineOptions` is the engine-settings record (the CLI's flag groups build it); a
+    second dataclass with an engine's hash size is a second record to keep in step."""
+    records = sorted(
+        f"{source.relative}: {node.name}"
+        for source in CODE
+        if not source.relative.startswith("pipeline/cli/")
+        for node in ast.walk(source.tree)
+        if isinstance(node, ast.ClassDef)
+        and any(
+            isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id == "hash_mb"
+            for item in node.body
+        )
+    )
+    assert records == ["pipeline/engines/backends.py: EngineOptions"], records
+
+
+def test_per_reply_rows_and_their_rules_live_in_the_judging_kit() -> None:
+    """Item 3: the dataset's `responses` items and `explain`'s replies are built by one function,
+    beside the rule that reads the played reply from the next position."""
+    homes = top_level_definitions()
+    assert homes.get("reply_rows") == ["pipeline/judging.py"]
+    assert homes.get("played_from_next") == ["pipeline/judging.py"]
+
+
+def loops_hashing_reads(source: Source) -> Iterator[int]:
+    """Lines of loops that read pieces and feed a digest: a file's SHA-256 built by hand."""
+    for node in ast.walk(source.tree):
+        if isinstance(node, ast.For | ast.While):
+            called = called_names(node)
+            if "update" in called and "read" in called:
+                yield node.lineno
+
+
+def test_one_hashing_loop_and_one_mib() -> None:
+    """Item 5: `pipeline.common.files.feed_stream` is the one loop that hashes a file or an
+    object piece by piece, and `MIB` is defined once."""
+    loops = [f"{s.relative}:{line}" for s in CODE for line in loops_hashing_reads(s)]
+    assert loops == [f"pipeline/common/files.py:{line}" for line in loops_hashing_reads(FILES)], loops
+    mib = [
+        source.relative
+        for source in CODE
+        for node in source.tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name) and target.id == "MIB"
+    ]
+    assert mib == ["pipeline/common/files.py"], mib
+
+
+FILES = next(source for source in CODE if source.relative == "pipeline/common/files.py")
+
+
+def test_mining_counts_are_typed_not_probed() -> None:
+    """Item 5: counts go from shard to manifest as `Counts`; `hasattr`/`setattr` over records
+    would let a damaged or renamed count pass silently."""
+    probes = sorted(
+        f"{source.relative}:{node.lineno}"
+        for source in CODE
+        if source.relative.startswith("pipeline/mine/")
+        for node in ast.walk(source.tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("hasattr", "setattr")
+        and not (isinstance(node.args[0], ast.Name) and node.args[0].id == "os")
+    )
+    assert not probes, probes
+
+
+def test_typer_is_imported_by_the_cli_alone() -> None:
+    """Item 2: every command, the `human` ones included, lives in `pipeline/cli/`; the layers
+    below are typed functions the CLI calls."""
+    outside = sorted(
+        f"{source.relative}:{line}"
+        for source in CODE
+        if not source.relative.startswith("pipeline/cli/")
+        for line, module, _ in imports(source)
+        if module.split(".")[0] in ("typer", "click")
+    )
+    assert not outside, outside
+
+
+# -- Names that say what they hold (item 6) ---------------------------------------------------------
+
+
+def layout_row(name: str) -> str:
+    """The README's layout table row of a top-level directory."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return next(line for line in readme.splitlines() if line.startswith(f"| `{name}/` |"))
+
+
+def test_the_readmes_layout_table_names_the_tree() -> None:
+    """The `pipeline/` row names every package and top-level module of the tree, and nothing that
+    is not there (it once named a `cli.py` that was a package, and an `evaluate/` renamed since)."""
+    import re
+
+    named = set(re.findall(r"`([a-z_]+(?:/|\.py))`", layout_row("pipeline").split("|")[2]))
+    tree = {f"{p.name}/" for p in (ROOT / "pipeline").iterdir() if (p / "__init__.py").exists()} | {
+        p.name for p in (ROOT / "pipeline").glob("*.py") if p.name != "__init__.py"
+    }
+    in_cli = {name for name in named - tree if (ROOT / "pipeline" / "cli" / name).exists()}
+    assert named - in_cli == tree, f"README names {sorted(named - in_cli - tree)}, misses {sorted(tree - named)}"
+
+
+# Names retired because a reader took them for something else; each stays retired.
+RETIRED_MODULES = {
+    "pipeline/evaluate": "the judge harness is pipeline/harness (human/evaluate.py scores a model)",
+    "pipeline/harness/harness.py": "its runner is harness/measure.py",
+    "pipeline/outputs/puzzles/setting.py": "the setting move is puzzles/setting_move.py",
+    "pipeline/play/settings.py": "the player's styles are play/styles.py",
+    "pipeline/play/options.py": "the player's UCI options are play/uci_options.py",
+    "pipeline/human/commands.py": "the human commands live in pipeline/cli/human.py",
+}
+
+
+def test_retired_module_names_stay_retired() -> None:
+    back = {
+        path: why for path, why in RETIRED_MODULES.items() if (ROOT / path).exists() or (ROOT / f"{path}.py").exists()
+    }
+    assert not back, back
+
+
+# -- Tests that can fail (item 7) --------------------------------------------------------------------
+
+TESTS = list(sources("tests"))
+
+
+def sleeps_outside_loops(node: ast.AST, in_loop: bool = False) -> Iterator[int]:
+    """Lines of `time.sleep` calls in `node` that no loop encloses, nested functions left out (a
+    fake's pause is a fault it injects, not a wait)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        if (
+            isinstance(child, ast.Call)
+            and isinstance(child.func, ast.Attribute)
+            and child.func.attr == "sleep"
+            and not in_loop
+        ):
+            yield child.lineno
+        yield from sleeps_outside_loops(child, in_loop or isinstance(child, ast.For | ast.While))
+
+
+def test_tests_wait_on_conditions_not_fixed_sleeps() -> None:
+    """A test that sleeps a fixed time and then asserts passes or fails with the machine's load; it
+    polls a condition in a loop with a deadline instead (tests/processes.py `wait_until`)."""
+    fixed = [
+        f"{source.relative}:{line} in {node.name}"
+        for source in TESTS
+        for node in ast.walk(source.tree)
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
+        for line in sleeps_outside_loops(node)
+    ]
+    assert not fixed, "fixed sleeps:\n" + "\n".join(fixed)
+
+
+def test_tests_skip_through_the_one_rule() -> None:
+    """`tests/conftest.py` `require` decides what a missing part does: a skip on a developer's
+    machine, a failure in CI. A test that skipped on its own would pass CI by skipping, and a
+    second `needs_stockfish` could disagree with the first. Opt-in runs (a variable the reason
+    names) may be skipped by marker."""
+    own = []
+    for source in TESTS:
+        if source.relative == "tests/conftest.py":
+            continue
+        for node in ast.walk(source.tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                name = node.func.attr
+                reason = next((k.value for k in node.keywords if k.arg == "reason"), None)
+                opt_in = isinstance(reason, ast.Constant) and str(reason.value).startswith("set DIFFIMAX_")
+                if name in ("skip", "importorskip") or (name == "skipif" and not opt_in):
+                    own.append(f"{source.relative}:{node.lineno}: pytest.{name}")
+            if isinstance(node, ast.FunctionDef | ast.Assign) and any(
+                n.startswith(("needs_", "require_")) for n in defined_names(node)
+            ):
+                own.append(f"{source.relative}:{node.lineno}: defines {sorted(defined_names(node))}")
+    assert not own, "skips outside tests/conftest.py's require:\n" + "\n".join(own)
+
+
+def defined_names(node: ast.FunctionDef | ast.Assign) -> set[str]:
+    if isinstance(node, ast.FunctionDef):
+        return {node.name}
+    return {target.id for target in node.targets if isinstance(target, ast.Name)}
+
+
+# -- Docs as reference, results apart (item 8) --------------------------------------------------------
+
+
+def test_reference_docs_hold_no_dated_results() -> None:
+    """A reference doc says what is true now; a dated measurement belongs in docs/results/ (one
+    file per study, each with its command), which the reference links."""
+    import re
+
+    dated = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"\b20\d\d-[01]\d-[0-3]\d\b", line)
+    ]
+    assert not dated, "dates in reference docs (move the measurement to docs/results/):\n" + "\n".join(dated)
+    reference = "\n".join(path.read_text(encoding="utf-8") for path in (ROOT / "docs").glob("*.md"))
+    unlinked = [p.name for p in (ROOT / "docs" / "results").glob("*.md") if f"results/{p.name}" not in reference]
+    assert not unlinked, f"results no reference doc links: {unlinked}"
+
+
+# Test modules that start more than one Ray cluster, and why each test needs its own.
+OWN_CLUSTERS = {
+    "tests/mine/test_faults.py": "it kills workers and nodes: each fault on a cluster of its own",
+    "tests/mine/test_object_storage.py": "writers on several nodes need a multi-node `Cluster` besides the module's",
+}
+
+
+def test_a_test_module_shares_one_ray_cluster() -> None:
+    """Item 7: in-process jobs run on the module's cluster (`ray_session`, or one `local_ray` in a
+    module fixture); starting Ray is conftest's alone, and a module that starts more says why."""
+    assert [source.relative for source in TESTS if calls_named(source.tree, "ray", "init")] == ["tests/conftest.py"]
+    starts = {
+        source.relative: sum(
+            1
+            for node in ast.walk(source.tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("local_ray", "Cluster")
+        )
+        for source in TESTS
+        if source.relative != "tests/conftest.py"
+    }
+    many = sorted(module for module, count in starts.items() if count > 1 and module not in OWN_CLUSTERS)
+    assert not many, f"modules starting several Ray clusters: {many}"
