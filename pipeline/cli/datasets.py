@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -77,11 +78,16 @@ def write_out(pieces: Iterator[str]) -> None:
 
 
 def verify(data: DataOpt) -> None:
-    """Check every file of a dataset: its SHA-256 against the manifest, and every page checksum."""
+    """Check every file of a dataset: its SHA-256 against the manifest, every page checksum, and
+    every shard record's counts."""
     from pipeline.dataset.integrity import REPAIR, DamagedDatasetError
+    from pipeline.dataset.store import DatasetReader
     from pipeline.dataset.verify import verify_dataset
+    from pipeline.mine.counts import count_problems
 
     found = verify_dataset(data)
+    with contextlib.suppress(DamagedDatasetError):  # an unreadable record: verify_dataset named it
+        found.problems += count_problems(DatasetReader(data).shard_info())
     for problem in found.problems:
         typer.echo(problem)
     if found.problems:

@@ -76,6 +76,18 @@ class Counts:
         return cls(**values)
 
 
+def count_problems(shard_info: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per committed shard whose record's counts `from_record` refuses (`diffimax
+    verify`: a count a resumed job would refuse, found before it resumes)."""
+    problems = []
+    for shard_id, info in sorted(shard_info.items()):
+        try:
+            Counts.from_record(info.get("counts") or {}, f"shard {shard_id}")
+        except DamagedDatasetError as error:
+            problems.append(str(error))
+    return problems
+
+
 # The counts of the job alone: a shard's record has none.
 JOB_ONLY: Final = frozenset({"shards_committed", "shards_skipped"})
 

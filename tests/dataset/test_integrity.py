@@ -24,7 +24,7 @@ from pipeline.dataset.queries import run_query
 from pipeline.dataset.verify import verify_dataset
 from pipeline.human.corpus import Corpus
 from search.errors import DiffimaxError
-from tests.conftest import GAMES, one_error_line, run_cli
+from tests.conftest import GAMES, cli_in_process, one_error_line, run_cli
 from tests.mining_helpers import SERVED, assert_same_rows
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
@@ -210,3 +210,17 @@ def test_resume_refuses_an_input_changed_since_the_run(
         (copy / "manifest.json").unlink()  # as a run interrupted before the input changed
     line = one_error_line(run_cli("mine", str(changed_input), "--out", str(copy), *JOB, "--resume"))
     assert str(changed_input) in line and "changed since the run started" in line
+
+
+def test_verify_finds_a_shard_record_whose_counts_are_damaged(copy: Path) -> None:
+    """A count of the wrong type in a `_shard.json` (what `--resume` refuses) is a problem `verify`
+    names, shard and count, before any job resumes on it."""
+    shard = shard_dirs(copy)[0]
+    record = json.loads((shard / "_shard.json").read_text())
+    record["counts"]["games_read"] = "many"
+    (shard / "_shard.json").write_text(json.dumps(record))
+    verified = cli_in_process("verify", "--data", str(copy))
+    assert verified.returncode == 1, verified.stdout + verified.stderr
+    line = next(line for line in verified.stdout.splitlines() if "games_read" in line)
+    assert line == f"the record of shard {shard.name} is damaged: its count 'games_read' is 'many', not a whole number"
+    assert "1 problem(s)" in verified.stdout + verified.stderr
