@@ -1,22 +1,20 @@
-"""The features of a move (hand-made positions any decent model must agree on: a queen recaptured,
-a free queen taken), the book's counts and the ranks of the move played."""
+"""Tests of `pipeline.human.features`: the features of every legal move (hand-made positions any
+decent model must agree on: a queen recaptured, a free queen taken), the same for both colours,
+bad groups refused, and the rating pool as a feature (and on the game records it comes from)."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import chess
 import numpy as np
 import pytest
 
-from pipeline.human.book import Book, BookBuilder, own_counts
 from pipeline.human.context import MoverContext
+from pipeline.human.data import read_inputs
 from pipeline.human.features import FeatureError, feature_names, move_features
-from pipeline.human.train import played_ranks
-from tests.human.helpers import board_after, row_of
-
-# -- features -----------------------------------------------------------------------------
+from tests.conftest import GAMES
+from tests.human.helpers import board_after, row_of, slice_pgn
 
 
 def test_one_row_per_legal_move_and_the_board_is_left_as_given():
@@ -111,28 +109,17 @@ def test_unknown_context_is_nan_and_bad_groups_are_refused():
         move_features(board_after("f3", "e5", "g4", "Qh4"), MoverContext())
 
 
-def test_book_counts_leave_the_game_itself_out():
-    builder = BookBuilder()
-    for move in ("e2e4", "e2e4", "d2d4", "e2e4"):
-        builder.add(1, move)
-    builder.add(2, "g1f3")
-    book = builder.build(min_games=2)
-    assert len(book) == 1  # key 2 was reached once
-    full = book.lookup(1)
-    assert full is not None and full.games == 4 and full.moves == {"e2e4": 3, "d2d4": 1}
-    without = book.lookup(1, own_counts([(1, "d2d4")]))
-    assert without is not None and without.games == 3 and without.moves == {"e2e4": 3}
-    assert book.lookup(1, own_counts([(1, "e2e4"), (1, "e2e4"), (1, "e2e4")])) is None  # 1 < min_games
-    assert Book.from_json(json.loads(json.dumps(book.to_json()))) == book
-
-
-def test_played_ranks_count_better_moves_and_earlier_ties():
-    from pipeline.human.examples import Examples
-
-    probabilities = np.asarray([0.5, 0.3, 0.2, 0.25, 0.25, 0.5])
-    examples = Examples(
-        np.zeros((6, 1), np.float32), np.asarray([3, 3]), np.asarray([1, 1]), np.zeros(2), np.zeros((2, 5), np.int64),
-        [], [], [],
-    )  # fmt: skip
-    # First: 0.5 is better than 0.3. Second: 0.5 is better and the tie at index 0 comes first.
-    assert played_ranks(probabilities, examples).tolist() == [1, 2]
+def test_the_pool_reaches_the_features_and_the_records(data_dir, tmp_path):
+    board = board_after("e4", "e5")
+    names = feature_names(("base", "pool"))
+    assert names[-1] == "pool_chesscom"
+    chesscom = move_features(board, MoverContext(900, pool="chesscom"), groups=("base", "pool")).values[:, -1]
+    lichess = move_features(board, MoverContext(900, pool="lichess"), groups=("base", "pool")).values[:, -1]
+    unknown = move_features(board, MoverContext(900), groups=("base", "pool")).values[:, -1]
+    assert set(chesscom.tolist()) == {1.0} and set(lichess.tolist()) == {0.0} and np.isnan(unknown).all()
+    text = (GAMES / "chesscom_mixed_1187.pgn").read_text(encoding="utf-8")
+    sample = tmp_path / "mine.pgn"
+    sample.write_text("[Event " + "[Event ".join(text.split("[Event ")[1:4]), encoding="utf-8")
+    assert {record.pool for record in read_inputs([str(sample)])} == {"chesscom"}
+    assert {record.pool for record in read_inputs([str(sample)], pool="lichess")} == {"lichess"}
+    assert {record.pool for record in read_inputs([str(slice_pgn(tmp_path, 3))])} == {"lichess"}
