@@ -30,6 +30,7 @@ from pathlib import Path
 
 import ray
 
+from pipeline.common.progress import Progress
 from pipeline.ingest.headers import GameFilter
 from pipeline.mine.config import MineConfig
 from pipeline.mine.driver import run
@@ -121,7 +122,7 @@ def mine(out: Path, games: int, plies: str, depth: int) -> None:
             inputs=(str(GAMES),), out=str(out), settings=DiffiMaxSettings(depth=depth), judges=SEED_ONLY,
             game_filter=GameFilter(ply_from=first, ply_to=last), max_games=games, workers=2,
         ),
-        echo=lambda line: None,
+        Progress.quiet(),
     )  # fmt: skip
     print(f"mined {manifest['games_written']} games, {manifest['positions']:,} positions, "
           f"{manifest['traps']:,} trap records in {time.perf_counter() - started:.0f} s")  # fmt: skip

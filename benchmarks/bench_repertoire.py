@@ -56,6 +56,7 @@ from typing import Any
 import chess
 import pyarrow.parquet as pq
 
+from pipeline.common.progress import Progress
 from pipeline.common.stats import wilson
 from pipeline.engines.backends import EngineOptions
 from pipeline.harness.known_traps import load_known_traps
@@ -108,7 +109,7 @@ def grow_command(args: argparse.Namespace) -> dict[str, Any]:
                              "human_model": args.human_model, "human_corpus": args.human_corpus}  # fmt: skip
     if args.plan:
         started = time.perf_counter()
-        plan = plan_repertoire(spec, (1, 2), echo=say)
+        plan = plan_repertoire(spec, (1, 2), progress=Progress(echo=say))
         found["plan"] = {"text": repertoire_plan_text(plan), "seconds": time.perf_counter() - started,
                          "core_hours": dataclasses.asdict(plan.core_hours),
                          "walls": {n: dataclasses.asdict(w) for n, w in plan.walls.items()}}  # fmt: skip
@@ -117,8 +118,8 @@ def grow_command(args: argparse.Namespace) -> dict[str, Any]:
     with polite_ray(args.workers):
         started = time.perf_counter()  # Ray is up (its start, retries and all, is reported apart)
         cpu_before = _cpu()
-        growth, stats = build_repertoire(spec, args.workers, on_progress=_progress())
-        labels = Labels("stockfish", args.human_model, args.human_corpus)
+        growth, stats = build_repertoire(spec, args.workers, progress=Progress(echo=say))
+        labels = Labels("stockfish", human)
         report = write_repertoire(growth, stats, labels, args.out)
         wall = time.perf_counter() - started
         driver_cpu = _cpu() - cpu_before
@@ -198,17 +199,6 @@ def _cpu() -> float:
     from pipeline.mine.plan.measure import cpu_seconds
 
     return cpu_seconds()
-
-
-def _progress() -> Any:
-    last = [0.0]
-
-    def show(done: int, known: int) -> None:
-        if time.monotonic() - last[0] > 60:
-            last[0] = time.monotonic()
-            say(f"grow: {done}/{known} nodes")
-
-    return show
 
 
 # -- choose ----------------------------------------------------------------------------------------

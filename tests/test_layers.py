@@ -425,6 +425,26 @@ def test_typer_is_imported_by_the_cli_alone() -> None:
     assert not outside, outside
 
 
+# Callback parameters that were progress displays of their own.
+PROGRESS_CALLBACKS = frozenset({"echo", "on_progress", "on_record", "say"})
+
+
+def test_long_work_reports_through_one_progress() -> None:
+    """Progress was shown four ways (a `Progress`, an echo callback, a `_say`, an `on_progress`
+    lambda). A long function now takes a `Progress` (`pipeline.common.progress`), or in a Ray task
+    a `Tick` its caller turns into one; its own callbacks are for what it computes, not display."""
+    callbacks = sorted(
+        f"{source.relative}:{node.lineno} {node.name}({arg.arg})"
+        for source in CODE
+        if source.relative != "pipeline/common/progress.py"
+        for node in ast.walk(source.tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        for arg in [*node.args.args, *node.args.kwonlyargs]
+        if arg.arg in PROGRESS_CALLBACKS
+    )
+    assert not callbacks, callbacks
+
+
 # -- Names that say what they hold (item 6) ---------------------------------------------------------
 
 
@@ -546,6 +566,14 @@ def test_reference_docs_hold_no_dated_results() -> None:
     reference = "\n".join(path.read_text(encoding="utf-8") for path in (ROOT / "docs").glob("*.md"))
     unlinked = [p.name for p in (ROOT / "docs" / "results").glob("*.md") if f"results/{p.name}" not in reference]
     assert not unlinked, f"results no reference doc links: {unlinked}"
+
+
+def test_the_human_tests_are_laid_out_by_module() -> None:
+    """Item 7: `tests/human/test_<module>.py` for each module of `pipeline/human/` it tests (it was
+    one 661-line file for 14 modules): a maintainer changing a module finds its tests by name."""
+    modules = {path.stem for path in (ROOT / "pipeline" / "human").glob("*.py")}
+    tests = {path.stem.removeprefix("test_") for path in (ROOT / "tests" / "human").glob("test_*.py")}
+    assert tests and tests <= modules, f"not named for a module of pipeline/human: {sorted(tests - modules)}"
 
 
 # Test modules that start more than one Ray cluster, and why each test needs its own.

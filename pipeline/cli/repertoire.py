@@ -111,7 +111,8 @@ def repertoire(
     if plan:
         chosen = workers if workers else None
         counts = sorted({1, 2, *([chosen] if chosen else [])})
-        found = plan_repertoire(spec, counts, sample=plan_sample, echo=lambda line: typer.echo(line, err=True))
+        with Progress() as shown:
+            found = plan_repertoire(spec, counts, sample=plan_sample, progress=shown)
         typer.echo(repertoire_plan_text(found))
         return
     if out is None:
@@ -122,10 +123,9 @@ def repertoire(
         # The tree grows as it is expanded: the total and its ETA are of the nodes known so far.
         progress.start("expanded", "nodes")
         growth, stats = build_repertoire(
-            spec, count, address=address,
-            on_progress=lambda expanded, submitted: progress.update(expanded, total=submitted),
+            spec, count, address=address, progress=progress
         )  # fmt: skip
-    labels = Labels(engine, human_model, evidence.human_corpus)
+    labels = Labels(engine, human)
     report = write_repertoire(growth, stats, labels, out, data=data, formats=formats)
     typer.echo(report.summary())
     typer.echo(

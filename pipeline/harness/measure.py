@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -263,12 +263,13 @@ def gather(
     model: MoveModel | None = None,
     corpus: Corpus | None = None,
     shallow_depths: Sequence[int] = SHALLOW_DEPTHS,
-    on_record: Callable[[Record], None] | None = None,
+    tick: Tick | None = None,
     backend: Backend | None = None,
 ) -> list[Record]:
     """The evidence at every sample, in order, on this process (see `gather_parallel` for Ray);
     `backend` (a judging kit's, closed by its owner) serves the searches at the default shallow
-    depth, and backends for the other depths are opened here and closed at the end."""
+    depth, and backends for the other depths are opened here and closed at the end. `tick` is told
+    of each sample done."""
     backends: dict[int | None, Any] = {} if backend is None else {None: backend}
     records = []
     try:
@@ -278,8 +279,8 @@ def gather(
                 shallow_depths=shallow_depths, backends=backends,
             )  # fmt: skip
             records.append(record)
-            if on_record is not None:
-                on_record(record)
+            if tick is not None:
+                tick(1)
     finally:
         for opened in backends.values():
             if opened is not backend:
@@ -448,7 +449,7 @@ def _gather_specs(
     of each position gathered."""
     with judging_kit(engine, options, HumanEvidence(model_spec, corpus_spec)) as kit:
         return gather(samples, engine, options, settings, judges, model=kit.model, corpus=kit.corpus,
-                      shallow_depths=shallow_depths, on_record=None if tick is None else lambda _: tick(1),
+                      shallow_depths=shallow_depths, tick=tick,
                       backend=kit.backend)  # fmt: skip
 
 

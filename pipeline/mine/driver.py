@@ -35,7 +35,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -99,15 +99,14 @@ class _Terminated(BaseException):
 
 def run(
     config: MineConfig,
-    echo: Callable[[str], None] | None = None,
     progress: Progress | None = None,
     *,
     verbose: bool = False,
     repair: bool = False,
 ) -> dict[str, Any]:
     """Run a mining job; returns the manifest (also written to OUT/manifest.json). `progress`
-    shows the job as it runs (default: lines through `echo`, or nothing when `echo` is given and
-    swallows them). `verbose` lets a local cluster's own log lines reach the terminal. `repair`
+    shows the job as it runs (default: a bar on a terminal, else lines on stderr; `Progress.quiet()`
+    shows nothing). `verbose` lets a local cluster's own log lines reach the terminal. `repair`
     (with --resume) mines damaged shards again; without it they stop a resumed run in one line."""
     # Everything that can be wrong with the request is found before anything is created.
     sources = expand_inputs(config.inputs)
@@ -117,7 +116,7 @@ def run(
     pins = [input_pin(source, config.url_timeout) for source in sources]  # what --resume must find unchanged
     identity = job_identity(config, sources, engine_name, human_evidence_digests(config.human), pins)
     fresh = isinstance(DatasetWriter(config.out).root, ObjectPath) or not Path(config.out).exists()
-    shown = progress or Progress(echo=echo)
+    shown = progress or Progress()
     with dataset_lock(config.out) as lease:  # one job per output, for the whole job
         if lease is not None and not lease.conditional:
             shown.echo(f"warning: the store of {redact(config.out)} ignores conditional puts: two jobs started "

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pipeline.common.progress import Progress
 from pipeline.engines.backends import EngineOptions
 from pipeline.judging import HumanEvidence
 from pipeline.mine.table import DEFAULT_TABLE_MB, partition_of
@@ -144,8 +144,9 @@ class GrowthStats:
     tables: list[dict[str, int]] = field(default_factory=list)
 
 
-def grow(growth: Growth, executor: Executor, on_progress: Callable[[int, int], None] | None = None) -> GrowthStats:
-    """Expand nodes until the tree is complete; `on_progress(expanded, submitted)` after each."""
+def grow(growth: Growth, executor: Executor, progress: Progress | None = None) -> GrowthStats:
+    """Expand nodes until the tree is complete; `progress` counts the nodes expanded of those known
+    so far (the tree grows as it is expanded, so its total grows too)."""
     stats = GrowthStats()
     started = time.perf_counter()
     submitted = 0
@@ -161,8 +162,8 @@ def grow(growth: Growth, executor: Executor, on_progress: Callable[[int, int], N
         for request in growth.receive(result):
             executor.submit(request)
             submitted += 1
-        if on_progress is not None:
-            on_progress(stats.expanded, submitted)
+        if progress is not None:
+            progress.update(stats.expanded, total=submitted)
     back_up(growth)
     stats.wall_seconds = time.perf_counter() - started
     stats.tables = executor.table_stats()
@@ -175,7 +176,7 @@ def build_repertoire(
     workers: int,
     *,
     address: str | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[Growth, GrowthStats]:
     """The repertoire `spec` asks for, grown on `workers` Ray workers (0: in this process)."""
     if workers < 0:
@@ -184,7 +185,7 @@ def build_repertoire(
     if workers == 0:
         worker = spec.build()
         try:
-            stats = grow(growth, LocalExecutor(worker), on_progress)
+            stats = grow(growth, LocalExecutor(worker), progress)
         finally:
             worker.close()
         stats.workers = 1
@@ -194,7 +195,7 @@ def build_repertoire(
     with ray_session(address, num_cpus=workers if address is None else None, runtime_env=project_runtime_env()):
         executor = RayExecutor(spec, workers)
         try:
-            stats = grow(growth, executor, on_progress)
+            stats = grow(growth, executor, progress)
         finally:
             executor.close()
     stats.workers = workers

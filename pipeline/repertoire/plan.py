@@ -24,9 +24,10 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pipeline.common.progress import Progress
 from pipeline.mine.plan.estimate import mean_interval
 from pipeline.mine.plan.measure import cpu_seconds
 from pipeline.mine.plan.records import Figure
@@ -141,15 +142,16 @@ def plan_repertoire(
     *,
     sample: int = PLAN_SAMPLE,
     seed: int = PLAN_SEED,
-    echo: Callable[[str], None] = lambda line: None,
+    progress: Progress | None = None,
 ) -> RepertoirePlan:
-    """Steps 1-3 (the module docstring) for the repertoire `spec` asks for."""
+    """Steps 1-3 (the module docstring) for the repertoire `spec` asks for; `progress` says each step."""
+    shown = progress or Progress.quiet()
     if sample < 1:
         raise RepertoireError(f"invalid plan sample {sample!r}: must be a whole number >= 1")
-    echo("plan: sketching the tree on the shallow pass")
+    shown.say("plan: sketching the tree on the shallow pass")
     growth, sketch_seconds = sketch(spec)
     chosen = draw_sample(growth, sample, seed)
-    echo(f"plan: sketch of {len(growth.nodes)} nodes in {sketch_seconds:.0f} s; timing {len(chosen)} nodes")
+    shown.say(f"plan: sketch of {len(growth.nodes)} nodes in {sketch_seconds:.0f} s; timing {len(chosen)} nodes")
     timed, start_seconds = time_sample(spec, chosen)
     kinds: dict[NodeKind, KindFigures] = {kind: kind_figures(growth, timed, kind) for kind in ("player", "opponent")}
 

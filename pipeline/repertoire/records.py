@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from pipeline.common.files import write_atomic
 from pipeline.dataset.sql import named_queries
+from pipeline.judging import HumanEvidence
 from pipeline.repertoire.evidence import PositionGames
 from pipeline.repertoire.expand import OpponentResult
 from pipeline.repertoire.settings import RepertoireError, RepertoireSettings
@@ -37,11 +38,11 @@ NODES_FILE = "nodes.parquet"
 
 @dataclass(frozen=True)
 class Labels:
-    """What the rows say about how the repertoire was made."""
+    """What the rows say about how the repertoire was made: the engine and the human evidence, as
+    the judging kit took them."""
 
     engine: str
-    human_model: str | None
-    human_corpus: str | None
+    human: HumanEvidence
 
 
 def repertoire_id(settings: RepertoireSettings, start_fen: str, start_moves: Sequence[str]) -> str:
@@ -80,7 +81,7 @@ def node_rows(growth: Growth, labels: Labels, evidence: PositionGames | None = N
         "player_rating": settings.player_rating, "pool": settings.pool, "start_fen": root_board.fen(),
         "plies": settings.plies, "floor": settings.floor, "width": settings.width,
         "safety_margin": settings.diffimax.safety_margin, "engine": labels.engine,
-        "human_model": labels.human_model, "human_corpus": labels.human_corpus,
+        "human_model": labels.human.model, "human_corpus": labels.human.corpus,
     }  # fmt: skip
     rows = []
     ordered = sorted(growth.nodes, key=lambda node: (node.depth, node.path))

@@ -37,7 +37,7 @@ def repertoire(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dic
                       HumanEvidence(model="bundled"))  # fmt: skip
     growth, stats = build_repertoire(spec, 0)
     out = tmp_path_factory.mktemp("explorer")
-    write_repertoire(growth, stats, Labels("stockfish", "default", None), out)
+    write_repertoire(growth, stats, Labels("stockfish", HumanEvidence("default")), out)
     return out, pq.read_table(out / NODES_FILE).to_pylist()
 
 

@@ -41,7 +41,7 @@ pytestmark = [pytest.mark.slow, needs_stockfish]
 # 1400-1800, so its games are evidence), Stockfish at 20,000 nodes a line.
 SETTINGS = RepertoireSettings(color=chess.WHITE, rating=1600, pool="lichess", plies=3, floor=0.15, width=1)
 OPTIONS = EngineOptions(nodes=20_000)
-LABELS = Labels("stockfish", "default", None)
+LABELS = Labels("stockfish", HumanEvidence("default"))
 
 
 def spec(settings: RepertoireSettings = SETTINGS, start: Start | None = None) -> WorkerSpec:

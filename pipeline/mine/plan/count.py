@@ -5,9 +5,10 @@ from __future__ import annotations
 import bz2
 import contextlib
 import gzip
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import BinaryIO, cast
 
+from pipeline.common.progress import Progress
 from pipeline.common.storage import is_object_url, redact
 from pipeline.ingest.sources import (
     NEWLINE_GAME_START,
@@ -79,7 +80,7 @@ def prefix_games(path: str, disk_bytes: int = PREFIX_BYTES) -> tuple[int, int]:
         return count, raw.consumed
 
 
-def count_sources(sources: Sequence[str], max_games: int | None, echo: Callable[[str], None]) -> list[SourceCount]:
+def count_sources(sources: Sequence[str], max_games: int | None, progress: Progress) -> list[SourceCount]:
     """Count the games of each source (or estimate a large one's), in input order, up to `max_games`."""
     counts: list[SourceCount] = []
     left = max_games
@@ -100,7 +101,7 @@ def count_sources(sources: Sequence[str], max_games: int | None, echo: Callable[
             in_prefix, read = prefix_games(source)
             games = round(in_prefix * size / max(1, read))
             counted, sampleable = False, in_prefix
-            echo(f"plan: {redact(source)}: {size / 1e9:.1f} GB, ~{games:,} games (estimated from its first "
+            progress.say(f"plan: {redact(source)}: {size / 1e9:.1f} GB, ~{games:,} games (estimated from its first "
                  f"{read >> 20} MiB)")  # fmt: skip
         games_read = games if left is None else min(games, left)
         if left is not None:

@@ -123,7 +123,7 @@ def _read_input(
 ) -> _Input:
     """Steps 1-2: count the sources, read the sample; PlanError if no sampled position is in the job."""
     say = progress.say
-    counts = count_sources(sources, config.max_games, say)
+    counts = count_sources(sources, config.max_games, progress)
     counted_games = sum(count.games_read for count in counts)
     chosen = choose_blocks(counts, sample_games, seed)
     sample = read_sample(config, counts, chosen)
