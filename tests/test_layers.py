@@ -1,8 +1,9 @@
 """The code's structure, read from its source (docs/architecture.md draws it): layers import
 downward only, no module imports another module's private (underscore) names or a name another
-module only imported, Ray is started in
-one place, the win-chance curve is defined once, and modules and functions stay small enough to
-read. Pure static checks: no Ray, no engine."""
+module only imported, Ray is started in one place, the win-chance curve is defined once, and
+modules and functions stay small enough to read. Then one of each idea in one place (issue 33):
+public names, the judging kit, engine settings, reply rows, hashing, counts, progress, the CLI,
+names, the tests' own habits and the docs. Pure static checks: no Ray, no engine."""
 
 from __future__ import annotations
 

@@ -101,8 +101,8 @@ def count_sources(sources: Sequence[str], max_games: int | None, progress: Progr
             in_prefix, read = prefix_games(source)
             games = round(in_prefix * size / max(1, read))
             counted, sampleable = False, in_prefix
-            progress.say(f"plan: {redact(source)}: {size / 1e9:.1f} GB, ~{games:,} games (estimated from its first "
-                 f"{read >> 20} MiB)")  # fmt: skip
+            progress.say(f"plan: {redact(source)}: {size / 1e9:.1f} GB, ~{games:,} games (estimated from its "
+                         f"first {read >> 20} MiB)")  # fmt: skip
         games_read = games if left is None else min(games, left)
         if left is not None:
             left -= games_read
