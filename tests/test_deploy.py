@@ -456,3 +456,22 @@ def test_the_job_entrypoint_names_itself_in_its_usage_and_errors_in_one_line() -
     assert help_text.startswith("Usage: python -m jobs.mine [OPTIONS] {INPUT...}"), help_text[:200]
     refused = subprocess.run([sys.executable, "-m", "jobs.mine", "--bogus"], capture_output=True, text=True, cwd=ROOT)
     assert refused.returncode == 2 and refused.stderr.strip().startswith("diffimax: error: No such option: --bogus")
+
+
+def test_every_data_file_of_the_packages_is_installed():
+    """The image installs the project as a wheel (`pip install .`), which carries only the package
+    data pyproject.toml lists: a page's script or style left out is a command that fails in the
+    container alone (the puzzle book's and the explorer's were, until this test)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    listed = project["tool"]["setuptools"]["package-data"]
+    missing = []
+    for package in ("search", "schemas", "pipeline"):
+        patterns = listed.get(package, [])
+        for path in sorted((ROOT / package).rglob("*")):
+            relative = path.relative_to(ROOT / package).as_posix()
+            if path.is_dir() or path.suffix in (".py", ".pyc") or "__pycache__" in relative:
+                continue
+            if not any(fnmatch.fnmatch(relative, pattern) and relative.count("/") == pattern.count("/")
+                       for pattern in patterns):  # fmt: skip
+                missing.append(f"{package}/{relative}")
+    assert not missing, f"not in [tool.setuptools.package-data]: {missing}"
