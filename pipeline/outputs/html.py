@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Final, TypeAlias
 
 from pipeline.common.sanitize import xml_printable
+
+# The board script the puzzle book and the repertoire explorer share (board.js), inlined before
+# each page's own script: each page stays one offline file.
+BOARD_SCRIPT: Final = (Path(__file__).resolve().parent / "board.js").read_text(encoding="utf-8")
 
 # Elements written without content or end tag (as `<name ... />`, valid HTML and XML).
 VOID: Final = frozenset({"meta", "img", "br", "hr", "col", "input"})

@@ -11,33 +11,14 @@
 // Hint names the piece, Solution plays the line. #<id>/<step> in the URL opens a step.
 (function () {
   "use strict";
-  var FILES = "abcdefgh";
+  var FILES = diffimaxBoard.FILES;
+  var placement = diffimaxBoard.placement;
   var SVG = "http://www.w3.org/2000/svg";
   document.documentElement.className += " js";
-  function squareName(row, col, white) {
-    return white ? FILES[col] + (8 - row) : FILES[7 - col] + (row + 1);
-  }
   function cell(name, white) {
     var file = FILES.indexOf(name[0]);
     var rank = Number(name[1]) - 1;
     return white ? [file, 7 - rank] : [7 - file, rank];
-  }
-  function placement(fen) {
-    var found = {};
-    var rows = fen.split("/");
-    for (var r = 0; r < 8; r++) {
-      var file = 0;
-      for (var i = 0; i < rows[r].length; i++) {
-        var c = rows[r][i];
-        if (c >= "1" && c <= "8") {
-          file += Number(c);
-        } else {
-          found[FILES[file] + (8 - r)] = c;
-          file += 1;
-        }
-      }
-    }
-    return found;
   }
   function shape(letter) {
     return "#" + (letter === letter.toUpperCase() ? "w" : "b") + letter.toUpperCase();
@@ -54,26 +35,13 @@
     var white = data.orientation === "white";
     var stepButtons = section.querySelectorAll(".steps button.step");
     var state = { ply: 1, selected: null, done: false, hinted: false, shown: 1 };
-    var buttons = {};
+    var buttons = diffimaxBoard.squareButtons(grid, white, true);
     var legal = {};
     for (var key in data.steps) {
       var list = data.steps[key].legal.split(" ");
       legal[key] = {};
       for (var k = 0; k + 1 < list.length; k += 2) {
         legal[key][list[k]] = list[k + 1];
-      }
-    }
-    for (var row = 0; row < 8; row++) {
-      for (var col = 0; col < 8; col++) {
-        var name = squareName(row, col, white);
-        var button = document.createElement("button");
-        button.type = "button";
-        button.className = "sq";
-        button.setAttribute("data-square", name);
-        button.setAttribute("aria-label", name);
-        button.tabIndex = row === 0 && col === 0 ? 0 : -1;
-        grid.appendChild(button);
-        buttons[name] = button;
       }
     }
     function rect(x, y) {

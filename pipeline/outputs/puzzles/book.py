@@ -23,14 +23,14 @@ import chess
 import chess.svg
 
 from pipeline.common.sanitize import clean_text
-from pipeline.outputs.html import Html, document, join, tag
+from pipeline.outputs.html import BOARD_SCRIPT, Html, document, join, tag
 from pipeline.outputs.puzzles.records import Puzzle
 from pipeline.outputs.puzzles.rules import mates_in_one
 from pipeline.outputs.puzzles.words import colour_names, role, task
 
 BOARD_PX = 360  # size of a board in the HTML book
 HERE = Path(__file__).resolve().parent
-SCRIPT = (HERE / "book.js").read_text(encoding="utf-8")
+SCRIPT = BOARD_SCRIPT + (HERE / "book.js").read_text(encoding="utf-8")
 STYLE = (HERE / "book.css").read_text(encoding="utf-8").replace("BOARDPX", str(BOARD_PX))
 PIECE_NAMES = {chess.PAWN: "pawn", chess.KNIGHT: "knight", chess.BISHOP: "bishop", chess.ROOK: "rook",
                chess.QUEEN: "queen", chess.KING: "king"}  # fmt: skip

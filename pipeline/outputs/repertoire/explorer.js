@@ -11,28 +11,8 @@
   // The book's style shows the board and its buttons only when a script runs (a page without one
   // would offer buttons that do nothing): say that this one does.
   document.documentElement.className += " js";
-  var FILES = "abcdefgh";
+  var placement = diffimaxBoard.placement;
   var COLUMNS = ["move", "p", "value", "expected", "gain", "traps", "works", "seen", "score"];
-  function squareName(row, col, white) {
-    return white ? FILES[col] + (8 - row) : FILES[7 - col] + (row + 1);
-  }
-  function placement(text) {
-    var squares = {};
-    var rows = text.split("/");
-    for (var r = 0; r < 8; r++) {
-      var col = 0;
-      for (var i = 0; i < rows[r].length; i++) {
-        var ch = rows[r][i];
-        if (ch >= "1" && ch <= "8") {
-          col += Number(ch);
-        } else {
-          squares[FILES[col] + (8 - r)] = ch;
-          col += 1;
-        }
-      }
-    }
-    return squares;
-  }
   function setup(root) {
     var data = JSON.parse(root.getAttribute("data-tree"));
     var nodes = {};
@@ -47,20 +27,7 @@
     var exported = root.querySelector("textarea.pgn");
     var white = data.orientation === "white";
     var state = { node: 0, selected: null };
-    var buttons = {};
-    for (var row = 0; row < 8; row++) {
-      for (var col = 0; col < 8; col++) {
-        var name = squareName(row, col, white);
-        var button = document.createElement("button");
-        button.type = "button";
-        button.className = "sq";
-        button.setAttribute("data-square", name);
-        button.setAttribute("aria-label", name);
-        button.tabIndex = -1;
-        grid.appendChild(button);
-        buttons[name] = button;
-      }
-    }
+    var buttons = diffimaxBoard.squareButtons(grid, white, false);
     function cell(text, kind) {
       var td = document.createElement("td");
       td.textContent = text;

@@ -23,12 +23,12 @@ import chess
 import chess.svg
 
 from pipeline.common.sanitize import clean_text
-from pipeline.outputs.html import Html, document, tag
+from pipeline.outputs.html import BOARD_SCRIPT, Html, document, tag
 from pipeline.outputs.puzzles.book import BOARD_PX, STYLE
 from search.values import format_pawns
 
 HERE = Path(__file__).resolve().parent
-SCRIPT = (HERE / "explorer.js").read_text(encoding="utf-8")
+SCRIPT = BOARD_SCRIPT + (HERE / "explorer.js").read_text(encoding="utf-8")
 # The explorer's own rules, after the book's.
 EXPLORER_STYLE = """
 .sq{background-size:100% 100%;background-repeat:no-repeat}
