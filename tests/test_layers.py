@@ -575,6 +575,22 @@ def test_the_human_tests_are_laid_out_by_module() -> None:
     modules = {path.stem for path in (ROOT / "pipeline" / "human").glob("*.py")}
     tests = {path.stem.removeprefix("test_") for path in (ROOT / "tests" / "human").glob("test_*.py")}
     assert tests and tests <= modules, f"not named for a module of pipeline/human: {sorted(tests - modules)}"
+    # ... and each tests its module, with the few others it needs to set up (the one file of
+    # before reached into 11 of them).
+    for source in TESTS:
+        if source.relative.startswith("tests/human/test_"):
+            used = {
+                module if module != "pipeline.human" else f"{module}.{name}"
+                for _, module, names in imports(source)
+                if module.startswith("pipeline.human")
+                for name in names or [""]
+            }
+            own = f"pipeline.human.{source.path.stem.removeprefix('test_')}"
+            named = f"`{own}`" in (ast.get_docstring(source.tree) or "")  # a test through the CLI imports none
+            assert (own in used or named) and len(used) <= HUMAN_MODULES_PER_TEST_FILE, (source.relative, sorted(used))
+
+
+HUMAN_MODULES_PER_TEST_FILE = 5
 
 
 # Test modules that start more than one Ray cluster, and why each test needs its own.
