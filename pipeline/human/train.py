@@ -346,6 +346,11 @@ def fit_linear(train: Examples, config: TrainConfig, progress: Progress) -> Line
 # -- the whole run ------------------------------------------------------------------------
 
 
+# TrainConfig fields the training command and the recorded config leave out: the workers change no
+# byte of the model, and the feature engine is written on its own (`--engine --feature-depth`, the
+# model's `engine` record).
+UNRECORDED_FIELDS: Final = frozenset({"workers", "engine", "engine_options"})
+
 # The flag of a TrainConfig field whose name is not the flag's (pipeline/cli/human.py).
 FLAG_OF: Final = {
     "kind": "--learner",
@@ -361,7 +366,7 @@ def training_command(data: Sequence[str], config: TrainConfig, out_name: str) ->
     default = TrainConfig()
     parts = ["diffimax human train", *(f"--games {item}" for item in data)]
     for name, value in asdict(config).items():
-        if name in ("workers", "engine", "engine_options"):
+        if name in UNRECORDED_FIELDS:
             continue
         if name in ("source_rates", "source_game_rates"):
             option = "--source-rate" if name == "source_rates" else "--source-game-rate"
@@ -499,7 +504,7 @@ def write_model(
     probabilities = softmax_groups(model.raw_scores(tune.values), tune.sizes)
     tune_metrics = group_metrics(probabilities, tune)
     document["metrics"] = {"tune": {k: round(v, 5) for k, v in tune_metrics.items()}}
-    config_record = {k: v for k, v in asdict(config).items() if k not in ("workers", "engine", "engine_options")}
+    config_record = {k: v for k, v in asdict(config).items() if k not in UNRECORDED_FIELDS}
     document["training"] = {
         "command": training_command(data, config, out.rsplit("/", 1)[-1]),
         "data": input_digest(data),
