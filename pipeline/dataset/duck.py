@@ -38,11 +38,17 @@ def is_dataset(root: Where) -> bool:
     )
 
 
+def require_dataset(root: Where) -> None:
+    """DatasetError, in one line, unless `root` is a dataset `diffimax mine` made (every reader and
+    `verify` ask this first)."""
+    if not is_dataset(root):
+        raise DatasetError(f"no diffimax dataset in {str(root)!r} (expected the output directory of diffimax mine)")
+
+
 def open_dataset(dataset: str | Path | ObjectPath, *, allow_partial: bool = False) -> DatasetState:
     """The checked state of a dataset directory or prefix (`check_dataset`), after making sure it is one."""
     root = dataset_path(dataset)
-    if not is_dataset(root):
-        raise DatasetError(f"no diffimax dataset in {str(root)!r} (expected the output directory of diffimax mine)")
+    require_dataset(root)
     state = check_dataset(root, allow_partial=allow_partial)
     if isinstance(root, Path):
         state.root = root

@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.dataset.conformance import value_problem
+from pipeline.dataset.duck import require_dataset
 from pipeline.dataset.integrity import (
     FILES,
     MANIFEST_FILE,
@@ -31,7 +32,7 @@ from pipeline.dataset.integrity import (
     shard_records,
     snapshot_of,
 )
-from pipeline.dataset.objects import ObjectPath, Where
+from pipeline.dataset.objects import ObjectPath, Where, dataset_path
 
 
 @dataclass
@@ -55,7 +56,8 @@ def verify_dataset(root: str | Where) -> VerifyReport:
     has not finished, each committed shard's own `_shard.json`). The dataset's own names must not
     be symbolic links (`check_layout`: LinkedDatasetError), nor may the manifest name a shard
     outside it; a shard directory or file that is a link, or an entry of `shards/` that is no
-    shard, is a problem."""
+    shard, is a problem. A place that holds no dataset is DatasetError."""
+    require_dataset(dataset_path(root))
     base = snapshot_of(root)
     check_layout(base)
     shards = base / SHARDS_DIR

@@ -148,6 +148,18 @@ def test_cli_formats_and_errors(dataset):
         assert message in result.stderr
 
 
+def test_verify_of_a_place_without_a_dataset_is_one_line_saying_so(tmp_path):
+    """It said "no manifest.json: the job has not finished" and told the user to repair a dataset
+    that was never there; it now says what every reader says."""
+    for place in (tmp_path / "missing", tmp_path):
+        result = run_cli("verify", "--data", str(place))
+        assert result.returncode == 1 and not result.stdout, result.stdout
+        assert (
+            result.stderr
+            == f"diffimax: error: no diffimax dataset in {str(place)!r} (expected the output directory of diffimax mine)\n"
+        )
+
+
 def test_csv_output_neutralises_formulas():
     from pipeline.dataset.queries import QueryResult
 
