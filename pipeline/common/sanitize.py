@@ -83,8 +83,11 @@ def safe_url(site: str | None) -> str:
     url = (site or "").strip()
     if not url or len(url) > URL_MAX or not _URL_CHARS.fullmatch(url):
         return ""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return ""
+    except ValueError:  # an unbalanced `[` (urllib reads an IPv6 host) or a bad port
         return ""
     return url
 

@@ -115,7 +115,10 @@ def check_name(name: str, under: ObjectUrl | str) -> None:
 def parse_url(url: str) -> ObjectUrl:
     """The bucket and key of an object URL; StorageError for credentials in it (they come from
     the environment, a profile or a role), a query, or a key with empty, `.` or `..` components."""
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as error:  # an unbalanced `[`: urllib reads an IPv6 host
+        raise StorageError(f"{redact(url)!r} is not an object-storage URL: {error}") from None
     scheme = parts.scheme.lower()
     if scheme not in PROTOCOLS:
         raise StorageError(f"{redact(url)!r} is not an object-storage URL (s3://BUCKET/KEY or gs://BUCKET/KEY)")

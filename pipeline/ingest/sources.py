@@ -156,9 +156,19 @@ def is_url(name: str) -> bool:
     return name[:8].lower().startswith(("http://", "https://"))
 
 
+def name_path(name: str) -> str:
+    """The path of a URL or object URL, else `name` itself; InputError for a URL urllib cannot read."""
+    if not (is_url(name) or is_object_url(name)):
+        return name
+    try:
+        return urllib.parse.urlsplit(name).path
+    except ValueError as error:  # an unbalanced `[`: urllib reads an IPv6 host
+        raise InputError(f"unreadable input URL {redact(name)!r}: {error}") from None
+
+
 def compression_of(name: str) -> Compression:
     """The compression named by a file name, URL path or object key; InputError if it is not a PGN name."""
-    lowered = (urllib.parse.urlsplit(name).path if is_url(name) or is_object_url(name) else name).lower()
+    lowered = name_path(name).lower()
     for suffix, compression in SUFFIXES:
         if lowered.endswith(suffix):
             return compression
@@ -167,7 +177,7 @@ def compression_of(name: str) -> Compression:
 
 def source_stem(source: str) -> str:
     """The file name without its PGN suffix, safe for ids: `lichess_db_2013-01`."""
-    name = urllib.parse.urlsplit(source).path if is_url(source) or is_object_url(source) else source
+    name = name_path(source)
     base = name.rstrip("/").rsplit("/", 1)[-1]
     lowered = base.lower()
     for suffix, _ in SUFFIXES:

@@ -42,6 +42,7 @@ def test_object_urls_are_parsed_and_unsafe_keys_refused() -> None:
         "s3://AKIAX:secret@bucket/k",
         "s3://bucket/k?x=1",
         "s3://B/k",
+        "s3://b[k/x",  # urllib reads an IPv6 host and raises ValueError
     ):
         with pytest.raises(StorageError) as refused:
             parse_url(bad)

@@ -110,6 +110,7 @@ def test_expand_inputs_directory_glob_file_and_url(tmp_path: Path) -> None:
             "unsupported input 'http://127.0.0.1/games.csv': expected a name ending in .pgn.zst, .pgn.bz2, "
             ".pgn.gz, .pgn",
         ),
+        (lambda d: "https://a[b/games.pgn", "unreadable input URL 'https://a[b/games.pgn': Invalid IPv6 URL"),
     ],
 )
 def test_bad_input_is_one_clear_error(tmp_path: Path, make: Callable[[Path], str], message: str) -> None:
