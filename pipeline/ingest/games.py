@@ -338,6 +338,9 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
             self.dropped.append("date")
         fen = get("FEN")
         start_fen = fen.strip() if fen and fen.strip() else None
+        if start_fen is not None and ("\r" in start_fen or "\n" in start_fen):
+            # A lone carriage return splits no header line, but python-chess refuses it in a tag.
+            return self.fail(f"invalid FEN {quote(start_fen)}")
         self.by_name_960 = chess960
         if chess960:
             self.board_headers["Variant"] = "Chess960"

@@ -20,6 +20,8 @@ import chess.pgn
 import chess.polyglot
 import pytest
 import zstandard
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipeline.ingest.games import Failed, Filtered, GameOutcome, Selected, read_games, read_pgn_bytes
 from pipeline.ingest.headers import (
@@ -34,6 +36,7 @@ from pipeline.ingest.sources import iter_shards
 from pipeline.ingest.split import split_games
 from schemas.dataset import to_signed64
 from tests.conftest import GAMES
+from tests.strategies import KNOWN_TAGS, PGN_SPECIAL, hostile_pgn
 
 LICHESS_100 = GAMES / "lichess_100.pgn"
 PLAYER_B = GAMES / "lichess_player_b_1089.pgn"
@@ -327,6 +330,8 @@ def test_garbage_inside_a_game() -> None:
         (b"4. Nc3 Nh6", b"4. Nc3 ) Nh6", "unmatched ')' in movetext", 7),
         (b'[White "BFG9k"]', b'[White "BFG9k]', "unparseable header line '[White \"BFG9k]'", None),
         (b'[White "BFG9k"]', b"[White BFG9k]", "unparseable header line '[White BFG9k]'", None),
+        # CI's fuzzing found it: a lone CR inside a FEN tag, which python-chess refuses to set.
+        (b'[White "BFG9k"]', b'[White "BFG9k"]\n[FEN "8/8\r/8 w - - 0 1"]', "invalid FEN '8/8\\r/8 w - - 0 1'", None),
     ],
 )
 def test_bad_game_fails_alone(old: bytes, new: bytes, reason: str, ply: int | None) -> None:
@@ -337,6 +342,45 @@ def test_bad_game_fails_alone(old: bytes, new: bytes, reason: str, ply: int | No
     error = outcomes[1].error  # type: ignore[union-attr]
     assert (error["reason"], error["ply"], error["game_id"], error["game_index"]) == (reason, ply, "j1dkb5dw", 1)
     assert error["byte_offset"] == len(games[1])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(hostile_pgn(max_games=5), st.sampled_from([ALL_GAMES, GameFilter(ply_from=0, ply_to=6)]))
+def test_hostile_games_are_read_or_refused_in_one_line(data: bytes, game_filter: GameFilter) -> None:
+    """The reader alone, in-process, on many more hostile inputs than the job-level fuzzing
+    (tests/mine/test_fuzz.py) can afford: no input raises, and each refusal is one line."""
+    for outcome in read_all(data, game_filter):
+        assert isinstance(outcome, Selected | Filtered | Failed)
+        if isinstance(outcome, Failed):
+            reason = outcome.error["reason"]
+            assert reason and "\n" not in reason and "\r" not in reason, reason
+
+
+# A real value of each tag a reader acts on; any other tag holds a name.
+TAG_VALUES = {
+    "Date": "2023.01.01", "UTCDate": "2023.01.01", "UTCTime": "12:00:00", "WhiteElo": "1500", "BlackElo": "1500",
+    "TimeControl": "180+2", "Site": "https://lichess.org/abcdefgh", "Link": "https://www.chess.com/game/live/1",
+    "Result": "1-0", "ECO": "C20", "Variant": "Standard", "FEN": chess.STARTING_FEN, "SetUp": "1",
+    "TimeClass": "blitz",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("game_filter", [ALL_GAMES, GameFilter()], ids=["all-games", "default-filter"])
+def test_every_tag_takes_every_special_character(game_filter: GameFilter) -> None:
+    """Each tag with each character that breaks lines, quotes or brackets in the middle of a real
+    value: every game is read or refused in one line, and no input ends the read."""
+    cases = [(tag, char) for tag in KNOWN_TAGS for char in PGN_SPECIAL]
+    data = b""
+    for tag, char in cases:
+        value = TAG_VALUES.get(tag, "Magnus")
+        value = value[: len(value) // 2] + char + value[len(value) // 2 :]
+        data += f'[{tag} "{value}"]\n\n1. e4 e5 2. Nf3 *\n\n'.encode()
+    outcomes = read_all(data, game_filter)
+    assert len(outcomes) >= len(cases) - sum(char == "\n" for _, char in cases)
+    for outcome in outcomes:
+        if isinstance(outcome, Failed):
+            reason = outcome.error["reason"]
+            assert reason and "\n" not in reason and "\r" not in reason, reason
 
 
 def test_ambiguous_san_fails_alone() -> None:
