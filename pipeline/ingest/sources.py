@@ -177,8 +177,7 @@ def compression_of(name: str) -> Compression:
 
 def source_stem(source: str) -> str:
     """The file name without its PGN suffix, safe for ids: `lichess_db_2013-01`."""
-    name = name_path(source)
-    base = name.rstrip("/").rsplit("/", 1)[-1]
+    base = name_path(source).rstrip("/").rsplit("/", 1)[-1]
     lowered = base.lower()
     for suffix, _ in SUFFIXES:
         if lowered.endswith(suffix):
@@ -194,8 +193,7 @@ def shard_id_of(source: str, index: int) -> str:
 
 
 def _is_pgn_name(name: str) -> bool:
-    lowered = name.lower()
-    return any(lowered.endswith(suffix) for suffix, _ in SUFFIXES)
+    return name.lower().endswith(tuple(suffix for suffix, _ in SUFFIXES))
 
 
 def _walk(directory: str) -> list[str]:
