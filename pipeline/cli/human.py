@@ -226,12 +226,14 @@ def corpus_command(
 ) -> None:
     """What humans played where, by mover rating, from games alone (no analysis): the corpus the
     human judge reads (`--human-corpus`)."""
+    from pipeline.common.choices import parse_choices
     from pipeline.common.splits import SPLITS
     from pipeline.human.corpus import build_corpus, write_corpus
 
-    chosen = frozenset(token.strip() for token in corpus_splits.split(",") if token.strip())
-    if not chosen or not chosen <= set(SPLITS):
-        raise TrainError(f"invalid --corpus-splits {corpus_splits!r}: expected some of {', '.join(SPLITS)}")
+    try:
+        chosen = frozenset(parse_choices(corpus_splits, SPLITS, "--corpus-splits"))
+    except ValueError as error:
+        raise TrainError(str(error)) from None
     rows = build_corpus(list(games), chosen)
     path = write_corpus(rows, out)
     kinds = len(set(rows["position_key"].to_pylist()))

@@ -1,10 +1,13 @@
-"""`parse_choices`: the one reading of a flag that names some of a fixed set (`--files`)."""
+"""`parse_choices`: the one reading of a flag that names some of a fixed set (`--files`, `--kind`,
+`--corpus-splits`)."""
 
 from __future__ import annotations
 
 import pytest
 
+from pipeline.cli.human import corpus_command
 from pipeline.common.choices import parse_choices
+from pipeline.human.train import TrainError
 from pipeline.outputs.puzzles import PuzzleError, parse_formats
 from pipeline.outputs.repertoire.write import parse_repertoire_files as repertoire_files
 from pipeline.repertoire.settings import RepertoireError
@@ -27,3 +30,17 @@ def test_puzzles_and_the_repertoire_refuse_a_file_kind_alike() -> None:
     with pytest.raises(RepertoireError, match=r"^invalid --files 'svg': expected parquet, pgn, html or all$"):
         repertoire_files("svg")
     assert repertoire_files("all") == {"parquet", "pgn", "html"}
+
+
+def test_a_group_word_names_its_choices() -> None:
+    known = ("punish", "set", "defend")
+    both = {"both": ("punish", "set")}
+    assert parse_choices("defend,both", known, "--kind", groups=both) == ("defend", "punish", "set")
+    assert parse_choices("set, BOTH", known, "--kind", groups=both) == ("set", "punish")
+    with pytest.raises(ValueError, match=r"^invalid --kind 'every': expected punish, set, defend, both or all$"):
+        parse_choices("every", known, "--kind", groups=both)
+
+
+def test_the_corpus_splits_are_read_like_every_other_choice() -> None:
+    with pytest.raises(TrainError, match=r"^invalid --corpus-splits 'bogus': expected train, tune, held_out or all$"):
+        corpus_command(games=[], out="unused.parquet", corpus_splits="train,bogus")

@@ -372,7 +372,7 @@ def test_opening_tags_are_normalised_like_lichess(opening: str | None, tags: str
 def test_kind_and_formats_parse_from_the_command_line() -> None:
     assert parse_kind(" Punish ") == ("punish",) and parse_kind("both") == ("punish", "set")
     assert parse_kind("defend,punish") == ("punish", "defend") and parse_kind("all") == ("punish", "set", "defend")
-    with pytest.raises(PuzzleError, match=r"^invalid kind 'traps': expected punish, set, defend, both or all$"):
+    with pytest.raises(PuzzleError, match=r"^invalid --kind 'traps': expected punish, set, defend, both or all$"):
         parse_kind("traps")
     assert parse_formats("html, csv,html") == ("html", "csv")
     assert parse_formats("all") == parse_formats(" ALL ") == ("csv", "pgn", "html")
@@ -395,7 +395,7 @@ def test_a_mate_in_one_with_a_winning_second_best_is_not_an_only_move() -> None:
 
 
 def test_bad_settings_fail_with_one_clear_line(tmp_path: Path) -> None:
-    with pytest.raises(PuzzleError, match=r"^invalid kind 'every': expected punish, set, defend, both or all$"):
+    with pytest.raises(PuzzleError, match=r"^invalid --kind 'every': expected punish, set, defend, both or all$"):
         generate_puzzles(tmp_path, tmp_path / "out", kind="every")
     with pytest.raises(PuzzleError, match=r"^the lichess standard has no defensive puzzles"):
         generate_puzzles(tmp_path, tmp_path / "out", kind="defend", standard="lichess")

@@ -65,20 +65,14 @@ def themes_for(kind: PuzzleKind, checked: Checked, fen: str, standard: str = "de
 
 
 def parse_kind(text: str | Sequence[str]) -> tuple[PuzzleKind, ...]:
-    """The kinds asked for: a comma list of `punish`, `set`, `defend`, or `both` (punish and set,
-    the default) or `all` (any case); raises PuzzleError otherwise. The defensive kind is written
-    only when it is named."""
-    names = text.split(",") if isinstance(text, str) else list(text)
-    chosen: list[PuzzleKind] = []
-    for raw in names:
-        name = raw.strip().lower()
-        group = {"both": BOTH, "all": KINDS}.get(name) or tuple(k for k in KINDS if k == name)
-        if not group:
-            raise PuzzleError(f"invalid kind {raw!r}: expected punish, set, defend, both or all")
-        chosen += [k for k in group if k not in chosen]
-    if not chosen:
-        raise PuzzleError("no kind: expected punish, set, defend, both or all")
-    return tuple(k for k in KINDS if k in chosen)
+    """`--kind`: a comma list of `punish`, `set`, `defend`, or `both` (punish and set, the
+    default) or `all` (any case), in the order of KINDS; PuzzleError otherwise. The defensive kind
+    is written only when it is named."""
+    try:
+        chosen = parse_choices(text, KINDS, "--kind", groups={"both": BOTH})
+    except ValueError as error:
+        raise PuzzleError(str(error)) from None
+    return tuple(kind for kind in KINDS if kind in chosen)
 
 
 def parse_formats(formats: str | Sequence[str]) -> tuple[OutputFormat, ...]:
