@@ -1,7 +1,7 @@
 """Puzzles per 100 games at each standard, and whether they are puzzles a puzzle maker keeps.
 
   python -m benchmarks.bench_puzzle_yield DATA [DATA ...] --out DIR [--standards default,lichess]
-         [--lichess-nodes N] [--recheck 4] [--workers N] [--engine stockfish]
+         [--lichess-nodes N] [--recheck 4] [--workers N] [--engine stockfish] [--baseline]
 
 For each mined dataset and each standard: `generate_puzzles` with the defaults (kind both), the
 drop reasons, the share of written puzzles that are non-mating one-movers or end below +2 pawns
@@ -9,14 +9,18 @@ without mate (the defensive kind aside), and the share that passes `recheck` by 
 `--recheck` times the standard's nodes. Beside the lichess standard: the positions of the mined
 games where lichess-puzzler's generator would start a puzzle (the human's move lost more than 0.6
 win chances and left the other side >= +2), and how many of them the dataset's primary judge calls
-a trap the human fell into (the only punish candidates the puzzles read). Writes OUT/yield.json.
+a trap the human fell into (the only punish candidates the puzzles read). With `--baseline`, a
+standard that searches narrow passes again (`Standard.confirm_band`) is also run without, in the
+same run, dataset by dataset. Writes OUT/yield.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -96,13 +100,11 @@ def recheck_all(puzzles: list[Puzzle], standard: Standard, engine: str, factor: 
     return len(puzzles) - len(failed), failed
 
 
-def measure(data: Path, out: Path, standard: str, args: argparse.Namespace) -> dict[str, Any]:
-    nodes = args.lichess_nodes if standard == "lichess" else None
-    rules = standard_of(standard, nodes=nodes)
+def measure(data: Path, out: Path, rules: Standard, variant: str, args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     with Progress() as progress:
         report: PuzzleReport = generate_puzzles(
-            data, out / f"{data.name}-{standard}", standard=standard, nodes=nodes, workers=args.workers,
+            data, out / f"{data.name}-{rules.name}-{variant}", standard=rules, workers=args.workers,
             engine=args.engine, progress=progress,
         )  # fmt: skip
     seconds = time.monotonic() - started
@@ -110,7 +112,9 @@ def measure(data: Path, out: Path, standard: str, args: argparse.Namespace) -> d
     passed, failed = recheck_all(puzzles, rules, args.engine, args.recheck) if args.recheck else (0, [])
     result = {
         "dataset": str(data),
-        "standard": standard,
+        "standard": rules.name,
+        "variant": variant,
+        "confirm_band": rules.confirm_band,
         "nodes": rules.nodes,
         "games": report.games,
         "puzzles": len(puzzles),
@@ -126,7 +130,7 @@ def measure(data: Path, out: Path, standard: str, args: argparse.Namespace) -> d
         "recheck_failed": failed,
         "seconds": round(seconds, 1),
     }
-    if standard == "lichess":
+    if rules.name == "lichess":
         result["lichess_starts"] = lichess_starts(data)
     return result
 
@@ -140,12 +144,20 @@ def main() -> None:
     parser.add_argument("--recheck", type=int, default=4, help="re-verify at this many times the nodes (0: not)")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--engine", default="stockfish")
+    parser.add_argument(
+        "--baseline", action="store_true",
+        help="beside a standard that searches narrow passes again, the same standard without (confirm_band 0)",
+    )  # fmt: skip
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
-    for standard in args.standards.split(","):
-        for data in args.data:
-            result = measure(data, args.out, standard, args)
+    for name in args.standards.split(","):
+        rules = standard_of(name, nodes=args.lichess_nodes if name == "lichess" else None)
+        variants = [("as-is", rules)]
+        if args.baseline and rules.confirm_band > 0:
+            variants.insert(0, ("no-confirm", replace(rules, confirm_band=0.0)))
+        for data, (variant, chosen) in itertools.product(args.data, variants):
+            result = measure(data, args.out, chosen, variant, args)
             results.append(result)
             print(json.dumps(result, sort_keys=True), flush=True)
             (args.out / "yield.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -8,6 +8,7 @@ nothing left running after the command, and engines that cannot start or crash a
 from __future__ import annotations
 
 import csv
+import dataclasses
 import html.parser
 import io
 import math
@@ -378,6 +379,41 @@ def test_kind_and_formats_parse_from_the_command_line() -> None:
     assert parse_formats("all") == parse_formats(" ALL ") == ("csv", "pgn", "html")
     with pytest.raises(PuzzleError, match=r"^invalid --files \[\]: expected csv, pgn, html or all$"):
         parse_formats([])
+
+
+def test_a_narrow_pass_is_searched_again_deeper_and_the_deeper_search_decides() -> None:
+    """`Standard.confirm_band`: Nxe5 beats h3 by 0.303 win chances (170 cp against 0), within 0.1
+    of the 0.3 margin, so the deeper search is asked, and its answer stands."""
+    cp = chess.engine.Cp
+    after_trap = epd_after(BEFORE_TRAP, "g7g6")
+    after_second = epd_after(BEFORE_TRAP, "g7g6", "f3e5", "g4d1")
+    table = {
+        after_trap: [("f3e5 g4d1", cp(170)), ("h2h3", cp(0))],
+        after_second: [("c4f7 e8e7", cp(500)), ("c3d1", cp(-300))],  # a wide pass: never searched again
+        epd_after(BEFORE_TRAP, "g7g6", "f3e5", "g4d1", "c4f7", "e8e7"): [("c3d5", cp(650)), ("h2h3", cp(600))],
+    }
+    asked: list[str] = []
+
+    def deeper(lines: list[tuple[str, chess.engine.Score]]) -> Analyse:
+        def analyse(board: chess.Board, count: int = 2) -> list[MultiPvLine]:
+            asked.append(board.epd())
+            return scripted({board.epd(): lines})(board, count)  # type: ignore[return-value]
+
+        return analyse
+
+    narrowed = deeper([("f3e5 g4d1", cp(150)), ("h2h3", cp(0))])  # 0.269: below the margin
+    assert check_candidate(BEFORE_TRAP, ["g7g6", "f3e5"], 1, scripted(table), DEFAULT, confirm=narrowed) == "not_unique"
+    held = deeper([("f3e5 g4d1", cp(400)), ("h2h3", cp(0))])
+    checked = check_candidate(BEFORE_TRAP, ["g7g6", "f3e5"], 1, scripted(table), DEFAULT, confirm=held)
+    assert not isinstance(checked, str) and checked.moves == ("g7g6", "f3e5", "g4d1", "c4f7")
+    assert checked.checks[0].best == cp(400)  # the deeper search's verdict is the one recorded
+    assert asked == [after_trap, after_trap]
+    # Without a band (the lichess standard's), the first search decides and nothing is asked again.
+    no_band = dataclasses.replace(DEFAULT, confirm_band=0.0)
+    assert not isinstance(
+        check_candidate(BEFORE_TRAP, ["g7g6", "f3e5"], 1, scripted(table), no_band, confirm=narrowed), str
+    )
+    assert asked == [after_trap, after_trap] and STANDARDS["lichess"].confirm_band == 0.0
 
 
 def test_a_mate_in_one_with_a_winning_second_best_is_not_an_only_move() -> None:

@@ -106,7 +106,7 @@ def generate_puzzles(
     limit: int | None = None,
     formats: Sequence[str] = FORMATS,
     engine: str = "stockfish",
-    standard: str = "default",
+    standard: str | Standard = "default",
     nodes: int | None = None,
     margin: float | None = None,
     title: str = "diffimax puzzles",
@@ -118,8 +118,8 @@ def generate_puzzles(
     (nothing is written, and `out` is not made, when no candidate passes).
 
     `kind` names the kinds asked for (`parse_kind`: punish and set by default; defend only when
-    named). `standard` names the rules (`standards.STANDARDS`); `nodes` and `margin` override its
-    budget and margin. `min_dip` is in pawns (setter's view); `limit` caps the puzzles written
+    named). `standard` names the rules (`standards.STANDARDS`), or is a `Standard` of one's own;
+    `nodes` and `margin` override its budget and margin. `min_dip` is in pawns (setter's view); `limit` caps the puzzles written
     (candidates are verified in order of the evidence that humans fall, `evidence_order`, and
     verification stops at the limit). `workers` engines verify (see `run_verification`); the output
     is the same whatever their number. `human_model` judges practical setting moves; the rating

@@ -59,6 +59,17 @@ def is_only_move(best: chess.engine.Score, second: chess.engine.Score | None, ma
     return score_win_chances(best) - score_win_chances(second) > margin
 
 
+def passes_narrowly(lines: Sequence[MultiPvLine], standard: Standard) -> bool:
+    """The best line passes the only-move rule at the standard's margin but not at the margin
+    plus its `confirm_band`: a verdict a deeper search may turn."""
+    if len(lines) < 2:
+        return False
+    best, second = lines[0].score, lines[1].score
+    return is_only_move(best, second, standard.margin) and not is_only_move(
+        best, second, standard.margin + standard.confirm_band
+    )
+
+
 def mates_in_one(board: chess.Board) -> list[chess.Move]:
     """The legal moves of `board` that checkmate."""
     mates = []
@@ -166,6 +177,7 @@ class _Rules:
     judge_setting: JudgeSetting | None
     defending: bool
     extend: bool
+    confirm: Analyse | None
 
 
 def check_candidate(
@@ -178,6 +190,7 @@ def check_candidate(
     *,
     defence_from: int | None = None,
     extend: bool = True,
+    confirm: Analyse | None = None,
 ) -> Checked | DropReason:
     """Replay and verify one candidate under `standard`; the verified line or why it was dropped.
 
@@ -198,12 +211,15 @@ def check_candidate(
     opponent's move) is at most BEHIND_CP, at LEVEL_CP or better (`not_winning`); the lichess
     standard also wants every solver move at `winning_cp`; a first solver move that only wins
     back what the opponent's move took needs a line that wins more (`recapture`).
+
+    `confirm` is the deeper search (`Standard.confirm_band`): a solver move that passes by less
+    than the band is searched again on it, and its answer decides.
     """
     full = _parse(fen, moves, fixed)
     if isinstance(full, str):
         return full
     rules = _Rules(standard, analyse, fixed, judge_setting, defence_from is not None and defence_from <= BEHIND_CP,
-                   extend)  # fmt: skip
+                   extend, confirm if standard.confirm_band > 0 else None)  # fmt: skip
     walk = _Walk(chess.Board(fen))
     dropped = _walk_line(walk, full, rules)
     if dropped is not None:
@@ -260,6 +276,8 @@ def _solver_move(walk: _Walk, planned: chess.Move | None, index: int, rules: _Ru
     line ends or is not the only good move); a drop reason for a required move that fails; None
     where the line ends before it."""
     lines = rules.analyse(walk.board, 2)
+    if rules.confirm is not None and passes_narrowly(lines, rules.standard):
+        lines = rules.confirm(walk.board, 2)
     best, second = lines[0], (lines[1] if len(lines) > 1 else None)
     unique = is_only_move(best.score, second.score if second else None, rules.standard.margin)
     required = index <= rules.fixed

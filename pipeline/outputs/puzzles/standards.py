@@ -8,12 +8,14 @@ solver moves and must leave the solver at least ADVANTAGE_CP ahead (a defensive 
 by name, instead escapes from BEHIND_CP to LEVEL_CP or better), and a first solver move that only
 wins back what the opponent's move just took makes no puzzle unless the line wins more.
 
-`default` is this project's: Lichess's *blunder* margin (0.3 win chances) at 500,000 nodes, any
-number of puzzles per game, and set puzzles whose setting move is either the only good move or the
-clear practical best (`setting_move.py`). `lichess` is lichess-puzzler's: margin 0.7 at its node budget
-(25,000,000 per MultiPV-2 search), several mates in one allowed when the best non-mating move keeps
-at most 0.6, every solver move of a line without mate still >= 200 cp, and at most one puzzle per
-game; its set puzzles need the only-move rule.
+`default` is this project's: Lichess's *blunder* margin (0.3 win chances) at 500,000 nodes (a
+solver move that passes by less than CONFIRM_BAND is searched again at twice the nodes, and the
+deeper search decides), any number of puzzles per game, and set puzzles whose setting move is either
+the only good move or the clear practical best (`setting_move.py`). `lichess` is lichess-puzzler's:
+margin 0.7 at its node budget (25,000,000 per MultiPV-2 search), several mates in one allowed when
+the best non-mating move keeps at most 0.6, every solver move of a line without mate still >= 200
+cp, and at most one puzzle per game; its set puzzles need the only-move rule (and nothing is
+searched again: lichess-puzzler does not).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ BEHIND_CP = -200  # a defensive puzzle's solver is at least this far behind befo
 LEVEL_CP = -50  # ... and ends no worse than this: level (half a pawn is no real edge)
 MIN_SOLVER_MOVES = 2  # a line without mate needs this many solver moves (no one-movers, as Lichess)
 MAX_SOLVER_MOVES = 10  # the engine extends a line to at most this many solver moves
+CONFIRM_BAND = 0.1  # default: a solver move that passes the margin by less than this is searched again ...
+CONFIRM_NODES_FACTOR = 2  # ... at this many times the nodes, and the deeper search decides
 
 
 @dataclass(frozen=True)
@@ -55,10 +59,16 @@ class Standard:
     """How a set puzzle's setting move may pass (`setting_move.py` for `practical`)."""
     defence: bool = True
     """Defensive puzzles (`--kind defend`) can meet it (lichess-puzzler has none)."""
+    confirm_band: float = 0.0
+    """A solver move that passes the only-move rule by less than this (win chances above the
+    margin) is searched again at CONFIRM_NODES_FACTOR times the nodes, and the deeper search
+    decides: a gap that narrows with depth made puzzles that failed at 4x the nodes. 0: never."""
 
 
 STANDARDS: dict[str, Standard] = {
-    "default": Standard("default", DEFAULT_MARGIN, DEFAULT_NODES, set_rules=("only", "practical")),
+    "default": Standard(
+        "default", DEFAULT_MARGIN, DEFAULT_NODES, set_rules=("only", "practical"), confirm_band=CONFIRM_BAND
+    ),
     "lichess": Standard(
         "lichess",
         LICHESS_MARGIN,
@@ -71,10 +81,10 @@ STANDARDS: dict[str, Standard] = {
 }
 
 
-def standard_of(name: str, *, margin: float | None = None, nodes: int | None = None) -> Standard:
-    """The named standard, with its margin or node budget overridden where given (a lighter
-    `lichess` run keeps every rule but the budget: say so when you report it)."""
-    chosen = STANDARDS.get(name.strip().lower())
+def standard_of(name: str | Standard, *, margin: float | None = None, nodes: int | None = None) -> Standard:
+    """The named standard (or the one given), with its margin or node budget overridden where
+    given (a lighter `lichess` run keeps every rule but the budget: say so when you report it)."""
+    chosen = name if isinstance(name, Standard) else STANDARDS.get(name.strip().lower())
     if chosen is None:
         raise PuzzleError(f"invalid standard {name!r}: expected {' or '.join(STANDARDS)}")
     if margin is not None:

@@ -18,7 +18,7 @@ from pipeline.common.progress import Progress
 from pipeline.engines.process import DEFAULT_TIMEOUT, EngineError, EngineStartError, UciEngine
 from pipeline.outputs.puzzles.records import Checked, DropReason, MultiPvLine, PracticalCheck, VerificationStopped
 from pipeline.outputs.puzzles.rules import check_candidate
-from pipeline.outputs.puzzles.standards import Standard
+from pipeline.outputs.puzzles.standards import CONFIRM_NODES_FACTOR, Standard
 
 ENGINE_HASH_MB = 16  # UCI Hash per engine; cleared (ucinewgame) before every candidate
 SLOWEST_NPS = 150_000  # nodes per second an engine may fall to under load before a search is "hung"
@@ -43,11 +43,12 @@ class EngineVerifier:
     """
 
     def __init__(self, engine: str = "stockfish", *, nodes: int = 500_000, timeout: float | None = None) -> None:
-        wait = search_timeout(nodes) if timeout is None else timeout
+        wait = search_timeout(nodes * CONFIRM_NODES_FACTOR) if timeout is None else timeout
         self.engine = UciEngine.open(engine, {"Threads": 1, "Hash": ENGINE_HASH_MB}, timeout=wait)
         self.path = self.engine.path
         self.name = self.engine.name
         self.limit = chess.engine.Limit(nodes=nodes)
+        self.deeper_limit = chess.engine.Limit(nodes=nodes * CONFIRM_NODES_FACTOR)
         self._game = object()
         self.searches = 0
 
@@ -55,7 +56,14 @@ class EngineVerifier:
         self._game = object()
 
     def __call__(self, board: chess.Board, lines: int = 2) -> list[MultiPvLine]:
-        result = self.engine.search(board, lines, self.limit, game=self._game)
+        return self._lines(board, lines, self.limit)
+
+    def deeper(self, board: chess.Board, lines: int = 2) -> list[MultiPvLine]:
+        """The search again at CONFIRM_NODES_FACTOR times the nodes (`Standard.confirm_band`)."""
+        return self._lines(board, lines, self.deeper_limit)
+
+    def _lines(self, board: chess.Board, lines: int, limit: chess.engine.Limit) -> list[MultiPvLine]:
+        result = self.engine.search(board, lines, limit, game=self._game)
         self.searches += 1
         found = []
         for info in result.infos:
@@ -128,8 +136,9 @@ class Verifier:
         if task.practical and "practical" in self.how.standard.set_rules and self.how.model is not None:
             judge = self._practical(task)
         verdict = check_candidate(
-            task.fen, task.moves, task.fixed, self.engine, self.how.standard, judge, defence_from=task.defence_from
-        )
+            task.fen, task.moves, task.fixed, self.engine, self.how.standard, judge, defence_from=task.defence_from,
+            confirm=self.engine.deeper,
+        )  # fmt: skip
         if task.defence_only and not isinstance(verdict, str) and verdict.outcome != "defence":
             return "wins"
         return verdict
