@@ -65,9 +65,16 @@ def mined(s3: S3Server, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path,
     return local, remote
 
 
+def without_bytes(verified: str) -> str:
+    """`verify`'s report without its byte count."""
+    return re.sub(r"[\d,]+ bytes", "N bytes", verified)
+
+
 def test_the_same_input_mined_to_a_directory_and_to_s3_gives_the_same_rows(mined: tuple[Path, str]) -> None:
     local, remote = mined
-    assert except_all(local, remote, ignore=()) == NOTHING_DIFFERS
+    # Which repeats a worker's table served follows the parts' arrival order (SERVED), which a
+    # loaded machine changes; every value and verdict is the same.
+    assert except_all(local, remote) == NOTHING_DIFFERS
     manifest = json.loads((ObjectPath(remote) / "manifest.json").read_bytes())
     assert_counts_add_up(manifest, remote)  # type: ignore[arg-type]
     assert manifest["writers"]["nodes"] == 1 and not manifest["writers"]["pinned_to_driver"]
@@ -82,7 +89,9 @@ def test_query_report_verify_on_s3_answer_as_on_the_local_copy(mined: tuple[Path
         there = run_cli("query", "--data", remote, *arguments, check=True)
         assert there.stdout == here.stdout and here.stdout.strip()
     here, there = run_cli("verify", "--data", str(local)), run_cli("verify", "--data", remote)
-    assert here.returncode == there.returncode == 0 and here.stdout == there.stdout
+    # The byte counts may differ by the compression of the `reused` flags (SERVED): not compared.
+    assert here.returncode == there.returncode == 0
+    assert without_bytes(here.stdout) == without_bytes(there.stdout)
     assert "all intact" in there.stdout
     pages = []
     for data, out in ((str(local), tmp_path / "local"), (remote, tmp_path / "remote")):
