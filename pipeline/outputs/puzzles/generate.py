@@ -119,12 +119,12 @@ def generate_puzzles(
 
     `kind` names the kinds asked for (`parse_kind`: punish and set by default; defend only when
     named). `standard` names the rules (`standards.STANDARDS`), or is a `Standard` of one's own;
-    `nodes` and `margin` override its budget and margin. `min_dip` is in pawns (setter's view); `limit` caps the puzzles written
-    (candidates are verified in order of the evidence that humans fall, `evidence_order`, and
-    verification stops at the limit). `workers` engines verify (see `run_verification`); the output
-    is the same whatever their number. `human_model` judges practical setting moves; the rating
-    is `RATING_MODEL`'s, the model its knots were fitted on (None: no rating, set puzzles by the
-    only-move rule alone). `progress` shows the work.
+    `nodes` and `margin` override its budget and margin. `min_dip` is in pawns (setter's view);
+    `limit` caps the puzzles written (candidates are verified in order of the evidence that humans
+    fall, `evidence_order`, and verification stops at the limit). `workers` engines verify (see
+    `run_verification`); the output is the same whatever their number. `human_model` judges
+    practical setting moves; the rating is `RATING_MODEL`'s, the model its knots were fitted on
+    (None: no rating, set puzzles by the only-move rule alone). `progress` shows the work.
     """
     started = time.monotonic()
     shown = progress or Progress.quiet()
