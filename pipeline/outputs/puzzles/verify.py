@@ -34,7 +34,8 @@ def search_timeout(nodes: int) -> float:
 
 class EngineVerifier:
     """Owns one UCI engine (`pipeline.engines.process.UciEngine`: timeouts, one restart after a
-    crash, no orphan): MultiPV 2 at `nodes` per search, Threads 1, Hash ENGINE_HASH_MB.
+    crash, no orphan): MultiPV 2 at `nodes` per search (`deeper`: CONFIRM_NODES_FACTOR times as
+    many, its timeout the deeper search's), Threads 1, Hash ENGINE_HASH_MB.
 
     Call `new_puzzle()` before each candidate: the next search starts with `ucinewgame` (hash
     cleared), so a candidate's verdict depends on nothing verified before it, in this engine or in
