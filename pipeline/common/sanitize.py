@@ -87,7 +87,7 @@ def safe_url(site: str | None) -> str:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             return ""
-    except ValueError:  # an unbalanced `[` (urllib reads an IPv6 host) or a bad port
+    except ValueError:  # an unbalanced `[`: urllib reads an IPv6 host
         return ""
     return url
 

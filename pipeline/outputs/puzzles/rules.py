@@ -219,7 +219,7 @@ def check_candidate(
     if isinstance(full, str):
         return full
     rules = _Rules(standard, analyse, fixed, judge_setting, defence_from is not None and defence_from <= BEHIND_CP,
-                   extend, confirm if standard.confirm_band > 0 else None)  # fmt: skip
+                   extend, confirm)  # fmt: skip
     walk = _Walk(chess.Board(fen))
     dropped = _walk_line(walk, full, rules)
     if dropped is not None:
