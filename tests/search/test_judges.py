@@ -19,7 +19,9 @@ from pipeline.human.corpus import Corpus, write_corpus
 from pipeline.human.models import load_move_model
 from pipeline.judging import judge_position
 from schemas.dataset import to_signed64
+from search.analysis import ResponseValue, classify_responses
 from search.judges import (
+    JUDGES,
     JudgeSettings,
     NodeEvidence,
     ReplyEvidence,
@@ -101,12 +103,39 @@ def test_practical_judge_prefers_the_corpus_where_it_has_the_position_and_needs_
 
 
 def test_no_judge_names_the_best_an_excluded_reply_or_a_node_with_one_meaningful_reply() -> None:
-    every = JudgeSettings(judges=parse_judges("all"), model_p=0.01, practical_p=0.01, trappy_k=5)
-    evidence = node(
-        r("a1a2", 0, model_p=0.9, shallow_rank=1), r("b1b2", 400, model_p=0.9, shallow_rank=1, excluded="check"),
-    )  # fmt: skip
-    verdicts = judge(evidence, every, SETTINGS).candidates
-    assert all(not moves for moves in verdicts.values())
+    every = JudgeSettings(
+        judges=parse_judges("all"), model_p=0.01, practical_p=0.01, trappy_k=5, corpus_share=0.01, corpus_min_games=1
+    )
+    # T = 0: even the best reply's dip (0) is large enough, so only the rules under test keep it out.
+    settings = DiffiMaxSettings(depth=2, trap_dip=0.0, exclude_checks=True)
+
+    def plausible(move: str, value: int, check: bool = False) -> ReplyEvidence:
+        """A reply every judge finds plausible (model, corpus and the shallow pass all like it)."""
+        return r(move, value, excluded="check" if check else None, model_p=0.3, shallow_rank=1, corpus_count=3)
+
+    def verdicts(*replies: ReplyEvidence) -> dict[str, frozenset[str]]:
+        # The dip judge's candidates as the pipeline records them: the seed's analysis of the values.
+        values = [
+            ResponseValue(
+                move=x.move, tiebreak=(0, x.move), value=x.deep_value or 0, exact=True,
+                gives_check=x.excluded == "check", is_capture=False,
+            )
+            for x in replies
+        ]  # fmt: skip
+        dip = frozenset(c.move for c in classify_responses(values, settings).candidates)
+        evidence = dataclasses.replace(node(*replies, corpus_games=9), dip_candidates=dip)
+        found = dict(judge(evidence, every, settings).candidates)
+        assert set(found) == set(JUDGES)  # every judge gives a verdict on this evidence
+        return found
+
+    # a1a2 is best; b1b2 and c1c2 are plausible and dip 1.50, but b1b2 gives check (excluded).
+    named = verdicts(plausible("a1a2", 0), plausible("b1b2", 150, check=True), plausible("c1c2", 150))
+    for name, moves in named.items():
+        assert moves == {"c1c2"}, name  # each judge names the trap, never the best or the excluded reply
+    # The best reply gives check too: c1c2 is the one meaningful reply, and no judge names it.
+    alone = verdicts(plausible("a1a2", 0, check=True), plausible("b1b2", 150, check=True), plausible("c1c2", 150))
+    for name, moves in alone.items():
+        assert moves == frozenset(), name
 
 
 def test_only_the_replies_a_judge_finds_plausible_are_searched_deeply() -> None:
@@ -182,7 +211,6 @@ def check_recorded_rules(evidence: NodeEvidence, verdicts: dict[str, frozenset[s
             assert x.deep_value is not None, x.move
 
 
-@pytest.mark.slow
 @pytest.mark.stockfish
 @needs_stockfish
 def test_every_judge_on_real_stockfish_the_model_and_real_games(tmp_path: Path) -> None:

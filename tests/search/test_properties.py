@@ -1,4 +1,7 @@
-"""Property tests on random trees: the optimised searches agree with the exhaustive ones."""
+"""Property tests on random trees: the optimised searches agree with the exhaustive ones, and both
+DiffiMax searches with DiffiMax written again from the definition (`independent_diffimax`), which
+shares no code with them: they share the walk and the result, so agreeing with each other alone
+would not see a bug there."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from search.diffimax import DiffiMaxSearch, reference_diffimax
 from search.settings import DiffiMaxSettings
 from search.tree import Tree, TreeGame, tree_height
 from search.ttable import TranspositionTable
+from tests.search.independent_diffimax import assert_matches_definition, independent_diffimax
 from tests.strategies import settings, trees
 
 
@@ -59,6 +63,9 @@ def test_optimised_diffimax_equals_reference(tree, root_is_max, seed, use_tt, da
     table = TranspositionTable() if use_tt else None
     game = TreeGame(tree, root_is_max, shuffle_seed=seed)
     optimised = DiffiMaxSearch(game, config, tt=table).run()
+    expected = independent_diffimax(TreeGame(tree, root_is_max), config)
+    assert_matches_definition(optimised, expected, "optimised")
+    assert_matches_definition(reference, expected, "reference")
     assert_same_diffimax(optimised, reference)
 
 
@@ -107,4 +114,7 @@ def test_optimised_diffimax_equals_reference_on_bushier_trees():
         optimised = DiffiMaxSearch(
             TreeGame(tree, root_is_max, shuffle_seed=index), config, tt=TranspositionTable()
         ).run()
+        expected = independent_diffimax(TreeGame(tree, root_is_max), config)
+        assert_matches_definition(optimised, expected, f"optimised, tree {index}")
+        assert_matches_definition(reference, expected, f"reference, tree {index}")
         assert_same_diffimax(optimised, reference)
