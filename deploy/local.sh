@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-command set-up and run on a fresh machine (the README's two commands):
 #   bash deploy/local.sh demo   # install, then run the main job on the bundled sample
-#   bash deploy/local.sh test   # install, then run the suite (CI's): every test not marked slow
+#   bash deploy/local.sh test   # install, then run the suite (CI's): every test but the few marked slow
+#   bash deploy/local.sh quick  # the minute-long development loop: static checks and pure tests (not CI's)
 #   bash deploy/local.sh test-all   # install, then run every test, the slow ones too
 # Installs what is missing and nothing else: a virtualenv in .venv with the project and its
 # dev tools, Debian's stockfish (at /usr/games/stockfish) when apt-get is available, and Maia-3's
@@ -116,12 +117,20 @@ case "${1:-}" in
         install_python
         install_maia3
         shift
-        # Two workers; a module whose tests start Ray clusters runs whole in one of them (its
-        # fixtures built once: tests/conftest.py), so at most two Ray jobs run at once. The slow
-        # tests (kills at random points, every command in a terminal, the soak-like runs: over an
-        # hour on 2 cores) are left to `test-all`; the suite still runs the real Stockfish, Ray
-        # clusters, DuckDB over Parquet, the S3 server and Chromium.
-        "$VENV/bin/python" -m pytest -n 2 --dist loadgroup -m "not slow" "$@"
+        # Every test but the few marked slow (each says why: the whole shared files, runs of hours;
+        # `pytest --collect-only -q -m slow --slow-reasons` lists them): the product's main paths,
+        # Stockfish mining on Ray, object storage, kills and resumes, puzzles, the report and the
+        # repertoire in Chromium, run here, in CI. Two workers; a module whose tests start Ray
+        # clusters runs whole in one of them (its fixtures built once: tests/conftest.py), so at
+        # most two Ray jobs run at once.
+        "$VENV/bin/python" -m pytest -n 2 --dist loadgroup -m "not slow" --durations=25 "$@"
+        ;;
+    quick)
+        # The development loop, a minute or two: ruff, mypy and the tests that start no Ray cluster
+        # and no Stockfish. Installs nothing beyond the virtualenv; not what CI runs (`test` is).
+        install_python
+        shift
+        "$VENV/bin/python" -m pytest -n 2 -m "not slow and not cluster and not stockfish" "$@"
         ;;
     test-all)
         install_stockfish
@@ -132,7 +141,7 @@ case "${1:-}" in
         "$VENV/bin/python" -m pytest -n 2 --dist loadgroup "$@"
         ;;
     *)
-        echo "usage: bash deploy/local.sh demo|test|test-all [extra arguments]" >&2
+        echo "usage: bash deploy/local.sh demo|test|quick|test-all [extra arguments]" >&2
         exit 2
         ;;
 esac

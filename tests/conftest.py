@@ -185,11 +185,38 @@ CLUSTER_MODULES = frozenset(
 )  # fmt: skip
 
 
+def slow_reason(item: pytest.Item) -> str | None:
+    """Why `item` is left out of the README's test command (None: it is not; "" : marked slow
+    without a reason, which collection refuses). `slow` is for the few tests that need hours or
+    the full shared files; everything else runs in CI (issue 41)."""
+    marker = item.get_closest_marker("slow")
+    if marker is None:
+        return None
+    return str(marker.kwargs.get("reason", "")).strip()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--slow-reasons", action="store_true", help="list the tests marked slow, each with its reason")
+
+
+def pytest_report_collectionfinish(config: pytest.Config, start_path: Path, items: list[pytest.Item]) -> list[str]:
+    if not config.getoption("slow_reasons"):
+        return []
+    slow = [(item.nodeid, slow_reason(item)) for item in items if slow_reason(item) is not None]
+    return [f"{len(slow)} tests marked slow (left out of `bash deploy/local.sh test`):"] + [
+        f"  {nodeid}: {reason}" for nodeid, reason in slow
+    ]
+
+
 # tryfirst: pytest-xdist reads the `xdist_group` marks in its own pytest_collection_modifyitems, which
 # otherwise runs before this one (plugins registered later are called first), and then no test has one:
 # a cluster module's tests were spread over both workers, and its module fixtures built in each.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unexplained = [item.nodeid for item in items if slow_reason(item) == ""]
+    if unexplained:
+        raise pytest.UsageError(f"{len(unexplained)} tests are marked slow without a reason (e.g. {unexplained[0]}): "
+                                "write @pytest.mark.slow(reason=...), saying why CI cannot run it")  # fmt: skip
     for item in items:
         if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in CLUSTER_MODULES:
             item.add_marker(pytest.mark.cluster)

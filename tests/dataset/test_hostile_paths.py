@@ -42,7 +42,7 @@ from search.errors import DiffimaxError
 from tests.conftest import GAMES, one_error_line, run_cli
 from tests.mining_helpers import SERVED, assert_same_rows
 
-pytestmark = [pytest.mark.slow, pytest.mark.cluster]
+pytestmark = pytest.mark.cluster
 
 # The first games of lichess_100.pgn, one position each, in shards of ~5 KB (several shards).
 GAMES_MINED = 8

@@ -76,7 +76,6 @@ def test_a_held_lock_refuses_mine_resume_report_and_puzzles_at_once(tmp_path: Pa
         pass
 
 
-@pytest.mark.slow
 def test_a_second_job_on_a_running_jobs_out_refuses_and_the_first_finishes(tmp_path: Path) -> None:
     out = tmp_path / "run"
     first = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "mine", SAMPLE, "--out", str(out), *LONG],

@@ -35,7 +35,6 @@ OUTLIER_SHARE = 0.01  # of the compared alternatives
 BEST_GAP = 75  # cp, by the naive values
 
 
-@pytest.mark.slow
 @pytest.mark.stockfish
 @needs_stockfish
 def test_adaptive_analysis_agrees_with_naive_multipv(record_property):

@@ -40,7 +40,6 @@ def test_damaged_corpus_files_are_named_in_one_line(tmp_path):
         assert "\n" not in message and expected in message and path.name in message, (name, message)
 
 
-@pytest.mark.slow
 def test_a_damaged_corpus_fails_in_one_line_in_explain_and_mine(data_dir, tmp_path):
     corpus = write_table(
         tmp_path / "corpus.parquet", {"position_key": ["a"], "mover_rating": [1], "move_uci": ["e2e4"]}

@@ -40,7 +40,6 @@ def test_a_game_sample_reads_a_share_of_a_file_and_a_file_rate_overrides_it(data
     assert [record.game_id for record in read_inputs([str(GAMES / "lichess_100.pgn")], games=whole)] == every
 
 
-@pytest.mark.slow
 @pytest.mark.cluster
 def test_a_mined_dataset_gives_the_same_positions_as_its_pgn(data_dir, tmp_path):
     from pipeline.ingest.headers import GameFilter

@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from tests.conftest import GAMES
 from tests.human.helpers import cli, slice_pgn
 
 
-@pytest.mark.slow
 def test_cli_train_and_eval_on_a_small_slice(data_dir, tmp_path):
     data = slice_pgn(tmp_path, 30)
     out = tmp_path / "m.json"

@@ -15,7 +15,6 @@ from tests.conftest import GAMES
 from tests.human.helpers import board_after, slice_pgn
 
 
-@pytest.mark.slow
 @pytest.mark.cluster
 def test_the_ray_trainer_streams_shards_and_fits_on_ray_train(data_dir, tmp_path):
     first = slice_pgn(tmp_path, 30, "first.pgn")

@@ -22,7 +22,6 @@ def damaged_model(tmp_path: Path, name: str, damage) -> Path:
     return path
 
 
-@pytest.mark.slow
 def test_the_two_reported_model_files_fail_in_one_line_in_explain_mine_and_eval(data_dir, tmp_path):
     # Issue 18, item 6: `"features": 42` was a TypeError (exit 70) in explain and mine, and
     # `engine.depth: "deep"` passed mine's check, started Ray and died in a worker.

@@ -16,7 +16,6 @@ from tests.conftest import GAMES, needs_stockfish
 from tests.human.helpers import slice_pgn
 
 
-@pytest.mark.slow
 @pytest.mark.stockfish
 @pytest.mark.cluster
 @needs_stockfish

@@ -714,17 +714,28 @@ def test_boards_follow_the_rows() -> None:
 FULL_DATA = os.environ.get("DIFFIMAX_FULL_DATA") == "1"
 
 
-# --- all games (slow) ---------------------------------------------------------------------------
+# --- all games ---------------------------------------------------------------------------------
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "path",
     [
         PLAYER_B,
-        # The two large files take minutes; run them with DIFFIMAX_FULL_DATA=1.
-        pytest.param(EVAL_CLK, marks=pytest.mark.skipif(not FULL_DATA, reason="set DIFFIMAX_FULL_DATA=1")),
-        pytest.param(PLAYER_A, marks=pytest.mark.skipif(not FULL_DATA, reason="set DIFFIMAX_FULL_DATA=1")),
+        # The two large files take minutes each, and also need DIFFIMAX_FULL_DATA=1.
+        pytest.param(
+            EVAL_CLK,
+            marks=[
+                pytest.mark.slow(reason="the whole 10,024-game eval/clock file, minutes of replay"),
+                pytest.mark.skipif(not FULL_DATA, reason="set DIFFIMAX_FULL_DATA=1"),
+            ],
+        ),
+        pytest.param(
+            PLAYER_A,
+            marks=[
+                pytest.mark.slow(reason="the whole 37,221-game player_a file, minutes of replay"),
+                pytest.mark.skipif(not FULL_DATA, reason="set DIFFIMAX_FULL_DATA=1"),
+            ],
+        ),
     ],
     ids=lambda path: path.name,
 )

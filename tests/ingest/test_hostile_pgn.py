@@ -17,15 +17,12 @@ import re
 from pathlib import Path
 
 import chess.pgn
-import pytest
 import zstandard
 
 from pipeline.ingest.headers import GameFilter
 from search.judges import JudgeSettings
 from tests.conftest import GAMES
 from tests.mining_helpers import SERVED, assert_counts_add_up, mine, rows
-
-pytestmark = pytest.mark.slow
 
 QUICK = {"engine": "material", "judges": JudgeSettings(judges=frozenset({"trappy"})), "workers": 2}
 

@@ -23,7 +23,12 @@ CASES = {
 
 
 # Slow: 8-10 minutes each on 2 cores (the whole files, three runs each).
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("ray_session")]
+pytestmark = [
+    pytest.mark.slow(
+        reason="whole-file runs: all 1,089 games of player_b and 800 of player_a, three jobs each, 8-10 min a case"
+    ),
+    pytest.mark.usefixtures("ray_session"),
+]
 
 
 @pytest.mark.parametrize("case", list(CASES))

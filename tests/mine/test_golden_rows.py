@@ -13,8 +13,6 @@ import pytest
 from tests.conftest import GAMES, ROOT, STOCKFISH, require_stockfish, run_cli
 from tests.golden import digests
 
-pytestmark = pytest.mark.slow
-
 RUNS = {
     "native100": [str(GAMES / "lichess_100.pgn"), "--engine", "native", "--depth", "2", "--plies", "10-12"],
     "sf100": [

@@ -17,7 +17,7 @@ from pipeline.mine.driver import WORKER_GRACE_SECONDS
 from tests.conftest import GAMES, one_error_line, run_cli
 from tests.mining_helpers import assert_counts_add_up
 
-pytestmark = [pytest.mark.slow, pytest.mark.cluster]
+pytestmark = pytest.mark.cluster
 
 QUICK = ["--engine", "material", "--workers", "1", "--human-model", "none", "--plies", "0-6"]
 # One game whose every number is absurd: evals and mates beyond int32, clocks of 3.6e14 s, 99:99:99

@@ -33,7 +33,6 @@ def within(planned: float, measured: float) -> bool:
     return abs(planned - measured) <= TOLERANCE * measured
 
 
-@pytest.mark.slow
 def test_planned_counts_are_within_30_percent_of_the_real_run(data_dir: Path, tmp_path: Path) -> None:
     sample = ["--sample-games", "50", "--sample-positions", "200", "--json"]
     planned = json.loads(run_cli("plan", str(SOURCE), *JOB, *sample, check=True).stdout)

@@ -21,8 +21,6 @@ from pipeline.dataset.duck import connect
 from tests.conftest import GAMES, ROOT
 from tests.mining_helpers import assert_counts_add_up
 
-pytestmark = pytest.mark.slow
-
 BIN = Path(sys.executable).parent
 
 

@@ -24,8 +24,6 @@ from tests.fake_engines import NOT_AN_ENGINE, ONLY_ON_THE_DRIVER, fake_engine
 from tests.mining_helpers import assert_counts_add_up, rows
 from tests.processes import assert_session_ends, end_session
 
-pytestmark = pytest.mark.slow
-
 SAMPLE = str(GAMES / "lichess_100.pgn")
 # The engine-only judges: what these tests check does not depend on the human-move model, whose
 # engine features would double their time.

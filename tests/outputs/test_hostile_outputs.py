@@ -24,7 +24,7 @@ from pipeline.dataset.integrity import file_record
 from pipeline.outputs.puzzles import generate_puzzles
 from tests.conftest import GAMES, PUZZLES, needs_stockfish, run_cli
 
-pytestmark = [pytest.mark.slow, pytest.mark.cluster]
+pytestmark = pytest.mark.cluster
 
 GAMES_MINED = 30
 JOB = ["--engine", "native", "--depth", "1", "--plies", "8-12", "--workers", "1", "--judges", "dip",

@@ -76,7 +76,6 @@ def mined(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "run"
 
 
-@pytest.mark.slow
 def test_outcomes_carry_the_opening_the_link_and_the_time_class(mined: Path) -> None:
     rows = run_query(
         mined, "select eco, opening, link, time_control_class, ply, game from outcomes order by game_id, ply"
@@ -97,7 +96,6 @@ def test_outcomes_carry_the_opening_the_link_and_the_time_class(mined: Path) -> 
     assert {row[1] for row in by_opening.rows} <= {row[1] for row in rows}
 
 
-@pytest.mark.slow
 def test_the_report_names_and_links_the_games_with_their_openings(mined: Path, tmp_path: Path) -> None:
     page = write_report(mined, tmp_path / "report").read_text(encoding="utf-8")
     text = html.unescape(page)

@@ -674,7 +674,6 @@ def independent_win_chances(score: chess.engine.Score) -> float:
 
 
 @pytest.mark.stockfish
-@pytest.mark.slow
 def test_real_games_give_puzzles_of_both_kinds_and_the_counts_add_up(generated: PuzzleReport) -> None:
     report = generated
     assert set(report.written) == {"csv", "pgn", "html"}
@@ -695,7 +694,6 @@ def test_real_games_give_puzzles_of_both_kinds_and_the_counts_add_up(generated: 
 
 
 @pytest.mark.stockfish
-@pytest.mark.slow
 def test_every_puzzle_passes_a_fresh_engine_and_matches_the_game(generated: PuzzleReport, mined: Path) -> None:
     rows = list(csv.DictReader(generated.written["csv"].open(encoding="utf-8", newline="")))
     assert rows and len(rows) == len(generated.puzzles)
@@ -742,7 +740,6 @@ def test_every_puzzle_passes_a_fresh_engine_and_matches_the_game(generated: Puzz
 
 
 @pytest.mark.stockfish
-@pytest.mark.slow
 def test_csv_pgn_and_html_agree_and_are_well_formed(generated: PuzzleReport) -> None:
     csv_text = generated.written["csv"].read_text(encoding="utf-8")
     rows = list(csv.DictReader(io.StringIO(csv_text)))
@@ -771,7 +768,6 @@ def test_csv_pgn_and_html_agree_and_are_well_formed(generated: PuzzleReport) -> 
 
 
 @pytest.mark.stockfish
-@pytest.mark.slow
 def test_no_puzzle_writes_no_file_and_says_so_in_one_line(mined: Path, tmp_path: Path) -> None:
     # A margin no line can pass: every candidate is dropped, nothing is written (the lichess
     # run wrote three empty files), and the summary says so.
@@ -791,7 +787,6 @@ def counts(report: PuzzleReport) -> dict[str, object]:
 
 
 @pytest.mark.stockfish
-@pytest.mark.slow
 def test_one_engine_on_the_driver_and_the_pool_write_the_same_bytes(
     generated: PuzzleReport, mined: Path, tmp_path: Path
 ) -> None:
@@ -811,7 +806,6 @@ def test_one_engine_on_the_driver_and_the_pool_write_the_same_bytes(
 
 
 @pytest.mark.stockfish
-@pytest.mark.slow
 @pytest.mark.parametrize("limit", [1, 3])
 def test_a_limit_cuts_the_pool_where_it_cuts_the_serial_run(
     generated: PuzzleReport, mined: Path, tmp_path: Path, limit: int
@@ -841,7 +835,6 @@ def run_puzzles(*args: str) -> subprocess.Popen[str]:
 
 
 @pytest.mark.stockfish
-@pytest.mark.slow
 def test_the_command_starts_its_own_cluster_and_leaves_nothing_running(mined: Path, tmp_path: Path) -> None:
     # The command finds no cluster (the module's Ray session is not advertised to it), starts a
     # local one in its own session for the pool, and must stop it and every engine before it exits.
@@ -864,7 +857,6 @@ def test_the_command_starts_its_own_cluster_and_leaves_nothing_running(mined: Pa
     assert pool_files == outputs(serial)
 
 
-@pytest.mark.slow
 def test_an_engine_that_cannot_start_on_the_workers_is_one_line(mined: Path, tmp_path: Path) -> None:
     engine = fake_engine(tmp_path, "driver-only", ONLY_ON_THE_DRIVER)
     process = run_puzzles("--data", str(mined), "--out", str(tmp_path / "out"), "--engine", str(engine),
@@ -886,7 +878,6 @@ def test_an_engine_that_cannot_start_is_one_line_on_the_command_line(tmp_path: P
     assert line.startswith("diffimax: error: engine /bin/false did not start as a UCI engine: "), line
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 2])
 def test_an_engine_that_crashes_in_every_search_stops_in_one_line(mined: Path, tmp_path: Path, workers: int) -> None:
     engine = fake_engine(tmp_path, "dies-on-go", DIES_ON_GO)
@@ -919,7 +910,6 @@ def hostile_pgn(moves: Sequence[str]) -> str:
 
 
 @pytest.mark.stockfish
-@pytest.mark.slow
 def test_hostile_headers_stay_inert_and_repeats_merge(generated: PuzzleReport, tmp_path: Path) -> None:
     # A real game that gave a punish puzzle, replayed under hostile headers in two games (+ one
     # whose header holds a raw newline): one puzzle, the same id, from two games.
@@ -973,7 +963,6 @@ def run_chromium(mode: str, url: str, profile: Path, *extra: str) -> str:
 
 
 @pytest.mark.stockfish
-@pytest.mark.slow
 @needs_chromium
 def test_the_book_renders_and_steps_in_a_real_browser(generated: PuzzleReport, tmp_path: Path) -> None:
     page = generated.written["html"].resolve().as_uri()

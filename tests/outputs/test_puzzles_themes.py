@@ -177,7 +177,6 @@ def test_tag_keeps_every_row_and_records_the_bad_ones(tmp_path: Path) -> None:
         tag_csv(tmp_path / "plain.csv", tmp_path / "x.csv")
 
 
-@pytest.mark.slow
 def test_the_bundled_model_rates_an_easy_mate_below_a_long_combination(tmp_path: Path) -> None:
     source = tmp_path / "in.csv"
     source.write_text(

@@ -249,7 +249,6 @@ def test_count_labels_that_would_overlap_are_left_out() -> None:
 # A dataset mined from real games
 
 
-@pytest.mark.slow
 def test_report_has_every_section_plot_and_board(sample: Report) -> None:
     page = assert_inert_and_well_formed(sample.html)
     assert sample.path == sample.dataset.parent / "report" / REPORT_NAME
@@ -282,7 +281,6 @@ def test_report_has_every_section_plot_and_board(sample: Report) -> None:
     assert len(shown) == len(boards) and all(" ".join(fen.split()[:4]) in epds for fen in shown)
 
 
-@pytest.mark.slow
 def test_boards_draw_the_best_reply_and_the_trap_candidate_from_the_responders_side(sample: Report) -> None:
     board = chess.Board(board_fens(sample.html)[0])
     svg = re.search(r"<svg.*?</svg>", sample.html, re.DOTALL)
@@ -297,7 +295,6 @@ def test_boards_draw_the_best_reply_and_the_trap_candidate_from_the_responders_s
     assert f"{'White' if board.turn else 'Black'} (the responder)" in Page(sample.html).all_text()
 
 
-@pytest.mark.slow
 def test_report_of_a_dataset_with_a_broken_manifest(sample: Report, tmp_path: Path) -> None:
     copy = tmp_path / "run"
     shutil.copytree(sample.dataset, copy)
@@ -312,7 +309,6 @@ def test_report_of_a_dataset_with_a_broken_manifest(sample: Report, tmp_path: Pa
     assert "This dataset has no manifest.json" in page.all_text() and "partial dataset" in page.all_text()
 
 
-@pytest.mark.slow
 def test_report_of_a_dataset_where_every_game_was_filtered_out(ray_session: None, tmp_path: Path) -> None:
     manifest = mine([str(SAMPLE)], tmp_path / "run", workers=1, game_filter=GameFilter(min_elo=3500))
     assert manifest["games_written"] == 0 and manifest["games_filtered"] == 100
@@ -328,7 +324,6 @@ def test_report_of_a_dataset_where_every_game_was_filtered_out(ray_session: None
 # Strangers' headers
 
 
-@pytest.mark.slow
 def test_hostile_headers_render_as_text(hostile: Report) -> None:
     page = assert_inert_and_well_formed(hostile.html)
     words = page.all_text()
@@ -358,7 +353,6 @@ def _csv_round_trip(result: QueryResult) -> None:
     assert not [cell for row in rows for cell in row if cell[:1] in ("=", "+", "-", "@")]
 
 
-@pytest.mark.slow
 def test_hostile_headers_stay_one_csv_cell(hostile: Report) -> None:
     """The players query as CSV and JSON: each name reads back as one cell, none a formula."""
     result = run_saved(hostile.dataset, "top-players")
@@ -367,7 +361,6 @@ def test_hostile_headers_stay_one_csv_cell(hostile: Report) -> None:
     assert [row["player"] for row in json.loads(render(result, "json"))] == [row[0] for row in result.rows]
 
 
-@pytest.mark.slow
 def test_a_carriage_return_in_a_header_stays_inside_its_csv_cell(hostile: Report) -> None:
     result = run_saved(hostile.dataset, "top-players")
     assert CARRIAGE + " " + BELL in [row[0] for row in result.rows]
@@ -388,7 +381,6 @@ def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, timeout=180)
 
 
-@pytest.mark.slow
 @needs_chromium
 def test_chromium_renders_the_report(sample: Report, tmp_path: Path) -> None:
     import numpy as np
@@ -407,7 +399,6 @@ def test_chromium_renders_the_report(sample: Report, tmp_path: Path) -> None:
     assert pixels[20, 640].mean() < 60 and pixels[1000, 10].mean() > 200
 
 
-@pytest.mark.slow
 @needs_chromium
 def test_chromium_decodes_every_image_and_lays_out_every_board(sample: Report, tmp_path: Path) -> None:
     """A copy of the page with a probe script (and so without the page's no-script policy)."""
@@ -431,7 +422,6 @@ def test_chromium_decodes_every_image_and_lays_out_every_board(sample: Report, t
     assert (images, decoded, boards, sections) == (4, 4, min(BOARDS_SHOWN, len(tops.rows)), len(SECTIONS))
 
 
-@pytest.mark.slow
 @needs_chromium
 def test_chromium_keeps_hostile_headers_as_text(hostile: Report, tmp_path: Path) -> None:
     result = chromium("--dump-dom", "--virtual-time-budget=5000", hostile.path.as_uri(), profile=tmp_path / "p")

@@ -35,7 +35,7 @@ from search.settings import DiffiMaxSettings
 from tests.conftest import GAMES, STOCKFISH, needs_stockfish, run_cli
 from tests.mining_helpers import mine
 
-pytestmark = [pytest.mark.slow, needs_stockfish]
+pytestmark = needs_stockfish
 
 # A small repertoire: White against Lichess players rated 1600 (lichess_100.pgn's players are
 # 1400-1800, so its games are evidence), Stockfish at 20,000 nodes a line.
