@@ -39,7 +39,7 @@ class LockedError(DiffimaxError, RuntimeError):
 
 
 class LockFileError(DiffimaxError, ValueError):
-    """The lock file is a symbolic link or not a regular file: never followed, never truncated."""
+    """The lock file is a link (symbolic or hard) or not a regular file: never followed, never truncated."""
 
 
 class OutputPathError(DiffimaxError, ValueError):
@@ -72,9 +72,16 @@ def _open_lock(path: Path, *, create: bool) -> int:
                 "overwritten); remove it"
             ) from None
         raise
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+    status = os.fstat(descriptor)
+    if not stat.S_ISREG(status.st_mode):
         os.close(descriptor)
         raise LockFileError(f"{str(path)!r} is not a regular file: remove it")
+    if status.st_nlink > 1:  # a hard link: O_NOFOLLOW cannot see it, and the other name's file would be truncated
+        os.close(descriptor)
+        raise LockFileError(
+            f"{str(path)!r} is a hard link ({status.st_nlink} names for one file): diffimax never writes "
+            "through it (the other names' file would be overwritten); remove it"
+        )
     return descriptor
 
 

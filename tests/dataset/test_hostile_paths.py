@@ -146,22 +146,27 @@ def test_repair_unlinks_a_linked_shard_and_mines_it_again(mined: tuple[Path, Pat
     assert_same_rows(data, original, ignore=SERVED)
 
 
+@pytest.mark.parametrize("link", ["symbolic", "hard"])
 @pytest.mark.parametrize("command", ["mine", "report", "puzzles"])
 def test_a_linked_lock_file_is_refused_and_its_target_untouched(
-    mined: tuple[Path, Path], scratch: tuple[Path, Path], tmp_path: Path, command: str
+    mined: tuple[Path, Path], scratch: tuple[Path, Path], tmp_path: Path, command: str, link: str
 ) -> None:
+    # Issue 42, item 3: O_NOFOLLOW stops a symbolic link only; `ln victim OUT/.lock` truncated the victim.
     source, _ = mined
     data, outside = scratch
     out = tmp_path / "out"
     out.mkdir()
-    (out / ".lock").symlink_to(outside / "secret.txt")
+    if link == "symbolic":
+        (out / ".lock").symlink_to(outside / "secret.txt")
+    else:
+        (out / ".lock").hardlink_to(outside / "secret.txt")
     args = {
         "mine": ["mine", str(source), "--out", str(out), *JOB],
         "report": ["report", "--data", str(data), "--out", str(out)],
         "puzzles": ["puzzles", "--data", str(data), "--out", str(out), "--workers", "1", "--human-model", "none"],
     }[command]
     line = one_error_line(run_cli(*args))
-    assert ".lock" in line and "symbolic link" in line, line
+    assert ".lock" in line and ("symbolic link" if link == "symbolic" else "hard link") in line, line
     assert (outside / "secret.txt").read_text() == "keep me\n"
 
 
