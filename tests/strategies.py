@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 
 import chess
 from hypothesis import strategies as st
@@ -144,3 +145,27 @@ def hostile_pgn(draw: st.DrawFn, max_games: int) -> bytes:
     if encoding == "bom":
         return b"\xef\xbb\xbf" + text.encode("utf-8", "replace")
     return text.encode("utf-8")
+
+
+@contextlib.contextmanager
+def drawn_from_the_seed_alone() -> Iterator[None]:
+    """While open, what Hypothesis draws depends on the seed (and Hypothesis's version and these
+    strategies) alone. Hypothesis also draws, now and then, the literal constants of the project's
+    modules imported so far (not the tests'): the same seed gave other inputs when other tests had
+    imported other modules (a whole run against one file's) or after an edit anywhere in pipeline/,
+    so a seed's failure could not be replayed. Its own fixed constants stay."""
+    from hypothesis.internal.conjecture import providers
+
+    local = getattr(providers, "_get_local_constants", None)
+    if local is None:  # an older Hypothesis, which draws no such constants
+        yield
+        return
+    empty = providers.Constants()  # type: ignore[attr-defined]
+    cache = providers.CONSTANTS_CACHE  # type: ignore[attr-defined]
+    providers._get_local_constants = lambda: empty  # type: ignore[attr-defined]
+    cache.cache.clear()  # the constants already picked out for each kind of draw
+    try:
+        yield
+    finally:
+        providers._get_local_constants = local  # type: ignore[attr-defined]
+        cache.cache.clear()

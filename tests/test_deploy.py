@@ -4,18 +4,25 @@ Every Ray version named there (the Dockerfile's base image, the KubeRay `rayVers
 image tag) must be the Ray installed in the project's venv and allowed by pyproject.toml; every
 `python -m jobs.mine` command must use only flags the job accepts; the KubeRay RayJob must clean
 up after itself (house style: shutdownAfterJobFinishes, ttlSecondsAfterFinished,
-activeDeadlineSeconds). No network, no Docker, no cluster: plain parsing, plus the cluster
-launcher's own config validation.
+activeDeadlineSeconds). No Docker, no cluster: parsing, the cluster launcher's own config
+validation, the job's own entrypoint building its configuration from every deployment command,
+and the project's wheel built from the image's build context as the image builds it (pip's
+isolated build fetches setuptools from PyPI, or takes it from pip's cache, as the image's does).
 """
 
 from __future__ import annotations
 
 import copy
 import fnmatch
+import json
+import os
 import re
 import shlex
+import shutil
+import subprocess
 import sys
 import tomllib
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +47,8 @@ RAY_VERSION = ray.__version__
 # The official CPU image's Python tag must be the Python the project is tested with.
 PY_TAG = f"py{sys.version_info.major}{sys.version_info.minor}"
 ENTRYPOINT = ("python", "-m", "jobs.mine")
+# The packages the wheel carries ([tool.setuptools.packages.find] in pyproject.toml).
+PACKAGES = ("search", "pipeline", "jobs", "schemas")
 # The flags of `python -m jobs.mine` (= `diffimax mine`) that deployment commands may use.
 JOB_FLAGS = frozenset(
     {
@@ -203,16 +212,126 @@ def doc_commands() -> list[str]:
 # --- every file parses, with the right kinds --------------------------------------------------
 
 
+class StrictLoader(yaml.SafeLoader):
+    """YAML read as Kubernetes' strict decoding reads a manifest (`kubectl apply`): a key given twice
+    in one mapping, or a key that is not a string, is an error, where PyYAML keeps the last value."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, str):
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"a key that is no string: {key!r}", key_node.start_mark
+                )
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, StrictLoader.construct_mapping)
+
+
 @pytest.mark.parametrize("path", sorted(DEPLOY.rglob("*.yaml")), ids=lambda path: str(path.relative_to(DEPLOY)))
 def test_every_yaml_file_parses(path):
-    docs = load_all(path)
+    """Each document read strictly (no key twice, string keys), a mapping, plain JSON data (what
+    the API server and `ray up` take: no YAML-only types such as dates), and the same data the
+    lenient reader the other tests use gives; a KubeRay manifest names its kind and itself."""
+    with path.open(encoding="utf-8") as handle:
+        docs = list(yaml.load_all(handle, Loader=StrictLoader))  # a SafeLoader
     assert docs, f"{path} is empty"
     assert all(isinstance(doc, dict) for doc in docs)
+    assert json.loads(json.dumps(docs)) == docs == load_all(path)
+    if path.parent == KUBERAY:
+        for doc in docs:
+            assert doc.get("apiVersion") and doc.get("kind") and doc.get("metadata", {}).get("name"), path
 
 
-def test_the_deployment_files_exist():
+def dockerignored(relative: str, patterns: list[str]) -> bool:
+    """Whether Docker leaves `relative` (a path in the build context) out: a pattern matches the
+    path or a folder above it (`**` any folders, `*` and `?` within one name; the last match
+    wins, `!` keeps)."""
+    parts = relative.split("/")
+    ignored = False
+    for pattern in patterns:
+        keep = pattern.startswith("!")
+        body = pattern.lstrip("!").strip("/")
+        regex = "".join(
+            ".*" if token == "**" else "[^/]*" if token == "*" else "[^/]" if token == "?" else re.escape(token)
+            for token in re.split(r"(\*\*|\*|\?)", body)
+        )
+        if any(re.fullmatch(regex, "/".join(parts[:end])) for end in range(1, len(parts) + 1)):
+            ignored = not keep
+    return ignored
+
+
+def build_context(target: Path) -> list[str]:
+    """The image's build context (the repository root, less what Dockerfile.dockerignore leaves
+    out) copied to `target`; the files copied, relative."""
+    patterns = [
+        line.strip()
+        for line in DOCKERIGNORE.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    copied = []
+    for folder, dirs, files in os.walk(ROOT):
+        here = Path(folder).relative_to(ROOT).as_posix()
+        prefix = "" if here == "." else here + "/"
+        dirs[:] = [d for d in dirs if not dockerignored(prefix + d, patterns)]
+        for name in files:
+            if not dockerignored(prefix + name, patterns):
+                (target / prefix).mkdir(parents=True, exist_ok=True)
+                shutil.copy2(Path(folder) / name, target / prefix / name)
+                copied.append(prefix + name)
+    return copied
+
+
+@pytest.fixture(scope="module")
+def image_wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """What the image's `pip install --no-deps .` installs: the project's wheel, built by pip (with
+    build isolation, as in the image) from a copy of the build context; and the context's files."""
+    root = tmp_path_factory.mktemp("image")
+    context, dist = root / "context", root / "dist"
+    files = build_context(context)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check",
+                    "--wheel-dir", str(dist), str(context)], check=True, capture_output=True, text=True,
+                   timeout=300)  # fmt: skip
+    (wheel,) = dist.glob("diffimax-*.whl")
+    return wheel, files
+
+
+def test_the_image_builds_the_project_from_its_context(image_wheel, tmp_path):
+    """The deployment files exist, and what the Dockerfile builds from its context builds: every
+    file its COPY lines name is in the context, the project's wheel builds from it, carries every
+    module and data file of the packages there and the `diffimax` command, and passes the
+    Dockerfile's own import check, run outside the source tree on the wheel's files alone (no
+    Docker: the same steps on this machine)."""
     for path in (DOCKERFILE, DOCKERIGNORE, LAUNCHER, RAYCLUSTER, RAYJOB, CLUSTER_DOC):
         assert path.is_file(), f"missing {path.relative_to(ROOT)}"
+    wheel, context = image_wheel
+    copies = [args.split() for keyword, args in dockerfile_instructions() if keyword == "COPY"]
+    for sources in (words[:-1] for words in copies):
+        for source in (word for word in sources if not word.startswith("--")):
+            assert source == "." or source in context, f"COPY {source}: not in the build context"
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        entry_points = archive.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
+        archive.extractall(tmp_path / "site")
+    packaged = {name for name in context if name.split("/")[0] in PACKAGES}  # modules and data files
+    assert any(name.endswith(".py") for name in packaged) and any(name.endswith(".sql") for name in packaged)
+    assert packaged <= names, sorted(packaged - names)[:10]
+    assert re.search(r"^diffimax = pipeline\.cli:main$", entry_points, re.MULTILINE), entry_points
+    (check,) = [re.search(r'python -c "(import [^"]+)"', args) for keyword, args in dockerfile_instructions()
+                if keyword == "RUN" and "python -c \"import jobs" in args]  # fmt: skip
+    assert check is not None
+    imported = [name.strip() for name in check.group(1).removeprefix("import ").split(",")]
+    probe = f"{check.group(1)}\nimport sys\nprint('\\n'.join(sys.modules[m].__file__ for m in {imported!r}))"
+    site = tmp_path / "site"
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(site)})  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert all(Path(line).is_relative_to(site) for line in result.stdout.splitlines()), result.stdout
 
 
 @pytest.mark.parametrize(
@@ -317,11 +436,53 @@ def test_rayjob_entrypoint():
     assert int(str(options["--workers"])) == worker_cpus
 
 
-def test_docs_commands_use_only_job_flags():
+class Built(BaseException):
+    """Raised in place of running the job: the MineConfig the entrypoint built (a BaseException,
+    so that the command line's error handling lets it through)."""
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+
+
+def built_config(command: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The MineConfig that `python -m jobs.mine ...` builds from `command`: its own parser and
+    checks, in this process, up to the driver's run (which is not started)."""
+    import pipeline.mine.driver
+    from jobs.mine import main
+
+    def run(config: Any, **_: Any) -> None:
+        raise Built(config)
+
+    monkeypatch.setattr(pipeline.mine.driver, "run", run)
+    try:
+        main(shlex.split(command)[3:])
+    except Built as built:
+        return built.config
+    except SystemExit as exit:
+        raise AssertionError(f"python -m jobs.mine refused {command!r} (exit {exit.code})") from None
+    raise AssertionError(f"python -m jobs.mine ran no job for {command!r}")
+
+
+def test_docs_commands_use_only_job_flags(monkeypatch, capsys):
+    """Every `python -m jobs.mine` command of docs/cluster.md and the RayJob's entrypoint uses only
+    the allowed flags, and the job's own entrypoint builds its configuration from it: each value
+    read as the job reads it (numbers, the ply window, the time controls, the engine)."""
     commands = doc_commands()
     assert len(commands) >= 3, commands
-    for command in commands:
-        check_job_command(command)
+    for command in [*commands, load_one(RAYJOB)["spec"]["entrypoint"]]:
+        options = check_job_command(command)
+        config = built_config(command, monkeypatch)
+        assert config.out == options["--out"] and config.resume == ("--resume" in options)
+        assert list(config.inputs) == parse_entrypoint(command)[0]
+        assert config.workers == int(str(options["--workers"])) if "--workers" in options else config.workers is None
+        if "--plies" in options:
+            low, _, high = str(options["--plies"]).partition("-")
+            assert (config.game_filter.ply_from, config.game_filter.ply_to) == (int(low), int(high) if high else None)
+        if "--time-control" in options:
+            assert config.game_filter.time_controls == frozenset(str(options["--time-control"]).split(","))
+        if "--engine" in options:
+            assert config.engine == options["--engine"]
+    assert capsys.readouterr().err == ""
 
 
 # --- house style: KubeRay RayJob cleans up after itself ----------------------------------------

@@ -617,3 +617,36 @@ def test_a_test_module_shares_one_ray_cluster() -> None:
     }
     many = sorted(module for module, count in starts.items() if count > 1 and module not in OWN_CLUSTERS)
     assert not many, f"modules starting several Ray clusters: {many}"
+
+
+# -- CI runs the paths users run (issue 41) -------------------------------------------------------------
+
+# The few tests left out of the README's test command: whole shared files, and the UCI player's
+# promises about the wall clock (bestmove within a second of `stop`, no flag at 0.3 s left), which a
+# loaded 2-core machine running two test workers cannot judge. A new `slow` mark is a path CI stops
+# guarding, so it is a decision this list records.
+SLOW_MODULES = frozenset({"tests/mine/test_datasets.py", "tests/ingest/test_games.py", "tests/play/test_player.py"})
+
+
+def test_slow_is_kept_for_whole_files_and_says_why() -> None:
+    """Every `slow` mark carries its reason (conftest refuses one without), and only the modules
+    above hold one: the product's main paths (Stockfish on Ray, object storage, kills, puzzles,
+    the report, the repertoire) run in CI."""
+    marks = [
+        (source.relative, node)
+        for source in TESTS
+        for node in ast.walk(source.tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr == "slow"
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "mark"
+    ]
+    calls = {
+        id(node.func)
+        for source in TESTS
+        for node in ast.walk(source.tree)
+        if isinstance(node, ast.Call) and any(k.arg == "reason" for k in node.keywords)
+    }
+    bare = [f"{module}:{node.lineno}" for module, node in marks if id(node) not in calls]
+    assert not bare, f"slow marks without a reason: {bare}"
+    assert {module for module, _ in marks} <= SLOW_MODULES, sorted({module for module, _ in marks} - SLOW_MODULES)

@@ -12,6 +12,8 @@ import subprocess
 from pathlib import Path
 
 import chess.pgn
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from pipeline.common.sanitize import CELL_MAX
@@ -29,8 +31,6 @@ from search.settings import DiffiMaxSettings
 from tests.conftest import GAMES
 from tests.conftest import cli_in_process as run_cli  # queries need no process of their own
 from tests.mining_helpers import EVERY_JUDGE, mine
-
-pytestmark = pytest.mark.slow
 
 # Header values that drive a terminal: clear the screen (CSI), set the window title (OSC, ended by
 # BEL), the 8-bit CSI of C1 and a right-to-left override that reorders what follows.
@@ -264,10 +264,26 @@ def test_trap_setting_choice_says_what_it_needs(dataset, hostile):
     out = run_cli("query", "--data", str(dataset), "--saved", "trap-setting-choice")
     assert_one_line_error(out, "saved query 'trap-setting-choice' needs a dataset mined with --setter-choices")
     assert out.stdout == ""
-    # Mined with --setter-choices, it runs (whether or not a trap-setting move was within reach).
+    # Mined with --setter-choices, it counts what the responses' Parquet files hold, read here with
+    # pyarrow alone: every analysed position (2 games x plies 4-8) has its choices; those with a
+    # trap-setting move among them are the query's positions, and the mover chose one where the
+    # move played is among its trap-setting moves.
+    files = sorted(hostile.glob("shards/*/responses.parquet"))
+    assert files
+    responses = pa.concat_tables([pq.read_table(path) for path in files]).to_pylist()
+    assert len(responses) == 2 * 5 and all(r["choice_moves"] is not None for r in responses)
+    within = [r for r in responses if r["choice_moves"] and r["choice_trap_moves"]]
+    chose = sum(r["move_played"] in r["choice_trap_moves"] for r in within)
+    chance = sum(len(r["choice_trap_moves"]) / len(r["choice_moves"]) for r in within)
+    assert within and chance > 0  # the query has something to count
     out = run_cli("query", "--data", str(hostile), "--saved", "trap-setting-choice", "--format", "json", check=True)
     (row,) = json.loads(out.stdout)
-    assert row["positions"] >= 0 and "choice_rate" in row
+    assert (row["positions"], row["chose_trap_move"]) == (len(within), chose)
+    assert row["expected_by_chance"] == pytest.approx(chance)
+    assert row["choice_rate"] == pytest.approx(chose / len(within))
+    assert row["chance_rate"] == pytest.approx(chance / len(within))
+    assert row["lift"] == pytest.approx(chose / chance)
+    assert 0 <= row["wilson_low"] <= row["choice_rate"] <= row["wilson_high"] <= 1
 
 
 def test_render_shows_controls_and_keeps_csv_cells_whole():
