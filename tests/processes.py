@@ -3,7 +3,8 @@
 Subprocesses started with `start_new_session=True` lead a session of their own (sid = their pid);
 Ray's processes and the engines they start stay in it (an engine gets its own process group, not
 its own session), so "nothing left of that session" means no raylet, GCS, worker or engine
-outlived the job.
+outlived the job. A Ray cluster a test starts in its own process (`ray.init`) is made of its
+descendants (`descendants`): what a fault test may kill, and not the other pytest worker's jobs.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -43,6 +46,36 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def parent_of(pid: int) -> int | None:
+    """The parent pid of a process (None when it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2 :].split()[1])
+
+
+def descendants(pid: int = 0) -> dict[int, str]:
+    """Live processes descended from `pid` (default: this one), its children and theirs, with their
+    command lines (zombies excluded): the processes a test started, and none of another test's."""
+    root = pid or os.getpid()
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (parent := parent_of(int(entry.name))) is not None:
+            children.setdefault(parent, []).append(int(entry.name))
+    found, queue = {}, list(children.get(root, []))
+    while queue:
+        child = queue.pop()
+        queue.extend(children.get(child, []))
+        try:
+            state = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            found[child] = command_line(child)
+    return found
+
+
 def session_processes(sid: int) -> dict[int, str]:
     """Live processes of session `sid` (zombies excluded), with their command lines."""
     found = {}
@@ -67,18 +100,52 @@ def assert_session_ends(sid: int, seconds: float = 20.0) -> None:
     assert not left, f"processes left behind: {left}"
 
 
-def terminate_timed(process: subprocess.Popen[str], timeout: float = 60.0) -> tuple[float, str]:
-    """SIGTERM `process` (a session leader) and wait for its end: (seconds from the signal to the
-    exit, its stderr). A process still alive after `timeout` is killed with its whole group."""
+@dataclass
+class Terminated:
+    """How a job answered SIGTERM (`terminate_timed`)."""
+
+    acknowledged: float
+    """Seconds from the signal to the job's answer: its handler ran (`pipeline.mine.driver`'s puts
+    the driver's stderr aside at once, in a `diffimax-ray-shutdown-*.log`), or its exit if sooner."""
+    took: float
+    """Seconds from the signal to its exit: the answer, then Ray's shutdown, which load slows."""
+    stderr: str
+
+
+def _stderr_set_aside(pid: int) -> bool:
+    try:
+        return "diffimax-ray-shutdown-" in os.readlink(f"/proc/{pid}/fd/2")
+    except OSError:
+        return False
+
+
+def terminate_timed(process: subprocess.Popen[str], timeout: float = 120.0) -> Terminated:
+    """SIGTERM `process` (a session leader, a `diffimax mine` driver) and wait for its end. A
+    process still alive after `timeout` is killed with its whole group."""
+    done = threading.Event()
+    answered: list[float] = []
+
+    def watch() -> None:  # the driver's stderr, sampled until it is put aside or the driver ends
+        while not done.is_set():
+            if _stderr_set_aside(process.pid):
+                answered.append(time.monotonic())
+                return
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch, daemon=True)
     sent = time.monotonic()
+    watcher.start()
     process.send_signal(signal.SIGTERM)
     try:
         _, stderr = process.communicate(timeout=timeout)
     finally:
+        ended = time.monotonic()
+        done.set()
+        watcher.join(5)
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate(timeout=60)
-    return time.monotonic() - sent, stderr
+    return Terminated(min([*answered, ended]) - sent, ended - sent, stderr)
 
 
 def end_session(process: subprocess.Popen[str]) -> None:

@@ -18,12 +18,14 @@ from typing import Any
 import pytest
 
 from pipeline.common.storage import filesystem
+from pipeline.dataset import lease as lease_module
 from pipeline.dataset.integrity import (
     DamagedDatasetError,
     IncompleteDatasetError,
     check_dataset,
 )
 from pipeline.dataset.lease import LEASE_DIR, Lease, acquire, check_free, dataset_lock
+from pipeline.dataset.lease import store_time as real_store_time
 from pipeline.dataset.lock import LockedError
 from pipeline.dataset.objects import ObjectPath
 from pipeline.dataset.queries import run_query
@@ -125,21 +127,52 @@ def _slow_commit(url: str, shard_id: str) -> None:
     commit_shard(url, shard_id, shard_rows("g2"), info(shard_id))
 
 
-def test_a_second_job_is_refused_and_a_dead_or_expired_lease_is_taken_over(s3: S3Server) -> None:
+class StoreClock:
+    """The store's clock as the lease reads it (`pipeline.dataset.lease.store_time`), set by the test:
+    the store's own clock until `now` is set. An expiry measured on the real one raced S3's 1 s
+    `Last-Modified` resolution and a loaded machine's pauses."""
+
+    def __init__(self) -> None:
+        self.now: float | None = None
+
+    def __call__(self, root: ObjectPath) -> float:
+        return real_store_time(root) if self.now is None else self.now
+
+
+@pytest.fixture
+def store_clock(monkeypatch: pytest.MonkeyPatch) -> StoreClock:
+    clock = StoreClock()
+    monkeypatch.setattr(lease_module, "store_time", clock)
+    return clock
+
+
+def last_modified(path: ObjectPath) -> float:
+    """An object's `Last-Modified`: when the store says it was written (what a lease's age counts from)."""
+    return float(filesystem("s3").info(path.path)["LastModified"].timestamp())
+
+
+def test_a_second_job_is_refused_and_a_dead_or_expired_lease_is_taken_over(
+    s3: S3Server, store_clock: StoreClock
+) -> None:
     root = ObjectPath(f"s3://{s3.bucket()}/runs/leased")
-    with dataset_lock(root, "diffimax mine first") as lease:
+    with dataset_lock(root, "diffimax mine first") as lease:  # the store's real clock
         assert lease is not None and lease.conditional
         with pytest.raises(LockedError, match=r"in use by another diffimax job \(pid \d+ .*diffimax mine first"):
             acquire(root, "diffimax mine second")
         with pytest.raises(LockedError):
             check_free(root)
     check_free(root)  # released
-    # A lease of a job on another host, renewed 1 s at most: expired once that second has passed.
+    # A lease of a job on another host, renewed 1 s at most: held for that second, expired after it
+    # (on the store's clock, set here).
     record = {"pid": 1, "host": "elsewhere", "command": "diffimax mine gone", "since": time.time(), "seconds": 1}
     (root / LEASE_DIR / "00000007.json").put(json.dumps(record).encode())
-    with pytest.raises(LockedError, match="elsewhere"):
-        acquire(root, "too soon", seconds=30)
-    taken = acquire_once_expired(root, "diffimax mine after")
+    written = last_modified(root / LEASE_DIR / "00000007.json")
+    for age in (0.0, 0.9):
+        store_clock.now = written + age
+        with pytest.raises(LockedError, match="elsewhere"):
+            acquire(root, "too soon", seconds=30)
+    store_clock.now = written + 2.0
+    taken = acquire(root, "diffimax mine after", seconds=30)
     assert taken.number == 8
     # The old holder, renewing, finds it has lost the lease.
     old = Lease(root, 7, 1.0, True)
@@ -150,18 +183,8 @@ def test_a_second_job_is_refused_and_a_dead_or_expired_lease_is_taken_over(s3: S
     record = {"pid": _dead_pid(), "host": socket.gethostname(), "command": "killed", "since": time.time(),
               "seconds": 600}  # fmt: skip
     (root / LEASE_DIR / "00000009.json").put(json.dumps(record).encode())
+    store_clock.now = last_modified(root / LEASE_DIR / "00000009.json")  # renewed this very second
     acquire(root, "resumed", seconds=30).release()
-
-
-def acquire_once_expired(root: ObjectPath, command: str, deadline_s: float = 30.0) -> Lease:
-    """The lease, taken as soon as the one held has expired on the store's clock (polled)."""
-    deadline = time.monotonic() + deadline_s
-    while True:
-        try:
-            return acquire(root, command, seconds=30)
-        except LockedError:
-            assert time.monotonic() < deadline, "the expired lease was never taken over"
-            time.sleep(0.1)
 
 
 def _dead_pid() -> int:

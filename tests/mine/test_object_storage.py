@@ -4,8 +4,9 @@ tests/objectstore.py) and real local Ray clusters:
 - the same input mined to a local directory and to `s3://` gives the same rows (DuckDB's EXCEPT ALL
   empty both ways, every table);
 - `query`, `report`, `puzzles` and `verify` on the `s3://` dataset answer as on the local one;
-- a job on `s3://` killed at random points and resumed gives the undisturbed rows, and a reader
-  polling all along never sees a shard other than whole;
+- a job on `s3://` killed (SIGKILL, the whole process group) after each start's first committed
+  shard, with the rest of its window in flight, and resumed, gives the undisturbed rows, and a
+  reader polling all along never sees a shard other than whole;
 - on a 3-node cluster (`ray.cluster_utils.Cluster`) with the output on object storage, the shards
   are written on more than one node.
 """
@@ -14,12 +15,12 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import re
 import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ import pytest
 import ray
 from ray.cluster_utils import Cluster
 
-from pipeline.dataset.integrity import check_dataset
+from pipeline.dataset.integrity import check_dataset, committed_ids
 from pipeline.dataset.objects import ObjectPath
 from pipeline.dataset.queries import run_query
 from pipeline.dataset.store import DatasetReader
@@ -36,13 +37,15 @@ from tests.conftest import GAMES, ROOT, local_ray, needs_stockfish, run_cli
 from tests.mining_helpers import assert_counts_add_up, except_all, mine
 from tests.objectstore import S3Server, s3_server
 
-pytestmark = [pytest.mark.slow, pytest.mark.cluster]
+pytestmark = pytest.mark.cluster
 
 SAMPLE = str(GAMES / "lichess_100.pgn")
 JOB = {"shard_bytes": 15_000, "workers": 2}
 # The same job on the command line (MINING_JUDGES, depth 1, plies 10-11: tests/mining_helpers.mine).
 COMMAND = ["mine", SAMPLE, "--engine", "native", "--depth", "1", "--plies", "10-11", "--workers", "2",
            "--shard-mb", str(JOB["shard_bytes"] / (1 << 20)), "--judges", "dip,trappy", "--human-model", "none"]  # fmt: skip
+# Starts killed before one is let finish, each once it has committed a shard.
+KILLS = 3
 NOTHING_DIFFERS = {"games": (0, 0), "positions": (0, 0), "responses": (0, 0), "traps": (0, 0), "errors": (0, 0)}
 
 
@@ -129,45 +132,66 @@ def test_puzzles_on_s3_are_the_local_ones(mined: tuple[Path, str], tmp_path: Pat
     assert any(re.match(r"set: [1-9]\d* candidates", line) for line in found[0][0]), found[0][0]
 
 
+def committed_shards(url: str) -> int:
+    """Shards committed under `url` (their records), as the store lists them now."""
+    return len(committed_ids(ObjectPath(url) / "shards"))
+
+
+def kill_after_a_commit(process: subprocess.Popen[str], url: str, before: int, failsafe: float = 600.0) -> int | None:
+    """Once the store holds more than `before` committed shards while `process` (a job on `url`, a
+    session leader) runs, SIGKILL its whole process group: the shards committed then, or None
+    when the job ended first. The store is polled; `failsafe` only ends a job that hangs."""
+    deadline = time.monotonic() + failsafe
+    while process.poll() is None:
+        assert time.monotonic() < deadline, f"no shard committed in {failsafe:.0f} s"
+        if (now := committed_shards(url)) > before:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate(timeout=60)
+            return now
+        time.sleep(0.05)
+    return None
+
+
 def test_a_job_on_s3_killed_at_random_points_resumes_to_the_undisturbed_rows(
     s3: S3Server, mined: tuple[Path, str]
 ) -> None:
-    """The job's process group is SIGKILLed at seeded random moments and the same command resumed,
-    until a start finishes; a reader polls the dataset all along and must only ever see whole shards."""
+    """The job's process group is SIGKILLed as soon as a start has committed a shard of its own (the
+    rest of its window in flight: analyses, uploads, a record's put), and the same command resumed,
+    KILLS times; then a start finishes. A reader polls the dataset all along and must only ever see
+    whole shards."""
     local, _ = mined
     remote = f"s3://{s3.bucket()}/runs/killed"
-    rng = random.Random(31)
     poller = Poller(remote)
     poller.start()
-    starts, kills = 0, 0
+    starts, kills, at_kills = 0, 0, []
     try:
         while True:
             starts += 1
-            command = [
-                sys.executable,
-                "-m",
-                "pipeline.cli",
-                *COMMAND,
-                "--out",
-                remote,
-                *(["--resume"] if starts > 1 else []),
-            ]
+            command = [sys.executable, "-m", "pipeline.cli", *COMMAND, "--out", remote,
+                       *(["--resume"] if starts > 1 else [])]  # fmt: skip
+            before = committed_shards(remote)
             process = subprocess.Popen(command, cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE,
                                        stderr=subprocess.PIPE, text=True)  # fmt: skip
             try:
-                stdout, stderr = process.communicate(timeout=rng.uniform(20, 60) if kills < 3 else 600)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.communicate(timeout=60)
-                kills += 1
-                continue
+                if kills < KILLS and (killed_at := kill_after_a_commit(process, remote, before)) is not None:
+                    kills += 1
+                    at_kills.append(killed_at)
+                    continue
+                stdout, stderr = process.communicate(timeout=600)
+            finally:
+                if process.poll() is None:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.communicate(timeout=60)
             assert process.returncode == 0, stderr[-2000:]
             assert "Dataset written" in stdout
             break
     finally:
         poller.stop()
-    print(f"{starts} starts, {kills} kills, {poller.reads} polled reads")  # the figures docs/mining.md quotes (-rP)
-    assert kills >= 1, "the job finished before it could be killed: raise the shard count"
+    shards = len(DatasetReader(local).committed())
+    # The figures docs/mining.md quotes (-rP).
+    print(f"{starts} starts, {kills} kills (at {at_kills} of {shards} shards committed), {poller.reads} polled reads")
+    assert kills >= 1, "the job finished before its first shard was seen committed"
+    assert at_kills[0] < shards, "the first start committed every shard before it was killed: raise the shard count"
     assert poller.reads >= 3 and poller.problems == []
     assert except_all(local, remote) == NOTHING_DIFFERS
     assert_counts_add_up(json.loads((ObjectPath(remote) / "manifest.json").read_bytes()), remote)  # type: ignore[arg-type]
