@@ -126,11 +126,13 @@ case "${1:-}" in
         "$VENV/bin/python" -m pytest -n 2 --dist loadgroup -m "not slow" --durations=25 "$@"
         ;;
     quick)
-        # The development loop, a minute or two: ruff, mypy and the tests that start no Ray cluster
-        # and no Stockfish. Installs nothing beyond the virtualenv; not what CI runs (`test` is).
+        # The development loop, a few minutes: ruff, mypy, the layering checks and the pure search
+        # core's tests (no Ray, no Stockfish, no subprocess jobs). Installs nothing beyond the
+        # virtualenv; not what CI runs (`test` is).
         install_python
         shift
-        "$VENV/bin/python" -m pytest -n 2 -m "not slow and not cluster and not stockfish" "$@"
+        "$VENV/bin/python" -m pytest -n 2 -m "not slow and not cluster and not stockfish" \
+            tests/test_static.py tests/test_layers.py tests/search "$@"
         ;;
     test-all)
         install_stockfish
