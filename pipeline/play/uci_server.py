@@ -148,13 +148,15 @@ class Search:
             if not choice.complete:
                 lines.append(f"info string stopped after {elapsed:.2f} s, before the style's last stage")
             score = choice.value if choice.value is not None else choice.shallow_value
-            if score is not None:
-                lines.append(f"info score {uci_score(score)} nodes {choice.nodes} time {round(elapsed * 1000)} "
-                             f"pv {move}")  # fmt: skip
+            # Every move says its time from the `go` (the engine's share of the clock; the pipe's
+            # share is the GUI's Move Overhead), with the score when a search gave one.
+            shown = "" if score is None else f"score {uci_score(score)} "
+            lines.append(f"info {shown}nodes {choice.nodes} time {round(elapsed * 1000)} pv {move}")
             lines.append(f"info string {choice.reason}")
         else:
             move = instant_move(board)
             choice = None
+            lines.append(f"info time {round(elapsed * 1000)} pv {move}")
             lines.append(f"info string no search finished in {elapsed:.2f} s: {move}, the instant move")
         if self.session.player is not None:
             self.session.player.commit(board, move, choice)
