@@ -59,6 +59,8 @@ SHARD_ID: Final = re.compile(r"[A-Za-z0-9_.-]+-[0-9a-f]{8}-[0-9]{6,}")
 # The names of a dataset's own directory: none may be a symbolic link (what it points to lies
 # outside the directory the user named, and a resumed run with --repair deletes inside `shards`).
 OWN_NAMES: Final = (SHARDS_DIR, STAGING_DIR, JOB_FILE, MANIFEST_FILE, LOCK_FILE)
+# Those of them that are files.
+OWN_FILES: Final = frozenset({JOB_FILE, MANIFEST_FILE, LOCK_FILE})
 # The Parquet files of every shard, one per table.
 FILES: Final = tuple(f"{name}.parquet" for name in TABLES)
 # The name of a shard's attempt on object storage (`pipeline.dataset.store`): its files lie under
@@ -127,6 +129,10 @@ def check_layout(root: Where) -> None:
             raise LinkedDatasetError(
                 f"{link_note(root / name)}: diffimax reads and writes only inside {str(root)!r} and follows no "
                 "link out of it; put the directory or file itself there"
+            )
+        if name in OWN_FILES and (root / name).is_dir():  # a layout we did not make: never read, never replaced
+            raise DamagedDatasetError(
+                f"{str(root / name)!r} is a directory where the dataset keeps its {name} file: remove or rename it"
             )
 
 

