@@ -28,6 +28,7 @@ from pipeline.cli.options import (
     emit,
     with_flags,
 )
+from pipeline.common.sanitize import shell_word, terminal_visible
 from pipeline.human.context import parse_pool
 from pipeline.human.maia3_files import FETCH_COMMAND
 from pipeline.ingest.sources import MAX_GAME_BYTES
@@ -233,17 +234,20 @@ def summary_text(manifest: dict[str, Any], out: str) -> str:
         notes.append(f"values dropped (unreadable or out of range, stored as null): {dropped}")
     if m.get("games_latin1"):
         notes.append(f"games whose headers were not UTF-8, read as Windows-1252: {m['games_latin1']:,}")
+    shown = terminal_visible(out)
+    asked, up = m["workers"], m.get("workers_up", m["workers"])
+    workers = f"{up} (of {asked} asked)" if up != asked else f"{asked}"
     return "\n".join([
-        f"Dataset written to {out} (manifest: {out}/manifest.json)",
+        f"Dataset written to {shown} (manifest: {shown}/manifest.json)",
         f"games: {m['games_read']:,} read = {m['games_written']:,} mined + {m['games_filtered']:,} filtered"
         f"{_by_key(m.get('games_filtered_by'))} + {m['games_error']:,} with errors",
         *notes,
         f"positions: {m['positions']:,} ({m['positions_analysed']:,} analysed, {m['positions_reused']:,} reused "
         f"from repeats, {m['positions_error']:,} failed)",
         f"trap records: {m['traps']:,}; engine: {m['engine'].get('engine') or m['engine'].get('name', '?')}; "
-        f"human-move model: {model_line(m.get('human', {}).get('model_name'))}; workers: {m['workers']}; "
+        f"human-move model: {model_line(m.get('human', {}).get('model_name'))}; workers: {workers}; "
         f"{m['wall_seconds']:.1f} s",
-        f"query it: diffimax query --data {out} \"select * from traps limit 10\"",
+        f"query it: diffimax query --data {shell_word(out)} \"select * from traps limit 10\"",
     ])  # fmt: skip
 
 

@@ -16,6 +16,7 @@ Each output format has its own hazard, and its own function here:
 from __future__ import annotations
 
 import re
+import shlex
 import unicodedata
 import urllib.parse
 from typing import Final
@@ -108,6 +109,17 @@ def terminal_visible(text: str, keep: str = "") -> str:
     if keep:
         return _TERMINAL.sub(lambda match: match.group() if match.group() in keep else _escape(match), text)
     return _TERMINAL.sub(_escape, text)
+
+
+def shell_word(text: str) -> str:
+    """`text` as one word a POSIX shell reads back as `text`, and a terminal shows without acting on
+    it: quoted as `shlex.quote` does, or, when it holds a character `terminal_visible` escapes (a
+    right-to-left override in a path, say), in bash's `$'...'` with that character as `\u202e`, so
+    a command printed for the user to paste names the path that exists."""
+    if not _TERMINAL.search(text):
+        return shlex.quote(text)
+    inner = text.replace("\\", "\\\\").replace("'", "\\'")
+    return "$'" + _TERMINAL.sub(_escape, inner) + "'"
 
 
 def truncate_cell(text: str, limit: int = CELL_MAX) -> str:
