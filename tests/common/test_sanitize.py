@@ -47,7 +47,7 @@ def test_the_summary_shows_the_path_safely_and_a_command_that_works(tmp_path: Pa
     assert "\u202e" not in text and "\\u202e" in text.splitlines()[0]
     command = text.splitlines()[-1].removeprefix("query it: ")
     assert command.startswith("diffimax query --data ")
-    named = subprocess.run(["bash", "-c", f"set -- {command}; printf %s \"$4\""], capture_output=True, check=True)
+    named = subprocess.run(["bash", "-c", f'set -- {command}; printf %s "$4"'], capture_output=True, check=True)
     assert Path(named.stdout.decode("utf-8")).is_dir()  # the command names the directory that exists
 
 

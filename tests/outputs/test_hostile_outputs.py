@@ -122,5 +122,11 @@ def test_tag_reads_any_cell_a_game_can_fill_and_prefixes_formulas(tmp_path: Path
         csv.field_size_limit(10_000_000)
         tagged = list(csv.DictReader(handle))
     assert len(tagged) == 3 and tagged[0]["Moves"] == rows[0]["Moves"]
+    # Not a puzzle but a game pasted into Moves: kept as it came, untagged, its reason recorded
+    # (c24ffed replayed all 160,000 plies' tactics, minutes for one row).
+    assert tagged[0]["DiffimaxThemes"] == "" and tagged[1]["DiffimaxThemes"]
+    with (tmp_path / "tagged.csv.errors.csv").open(newline="") as handle:
+        (error,) = list(csv.DictReader(handle))
+    assert error["PuzzleId"] == rows[0]["PuzzleId"] and "160,000 moves" in error["reason"], error
     assert tagged[1]["OpeningTags"] == "'=cmd|' /C calc'!A0"
     assert tagged[2]["Popularity"] == "-12" and tagged[2]["DiffimaxThemes"]

@@ -20,6 +20,12 @@ KING_VALUES = {**VALUES, chess.KING: 99}  # where the king counts as the most va
 RAY_PIECES = (chess.QUEEN, chess.ROOK, chess.BISHOP)
 
 
+# The longest line the tagger replays. A puzzle is a few moves: the longest of the 2,499 Lichess
+# puzzles in the shared samples has 14 plies. A line of thousands is a game pasted into `Moves`, not
+# a puzzle; the tactics look at every ply (~7 ms each), so 40,000 plies took 265 s for one row.
+MAX_LINE_PLIES = 200
+
+
 class LineError(ValueError):
     """A puzzle whose FEN or moves cannot be replayed."""
 
@@ -45,6 +51,8 @@ class Line:
             board = chess.Board(puzzle.fen)
         except ValueError as error:
             raise LineError(f"invalid FEN {puzzle.fen!r}: {error}") from None
+        if len(puzzle.moves) > MAX_LINE_PLIES:
+            raise LineError(f"Moves holds {len(puzzle.moves):,} moves: a puzzle line is at most {MAX_LINE_PLIES} here")
         if len(puzzle.moves) < 2:
             raise LineError(f"a puzzle needs the opponent's move and a solution, got {' '.join(puzzle.moves)!r}")
         self.boards = [board.copy(stack=False)]
