@@ -76,6 +76,40 @@ class Counts:
         return cls(**values)
 
 
+@dataclass
+class Effort:
+    """What a shard's analysis cost (the manifest's `analysis_seconds`, `engine_seconds` and
+    `engine_calls`), recorded with the shard so that a resumed job's manifest counts the shards
+    an earlier run committed too (it rewrote them as 0)."""
+
+    analysis_seconds: float = 0.0
+    engine_seconds: float = 0.0
+    engine_calls: int = 0
+
+    def add(self, other: Effort) -> None:
+        self.analysis_seconds += other.analysis_seconds
+        self.engine_seconds += other.engine_seconds
+        self.engine_calls += other.engine_calls
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], shard: str = "a shard") -> Effort:
+        """A committed shard's effort from its `_shard.json` (none recorded, from an older file: 0);
+        a value that is not a number >= 0 is a damaged record, in one line."""
+        values: dict[str, Any] = {}
+        for item in fields(cls):
+            value = record.get(item.name)
+            if value is None:
+                continue
+            whole = item.name == "engine_calls"
+            if type(value) not in ((int,) if whole else (int, float)) or not value >= 0:
+                kind = "a whole number" if whole else "a number of seconds"
+                raise DamagedDatasetError(
+                    f"the record of {shard} is damaged: its {item.name!r} is {value!r}, not {kind}"
+                )
+            values[item.name] = value
+        return cls(**values)
+
+
 def count_problems(shard_info: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """One line per committed shard whose record's counts `from_record` refuses (`diffimax
     verify`: a count a resumed job would refuse, found before it resumes)."""
@@ -83,6 +117,7 @@ def count_problems(shard_info: Mapping[str, Mapping[str, Any]]) -> list[str]:
     for shard_id, info in sorted(shard_info.items()):
         try:
             Counts.from_record(info.get("counts") or {}, f"shard {shard_id}")
+            Effort.from_record(info.get("effort") or {}, f"shard {shard_id}")
         except DamagedDatasetError as error:
             problems.append(str(error))
     return problems

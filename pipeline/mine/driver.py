@@ -56,7 +56,7 @@ from pipeline.ingest.pins import input_pin
 from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url, source_size
 from pipeline.mine.actors import GameRegistry, MiningWorker, PositionCounter, SharedModel, prepare, read, write
 from pipeline.mine.config import MineConfig
-from pipeline.mine.counts import Counts, versions
+from pipeline.mine.counts import Counts, Effort, versions
 from pipeline.mine.duplicates import Ordinal, ordinal_of
 from pipeline.mine.feed import ShardFeed, resolved
 from pipeline.mine.identity import check_resume, human_evidence_digests, job_identity
@@ -245,9 +245,11 @@ class MiningJob:
         # it lies in the input order, as the feed passes it (committed shards need not be a prefix:
         # writers commit in any order).
         self.games_committed: dict[str, int] = {}
+        self.effort = Effort()
         for shard_id, info in store.shard_info().items():
             recorded = Counts.from_record(info.get("counts") or {}, f"shard {shard_id!r} in {str(store.root)!r}")
             self.counts.add(recorded)
+            self.effort.add(Effort.from_record(info.get("effort") or {}, f"shard {shard_id!r} in {str(store.root)!r}"))
             self.games_committed[shard_id] = recorded.games_read
         self.counts.shards_skipped = len(self.committed)
         self.limit_left = config.max_games if config.max_games else None
@@ -260,9 +262,6 @@ class MiningJob:
         self.identities: dict[Ordinal, Any] = {}
         self.published: deque[Ordinal] = deque()
         self.broken: str | None = None  # why a URL's stream broke off (the job then ends non-zero)
-        self.engine_seconds = 0.0
-        self.analysis_seconds = 0.0
-        self.engine_calls = 0
         self.bytes_read = 0
         self.positions_sent = 0  # positions of the shards prepared in this run
         self.games_seen = 0  # games read by the shards prepared in this run
@@ -481,9 +480,7 @@ class MiningJob:
                 self.identities.pop(self.published.popleft(), None)
             self.counts.add(result.counts)
             self.counts.shards_committed += 1
-            self.analysis_seconds += result.analysis_seconds
-            self.engine_seconds += result.engine_seconds
-            self.engine_calls += result.engine_calls
+            self.effort.add(Effort(result.analysis_seconds, result.engine_seconds, result.engine_calls))
 
     def resolve(self, run: ShardRun, ref: Any) -> Any:
         """`ray.get` of one of the shard's results; after a system failure (objects lost with a
@@ -566,9 +563,7 @@ class MiningJob:
             "started": self.started,
             "finished": time.time(),
             "wall_seconds": time.time() - self.started,
-            "analysis_seconds": self.analysis_seconds,
-            "engine_seconds": self.engine_seconds,
-            "engine_calls": self.engine_calls,
+            **asdict(self.effort),  # analysis_seconds, engine_seconds, engine_calls: every committed shard's
             "resumed": config.resume,
             **asdict(self.counts),
         }

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -24,7 +24,7 @@ from pipeline.ingest.headers import GameFilter, identity_keys
 from pipeline.ingest.rows import GameRow, PositionRow
 from pipeline.ingest.sources import Shard
 from pipeline.judging import played_from_next
-from pipeline.mine.counts import Counts
+from pipeline.mine.counts import Counts, Effort
 from pipeline.mine.duplicates import SeenGames, ordinal_of
 from pipeline.mine.occurrences import Occurrence, occurrences_of
 from pipeline.mine.rows import PartOutcome
@@ -204,7 +204,8 @@ def write_shard(
         {"games": [tables.games], "positions": [tables.positions], "responses": [responses], "traps": [traps],
          "errors": errors},
         {"shard_id": shard.shard_id, "source": shard.source, "ordinal": tables.ordinal,
-         "counts": shard_counts.shard_record()},
+         "counts": shard_counts.shard_record(),
+         "effort": asdict(Effort(analysis_seconds=analysis, engine_seconds=engine, engine_calls=calls))},
     )  # fmt: skip
     return ShardResult(shard.shard_id, committed, shard_counts, analysis, engine, calls)
 

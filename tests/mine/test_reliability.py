@@ -135,10 +135,15 @@ def test_resume_under_other_settings_is_refused_and_changes_nothing(finished_run
 
 
 def test_resume_with_the_same_settings_adds_nothing(finished_run: Path) -> None:
-    before = rows(finished_run)
+    before, first = rows(finished_run), manifest(finished_run)
     resumed = run_cli("mine", SAMPLE, "--out", str(finished_run), *SMALL, "--shard-mb", "0.02", "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert rows(finished_run) == before
+    # The cost of the committed shards stays counted (c24ffed's resumed manifest said 0 of each).
+    again = manifest(finished_run)
+    assert first["engine_calls"] > 0 and first["engine_seconds"] > 0
+    for name in ("analysis_seconds", "engine_seconds", "engine_calls"):
+        assert again[name] == pytest.approx(first[name]), name
 
 
 def test_an_interrupted_run_carries_its_identity_and_resumes_only_under_it(tmp_path: Path) -> None:
