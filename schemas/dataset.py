@@ -10,6 +10,9 @@ Version 4 keeps one copy of a game read twice: `games.digest` (its tags and move
 its id and Link, a resumed run knows the games it kept (`pipeline.mine.duplicates`). It also names
 every game's opening from its moves (`eco`, `opening`: Lichess's table, keeping the header's own
 name as `opening_header`) and its address (`url`), and reads chess.com's `TimeClass`.
+Version 5 adds `games.moves_digest` (the game's start position and moves alone): a shared Link
+makes two games one only when their moves agree too (nine different games under one Link were
+kept as one).
 Values are centipawns from the setter's point of view (the player who just moved at the analysed
 root); pawns only appear in views.
 """
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 SETTINGS_FIELDS = [
     pa.field("reasonable_dip", pa.float64(), nullable=False),
@@ -59,6 +62,9 @@ GAMES = pa.schema(
         # The digest of the game's tags and moves (`pipeline.ingest.headers.game_digest`): what makes
         # two copies of a game without an id one game (`pipeline.mine.duplicates`).
         pa.field("digest", pa.int64()),
+        # The digest of its start position and moves alone (`pipeline.ingest.headers.moves_digest`):
+        # two games that share a Link are one only when this agrees too.
+        pa.field("moves_digest", pa.int64()),
     ]
 )
 

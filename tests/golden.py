@@ -37,7 +37,7 @@ ORDER = {
     "errors": ["source", "shard_id", "game_index", "game_id", "ply", "reason"],
 }
 # Columns of the games table added after version 1 (not the seed's analysis).
-LATER_GAME_COLUMNS = frozenset({"link", "digest", "opening_header", "url"})
+LATER_GAME_COLUMNS = frozenset({"link", "digest", "opening_header", "url", "moves_digest"})
 SHARD_HASH = re.compile(r"-[0-9a-f]{8}-(\d{6})$")
 # Version 1's columns of the seed's analysis, and where version 2 keeps them.
 RESPONSE_COLUMNS = {

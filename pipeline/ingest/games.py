@@ -45,6 +45,7 @@ from pipeline.ingest.headers import (
     game_digest,
     game_id_of,
     is_rated,
+    moves_digest,
     parse_date,
     parse_headers,
     parse_rating,
@@ -358,6 +359,7 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
             "time_control_class": headers.speed, "result": get("Result"), "termination": get("Termination"),
             "opening": None, "eco": get("ECO"), "opening_header": get("Opening"), "url": game_address(get("Site"),
             get("Link")), "plies": len(sans), "variant": variant, "start_fen": start_fen, "digest": None,
+            "moves_digest": None,
         }  # fmt: skip
 
     def visit_board(self, board: chess.Board) -> None:
@@ -443,6 +445,7 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
             position["eval_cp"], position["eval_mate"] = self.evals.get(ply, (None, None))
         start_fen = self.row["start_fen"]
         self.row["digest"] = game_digest(self.tags, self.ucis)
+        self.row["moves_digest"] = moves_digest(start_fen, self.ucis)
         self.outcome = Selected(
             self.row, self.positions, tuple(self.ucis), start_fen, self.board.chess960, tuple(self.dropped), self.latin1
         )

@@ -299,13 +299,21 @@ def game_digest(headers: Mapping[str, str], moves: Sequence[str]) -> int:
     return digest64(f"{tags}\n\n{' '.join(moves)}")
 
 
-def identity_keys(game_id: str, link: str | None, digest: int | None) -> tuple[int, ...]:
-    """What makes two games one (`pipeline.mine.duplicates`): the game's id, its Link tag when it
-    has one, and for a game without an id of its own (a `pgn-` id) the digest of its tags and
+def moves_digest(start_fen: str | None, moves: Sequence[str]) -> int:
+    """The digest of a game's start position (None: the standard one) and its moves in UCI
+    (`games.moves_digest`): what two copies of one game agree on, whatever tags each export adds."""
+    start = "startpos" if start_fen in (None, chess.STARTING_FEN) else start_fen  # one export may spell it out
+    return digest64(f"{start}\n\n{' '.join(moves)}")
+
+
+def identity_keys(game_id: str, link: str | None, digest: int | None, moves: int | None = None) -> tuple[int, ...]:
+    """What makes two games one (`pipeline.mine.duplicates`): the game's id; its Link tag when it
+    has one, with its moves (`moves_digest`: a Link shared by games whose moves differ joins
+    nothing); and for a game without an id of its own (a `pgn-` id) the digest of its tags and
     moves. Computed from the stored row, so that a resumed run finds the same keys."""
     keys = [digest64(f"id\t{game_id}")]
     if link is not None and link.strip():
-        keys.append(digest64(f"link\t{link.strip()}"))
+        keys.append(digest64(f"link\t{link.strip()}\t{moves}"))
     if game_id.startswith(PATH_ID_PREFIX) and digest is not None:
         keys.append(digest)
     return tuple(keys)

@@ -38,6 +38,7 @@ class GameRow(TypedDict):
     variant: str
     start_fen: str | None
     digest: int | None
+    moves_digest: int | None
 
 
 class PositionRow(TypedDict):

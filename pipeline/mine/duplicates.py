@@ -4,10 +4,11 @@ What a duplicate is: a game whose *identity keys* (`pipeline.ingest.headers.iden
 share one with a game before it in the job's input order (shard order, then the game's place in
 its shard). A game's keys are its id (its GameId tag, or its Site URL's last segment, or, for a
 game that names neither, the reader's `pgn-` id of its source and offset), its Link tag (chess.com's
-game address) when it has one, and, for a game without an id of its own, the digest of all its
-tags and its moves (`games.digest`). So two games are one when they share a Lichess id or a Site
-URL, or a Link, or are the same tags and moves. The first is kept; each later one is filtered
-(`Filtered`, rule `duplicate`, counted in `games_filtered_by`). Because every kept game's id is
+game address) with its moves (`games.moves_digest`) when it has one, and, for a game without an id
+of its own, the digest of all its tags and its moves (`games.digest`). So two games are one when
+they share a Lichess id or a Site URL, or a Link and their moves, or are the same tags and moves.
+The first is kept; each later one is filtered (`Filtered`, rule `duplicate`, counted in
+`games_filtered_by`). Because every kept game's id is
 a key, no two games of a dataset share a `game_id`, and the views join one-to-one.
 
 `SeenGames` decides, shard by shard, in a way that does not depend on the order shards arrive in,
@@ -134,9 +135,10 @@ class SeenGames:
             if not isinstance(ordinal, int) or ordinal in self.answers:
                 continue
             where = files_dir(reader.shards / shard_id, info)  # on object storage, the attempt its record names
-            table = read_verified(where / "games.parquet", ["game_id", "link", "digest"])
-            rows = zip(*(table.column(name).to_pylist() for name in ("game_id", "link", "digest")), strict=True)
-            keys = [key for game_id, link, digest in rows for key in identity_keys(game_id, link, digest)]
+            columns = ("game_id", "link", "digest", "moves_digest")
+            table = read_verified(where / "games.parquet", list(columns))
+            rows = zip(*(table.column(name).to_pylist() for name in columns), strict=True)
+            keys = [key for game_id, link, digest, moves in rows for key in identity_keys(game_id, link, digest, moves)]
             self.keys.add(np.array(keys, dtype=np.int64), ordinal)
             self.answers[ordinal] = frozenset()
 

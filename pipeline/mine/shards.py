@@ -73,7 +73,10 @@ class ReadShard:
 
     def identities(self) -> list[tuple[int, ...]]:
         """Each selected game's identity keys, in order (`pipeline.ingest.headers.identity_keys`)."""
-        return [identity_keys(game.game["game_id"], game.game["link"], game.game["digest"]) for game in self.selected]
+        return [
+            identity_keys(game.game["game_id"], game.game["link"], game.game["digest"], game.game["moves_digest"])
+            for game in self.selected
+        ]
 
 
 def read_shard(shard: Shard, game_filter: GameFilter, limit: int | None) -> ReadShard:

@@ -633,8 +633,9 @@ def test_game_row() -> None:
         "base_seconds": 600, "increment_seconds": 8, "time_control_class": "rapid", "result": "1-0",
         "termination": "Normal", "opening": "French Defense: Normal Variation", "eco": "C00",
         "opening_header": "French Defense: Normal Variation", "url": "https://lichess.org/j1dkb5dw", "plies": 25,
-        "variant": "Standard", "start_fen": None, "digest": digest,
+        "variant": "Standard", "start_fen": None, "digest": digest, "moves_digest": outcome.game["moves_digest"],
     }  # fmt: skip
+    assert isinstance(outcome.game["moves_digest"], int) and outcome.game["moves_digest"] != digest
     first = outcome.positions[0]
     assert first == {
         "game_id": "j1dkb5dw", "ply": 0, "fen": chess.STARTING_FEN,

@@ -86,7 +86,7 @@ def selected(pgn: str, source: str = "a.pgn") -> Selected:
 
 
 def keys_of(game: Selected) -> tuple[int, ...]:
-    return identity_keys(game.game["game_id"], game.game["link"], game.game["digest"])
+    return identity_keys(game.game["game_id"], game.game["link"], game.game["digest"], game.game["moves_digest"])
 
 
 def test_what_makes_two_games_one() -> None:
@@ -95,7 +95,14 @@ def test_what_makes_two_games_one() -> None:
     assert set(keys_of(selected(lichess))) & set(keys_of(selected(exported, "b.pgn")))  # one id
     link = '[Event "x"]\n[Site "Chess.com"]\n[Link "https://www.chess.com/game/live/1"]\n\n1. d4 d5 *\n\n'
     other_tags = link.replace('[Event "x"]', '[Event "y"]')
-    assert set(keys_of(selected(link))) & set(keys_of(selected(other_tags, "b.pgn")))  # one Link
+    assert set(keys_of(selected(link))) & set(keys_of(selected(other_tags, "b.pgn")))  # one Link, one game
+    # ... but one Link on games whose moves differ joins nothing (c24ffed kept 1 of 9 such games).
+    other_moves = link.replace("1. d4 d5", "1. c4 e5")
+    assert not set(keys_of(selected(link))) & set(keys_of(selected(other_moves, "b.pgn")))
+    from_position = link.replace(
+        "[Link", '[SetUp "1"]\n[FEN "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"]\n[Link'
+    )
+    assert set(keys_of(selected(link))) & set(keys_of(selected(from_position, "b.pgn")))  # the same start
     otb = '[Event "Club"]\n[Round "3"]\n[White "A"]\n[Black "B"]\n\n1. e4 e5 1/2-1/2\n\n'
     assert set(keys_of(selected(otb))) & set(keys_of(selected(otb, "b.pgn")))  # the same tags and moves
     # ... but another round, or another move, is another game; and comments are not the game.

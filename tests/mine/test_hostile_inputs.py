@@ -140,6 +140,27 @@ def test_a_game_read_twice_is_mined_once_and_the_views_join_one_to_one(tmp_path:
     assert json.loads((out / "manifest.json").read_text())["games_filtered_by"]["duplicate"] == duplicates
 
 
+def test_games_sharing_one_link_are_one_only_when_their_moves_agree(tmp_path: Path) -> None:
+    """c24ffed: nine different chess.com games under one Link tag were mined as one, 8 dropped as
+    duplicates. A Link joins two games only when their moves agree too (issue 42)."""
+    text = (GAMES / "chesscom_mixed_1187.pgn").read_text()
+    games = ["[Event " + part for part in text.split("[Event ")[1:10]]
+    shared = [
+        "\n".join('[Link "https://www.chess.com/game/live/1"]' if line.startswith("[Link ") else line
+                  for line in game.splitlines())
+        for game in games
+    ]  # fmt: skip
+    assert all('[Link "https://www.chess.com/game/live/1"]' in game for game in shared)
+    source = tmp_path / "games.pgn"
+    source.write_text("\n\n".join([*shared, shared[0]]) + "\n\n")  # ... and one true copy of the first
+    out = tmp_path / "out"
+    mined = run_cli("mine", str(source), "--out", str(out), *QUICK)
+    assert mined.returncode == 0, mined.stderr[-3000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["games_read"] == 10 and manifest["games_filtered_by"] == {"duplicate": 1}, manifest
+    assert manifest["games_written"] + manifest["games_error"] == 9
+
+
 # -- placement --------------------------------------------------------------------------------
 
 
