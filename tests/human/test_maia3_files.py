@@ -175,3 +175,14 @@ def test_no_hostile_cache_layout_changes_anything_outside_it(
             assert not (target / name).is_symlink() and os.stat(target / name).st_nlink == 1, planted
     assert tree(outside) == before and tree(maia3_files.model_dir()) == installed, planted
     shutil.rmtree(root)
+
+
+@needs_maia3
+def test_a_model_file_that_is_a_link_is_named_as_one(tmp_path: Path) -> None:
+    """c24ffed: a link to the genuine file said "Maia-3 is not installed: no file"."""
+    directory = maia3_files.model_dir(tmp_path)
+    directory.mkdir(parents=True)
+    for name in maia3_files.PINNED:
+        (directory / name).symlink_to(maia3_files.model_dir() / name)
+    with pytest.raises(maia3_files.Maia3Missing, match=r"maia3-5m\.onnx is a symbolic link: .* files of their own"):
+        maia3_files.verify(directory)
