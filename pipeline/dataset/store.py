@@ -407,19 +407,23 @@ class DatasetWriter(DatasetReader):
         return writer
 
     @classmethod
-    def reopen(cls, root: str | os.PathLike[str] | ObjectPath, *, repair: bool = False) -> DatasetWriter:
-        """Continue a run (its lock held): leftovers of an interrupted run are cleared, and the
-        manifest goes until the run ends, so that no reader takes the dataset for a finished one.
-        A damaged shard (`damaged`) refuses the run in one line, changing nothing, unless `repair`:
-        then it is removed, and the run mines it again."""
+    def reopen(
+        cls, root: str | os.PathLike[str] | ObjectPath, *, repair: bool = False, lease: Lease | None = None
+    ) -> DatasetWriter:
+        """Continue a run (its lock held, or its `lease` on object storage): leftovers of an
+        interrupted run are cleared, and the manifest goes until the run ends, so that no reader
+        takes the dataset for a finished one. A damaged shard (`damaged`) refuses the run in one
+        line, changing nothing, unless `repair`: then it is removed, and the run mines it again."""
         check_output(root, resume=True)
         writer = cls(root)
+        writer.lease = lease
         damaged = writer.damaged()  # refuses a linked layout, and any entry of shards/ no run made
         if damaged and not repair:
             shard_id, problem = next(iter(damaged.items()))
             more = f" ({len(damaged) - 1} more damaged shard(s))" if len(damaged) > 1 else ""
             raise damaged_error(writer.root, shard_id, problem + more)
         if isinstance(writer.root, ObjectPath):
+            writer.check_lease()  # a job paused since it took the lease: that may be another's manifest
             (writer.root / MANIFEST_FILE).delete()
             for shard_id in damaged:
                 writer.remove_shard(shard_id)

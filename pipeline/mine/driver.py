@@ -124,7 +124,7 @@ def run(
         if config.resume:
             before = DatasetWriter(config.out).job() or {}
             check_resume(config.out, before.get("identity"), identity)
-            store = DatasetWriter.reopen(config.out, repair=repair)
+            store = DatasetWriter.reopen(config.out, repair=repair, lease=lease)
         else:
             store = DatasetWriter.create(config.out, {"identity": identity, "created": time.time()})
             store.created = fresh  # the lock made the directory: a failed first run removes it

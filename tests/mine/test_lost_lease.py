@@ -120,6 +120,10 @@ def test_a_job_that_lost_its_lease_leaves_the_new_holders_objects_alone(
         assert commit_shard(url, SHARD, shard_rows(), {"shard_id": SHARD}, run=new.token, tenure=second.tenure)
         new.write_manifest({"test": True})
         assert DatasetReader(url).committed() == {SHARD}
+        # Nor does a resumed run of the first job, paused since it took the lease, reopen the dataset.
+        with pytest.raises(LeaseLostError):
+            DatasetWriter.reopen(url, lease=first)
+        assert (root / "manifest.json").is_file()
     finally:
         second.release()
     # Once the new holder has released the prefix (its record deleted, numbering free to start
