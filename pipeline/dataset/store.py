@@ -30,7 +30,11 @@ puts `_shard.json` with a condition: only if there is none (S3 `If-None-Match: *
 record and deletes its own files. Readers trust only shards with a record, and read exactly the
 files it names, of the sizes and footers it records: an attempt killed mid-upload, or one that
 lost, is invisible, never half a shard. `--resume`, and the end of the job, delete such leftovers.
-One job per prefix holds a lease (`pipeline.dataset.lease`).
+One job per prefix holds a lease (`pipeline.dataset.lease`). An attempt's name starts with its run's
+token (`attempt_id`), so that a run can tell its own attempts from any other's: a job that lost
+its lease (paused past it, while another job took the prefix) removes only its own, commits no
+shard, writes no manifest, and leaves `job.json` alone unless its lease and the object it put are
+both still its own (`DatasetWriter.discard`).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +75,7 @@ from pipeline.dataset.integrity import (
     shard_problem,
     snapshot_of,
 )
-from pipeline.dataset.lease import LEASE_DIR
+from pipeline.dataset.lease import LEASE_DIR, Lease, LeaseLostError, Tenure
 from pipeline.dataset.lock import LOCK_FILE, check_out_path
 from pipeline.dataset.objects import ObjectPath, Where, dataset_path
 from schemas.dataset import TABLES, versioned
@@ -273,18 +277,41 @@ def parquet_bytes(table: pa.Table) -> bytes:
     return data
 
 
+# Hex digits of the run's token that start each of its attempts' names (`attempt_id`); the rest
+# of the 32 are the attempt's own.
+RUN_DIGITS = 16
+
+
+def attempt_id(run: str | None) -> str:
+    """A new attempt's name: 32 hex digits, the first RUN_DIGITS the run's (`DatasetWriter.token`)
+    when it is given, so that the run can find its own attempts and no other's."""
+    own = uuid.uuid4().hex
+    return own if run is None else run[:RUN_DIGITS] + own[RUN_DIGITS:]
+
+
+def is_run_attempt(name: str, run: str) -> bool:
+    """Whether an attempt's name is one of run `run`'s (`attempt_id`)."""
+    return len(name) == 32 and name.startswith(run[:RUN_DIGITS])
+
+
 def commit_objects(
     root: ObjectPath,
     shard_id: str,
     rows: Mapping[str, Iterable[Mapping[str, Any]] | list[pa.Table]],
     info: dict[str, Any],
+    *,
+    run: str | None = None,
+    tenure: Tenure | None = None,
 ) -> bool:
     """Commit one shard on object storage (the protocol in the module's docstring): its files
-    under an attempt of its own, then its record, put only if there is none. False (and this
-    attempt's files deleted) when another attempt committed the shard first."""
+    under an attempt of its own (named for `run`), then its record, put only if there is none.
+    False (and this attempt's files deleted) when another attempt committed the shard first. With
+    `tenure`, the record is put only while that lease is still held: LeaseLostError (this attempt's
+    files deleted) when another job has taken the prefix, whose leftovers are not this job's to
+    add to."""
     if not is_shard_id(shard_id):
         raise LinkedDatasetError(f"{shard_id[:120]!r} is not a shard id: nothing written")
-    attempt = uuid.uuid4().hex
+    attempt = attempt_id(run)
     directory = root / SHARDS_DIR / shard_id
     staged = directory / attempt
     files = {}
@@ -293,6 +320,10 @@ def commit_objects(
         files[file] = bytes_record(data).describe()
         (staged / file).put(data)
     record = json.dumps({**info, "attempt": attempt, "files": files}, indent=2, sort_keys=True).encode()
+    lost = tenure.lost(root) if tenure is not None else None  # asked last: the window is one PUT
+    if lost is not None:
+        staged.delete_under()
+        raise LeaseLostError(f"{lost}: shard {shard_id} not committed")
     try:
         (directory / SHARD_MARKER).put(record, create=True)
     except FileExistsError:
@@ -306,13 +337,17 @@ def commit_shard(
     shard_id: str,
     rows: Mapping[str, Iterable[Mapping[str, Any]] | list[pa.Table]],
     info: dict[str, Any],
+    *,
+    run: str | None = None,
+    tenure: Tenure | None = None,
 ) -> bool:
     """Write one shard and make it part of the dataset, from any process that sees the dataset
     (a writer task on any node): staged and renamed on disk, or committed by its record on object
-    storage. False when another attempt of the shard committed it first (its rows are the same)."""
+    storage (`commit_objects`: an attempt of run `run`, while the job's lease `tenure` is held).
+    False when another attempt of the shard committed it first (its rows are the same)."""
     place = dataset_path(root)
     if isinstance(place, ObjectPath):
-        return commit_objects(place, shard_id, rows, info)
+        return commit_objects(place, shard_id, rows, info, run=run, tenure=tenure)
     if os.path.lexists(place / SHARDS_DIR / shard_id):
         return False
     return publish(place, shard_id, stage_shard(place, shard_id, rows, info))
@@ -349,7 +384,11 @@ class DatasetWriter(DatasetReader):
         super().__init__(root)
         self.staging = self.root / STAGING_DIR
         self.created = False  # this writer made the directory (so `discard` may remove it)
-        self.token = uuid.uuid4().hex  # this run's (`sees_run`)
+        self.token = uuid.uuid4().hex  # this run's (`sees_run`, and its attempts' names: `attempt_id`)
+        # On object storage: the job's lease, checked before anything another job could own is
+        # touched (set by the job once it holds it), and the `job.json` this writer put.
+        self.lease: Lease | None = None
+        self.job_bytes: bytes | None = None
 
     @classmethod
     def create(cls, root: str | os.PathLike[str] | ObjectPath, job: dict[str, Any]) -> DatasetWriter:
@@ -357,7 +396,8 @@ class DatasetWriter(DatasetReader):
         writer = cls(root)
         if isinstance(writer.root, ObjectPath):
             writer.created = True
-            (writer.root / JOB_FILE).put(json_bytes(job), create=True)
+            writer.job_bytes = json_bytes(job)
+            (writer.root / JOB_FILE).put(writer.job_bytes, create=True)
             return writer
         writer.created = not writer.root.exists()
         writer.root.joinpath(SHARDS_DIR).mkdir(parents=True, exist_ok=True)
@@ -367,19 +407,23 @@ class DatasetWriter(DatasetReader):
         return writer
 
     @classmethod
-    def reopen(cls, root: str | os.PathLike[str] | ObjectPath, *, repair: bool = False) -> DatasetWriter:
-        """Continue a run (its lock held): leftovers of an interrupted run are cleared, and the
-        manifest goes until the run ends, so that no reader takes the dataset for a finished one.
-        A damaged shard (`damaged`) refuses the run in one line, changing nothing, unless `repair`:
-        then it is removed, and the run mines it again."""
+    def reopen(
+        cls, root: str | os.PathLike[str] | ObjectPath, *, repair: bool = False, lease: Lease | None = None
+    ) -> DatasetWriter:
+        """Continue a run (its lock held, or its `lease` on object storage): leftovers of an
+        interrupted run are cleared, and the manifest goes until the run ends, so that no reader
+        takes the dataset for a finished one. A damaged shard (`damaged`) refuses the run in one
+        line, changing nothing, unless `repair`: then it is removed, and the run mines it again."""
         check_output(root, resume=True)
         writer = cls(root)
+        writer.lease = lease
         damaged = writer.damaged()  # refuses a linked layout, and any entry of shards/ no run made
         if damaged and not repair:
             shard_id, problem = next(iter(damaged.items()))
             more = f" ({len(damaged) - 1} more damaged shard(s))" if len(damaged) > 1 else ""
             raise damaged_error(writer.root, shard_id, problem + more)
         if isinstance(writer.root, ObjectPath):
+            writer.check_lease()  # a job paused since it took the lease: that may be another's manifest
             (writer.root / MANIFEST_FILE).delete()
             for shard_id in damaged:
                 writer.remove_shard(shard_id)
@@ -418,13 +462,20 @@ class DatasetWriter(DatasetReader):
         os.rename(path, aside)
         shutil.rmtree(aside, ignore_errors=True)
 
-    def clear_leftovers(self) -> None:
+    def clear_leftovers(self, *, own_only: bool = False) -> None:
         """Delete what no shard's record names: attempts killed mid-upload, or that lost (object
-        storage; on disk they are under `_staging/`, removed whole)."""
+        storage; on disk they are under `_staging/`, removed whole). With `own_only`, this run's
+        attempts only (`attempt_id`): what a job that may have lost its lease may still remove."""
         if not isinstance(self.root, ObjectPath):
             return
-        root = self.root.snapshot()
-        shards = root / SHARDS_DIR
+        for attempt in self.uncommitted_attempts():
+            if not own_only or is_run_attempt(attempt.name, self.token):
+                ObjectPath(attempt.url).delete_under()
+
+    def uncommitted_attempts(self) -> Iterator[ObjectPath]:
+        """The attempts under `shards/` that no shard's record names (object storage)."""
+        assert isinstance(self.root, ObjectPath)
+        shards = self.root.snapshot() / SHARDS_DIR
         if not shards.is_dir():
             return
         for directory in shards.iterdir():
@@ -437,15 +488,20 @@ class DatasetWriter(DatasetReader):
                     keep = files_dir(directory, read_json(marker)).name
                 except (DamagedDatasetError, ValueError):
                     continue  # a damaged record: --repair's to remove
-            for attempt in directory.iterdir():
-                if attempt.name not in (SHARD_MARKER, keep):
-                    ObjectPath(attempt.url).delete_under()
+            yield from (attempt for attempt in directory.iterdir() if attempt.name not in (SHARD_MARKER, keep))
+
+    def check_lease(self) -> None:
+        """LeaseLostError when this job has lost its prefix's lease (asked of the store now)."""
+        if self.lease is not None:
+            self.lease.check()
 
     def commit(
         self, shard_id: str, rows: Mapping[str, Iterable[Mapping[str, Any]] | list[pa.Table]], info: dict[str, Any]
     ) -> None:
         """Write every table of one shard and make it part of the dataset (`commit_shard`)."""
-        if not commit_shard(self.root if isinstance(self.root, ObjectPath) else str(self.root), shard_id, rows, info):
+        root = self.root if isinstance(self.root, ObjectPath) else str(self.root)
+        tenure = self.lease.tenure if self.lease is not None else None
+        if not commit_shard(root, shard_id, rows, info, run=self.token, tenure=tenure):
             raise OutputError(f"shard {shard_id} is already committed in {str(self.root)!r}")
 
     def write_manifest(self, manifest: dict[str, Any]) -> Where:
@@ -453,7 +509,9 @@ class DatasetWriter(DatasetReader):
         check the dataset against)."""
         shards = {shard: {"files": info.get("files")} for shard, info in self.shard_info().items()}
         if isinstance(self.root, ObjectPath):
+            self.check_lease()  # another job's leftovers may be its attempts in flight
             self.clear_leftovers()
+            self.check_lease()  # nor is the manifest this job's to write any more
             path = self.root / MANIFEST_FILE
             path.put(json_bytes({**manifest, "shards": shards}))
             return path
@@ -463,13 +521,18 @@ class DatasetWriter(DatasetReader):
 
     def discard(self) -> None:
         """Undo `create` when nothing was committed: a failed first run leaves no directory
-        behind that would refuse the corrected command."""
-        if self.committed():
-            return
+        behind that would refuse the corrected command. On object storage only what this run
+        wrote: its attempts no record names, then `job.json` (and a manifest) if nothing is
+        committed, this writer put that very `job.json`, and its lease is still its own. A job
+        that lost its lease to another (paused past it) thus leaves the other's `job.json` and
+        staged attempts alone."""
         if isinstance(self.root, ObjectPath):
-            for name in (JOB_FILE, MANIFEST_FILE):
-                (self.root / name).delete()
-            (self.root / SHARDS_DIR).delete_under()
+            self.clear_leftovers(own_only=True)
+            if not self.committed() and self.owns_job_file():
+                for name in (JOB_FILE, MANIFEST_FILE):
+                    (self.root / name).delete()
+            return
+        if self.committed():
             return
         for name in (JOB_FILE, MANIFEST_FILE, LOCK_FILE):
             (self.root / name).unlink(missing_ok=True)
@@ -479,6 +542,18 @@ class DatasetWriter(DatasetReader):
             with_contents = any(self.root.iterdir()) if self.root.exists() else True
             if not with_contents:
                 self.root.rmdir()
+
+    def owns_job_file(self) -> bool:
+        """Whether `job.json` on object storage is this writer's to remove: the one it put (its
+        bytes: the job's creation time is in them), and the job's lease still held (asked last)."""
+        if not self.created or self.job_bytes is None:
+            return False
+        try:
+            if (self.root / JOB_FILE).read_bytes() != self.job_bytes:
+                return False
+        except FileNotFoundError:
+            return False
+        return self.lease is None or self.lease.confirm() is None
 
     def _write_json(self, name: str, data: dict[str, Any]) -> Path:
         assert isinstance(self.root, Path)

@@ -21,6 +21,7 @@ from typing import Any
 
 import ray
 
+from pipeline.dataset.lease import Tenure
 from pipeline.dataset.store import sees_run
 from pipeline.engines.backends import EngineOptions
 from pipeline.human.context import Pool
@@ -132,17 +133,26 @@ class GameRegistry(SeenGames):
 
 
 def write(
-    root: str, token: str, shard: Shard, counts: ShardCounts, tables: ShardTables, parts: list[Any], workers: list[Any]
+    root: str,
+    token: str,
+    tenure: Tenure | None,
+    shard: Shard,
+    counts: ShardCounts,
+    tables: ShardTables,
+    parts: list[Any],
+    workers: list[Any],
 ) -> ShardResult:
     """The write task, on any node: each of `workers` (the analysis actors up when the shard was
-    split, in partition order) judges its part of `parts`, then `write_shard` commits the rows. A
-    node that does not see the run `token`'s dataset (a local directory it does not share) asks no
-    worker, writes nothing and says so (`ShardResult.misplaced`). A write task that dies is retried
-    whole: its workers' tables serve what they already judged."""
+    split, in partition order) judges its part of `parts`, then `write_shard` commits the rows
+    (while the job holds `tenure`, its lease on object storage). A node that does not see the run
+    `token`'s dataset (a local directory it does not share) asks no worker, writes nothing and says
+    so (`ShardResult.misplaced`). A write task that dies is retried whole: its workers' tables
+    serve what they already judged."""
     node = ray.get_runtime_context().get_node_id()
     if not sees_run(root, token):
         return ShardResult(shard.shard_id, False, Counts(), misplaced=True, node=node)
-    return dataclasses.replace(write_shard(root, shard, counts, tables, judged(parts, workers)), node=node)
+    written = write_shard(root, shard, counts, tables, judged(parts, workers), run=token, tenure=tenure)
+    return dataclasses.replace(written, node=node)
 
 
 # Times the write task asks its workers again after a system failure (a worker gone for good, an

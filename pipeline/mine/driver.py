@@ -47,7 +47,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from pipeline.common.cluster import StderrAside, ray_session
 from pipeline.common.progress import Progress
 from pipeline.common.storage import redact
-from pipeline.dataset.lease import Lease, check_free, dataset_lock
+from pipeline.dataset.lease import Lease, LeaseLostError, check_free, dataset_lock
 from pipeline.dataset.objects import ObjectPath
 from pipeline.dataset.store import DatasetWriter, check_output
 from pipeline.engines.backends import check_backend
@@ -124,10 +124,11 @@ def run(
         if config.resume:
             before = DatasetWriter(config.out).job() or {}
             check_resume(config.out, before.get("identity"), identity)
-            store = DatasetWriter.reopen(config.out, repair=repair)
+            store = DatasetWriter.reopen(config.out, repair=repair, lease=lease)
         else:
             store = DatasetWriter.create(config.out, {"identity": identity, "created": time.time()})
             store.created = fresh  # the lock made the directory: a failed first run removes it
+        store.lease = lease  # asked before anything another job could own is touched
         return _run_job(config, store, identity, shown, verbose=verbose, lease=lease)
 
 
@@ -176,8 +177,12 @@ def _run_job(
 
 def _stopped_message(store: DatasetWriter, why: str) -> str:
     committed = len(store.committed())
+    if (not committed and store.created) or (store.lease is not None and store.lease.lost is not None):
+        store.discard()  # only what this run wrote, its job.json only while its lease holds (`discard`)
+    if store.lease is not None and (lost := store.lease.lost) is not None:  # discard asked the store again
+        why = why if lost in why else f"{why}; {lost}"
+        return f"{why}; {str(store.root)!r} is that job's now: this one removed only its own uncommitted files"
     if not committed and store.created:
-        store.discard()
         return f"{why}; nothing was committed, {str(store.root)!r} removed"
     return (
         f"{why}; {committed} shard{'s' if committed != 1 else ''} committed in {str(store.root)!r}: "
@@ -372,7 +377,8 @@ class MiningJob:
         see the dataset (`pin_writers`)."""
         # SPREAD: a write task asks for no CPU, so Ray would otherwise keep them all on the driver's node.
         task = self.write_task.options(scheduling_strategy=self.here if self.pinned else "SPREAD")
-        run.result = task.remote(self.root_text(), self.store.token, *run.write_inputs)
+        tenure = self.lease.tenure if self.lease is not None else None  # each commit checks it (object storage)
+        run.result = task.remote(self.root_text(), self.store.token, tenure, *run.write_inputs)
 
     def root_text(self) -> str:
         """The dataset's root as the writers take it (a path, or the object URL with no credentials)."""
@@ -405,7 +411,10 @@ class MiningJob:
             if waiting:
                 ray.wait(waiting, num_returns=1, timeout=WAIT_SECONDS)
         self.show(final=True)
-        return self.write_manifest()
+        try:
+            return self.write_manifest()
+        except LeaseLostError as lost:  # paused past its lease: the manifest is the other job's to write
+            raise MiningStopped(f"stopped: {lost}") from None
 
     def reading_done(self) -> bool:
         return self.feed.exhausted or (self.limit_left is not None and self.limit_left <= 0)

@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.dataset.lease import LeaseLostError, Tenure
 from pipeline.dataset.store import commit_shard, table_of
 from pipeline.human.context import Pool
 from pipeline.ingest.games import Failed, Selected, read_games
@@ -165,11 +166,19 @@ class ShardResult:
 
 
 def write_shard(
-    root: str, shard: Shard, counts: ShardCounts, tables: ShardTables, parts: Sequence[PartOutcome]
+    root: str,
+    shard: Shard,
+    counts: ShardCounts,
+    tables: ShardTables,
+    parts: Sequence[PartOutcome],
+    *,
+    run: str | None = None,
+    tenure: Tenure | None = None,
 ) -> ShardResult:
     """Put the workers' rows of one shard back in input order and commit its Parquet files to the
-    dataset at `root` (`commit_shard`: a path or an object URL); nothing is written if a worker
-    could not analyse at all (`fatal`)."""
+    dataset at `root` (`commit_shard`: a path or an object URL, as an attempt of run `run` while
+    the job's lease `tenure` is held); nothing is written if a worker could not analyse at all, or
+    the job has lost its lease (`fatal`: the job stops)."""
     fatal = next((part.fatal for part in parts if part.fatal is not None), None)
     analysis = sum(part.seconds for part in parts)
     engine = sum(part.engine_seconds for part in parts)
@@ -201,15 +210,20 @@ def write_shard(
         positions_error=len(failures),
         traps=traps.num_rows,
     )
-    committed = commit_shard(
-        root,
-        shard.shard_id,
-        {"games": [tables.games], "positions": [tables.positions], "responses": [responses], "traps": [traps],
-         "errors": errors},
-        {"shard_id": shard.shard_id, "source": shard.source, "ordinal": tables.ordinal,
-         "counts": shard_counts.shard_record(),
-         "effort": asdict(Effort(analysis_seconds=analysis, engine_seconds=engine, engine_calls=calls))},
-    )  # fmt: skip
+    try:
+        committed = commit_shard(
+            root,
+            shard.shard_id,
+            {"games": [tables.games], "positions": [tables.positions], "responses": [responses], "traps": [traps],
+             "errors": errors},
+            {"shard_id": shard.shard_id, "source": shard.source, "ordinal": tables.ordinal,
+             "counts": shard_counts.shard_record(),
+             "effort": asdict(Effort(analysis_seconds=analysis, engine_seconds=engine, engine_calls=calls))},
+            run=run,
+            tenure=tenure,
+        )  # fmt: skip
+    except LeaseLostError as lost:
+        return ShardResult(shard.shard_id, False, Counts(), analysis, engine, calls, str(lost))
     return ShardResult(shard.shard_id, committed, shard_counts, analysis, engine, calls)
 
 
