@@ -79,7 +79,7 @@ class EngineCrashed(Exception):
 
 
 class EngineTimedOut(Exception):
-    """An engine call did not finish within the timeout (never retried)."""
+    """An engine call did not finish within the timeout (never retried); args[0]: its seconds."""
 
 
 def resolve_engine(spec: str) -> str:
@@ -226,7 +226,7 @@ class EngineProcess:
             return future.result(timeout + QUIT_GRACE)
         except concurrent.futures.TimeoutError:  # = TimeoutError: asyncio's or ours
             future.cancel()
-            raise EngineTimedOut from None
+            raise EngineTimedOut(timeout) from None
 
     def search(
         self,
@@ -278,14 +278,21 @@ class EngineProcess:
         exact: dict[chess.Move, chess.engine.InfoDict] = {}  # the last unflagged line per move
         nodes = 0
         with analysis:
-            async for info in analysis:
-                nodes = max(nodes, info.get("nodes", 0))
-                pv = info.get("pv")
-                if "score" in info and pv:
-                    # Replace, never merge: a bound flag must not outlive the line it was on.
-                    final[info.get("multipv", 1)] = info
-                    if not is_bound(info):
-                        exact[pv[0]] = info
+            try:
+                async for info in analysis:
+                    nodes = max(nodes, info.get("nodes", 0))
+                    pv = info.get("pv")
+                    if "score" in info and pv:
+                        # Replace, never merge: a bound flag must not outlive the line it was on.
+                        final[info.get("multipv", 1)] = info
+                        if not is_bound(info):
+                            exact[pv[0]] = info
+            except asyncio.CancelledError:
+                # Cut by the call's timeout: the engine is killed next, and the analysis ends with
+                # its death. That end is awaited here, or asyncio prints it as never retrieved.
+                ending = asyncio.ensure_future(analysis.wait())
+                ending.add_done_callback(lambda task: task.cancelled() or task.exception())
+                raise
         # A search stopped by its node or time limit inside an aspiration re-search ends on a
         # bound (with a cut PV): take that move's score from its last completed iteration.
         ordered = [final[index] for index in sorted(final)]
@@ -363,11 +370,10 @@ class UciEngine:
                 if self.restarts:
                     raise EngineError(f"engine {self.path} crashed twice {where}: {crash}") from None
                 self.restarts += 1
-            except EngineTimedOut:
+            except EngineTimedOut as hung:
                 self._discard(graceful=False)
-                raise EngineError(
-                    f"engine {self.path} timed out (no answer within {self.timeout:g} s) {where}"
-                ) from None
+                waited = hung.args[0] if hung.args else self.timeout  # the call's: a long search waits longer
+                raise EngineError(f"engine {self.path} timed out (no answer within {waited:,.0f} s) {where}") from None
 
     def search(
         self,
