@@ -45,15 +45,12 @@ class FlagRange:
 
     def problem(self, value: float) -> str | None:
         """What `value` must be, when it is not (None: it is in range)."""
-        if isinstance(value, float) and not math.isfinite(value):
-            return f"a finite number, {self.range_text()}"
-        if value < self.low or (self.above and value == self.low) or value > self.high:
-            return self.range_text()
-        return None
-
-    def range_text(self) -> str:
-        low = f"above {_number(self.low)}" if self.above else f"at least {_number(self.low)}"
-        return f"{low} and at most {_number(self.high)} ({self.reason})"
+        finite = not isinstance(value, float) or math.isfinite(value)
+        if finite and not (value < self.low or (self.above and value == self.low) or value > self.high):
+            return None
+        kind = "whole number" if isinstance(value, int) else "number" if finite else "finite number"
+        low = f"above {_number(self.low)}" if self.above else f">= {_number(self.low)}"
+        return f"a {kind} {low} and at most {_number(self.high)} ({self.reason})"
 
 
 def _number(value: float) -> str:
@@ -239,8 +236,7 @@ def check(flag: str, value: Any, bound: FlagRange) -> None:
             continue
         problem = bound.problem(item)
         if problem is not None:
-            shown = f"{item:g}" if isinstance(item, float) else str(item)
-            raise UsageError(f"invalid {flag} {shown}: must be {problem}")
+            raise UsageError(f"invalid {flag} {item!r}: must be {problem}")
 
 
 def guarded(callback: Callable[..., Any], command: str) -> Callable[..., Any]:

@@ -51,7 +51,7 @@ NODES_MAX = 10**12
 # The most any call may multiply one line's budget by (MultiPV lines x the deeper passes).
 CALL_FACTOR_MAX = 1_000
 # Seconds one line's search may be given (`--movetime`): as long as the largest node budget.
-MOVETIME_MAX = NODES_MAX / SLOWEST_NPS
+MOVETIME_MAX = NODES_MAX // SLOWEST_NPS
 # Seconds an engine gets to exit after `quit` before it is killed.
 QUIT_GRACE = 2.0
 # Seconds to wait for a killed engine to be reaped.
