@@ -257,15 +257,27 @@ TABLES: dict[str, pa.Schema] = {
 }
 
 
+def integer_range(kind: pa.DataType) -> tuple[int, int]:
+    """The smallest and largest value an integer column of type `kind` holds (int16: -32,768 and
+    32,767): the bounds of every flag stored in one (`pipeline.cli.limits`)."""
+    if not pa.types.is_integer(kind):
+        raise TypeError(f"not an integer type: {kind}")
+    bits = kind.bit_width
+    if pa.types.is_signed_integer(kind):
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return 0, (1 << bits) - 1
+
+
 def settings_out_of_range(settings: dict[str, object]) -> tuple[str, object, int] | None:
     """The first setting (name, value, the largest value its column holds) of `settings` (a
     `DiffiMaxSettings.describe()`) that an integer column of SETTINGS_FIELDS cannot hold; None
-    when every one fits. A job checks its settings with it before anything starts."""
+    when every one fits. A job built outside the command line checks its settings with it before
+    anything starts (the command line refuses them earlier, `pipeline.cli.limits`)."""
     for field in SETTINGS_FIELDS:
         value = settings.get(field.name)
         if pa.types.is_integer(field.type) and isinstance(value, int):
-            largest = (1 << (field.type.bit_width - 1)) - 1
-            if not -largest - 1 <= value <= largest:
+            smallest, largest = integer_range(field.type)
+            if not smallest <= value <= largest:
                 return field.name, value, largest
     return None
 

@@ -8,7 +8,7 @@ are registered here, in the order `diffimax --help` lists them.
 
 from __future__ import annotations
 
-from pipeline.cli import analysis, datasets, evaluate, jobs, play, repertoire
+from pipeline.cli import analysis, datasets, evaluate, jobs, limits, play, repertoire
 from pipeline.cli.app import INTERNAL_ERROR, app, main
 from pipeline.cli.human import human_app
 from pipeline.cli.jobs import mine_config
@@ -20,5 +20,6 @@ for _command in (
     repertoire.repertoire_query,
 ):  # fmt: skip
     app.command()(_command)
+limits.guard_commands(app)  # every numeric flag checked against what it feeds, before any work
 
 __all__ = ["INTERNAL_ERROR", "app", "main", "mine_config"]

@@ -37,8 +37,21 @@ from search.errors import DiffimaxError
 
 # Where `--engine NAME` is looked for after PATH (Debian installs Stockfish in /usr/games).
 EXTRA_ENGINE_DIRS = ("/usr/games",)
-# Seconds one engine call (one `go`, or starting the engine) may take before it counts as hung.
+# Seconds one engine call (one `go`, or starting the engine) may take before it counts as hung,
+# besides what its node or time limit asks for (`search_timeout`).
 DEFAULT_TIMEOUT = 60.0
+# Nodes per second an engine may fall to under load before a node-limited search counts as hung.
+SLOWEST_NPS = 150_000
+# Most nodes one line's search may be given (`--nodes`). A call multiplies them by its MultiPV
+# lines (at most 218 legal moves) and a deeper pass (a few times more): at SLOWEST_NPS the
+# longest call's timeout must still fit the longest wait Python's threads can make
+# (threading.TIMEOUT_MAX), and its node count an engine's 64-bit counter. 10^12 nodes is about
+# two weeks of one Stockfish thread.
+NODES_MAX = 10**12
+# The most any call may multiply one line's budget by (MultiPV lines x the deeper passes).
+CALL_FACTOR_MAX = 1_000
+# Seconds one line's search may be given (`--movetime`): as long as the largest node budget.
+MOVETIME_MAX = NODES_MAX // SLOWEST_NPS
 # Seconds an engine gets to exit after `quit` before it is killed.
 QUIT_GRACE = 2.0
 # Seconds to wait for a killed engine to be reaped.
@@ -66,7 +79,7 @@ class EngineCrashed(Exception):
 
 
 class EngineTimedOut(Exception):
-    """An engine call did not finish within the timeout (never retried)."""
+    """An engine call did not finish within the timeout (never retried); args[0]: its seconds."""
 
 
 def resolve_engine(spec: str) -> str:
@@ -92,6 +105,14 @@ def _die_with_parent() -> None:
     it ends, i.e. when its owner exits, crashes or is killed."""
     if _LIBC is not None:
         _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def search_timeout(nodes: int | None = None, seconds: float | None = None, spare: float = DEFAULT_TIMEOUT) -> float:
+    """Seconds a search of `nodes` (at SLOWEST_NPS) or `seconds` may take before the engine counts
+    as hung: `spare` more than the limit asks for. A search of a billion nodes is given the hours
+    it needs, not killed at a fixed minute; never beyond what a thread can wait."""
+    asked = max(nodes / SLOWEST_NPS if nodes else 0.0, seconds or 0.0)
+    return min(spare + asked, threading.TIMEOUT_MAX - QUIT_GRACE)
 
 
 def one_line(error: BaseException) -> str:
@@ -205,7 +226,7 @@ class EngineProcess:
             return future.result(timeout + QUIT_GRACE)
         except concurrent.futures.TimeoutError:  # = TimeoutError: asyncio's or ours
             future.cancel()
-            raise EngineTimedOut from None
+            raise EngineTimedOut(timeout) from None
 
     def search(
         self,
@@ -230,11 +251,16 @@ class EngineProcess:
         exited = self.protocol.returncode
         work = asyncio.ensure_future(coroutine)
         either: list[asyncio.Future[Any]] = [work, exited]
-        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-        if work.done():
+        try:
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            # Cancelled by the call's timeout, the work is cancelled too: left running, it ends
+            # when the hung engine is killed, and asyncio prints its unretrieved error.
+            if not work.done():
+                work.cancel()
+                work.add_done_callback(lambda task: task.cancelled() or task.exception())  # nothing left unretrieved
+        if work.done() and not work.cancelled():
             return work.result()
-        work.cancel()
-        work.add_done_callback(lambda task: task.cancelled() or task.exception())  # nothing left unretrieved
         raise chess.engine.EngineTerminatedError(f"engine process died unexpectedly (exit code: {exited.result()})")
 
     async def _search(
@@ -252,14 +278,21 @@ class EngineProcess:
         exact: dict[chess.Move, chess.engine.InfoDict] = {}  # the last unflagged line per move
         nodes = 0
         with analysis:
-            async for info in analysis:
-                nodes = max(nodes, info.get("nodes", 0))
-                pv = info.get("pv")
-                if "score" in info and pv:
-                    # Replace, never merge: a bound flag must not outlive the line it was on.
-                    final[info.get("multipv", 1)] = info
-                    if not is_bound(info):
-                        exact[pv[0]] = info
+            try:
+                async for info in analysis:
+                    nodes = max(nodes, info.get("nodes", 0))
+                    pv = info.get("pv")
+                    if "score" in info and pv:
+                        # Replace, never merge: a bound flag must not outlive the line it was on.
+                        final[info.get("multipv", 1)] = info
+                        if not is_bound(info):
+                            exact[pv[0]] = info
+            except asyncio.CancelledError:
+                # Cut by the call's timeout: the engine is killed next, and the analysis ends with
+                # its death. That end is awaited here, or asyncio prints it as never retrieved.
+                ending = asyncio.ensure_future(analysis.wait())
+                ending.add_done_callback(lambda task: task.cancelled() or task.exception())
+                raise
         # A search stopped by its node or time limit inside an aspiration re-search ends on a
         # bound (with a cut PV): take that move's score from its last completed iteration.
         ordered = [final[index] for index in sorted(final)]
@@ -337,11 +370,10 @@ class UciEngine:
                 if self.restarts:
                     raise EngineError(f"engine {self.path} crashed twice {where}: {crash}") from None
                 self.restarts += 1
-            except EngineTimedOut:
+            except EngineTimedOut as hung:
                 self._discard(graceful=False)
-                raise EngineError(
-                    f"engine {self.path} timed out (no answer within {self.timeout:g} s) {where}"
-                ) from None
+                waited = hung.args[0] if hung.args else self.timeout  # the call's: a long search waits longer
+                raise EngineError(f"engine {self.path} timed out (no answer within {waited:,.0f} s) {where}") from None
 
     def search(
         self,

@@ -40,6 +40,7 @@ from pipeline.engines.process import (
     UciEngine,
     is_bound,
     resolve_engine,
+    search_timeout,
 )
 from search.alphabeta import SearchStats
 from search.analysis import ResponseValue
@@ -472,7 +473,8 @@ class UciOracle:
         board, ply = self.game.board, self.game.ply
         backend = self.backend
         limit = (limits or backend.limits).for_lines(count)
-        timeout = backend.timeout + (limit.time or 0.0)
+        # The fixed timeout, plus what the limit asks for: a long node budget is no hang.
+        timeout = search_timeout(limit.nodes, limit.time, spare=backend.timeout)
         started = time.perf_counter()
         result = self.process.search(board, count, limit, root_moves, game, timeout)
         self.engine_seconds += time.perf_counter() - started

@@ -94,9 +94,16 @@ class MineConfig:
         return Judging(self.settings, self.judges, primary_judge(self.judges, human), self.setter_choices)
 
 
+# The largest size in MiB a job takes (`--shard-mb`): in bytes (2^60) it fits the int64 byte
+# offsets of the dataset with room for their sums.
+SIZE_MIB_MAX = 1 << 40
+
+
 def mib_to_bytes(shard_mb: float, flag: str = "--shard-mb") -> int:
     """A size in MiB (`--shard-mb`, or the `flag` named) in bytes; a size that is not a positive
     number of bytes is refused."""
-    if not (shard_mb == shard_mb and 0 < shard_mb < float(1 << 40)):  # NaN, <= 0 and absurd sizes
-        raise SettingsError(f"invalid {flag} {shard_mb!r}: must be a number of MiB above 0")
+    if not (shard_mb == shard_mb and 0 < shard_mb <= SIZE_MIB_MAX):  # NaN, <= 0 and absurd sizes
+        raise SettingsError(
+            f"invalid {flag} {shard_mb!r}: must be a number of MiB above 0 and at most {SIZE_MIB_MAX:,}"
+        )
     return max(1, round(shard_mb * MIB))

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -20,7 +21,16 @@ import chess
 import chess.engine
 import pytest
 
-from pipeline.engines.process import EngineError, UciEngine, resolve_engine
+from pipeline.engines.process import (
+    CALL_FACTOR_MAX,
+    DEFAULT_TIMEOUT,
+    NODES_MAX,
+    SLOWEST_NPS,
+    EngineError,
+    UciEngine,
+    resolve_engine,
+    search_timeout,
+)
 from pipeline.engines.uci import DEFAULT_NODES, EngineLimits, UciBackend, line_value, open_uci_backend
 from pipeline.mine.occurrences import game_occurrences
 from pipeline.mine.table import AnalysisEntry
@@ -309,6 +319,41 @@ def test_a_hung_engine_times_out_and_is_killed(tmp_path):
     assert str(error.value) == f"engine {fake.path} timed out (no answer within 3 s) on FEN '{board.fen()}'"
     assert len(fake.pids()) == 1
     assert wait_until(lambda: not running(fake.pids()[0]))
+
+
+def test_a_timed_out_search_leaves_no_traceback_behind(tmp_path):
+    """One line, and nothing after it: on 64e93b5 the search task cut by the timeout ended when
+    the engine was killed, and asyncio printed 'Task exception was never retrieved' and its
+    10-line traceback when the program ended (issue 42, `explain --nodes 1000000000`)."""
+    fake = fake_engine(tmp_path, "sleeper", "serve(hang)")
+    program = textwrap.dedent(
+        f"""
+        from pipeline.engines.process import EngineError
+        from pipeline.engines.uci import open_uci_backend
+        from search.chessgame import board_from_fen
+        from search.settings import DiffiMaxSettings
+        with open_uci_backend({str(fake.path)!r}, nodes=1_000, timeout=2.0) as backend:
+            try:
+                backend.analyse(board_from_fen({nd4_board().fen()!r}), False, DiffiMaxSettings(depth=1))
+            except EngineError as error:
+                print(error)
+        """
+    )
+    ended = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert "timed out" in ended.stdout, ended.stdout + ended.stderr
+    assert ended.returncode == 0 and "never retrieved" not in ended.stderr, ended.stderr
+
+
+def test_a_node_limited_search_is_given_the_time_its_nodes_need():
+    """explain --nodes 1000000000 was killed at a fixed 60 s (64e93b5): the timeout grows with
+    the nodes (at the slowest rate an engine keeps under load), and never passes what a thread
+    can wait (puzzles --nodes 1e20: OverflowError)."""
+    assert search_timeout(None) == DEFAULT_TIMEOUT
+    assert search_timeout(10**9) > 10**9 / 1_000_000 * 5  # five times Stockfish's speed on one core
+    assert search_timeout(nodes=None, seconds=100.0) == DEFAULT_TIMEOUT + 100
+    assert search_timeout(10**30) < threading.TIMEOUT_MAX
+    # The largest --nodes fits unclamped, even multiplied by a call's lines and deeper passes.
+    assert DEFAULT_TIMEOUT + NODES_MAX * CALL_FACTOR_MAX / SLOWEST_NPS < threading.TIMEOUT_MAX
 
 
 def test_the_engine_dies_with_its_owner(tmp_path):

@@ -280,8 +280,10 @@ def test_url_timeout_must_be_above_0(tmp_path: Path) -> None:
     for bad in ("0", "-1", "nan"):
         refused = run_cli("mine", str(GAMES / "lichess_100.pgn"), "--out", str(tmp_path / "run"), "--url-timeout", bad)
         assert refused.returncode == 1
+        number = "finite number" if bad == "nan" else "number"
         assert refused.stderr.strip().splitlines() == [
-            f"diffimax: error: invalid --url-timeout {float(bad)!r}: must be a number of seconds above 0"
+            f"diffimax: error: invalid --url-timeout {float(bad)!r}: must be a {number} above 0 and at most "
+            "9,223,372,036 (Python's longest wait, threading.TIMEOUT_MAX)"
         ]
         assert not (tmp_path / "run").exists()
 

@@ -238,7 +238,7 @@ def test_the_command_writes_every_output_and_says_bad_flags_in_one_line(tmp_path
     for args, message in (
         (["--color", "green", "--rating", "1000", "--out", str(out)], "invalid --color 'green'"),
         (["--color", "white", "--rating", "1000", "--moves", "e4 e4", "--out", str(out)], "illegal or unreadable"),
-        (["--color", "white", "--rating", "1000", "--floor", "1.5", "--out", str(out)], "invalid floor 1.5"),
+        (["--color", "white", "--rating", "1000", "--floor", "1.5", "--out", str(out)], "invalid --floor 1.5"),
         (["--color", "white", "--rating", "1000"], "--out DIR is required"),
     ):
         result = run_cli("repertoire", *args, "--engine", "material", "--workers", "0")

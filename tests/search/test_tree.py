@@ -152,8 +152,9 @@ LEGAL_KINGS = "4k3/8/8/8/8/8/8/4K3 w - - 0 1"
         (("tree", "(1.234, 2)"), "more than two decimals"),
         (("tree", "(1,2)", "--trap-dip", "3"), "trap dip 3.0 exceeds reasonable dip 2.0"),
         (("tree", "(1,2)", "--scope", "1"), "invalid scope '1'"),
-        (("tree", "(1,2)", "--depth", "-1"), "invalid search depth -1"),
-        (("tree", "(1,2)", "--reasonable-dip", "-1", "--trap-dip", "-2"), "invalid reasonable dip -1.0"),
+        # Refused by the flags' table (pipeline/cli/limits.py) before the settings are made.
+        (("tree", "(1,2)", "--depth", "-1"), "invalid --depth -1: must be a whole number >= 0"),
+        (("tree", "(1,2)", "--reasonable-dip", "-1", "--trap-dip", "-2"), "invalid --reasonable-dip -1.0: must be a"),
         (("tree", "(1,2)", "--safety-margin", "lots"), "invalid safety margin 'lots'"),
         (("tree", "(1,2)", "--root", "middle"), "invalid root 'middle'"),
         (("explain", "not a fen"), "invalid FEN 'not a fen'"),

@@ -15,21 +15,15 @@ import ray
 import ray.exceptions
 
 from pipeline.common.progress import Progress
-from pipeline.engines.process import DEFAULT_TIMEOUT, EngineError, EngineStartError, UciEngine
+from pipeline.engines.process import EngineError, EngineStartError, UciEngine, search_timeout
 from pipeline.outputs.puzzles.records import Checked, DropReason, MultiPvLine, PracticalCheck, VerificationStopped
 from pipeline.outputs.puzzles.rules import check_candidate
 from pipeline.outputs.puzzles.standards import CONFIRM_NODES_FACTOR, Standard
 
 ENGINE_HASH_MB = 16  # UCI Hash per engine; cleared (ucinewgame) before every candidate
-SLOWEST_NPS = 150_000  # nodes per second an engine may fall to under load before a search is "hung"
 VERIFY_BATCH = 2  # distinct candidates per call to a verification actor (a call costs ~1 ms; a candidate >= 2 searches)
 BATCHES_PER_WORKER = 2  # calls queued per actor, so that none waits for the driver between two calls
 WORKER_RESTARTS = 3  # times a verification actor whose process died is restarted (its batch re-verified)
-
-
-def search_timeout(nodes: int) -> float:
-    """Seconds a search of `nodes` may take before the engine counts as hung."""
-    return DEFAULT_TIMEOUT + nodes / SLOWEST_NPS
 
 
 class EngineVerifier:
