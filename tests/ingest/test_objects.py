@@ -12,7 +12,8 @@ import zstandard
 
 from pipeline.common.storage import filesystem
 from pipeline.ingest.pins import input_pin
-from pipeline.ingest.sources import InputError, expand_inputs, iter_shards, shard_bytes_of
+from pipeline.ingest.ranges import shard_bytes_of
+from pipeline.ingest.sources import InputError, expand_inputs, iter_shards
 from pipeline.mine.plan.count import count_games
 from tests.conftest import GAMES
 from tests.objectstore import S3Server, s3_server
