@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from search.errors import DiffimaxError
+from search.errors import DiffimaxError, InputChanged
 
 # URL schemes of object storage, and the fsspec protocol that serves each.
 PROTOCOLS: Final = {"s3": "s3", "gs": "gcs", "gcs": "gcs"}
@@ -268,7 +268,11 @@ def object_info(url: ObjectUrl) -> dict[str, Any]:
 
 def object_pin(url: ObjectUrl) -> dict[str, Any]:
     """What pins an object's content: its size and its ETag (S3) or generation (GCS)."""
-    info = object_info(url)
+    return pin_of_info(object_info(url))
+
+
+def pin_of_info(info: dict[str, Any]) -> dict[str, Any]:
+    """The pin of an object the store described (`object_info`, or an open file's details)."""
     pin: dict[str, Any] = {"bytes": int(info["size"])}
     for name in ("ETag", "etag", "generation", "VersionId"):
         if info.get(name):
@@ -276,14 +280,26 @@ def object_pin(url: ObjectUrl) -> dict[str, Any]:
     return pin
 
 
+def describe_pin(pin: dict[str, Any]) -> str:
+    """An object's pin in words: its size and what names its version."""
+    named = ", ".join(f"{name} {value}" for name, value in pin.items() if name != "bytes")
+    return f"{pin.get('bytes', 0):,} bytes" + (f", {named}" if named else "")
+
+
 class ObjectReader:
     """An object read forward (or from a seek) in ranged reads, each resumed where it broke off:
     a dropped connection or a timeout is tried again at the byte reached, after RETRY_DELAYS, so
-    a long stream survives a drop as an HTTP one does (`pipeline.ingest.streams.HttpBody`). An
-    object that changes while it is read (another ETag) fails the read, never mixes contents."""
+    a long stream survives a drop as an HTTP one does (`pipeline.ingest.streams.HttpBody`).
 
-    def __init__(self, url: ObjectUrl, delays: Sequence[float] = RETRY_DELAYS) -> None:
+    Every ranged read asks for the ETag the object had when it was opened (s3fs sends `If-Match`),
+    so an object replaced while it is read fails the read (InputChanged), never mixes contents;
+    with the job's `pin` (`object_pin`), the object opened must be the one pinned, or InputChanged."""
+
+    def __init__(
+        self, url: ObjectUrl, delays: Sequence[float] = RETRY_DELAYS, pin: dict[str, Any] | None = None
+    ) -> None:
         self.url = url
+        self.pin = pin
         self.delays = tuple(delays)
         self.fs = filesystem(url.scheme)
         self.position = 0
@@ -294,6 +310,11 @@ class ObjectReader:
 
     def _open(self) -> Any:
         handle = self.fs.open(self.url.path, "rb", cache_type="none", block_size=READ_PIECE)
+        if self.pin is not None:
+            now = pin_of_info(handle.details)
+            if now != self.pin:
+                handle.close()
+                raise InputChanged.of(str(self.url), describe_pin(self.pin), describe_pin(now))
         handle.seek(self.position)
         return handle
 
@@ -314,8 +335,9 @@ class ObjectReader:
             try:
                 block: bytes = self.handle.read(wanted)
             except Exception as error:
-                if "FileExpired" in " ".join(_cause_names(error)):
-                    raise StorageError(f"{self.url}: the object changed while it was read") from None
+                if "FileExpired" in " ".join(_cause_names(error)):  # its If-Match failed: another ETag
+                    was = describe_pin(self.pin or pin_of_info(self.handle.details))
+                    raise InputChanged.of(str(self.url), was, "another ETag (the store refused If-Match)") from None
                 if failures < len(self.delays) and is_transient(error):
                     time.sleep(self.delays[failures])
                     failures += 1
@@ -344,7 +366,8 @@ class ObjectReader:
 
 
 __all__ = [
-    "ObjectReader", "ObjectUrl", "StorageError", "arrow_filesystem", "check_name", "filesystem", "is_object_url",
-    "is_transient", "object_info", "object_pin", "parse_url", "redact", "retried", "storage_errors",
+    "ObjectReader", "ObjectUrl", "StorageError", "arrow_filesystem", "check_name", "describe_pin", "filesystem",
+    "is_object_url", "is_transient", "object_info", "object_pin", "parse_url", "pin_of_info", "redact", "retried",
+    "storage_errors",
     "storage_problem",
 ]  # fmt: skip

@@ -1,12 +1,14 @@
 """A shard's bytes as its reader loads them (`load_shard`): the bytes a stream shard carries, or a
 byte range of a plain file or object read from the input (`read_range`), by the ownership rule of
-`pipeline.ingest.sources`."""
+`pipeline.ingest.sources`. A range is held to the job's pin of its input (`pipeline.ingest.pinned`):
+a local file's state and the digest of the shard's own bytes, an object's ETag or generation."""
 
 from __future__ import annotations
 
-from typing import BinaryIO, cast
+from typing import Any, BinaryIO, cast
 
 from pipeline.common.storage import is_object_url
+from pipeline.ingest.pinned import FilePin, RangeDigest, check_state
 from pipeline.ingest.sources import (
     NEWLINE_GAME_START,
     Shard,
@@ -23,7 +25,7 @@ def load_shard(shard: Shard) -> ShardData:
     with no data)."""
     if shard.kind == "stream":
         return ShardData(shard.start, shard.data or b"")
-    return read_range(shard.source, shard.start, shard.end, shard.max_game_bytes)
+    return read_range(shard.source, shard.start, shard.end, shard.max_game_bytes, shard.pin)
 
 
 def shard_bytes_of(shard: Shard) -> bytes:
@@ -31,27 +33,43 @@ def shard_bytes_of(shard: Shard) -> bytes:
     return load_shard(shard).data
 
 
-def read_range(path: str, start: int, end: int, max_game_bytes: int | None = None) -> ShardData:
+def read_range(
+    path: str, start: int, end: int, max_game_bytes: int | None = None, pin: FilePin | dict[str, Any] | None = None
+) -> ShardData:
     """The chunks of an uncompressed file whose first byte lies in `[start, end)`: from the first
     chunk start at or after `start` to the first chunk start at or after `end` (or the end of
     the file). Chunk starts are byte 0 and every line that starts with `[Event `.
 
     The file is read READ_BLOCK bytes at a time. A chunk above `max_game_bytes` (a game too large,
     `--max-game-mb`) is not kept: it is dropped as it is read, so that what is held stays under the
-    range's own games plus one cap whatever the file, and `ShardData.skipped` says where it lay."""
+    range's own games plus one cap whatever the file, and `ShardData.skipped` says where it lay.
+
+    With the job's `pin` of the input, what was read is checked against it before it is returned
+    (`search.errors.InputChanged` if it differs): an object is read with its pinned ETag, a local
+    file's descriptor must be the pinned file, unwritten since, and the range's bytes its own."""
     if start >= end:
         return ShardData(start, b"")
-    with open_object(path) if is_object_url(path) else open(path, "rb") as handle:
+    object_pin = pin if isinstance(pin, dict) else None
+    with open_object(path, object_pin) if is_object_url(path) else open(path, "rb") as opened:
+        handle = cast(BinaryIO, opened)
+        pinned = RangeDigest(pin, path, start, end) if isinstance(pin, FilePin) else None
+        if pinned is not None:
+            check_state(handle, pinned.pin, path)
         low = max(0, start - 1)  # one byte back, to see whether `start` begins a line
         handle.seek(low)
-        return _RangeReader(cast(BinaryIO, handle), low, max_game_bytes).read(start, end)
+        data = _RangeReader(handle, low, max_game_bytes, pinned).read(start, end)
+        if pinned is not None:
+            pinned.check(handle)
+        return data
 
 
 class _RangeReader:
     """The state of `read_range`: a window of the file, read forward block by block."""
 
-    def __init__(self, handle: BinaryIO, low: int, max_game_bytes: int | None) -> None:
+    def __init__(self, handle: BinaryIO, low: int, max_game_bytes: int | None, pinned: RangeDigest | None) -> None:
         self.handle = handle
+        self.pinned = pinned  # fed every block read, at its file offset
+        self.read_to = low  # the file offset of the next block
         self.cap = max_game_bytes
         self.window = bytearray()  # bytes of the file from `base` on, read and not yet let go
         self.base = low
@@ -65,6 +83,9 @@ class _RangeReader:
         if not block:
             self.eof = True
             return False
+        if self.pinned is not None:
+            self.pinned.seen(self.read_to, block)
+        self.read_to += len(block)
         self.window += block
         return True
 
