@@ -292,7 +292,8 @@ class ObjectReader:
     a long stream survives a drop as an HTTP one does (`pipeline.ingest.streams.HttpBody`).
 
     Every ranged read asks for the ETag the object had when it was opened (s3fs sends `If-Match`),
-    so an object replaced while it is read fails the read (InputChanged), never mixes contents;
+    so an object replaced while it is read fails the read (InputChanged for a job's pinned input,
+    else StorageError), never mixes contents;
     with the job's `pin` (`object_pin`), the object opened must be the one pinned, or InputChanged."""
 
     def __init__(
@@ -336,8 +337,10 @@ class ObjectReader:
                 block: bytes = self.handle.read(wanted)
             except Exception as error:
                 if "FileExpired" in " ".join(_cause_names(error)):  # its If-Match failed: another ETag
-                    was = describe_pin(self.pin or pin_of_info(self.handle.details))
-                    raise InputChanged.of(str(self.url), was, "another ETag (the store refused If-Match)") from None
+                    if self.pin is None:  # not a job's input (a dataset's file)
+                        raise StorageError(f"{self.url}: the object changed while it was read") from None
+                    refused = "another ETag (the store refused If-Match)"
+                    raise InputChanged.of(str(self.url), describe_pin(self.pin), refused) from None
                 if failures < len(self.delays) and is_transient(error):
                     time.sleep(self.delays[failures])
                     failures += 1
