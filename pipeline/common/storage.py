@@ -281,9 +281,10 @@ def pin_of_info(info: dict[str, Any]) -> dict[str, Any]:
 
 
 def describe_pin(pin: dict[str, Any]) -> str:
-    """An object's pin in words: its size and what names its version."""
-    named = ", ".join(f"{name} {value}" for name, value in pin.items() if name != "bytes")
-    return f"{pin.get('bytes', 0):,} bytes" + (f", {named}" if named else "")
+    """A pin in words: an object's size and what names its version, or a URL's headers."""
+    size = pin.get("bytes")
+    named = [f"{name} {value}" for name, value in pin.items() if name != "bytes" and value is not None]
+    return ", ".join(([f"{size:,} bytes"] if isinstance(size, int) else []) + named) or "no validator"
 
 
 class ObjectReader:

@@ -20,7 +20,7 @@ import urllib.request
 from typing import Any, Final
 
 from pipeline.common.files import feed_stream
-from pipeline.common.storage import is_object_url, object_pin, parse_url, redact
+from pipeline.common.storage import describe_pin, is_object_url, object_pin, parse_url, redact
 from pipeline.ingest.pinned import STREAM_BLOCK, BlockDigests, FilePin, FileState
 from pipeline.ingest.sources import InputError, compression_of, is_url
 from pipeline.ingest.streams import URL_TIMEOUT
@@ -95,6 +95,8 @@ def changed_input(sources: list[str], was: list[Any], now: list[Any]) -> str | N
 def describe(pin: Any) -> str:
     if isinstance(pin, dict) and "sha256" in pin:
         return f"{pin.get('bytes'):,} bytes, SHA-256 {str(pin['sha256'])[:12]}…"
+    if isinstance(pin, dict):  # an object's size and version, a URL's headers
+        return describe_pin(pin)
     return repr(pin)
 
 

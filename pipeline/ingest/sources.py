@@ -369,7 +369,10 @@ def _range_shards(
     source: str, source_index: int, shard_bytes: int, max_game_bytes: int, pin: FilePin | dict[str, Any] | None
 ) -> Iterator[Shard]:
     """Cut by the pinned size when there is a pin: the shards are those of the content pinned."""
-    size = pin.state.size if isinstance(pin, FilePin) else source_size(source)
+    if isinstance(pin, FilePin):
+        size = pin.state.size
+    else:
+        size = int(pin["bytes"]) if pin and "bytes" in pin else source_size(source)
     for index, start in enumerate(range(0, size, shard_bytes)):
         end = min(size, start + shard_bytes)
         yield Shard(

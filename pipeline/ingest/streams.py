@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 
 import zstandard
 
+from pipeline.common.storage import describe_pin
 from search.errors import InputChanged
 
 # Decompressed bytes read per call while streaming.
@@ -173,16 +174,12 @@ def open_pinned(url: str, timeout: float, pin: dict[str, Any]) -> http.client.HT
             raise
         error.close()
         refused = "another version (the server refused the condition)"
-        raise InputChanged.of(url, describe_url_pin(pin), refused) from None
+        raise InputChanged.of(url, describe_pin(pin), refused) from None
     now = {name: response.headers.get(name) for name in pin}
     if any(pin[name] is not None and now[name] is not None and now[name] != pin[name] for name in pin):
         response.close()
-        raise InputChanged.of(url, describe_url_pin(pin), describe_url_pin(now))
+        raise InputChanged.of(url, describe_pin(pin), describe_pin(now))
     return response
-
-
-def describe_url_pin(pin: dict[str, Any]) -> str:
-    return ", ".join(f"{name} {value}" for name, value in pin.items() if value is not None) or "no validator"
 
 
 class ZstdStream:
