@@ -13,3 +13,15 @@ from __future__ import annotations
 
 class DiffimaxError(Exception):
     """Something the user can fix: bad input, an impossible setting, a missing engine."""
+
+
+class InputChanged(DiffimaxError, RuntimeError):
+    """An input whose content is no longer what the job pinned at its start, found while a shard
+    was read (`pipeline.ingest.pinned`): the job commits nothing more from it. One argument, the
+    message (`of` words it), so that it pickles as it crosses from a Ray task to the driver."""
+
+    @classmethod
+    def of(cls, source: str, was: str, now: str) -> InputChanged:
+        return cls(
+            f"input {source!r} changed while the job read it (was {was}, now {now}): nothing more is committed from it"
+        )

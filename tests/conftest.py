@@ -179,7 +179,7 @@ def ray_session(request: pytest.FixtureRequest) -> Iterator[None]:
 CLUSTER_MODULES = frozenset(
     {
         "test_golden_rows", "test_hostile_inputs", "test_hostile_outputs", "test_hostile_paths", "test_hostile_pgn", "test_object_storage",
-        "test_driver", "test_datasets", "test_fuzz", "test_faults", "test_puzzles", "test_queries", "test_ray_job", "test_reliability",
+        "test_driver", "test_datasets", "test_fuzz", "test_faults", "test_pinned_inputs", "test_puzzles", "test_queries", "test_ray_job", "test_reliability",
         "test_report", "test_openings_links", "test_progress", "test_repertoire",
     }
 )  # fmt: skip

@@ -94,6 +94,12 @@ class Readable(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
 
 
+class Hashing(Protocol):
+    """What `feed_stream` feeds: a hashlib hash, or anything that takes bytes in order as one does."""
+
+    def update(self, data: bytes, /) -> None: ...
+
+
 def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> Path:
     """Write `text` (a str as UTF-8, newlines as given; bytes as they are, such as a Parquet file
     built in memory) to `path` whole or not at all, never through a link (`replacing`)."""
@@ -119,13 +125,13 @@ def files_sha256(paths: Sequence[str | os.PathLike[str]], chunk_bytes: int = MIB
     return digest.hexdigest()
 
 
-def feed_file(digest: hashlib._Hash, path: str | os.PathLike[str], chunk_bytes: int = MIB) -> int:
+def feed_file(digest: Hashing, path: str | os.PathLike[str], chunk_bytes: int = MIB) -> int:
     """Add a file's bytes to `digest`, read in pieces (a file may be larger than memory); its size."""
     with open(path, "rb") as stream:
         return feed_stream(digest, stream, chunk_bytes)
 
 
-def feed_stream(digest: hashlib._Hash, stream: Readable, chunk_bytes: int = MIB) -> int:
+def feed_stream(digest: Hashing, stream: Readable, chunk_bytes: int = MIB) -> int:
     """Add the rest of an open binary stream (a local file, an object being read) to `digest`, read
     in pieces; the number of bytes read. The one hashing loop of the project."""
     size = 0

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from search.errors import DiffimaxError
+from search.errors import DiffimaxError, InputChanged
 
 # URL schemes of object storage, and the fsspec protocol that serves each.
 PROTOCOLS: Final = {"s3": "s3", "gs": "gcs", "gcs": "gcs"}
@@ -268,7 +268,11 @@ def object_info(url: ObjectUrl) -> dict[str, Any]:
 
 def object_pin(url: ObjectUrl) -> dict[str, Any]:
     """What pins an object's content: its size and its ETag (S3) or generation (GCS)."""
-    info = object_info(url)
+    return pin_of_info(object_info(url))
+
+
+def pin_of_info(info: dict[str, Any]) -> dict[str, Any]:
+    """The pin of an object the store described (`object_info`, or an open file's details)."""
     pin: dict[str, Any] = {"bytes": int(info["size"])}
     for name in ("ETag", "etag", "generation", "VersionId"):
         if info.get(name):
@@ -276,14 +280,28 @@ def object_pin(url: ObjectUrl) -> dict[str, Any]:
     return pin
 
 
+def describe_pin(pin: dict[str, Any]) -> str:
+    """A pin in words: an object's size and what names its version, or a URL's headers."""
+    size = pin.get("bytes")
+    named = [f"{name} {value}" for name, value in pin.items() if name != "bytes" and value is not None]
+    return ", ".join(([f"{size:,} bytes"] if isinstance(size, int) else []) + named) or "no validator"
+
+
 class ObjectReader:
     """An object read forward (or from a seek) in ranged reads, each resumed where it broke off:
     a dropped connection or a timeout is tried again at the byte reached, after RETRY_DELAYS, so
-    a long stream survives a drop as an HTTP one does (`pipeline.ingest.streams.HttpBody`). An
-    object that changes while it is read (another ETag) fails the read, never mixes contents."""
+    a long stream survives a drop as an HTTP one does (`pipeline.ingest.streams.HttpBody`).
 
-    def __init__(self, url: ObjectUrl, delays: Sequence[float] = RETRY_DELAYS) -> None:
+    Every ranged read asks for the ETag the object had when it was opened (s3fs sends `If-Match`),
+    so an object replaced while it is read fails the read (InputChanged for a job's pinned input,
+    else StorageError), never mixes contents;
+    with the job's `pin` (`object_pin`), the object opened must be the one pinned, or InputChanged."""
+
+    def __init__(
+        self, url: ObjectUrl, delays: Sequence[float] = RETRY_DELAYS, pin: dict[str, Any] | None = None
+    ) -> None:
         self.url = url
+        self.pin = pin
         self.delays = tuple(delays)
         self.fs = filesystem(url.scheme)
         self.position = 0
@@ -294,6 +312,11 @@ class ObjectReader:
 
     def _open(self) -> Any:
         handle = self.fs.open(self.url.path, "rb", cache_type="none", block_size=READ_PIECE)
+        if self.pin is not None:
+            now = pin_of_info(handle.details)
+            if now != self.pin:
+                handle.close()
+                raise InputChanged.of(str(self.url), describe_pin(self.pin), describe_pin(now))
         handle.seek(self.position)
         return handle
 
@@ -314,8 +337,11 @@ class ObjectReader:
             try:
                 block: bytes = self.handle.read(wanted)
             except Exception as error:
-                if "FileExpired" in " ".join(_cause_names(error)):
-                    raise StorageError(f"{self.url}: the object changed while it was read") from None
+                if "FileExpired" in " ".join(_cause_names(error)):  # its If-Match failed: another ETag
+                    if self.pin is None:  # not a job's input (a dataset's file)
+                        raise StorageError(f"{self.url}: the object changed while it was read") from None
+                    refused = "another ETag (the store refused If-Match)"
+                    raise InputChanged.of(str(self.url), describe_pin(self.pin), refused) from None
                 if failures < len(self.delays) and is_transient(error):
                     time.sleep(self.delays[failures])
                     failures += 1
@@ -344,7 +370,8 @@ class ObjectReader:
 
 
 __all__ = [
-    "ObjectReader", "ObjectUrl", "StorageError", "arrow_filesystem", "check_name", "filesystem", "is_object_url",
-    "is_transient", "object_info", "object_pin", "parse_url", "redact", "retried", "storage_errors",
+    "ObjectReader", "ObjectUrl", "StorageError", "arrow_filesystem", "check_name", "describe_pin", "filesystem",
+    "is_object_url", "is_transient", "object_info", "object_pin", "parse_url", "pin_of_info", "redact", "retried",
+    "storage_errors",
     "storage_problem",
 ]  # fmt: skip

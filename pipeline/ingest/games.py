@@ -58,8 +58,9 @@ from pipeline.ingest.headers import (
 )
 from pipeline.ingest.movetext import Eval, MoveError, check_movetext, read_commands, resolve_token
 from pipeline.ingest.openings import OPENING_PLIES, Opening, game_address, opening_table
+from pipeline.ingest.ranges import load_shard
 from pipeline.ingest.rows import ErrorRow, GameRow, PositionRow
-from pipeline.ingest.sources import Shard, load_shard
+from pipeline.ingest.sources import Shard
 from pipeline.ingest.split import game_spans
 from schemas.dataset import to_signed64
 from search.chessgame import zobrist

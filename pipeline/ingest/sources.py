@@ -37,10 +37,11 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import BinaryIO, Literal, cast
+from typing import Any, BinaryIO, Literal, cast
 
 from pipeline.common.storage import ObjectReader, is_object_url, parse_url, redact
 from pipeline.ingest.objects import expand_object_input, object_size
+from pipeline.ingest.pinned import FilePin, PinnedFile
 from pipeline.ingest.streams import (
     READ_BLOCK as READ_BLOCK,
 )
@@ -117,6 +118,9 @@ class Shard:
     max_game_bytes: int | None = None
     """Range shards: the largest game read (`--max-game-mb`); a larger one is left out as it is
     read (`ShardData.skipped`). None: no cap."""
+    pin: FilePin | dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    """Range shards: what their reader holds the input to (`pipeline.ingest.pinned`): the file's
+    state and the digest of the shard's own block, or the object's pin. None: nothing pinned."""
 
 
 @dataclass(frozen=True)
@@ -259,16 +263,19 @@ def expand_inputs(inputs: Sequence[str]) -> list[str]:
 
 
 @contextlib.contextmanager
-def open_stream(source: str, url_timeout: float = URL_TIMEOUT) -> Iterator[BinaryIO]:
+def open_stream(
+    source: str, url_timeout: float = URL_TIMEOUT, pin: FilePin | dict[str, Any] | None = None
+) -> Iterator[BinaryIO]:
     """The decompressed bytes of a source as a forward-only binary stream. A URL is fetched with
     urllib and decompressed as it arrives (`HttpBody`: a break is resumed with Range requests, below
-    the decompressor); InputError if it cannot be opened."""
+    the decompressor); InputError if it cannot be opened. With the job's `pin` of the source, its
+    bytes are checked against it as they are read (`search.errors.InputChanged` if they differ)."""
     compression = compression_of(source)
     with contextlib.ExitStack() as stack:
         raw: BinaryIO
         if is_url(source):
             try:
-                body = HttpBody(source, url_timeout)
+                body = HttpBody(source, url_timeout, pin=pin if isinstance(pin, dict) else None)
             except urllib.error.HTTPError as error:
                 raise InputError(f"cannot open {source!r}: HTTP {error.code} {error.reason}") from error
             except (urllib.error.URLError, OSError) as error:
@@ -276,12 +283,14 @@ def open_stream(source: str, url_timeout: float = URL_TIMEOUT) -> Iterator[Binar
             stack.callback(body.close)
             raw = cast(BinaryIO, body)
         elif is_object_url(source):
-            raw = cast(BinaryIO, stack.enter_context(open_object(source)))
+            raw = cast(BinaryIO, stack.enter_context(open_object(source, pin if isinstance(pin, dict) else None)))
         else:
             try:
                 raw = stack.enter_context(open(source, "rb"))
             except OSError as error:
                 raise InputError(f"cannot open {source!r}: {error.strerror}") from error
+            if isinstance(pin, FilePin):
+                raw = cast(BinaryIO, PinnedFile(raw, pin, source))
         stream: BinaryIO
         if compression == "zstd":
             stream = cast(BinaryIO, ZstdStream(raw))
@@ -331,13 +340,15 @@ def source_shards(
     shard_games: int,
     max_game_bytes: int = MAX_GAME_BYTES,
     url_timeout: float = URL_TIMEOUT,
+    pin: FilePin | dict[str, Any] | None = None,
 ) -> Iterator[Shard]:
     """The shards of one expanded source (`iter_shards` for one input): range shards of a plain
     local file, cut with no I/O, or the stream shards of a compressed file or a URL, read as they
-    are cut (a game above `max_game_bytes` becomes a shard of its own that says it was skipped)."""
+    are cut (a game above `max_game_bytes` becomes a shard of its own that says it was skipped).
+    `pin` (`pipeline.ingest.pins.pin_input`) is what every read of the source is held to."""
     if is_stream(source):
-        return stream_shards(source, source_index, shard_games, max_game_bytes, url_timeout)
-    return _range_shards(source, source_index, shard_bytes, max_game_bytes)
+        return stream_shards(source, source_index, shard_games, max_game_bytes, url_timeout, pin)
+    return _range_shards(source, source_index, shard_bytes, max_game_bytes, pin)
 
 
 def source_size(source: str) -> int:
@@ -345,21 +356,28 @@ def source_size(source: str) -> int:
     return object_size(source) if is_object_url(source) else os.path.getsize(source)
 
 
-def open_object(source: str) -> ObjectReader:
-    """An object of object storage as a seekable binary stream; InputError if there is none."""
+def open_object(source: str, pin: dict[str, Any] | None = None) -> ObjectReader:
+    """An object of object storage as a seekable binary stream, held to the job's `pin` of it when
+    given (`ObjectReader`); InputError if there is none."""
     try:
-        return ObjectReader(parse_url(source))
+        return ObjectReader(parse_url(source), pin=pin)
     except FileNotFoundError:
         raise InputError(f"cannot open {redact(source)!r}: no such object") from None
 
 
-def _range_shards(source: str, source_index: int, shard_bytes: int, max_game_bytes: int) -> Iterator[Shard]:
-    size = source_size(source)
+def _range_shards(
+    source: str, source_index: int, shard_bytes: int, max_game_bytes: int, pin: FilePin | dict[str, Any] | None
+) -> Iterator[Shard]:
+    """Cut by the pinned size when there is a pin: the shards are those of the content pinned."""
+    if isinstance(pin, FilePin):
+        size = pin.state.size
+    else:
+        size = int(pin["bytes"]) if pin and "bytes" in pin else source_size(source)
     for index, start in enumerate(range(0, size, shard_bytes)):
         end = min(size, start + shard_bytes)
         yield Shard(
             shard_id_of(source, index), source, index, "range", start, end, -1, None, source_index,
-            max_game_bytes=max_game_bytes,
+            max_game_bytes=max_game_bytes, pin=pin.block(index) if isinstance(pin, FilePin) else pin,
         )  # fmt: skip
 
 
@@ -478,6 +496,7 @@ def stream_shards(
     shard_games: int,
     max_game_bytes: int = MAX_GAME_BYTES,
     url_timeout: float = URL_TIMEOUT,
+    pin: FilePin | dict[str, Any] | None = None,
 ) -> Iterator[Shard]:
     """Cut the decompressed stream before every `shard_games`-th game start. The first shard also
     holds whatever precedes the first game. A game above `max_game_bytes` is skipped up to the
@@ -485,7 +504,7 @@ def stream_shards(
     the bytes held stay under `max_game_bytes` plus `shard_games` games whatever the stream."""
     cutter = _StreamCutter(source, source_index, shard_games, max_game_bytes)
     error: str | None = None
-    with open_stream(source, url_timeout) as stream:
+    with open_stream(source, url_timeout, pin) as stream:
         while True:
             try:
                 block = read_block(stream)
@@ -496,105 +515,3 @@ def stream_shards(
                 break
             yield from cutter.feed(block)
     yield from cutter.rest(error)
-
-
-def load_shard(shard: Shard) -> ShardData:
-    """The shard's bytes, starting at its first owned game start (or at `start` if it owns none,
-    with no data)."""
-    if shard.kind == "stream":
-        return ShardData(shard.start, shard.data or b"")
-    return read_range(shard.source, shard.start, shard.end, shard.max_game_bytes)
-
-
-def shard_bytes_of(shard: Shard) -> bytes:
-    """The bytes of the games the shard owns: read from disk (range) or carried (stream)."""
-    return load_shard(shard).data
-
-
-def read_range(path: str, start: int, end: int, max_game_bytes: int | None = None) -> ShardData:
-    """The chunks of an uncompressed file whose first byte lies in `[start, end)`: from the first
-    chunk start at or after `start` to the first chunk start at or after `end` (or the end of
-    the file). Chunk starts are byte 0 and every line that starts with `[Event `.
-
-    The file is read READ_BLOCK bytes at a time. A chunk above `max_game_bytes` (a game too large,
-    `--max-game-mb`) is not kept: it is dropped as it is read, so that what is held stays under the
-    range's own games plus one cap whatever the file, and `ShardData.skipped` says where it lay."""
-    if start >= end:
-        return ShardData(start, b"")
-    with open_object(path) if is_object_url(path) else open(path, "rb") as handle:
-        low = max(0, start - 1)  # one byte back, to see whether `start` begins a line
-        handle.seek(low)
-        return _RangeReader(cast(BinaryIO, handle), low, max_game_bytes).read(start, end)
-
-
-class _RangeReader:
-    """The state of `read_range`: a window of the file, read forward block by block."""
-
-    def __init__(self, handle: BinaryIO, low: int, max_game_bytes: int | None) -> None:
-        self.handle = handle
-        self.cap = max_game_bytes
-        self.window = bytearray()  # bytes of the file from `base` on, read and not yet let go
-        self.base = low
-        self.eof = False
-
-    def more(self) -> bool:
-        """Read the next block into the window; False at the end of the file."""
-        if self.eof:
-            return False
-        block = self.handle.read(READ_BLOCK)
-        if not block:
-            self.eof = True
-            return False
-        self.window += block
-        return True
-
-    def next_start(self, at: int, before: int | None = None) -> int | None:
-        """The first chunk start at or after file offset `at` (a newline before `[Event ` at or
-        after `at - 1`), reading on as needed; None at the end of the file, or if there is none
-        before `before`. While the chunk it ends grows past the cap, the window keeps only the
-        bytes a chunk start may begin in."""
-        scan = max(0, at - 1 - self.base)
-        while True:
-            found = self.window.find(NEWLINE_GAME_START, scan)
-            if found >= 0:
-                return self.base + found + 1
-            scan = max(scan, len(self.window) - len(NEWLINE_GAME_START) + 1)
-            if before is not None and self.base + scan >= before - 1:
-                return None
-            if self.cap is not None and self.base + len(self.window) - at > self.cap + READ_BLOCK:
-                self.let_go(self.base + scan)
-                scan = 0
-            if not self.more():
-                return None
-
-    def let_go(self, offset: int) -> None:
-        """Forget the window's bytes before file offset `offset`."""
-        drop = offset - self.base
-        if drop > 0:
-            del self.window[:drop]
-            self.base = offset
-
-    def read(self, start: int, end: int) -> ShardData:
-        if start == 0:
-            self.more()
-            first: int | None = 0
-        else:
-            first = self.next_start(start, before=end)
-        if first is None or first >= end:
-            return ShardData(start, b"")
-        kept = bytearray()
-        skipped: list[SkippedGame] = []
-        chunk = first
-        while True:
-            following = self.next_start(chunk + 1)
-            stop = following if following is not None else self.base + len(self.window)
-            if self.cap is not None and stop - chunk > self.cap:
-                reason = cap_reason(self.cap, stop - chunk, "the end of the file" if following is None else None)
-                skipped.append(SkippedGame(len(kept), chunk, stop - chunk, reason))
-            else:
-                with memoryview(self.window) as view:
-                    kept += view[chunk - self.base : stop - self.base]
-            self.let_go(stop)
-            if following is None or following >= end:
-                return ShardData(first, bytes(kept), tuple(skipped))
-            chunk = following

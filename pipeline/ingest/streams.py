@@ -11,9 +11,12 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import zstandard
+
+from pipeline.common.storage import describe_pin
+from search.errors import InputChanged
 
 # Decompressed bytes read per call while streaming.
 READ_BLOCK = 1 << 20
@@ -52,16 +55,24 @@ class HttpBody:
     a 206 whose Content-Range starts at that offset and has the first answer's total length, and
     whose ETag and Last-Modified are the first answer's (sent as If-Range too): anything else means
     the server cannot resume, or the content changed, and raises StreamBroken. The offsets are in
-    the bytes as served (compressed, for a `.pgn.zst`), so a resume is invisible to the decoder."""
+    the bytes as served (compressed, for a `.pgn.zst`), so a resume is invisible to the decoder.
 
-    def __init__(self, url: str, timeout: float = URL_TIMEOUT, delays: Sequence[float] | None = None) -> None:
+    With the job's `pin` of the URL (`pipeline.ingest.pins.url_pin`: the length, ETag and
+    Last-Modified a HEAD gave at the job's start), the body is asked for with `If-Match` (a strong
+    ETag) or `If-Unmodified-Since`, and its answer's headers must be the pinned ones where both
+    give them: else InputChanged (a server that gives neither cannot be held to anything)."""
+
+    def __init__(
+        self, url: str, timeout: float = URL_TIMEOUT, delays: Sequence[float] | None = None,
+        pin: dict[str, Any] | None = None,
+    ) -> None:  # fmt: skip
         self.url = url
         self.timeout = timeout
         self.delays = tuple(RESUME_DELAYS if delays is None else delays)
         self.position = 0  # bytes of the body delivered
         self.failures = 0  # tries to resume since the last byte arrived
         self.resumes = 0  # resumed answers taken
-        self.response: http.client.HTTPResponse = urllib.request.urlopen(url, timeout=timeout)
+        self.response: http.client.HTTPResponse = open_pinned(url, timeout, pin or {})
         headers = self.response.headers
         self.total = self.response.length  # None: no Content-Length
         self.etag: str | None = headers.get("ETag")
@@ -146,6 +157,29 @@ class HttpBody:
                 f"(bytes {self.position}-… of {expected} expected)"
             )
         return None
+
+
+def open_pinned(url: str, timeout: float, pin: dict[str, Any]) -> http.client.HTTPResponse:
+    """The URL's answer, asked for under the pin's conditions and checked against the pin."""
+    request = urllib.request.Request(url)
+    etag, modified = pin.get("etag"), pin.get("last-modified")
+    if etag and not str(etag).startswith("W/"):
+        request.add_header("If-Match", etag)
+    elif modified:
+        request.add_header("If-Unmodified-Since", modified)
+    try:
+        response: http.client.HTTPResponse = urllib.request.urlopen(request, timeout=timeout)
+    except urllib.error.HTTPError as error:
+        if error.code != 412:  # Precondition Failed: not the pinned content
+            raise
+        error.close()
+        refused = "another version (the server refused the condition)"
+        raise InputChanged.of(url, describe_pin(pin), refused) from None
+    now = {name: response.headers.get(name) for name in pin}
+    if any(pin[name] is not None and now[name] is not None and now[name] != pin[name] for name in pin):
+        response.close()
+        raise InputChanged.of(url, describe_pin(pin), describe_pin(now))
+    return response
 
 
 class ZstdStream:

@@ -26,6 +26,7 @@ from pipeline.dataset.store import sees_run
 from pipeline.engines.backends import EngineOptions
 from pipeline.human.context import Pool
 from pipeline.ingest.headers import GameFilter
+from pipeline.ingest.pinned import FilePin
 from pipeline.ingest.sources import Shard, source_shards
 from pipeline.judging import HumanEvidence
 from pipeline.mine.counts import Counts
@@ -177,16 +178,23 @@ def judged(parts: list[Any], workers: list[Any]) -> list[PartOutcome]:
 
 
 def read_stream(
-    source: str, source_index: int, shard_bytes: int, shard_games: int, max_game_bytes: int, url_timeout: float
+    source: str,
+    source_index: int,
+    shard_bytes: int,
+    shard_games: int,
+    max_game_bytes: int,
+    url_timeout: float,
+    pin: FilePin | dict[str, Any] | None = None,
 ) -> Iterator[Any]:
     """The stream reader (a Ray generator task): for each shard of a compressed file or a URL, its
     description (without its bytes), then its bytes, as two objects, so that the driver reads the
     small one and passes the other on by reference. A game above `max_game_bytes` is skipped
     (`pipeline.ingest.sources.MAX_GAME_BYTES`): what the reader holds stays bounded. A URL that
-    sends nothing for `url_timeout` seconds or closes early is resumed (`HttpBody`)."""
+    sends nothing for `url_timeout` seconds or closes early is resumed (`HttpBody`). Every byte is
+    held to the job's `pin` of the source (`pipeline.ingest.pinned`): a change ends the stream."""
     shards = source_shards(
         source, source_index, shard_bytes=shard_bytes, shard_games=shard_games, max_game_bytes=max_game_bytes,
-        url_timeout=url_timeout,
+        url_timeout=url_timeout, pin=pin,
     )  # fmt: skip
     for shard in shards:
         yield dataclasses.replace(shard, data=None)

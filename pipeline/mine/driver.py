@@ -52,7 +52,8 @@ from pipeline.dataset.objects import ObjectPath
 from pipeline.dataset.store import DatasetWriter, check_output
 from pipeline.engines.backends import check_backend
 from pipeline.human.models import resolve_model
-from pipeline.ingest.pins import input_pin
+from pipeline.ingest.pinned import FilePin
+from pipeline.ingest.pins import pin_input
 from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url, source_size
 from pipeline.mine.actors import GameRegistry, MiningWorker, PositionCounter, SharedModel, prepare, read, write
 from pipeline.mine.config import MineConfig
@@ -63,7 +64,7 @@ from pipeline.mine.identity import check_resume, human_evidence_digests, job_ide
 from pipeline.mine.progress import Status, show_status
 from pipeline.mine.shards import ShardCounts, ShardResult
 from schemas.dataset import SCHEMA_VERSION
-from search.errors import DiffimaxError
+from search.errors import DiffimaxError, InputChanged
 
 # Shards submitted and not yet published: 2 per worker + 2, at most 32 (each is in every worker's
 # queue). The bound keeps the object store's load and the driver's work per shard independent of the
@@ -113,7 +114,9 @@ def run(
     check_free(config.out)  # a job running there is the one thing to say about it
     check_output(config.out, resume=config.resume)
     engine_name = check_backend(config.engine)
-    pins = [input_pin(source, config.url_timeout) for source in sources]  # what --resume must find unchanged
+    # What --resume must find unchanged, and what every shard's reader holds its input to meanwhile.
+    pinned = [pin_input(source, config.url_timeout, config.shard_bytes) for source in sources]
+    pins = [record for record, _ in pinned]
     identity = job_identity(config, sources, engine_name, human_evidence_digests(config.human), pins)
     fresh = isinstance(DatasetWriter(config.out).root, ObjectPath) or not Path(config.out).exists()
     shown = progress or Progress()
@@ -129,7 +132,8 @@ def run(
             store = DatasetWriter.create(config.out, {"identity": identity, "created": time.time()})
             store.created = fresh  # the lock made the directory: a failed first run removes it
         store.lease = lease  # asked before anything another job could own is touched
-        return _run_job(config, store, identity, shown, verbose=verbose, lease=lease)
+        read_pins = [read_pin for _, read_pin in pinned]
+        return _run_job(config, store, identity, shown, verbose=verbose, lease=lease, pins=read_pins)
 
 
 def _run_job(
@@ -140,8 +144,10 @@ def _run_job(
     *,
     verbose: bool,
     lease: Lease | None = None,
+    pins: list[FilePin | dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The job on Ray, its output directory opened (and locked: `lease` on object storage)."""
+    """The job on Ray, its output directory opened (and locked: `lease` on object storage), its
+    inputs held to their `pins` (`pipeline.ingest.pins.pin_input`)."""
     started = time.time()
     aside = StderrAside()
     # The step starts before the cluster and its workers do (tens of seconds on a loaded machine).
@@ -151,7 +157,7 @@ def _run_job(
         with ray_session(config.address, verbose=verbose, interrupts=(KeyboardInterrupt, _Terminated)) as owns_ray:
             stop = threading.Event()
             with _sigterm_stops(stop, aside):  # after ray.init, whose C++ core installs a SIGTERM handler of its own
-                job = MiningJob(config, store, identity, shown, started, stop, lease)
+                job = MiningJob(config, store, identity, shown, started, stop, lease, pins)
                 try:
                     manifest = job.run()
                     shown.close()
@@ -166,6 +172,9 @@ def _run_job(
     except MiningStopped as stopped:
         shown.close()
         raise MiningStopped(_stopped_message(store, str(stopped)), stopped.exit_code) from None
+    except InputChanged as changed:  # the shards committed before it were read from the pinned content
+        shown.close()
+        raise MiningStopped(_stopped_message(store, f"stopped: {changed}", resumable=False)) from None
     except BaseException:
         shown.close()
         if not config.resume:
@@ -175,7 +184,7 @@ def _run_job(
         aside.end()  # whatever ended the job, its error line reaches the terminal
 
 
-def _stopped_message(store: DatasetWriter, why: str) -> str:
+def _stopped_message(store: DatasetWriter, why: str, resumable: bool = True) -> str:
     committed = len(store.committed())
     if (not committed and store.created) or (store.lease is not None and store.lease.lost is not None):
         store.discard()  # only what this run wrote, its job.json only while its lease holds (`discard`)
@@ -184,10 +193,8 @@ def _stopped_message(store: DatasetWriter, why: str) -> str:
         return f"{why}; {str(store.root)!r} is that job's now: this one removed only its own uncommitted files"
     if not committed and store.created:
         return f"{why}; nothing was committed, {str(store.root)!r} removed"
-    return (
-        f"{why}; {committed} shard{'s' if committed != 1 else ''} committed in {str(store.root)!r}: "
-        "run the same command with --resume to continue"
-    )
+    then = "run the same command with --resume to continue" if resumable else "start a new job (a new --out)"
+    return f"{why}; {committed} shard{'s' if committed != 1 else ''} committed in {str(store.root)!r}: {then}"
 
 
 @contextlib.contextmanager
@@ -236,6 +243,7 @@ class MiningJob:
         started: float,
         stop: threading.Event | None = None,
         lease: Lease | None = None,
+        pins: list[FilePin | dict[str, Any]] | None = None,
     ) -> None:
         self.config = config
         self.stop = stop or threading.Event()
@@ -259,7 +267,7 @@ class MiningJob:
         self.counts.shards_skipped = len(self.committed)
         self.limit_left = config.max_games if config.max_games else None
         self.writer_nodes: dict[str, int] = {}  # shards committed per node that wrote them
-        self.feed = ShardFeed(config)
+        self.feed = ShardFeed(config, pins)
         self.runs: deque[ShardRun] = deque()
         # Each unpublished shard's identity keys (by reference), and those of the last published
         # ones (`window` of them: a registry restarted just before a publication has not seen it on

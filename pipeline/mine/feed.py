@@ -10,6 +10,7 @@ from typing import Any
 import ray
 import ray.exceptions
 
+from pipeline.ingest.pinned import FilePin
 from pipeline.ingest.sources import Shard, expand_inputs, is_stream, source_shards
 from pipeline.mine.actors import read_stream
 from pipeline.mine.config import MineConfig
@@ -26,9 +27,11 @@ class ShardFeed:
     reader task (`pipeline.mine.actors.read_stream`) whose shards arrive as objects, at most
     STREAM_LOOKAHEAD ahead. `next` never waits on a stream: None means "nothing yet"."""
 
-    def __init__(self, config: MineConfig) -> None:
+    def __init__(self, config: MineConfig, pins: list[FilePin | dict[str, Any]] | None = None) -> None:
+        """`pins`: what each expanded input's readers hold it to (`pipeline.ingest.pins.pin_input`)."""
         self.config = config
         self.sources = list(enumerate(expand_inputs(config.inputs)))
+        self.pins = pins
         self.ranges: Iterator[Shard] | None = None
         self.stream: Any = None  # the reader's ObjectRefGenerator
         self.exhausted = False
@@ -57,15 +60,16 @@ class ShardFeed:
                 return resolved(described), data
             elif self.sources:
                 index, source = self.sources.pop(0)
+                pin = None if self.pins is None else self.pins[index]
                 if is_stream(source):
                     self.stream = self.reader.options(_generator_backpressure_num_objects=2 * STREAM_LOOKAHEAD).remote(
                         source, index, config.shard_bytes, config.shard_games, config.max_game_bytes,
-                        config.url_timeout,
+                        config.url_timeout, pin,
                     )  # fmt: skip
                 else:
                     self.ranges = source_shards(
                         source, index, shard_bytes=config.shard_bytes, shard_games=config.shard_games,
-                        max_game_bytes=config.max_game_bytes,
+                        max_game_bytes=config.max_game_bytes, pin=pin,
                     )  # fmt: skip
             else:
                 self.exhausted = True

@@ -12,8 +12,10 @@ import zstandard
 
 from pipeline.common.storage import filesystem
 from pipeline.ingest.pins import input_pin
-from pipeline.ingest.sources import InputError, expand_inputs, iter_shards, shard_bytes_of
+from pipeline.ingest.ranges import shard_bytes_of
+from pipeline.ingest.sources import InputError, expand_inputs, iter_shards, open_object, source_shards
 from pipeline.mine.plan.count import count_games
+from search.errors import InputChanged
 from tests.conftest import GAMES
 from tests.objectstore import S3Server, s3_server
 
@@ -78,3 +80,23 @@ def test_an_object_is_pinned_by_size_and_etag(bucket: str) -> None:
     assert input_pin(f"s3://{bucket}/month/c/changed.pgn") != before
     with pytest.raises(InputError, match="no such object"):
         input_pin(f"s3://{bucket}/month/c/gone.pgn")
+
+
+def test_an_object_replaced_after_its_pin_or_while_it_is_read_raises_input_changed(bucket: str) -> None:
+    """Issue 42, item 1: a reader opened after the replacement finds another ETag than the pin's; one
+    opened before it is refused by the store (s3fs reads with If-Match on the pinned ETag)."""
+    fs, path = filesystem("s3"), f"{bucket}/month/d/replaced.pgn"
+    data = LICHESS_100.read_bytes()
+    fs.pipe_file(path, data)
+    url = f"s3://{path}"
+    pin = input_pin(url)
+    assert shard_bytes_of(next(iter(source_shards(url, 0, shard_bytes=len(data), shard_games=1, pin=pin)))) == data
+    with open_object(url, pin) as early:
+        assert early.read(1000) == data[:1000]
+        fs.pipe_file(path, data[::-1])  # a new upload, the same size
+        with pytest.raises(InputChanged, match=r"replaced\.pgn' changed while the job read it .*If-Match"):
+            early.seek(len(data) // 2)
+            early.read(1000)
+    shard = next(iter(source_shards(url, 0, shard_bytes=len(data), shard_games=1, pin=pin)))
+    with pytest.raises(InputChanged, match=r"changed while the job read it \(was [\d,]+ bytes, etag"):
+        shard_bytes_of(shard)

@@ -22,14 +22,12 @@ import zstandard
 
 from pipeline.ingest import streams
 from pipeline.ingest.games import Failed, Selected, read_games
+from pipeline.ingest.ranges import load_shard, read_range, shard_bytes_of
 from pipeline.ingest.sources import (
     InputError,
     Shard,
     expand_inputs,
     iter_shards,
-    load_shard,
-    read_range,
-    shard_bytes_of,
     shard_id_of,
 )
 from pipeline.ingest.split import split_games
