@@ -351,6 +351,17 @@ def source_shards(
     return _range_shards(source, source_index, shard_bytes, max_game_bytes, pin)
 
 
+def plain_bytes(inputs: Sequence[str]) -> int | None:
+    """Bytes to read when every input is a plain .pgn file or object (known before reading, as an
+    ETA needs them); else None."""
+    total = 0
+    for item in expand_inputs(inputs):
+        if is_stream(item):
+            return None
+        total += source_size(item)
+    return total or None
+
+
 def source_size(source: str) -> int:
     """The bytes of a local file or an object (a URL's are not known before it is read)."""
     return object_size(source) if is_object_url(source) else os.path.getsize(source)

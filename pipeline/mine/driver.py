@@ -54,7 +54,7 @@ from pipeline.engines.backends import check_backend
 from pipeline.human.models import resolve_model
 from pipeline.ingest.pinned import FilePin
 from pipeline.ingest.pins import pin_input
-from pipeline.ingest.sources import Shard, expand_inputs, is_stream, is_url, source_size
+from pipeline.ingest.sources import Shard, expand_inputs, is_url, plain_bytes
 from pipeline.mine.actors import GameRegistry, MiningWorker, PositionCounter, SharedModel, prepare, read, write
 from pipeline.mine.config import MineConfig
 from pipeline.mine.counts import Counts, Effort, versions
@@ -254,15 +254,16 @@ class MiningJob:
         self.started = started
         self.counts = Counts()
         self.committed = store.committed()
-        # A resumed run counts what the committed shards hold; under --max-games each counts where
-        # it lies in the input order, as the feed passes it (committed shards need not be a prefix:
-        # writers commit in any order).
+        # A resumed run counts what the committed shards hold, and what they cost; under --max-games
+        # each counts where it lies in the input order, as the feed passes it (committed shards
+        # need not be a prefix: writers commit in any order).
         self.games_committed: dict[str, int] = {}
         self.effort = Effort()
         for shard_id, info in store.shard_info().items():
-            recorded = Counts.from_record(info.get("counts") or {}, f"shard {shard_id!r} in {str(store.root)!r}")
+            named = f"shard {shard_id!r} in {str(store.root)!r}"
+            recorded = Counts.from_record(info.get("counts") or {}, named)
             self.counts.add(recorded)
-            self.effort.add(Effort.from_record(info.get("effort") or {}, f"shard {shard_id!r} in {str(store.root)!r}"))
+            self.effort.add(Effort.from_record(info.get("effort") or {}, named))
             self.games_committed[shard_id] = recorded.games_read
         self.counts.shards_skipped = len(self.committed)
         self.limit_left = config.max_games if config.max_games else None
@@ -278,7 +279,7 @@ class MiningJob:
         self.bytes_read = 0
         self.positions_sent = 0  # positions of the shards prepared in this run
         self.games_seen = 0  # games read by the shards prepared in this run
-        self.total_bytes = _total_bytes(config.inputs)
+        self.total_bytes = plain_bytes(config.inputs)  # the ETA's
         self.model = resolve_model(config.human.model)
         self.start_workers()
 
@@ -586,16 +587,6 @@ class MiningJob:
         }
         self.store.write_manifest(manifest)
         return manifest
-
-
-def _total_bytes(inputs: tuple[str, ...]) -> int | None:
-    """Bytes to read when every input is a plain .pgn file or object (the ETA needs them); else None."""
-    total = 0
-    for item in expand_inputs(inputs):
-        if is_stream(item):
-            return None
-        total += source_size(item)
-    return total or None
 
 
 __all__ = ["MineConfig", "MiningStopped", "run"]
