@@ -153,8 +153,10 @@ def _run_job(
     # The step starts before the cluster and its workers do (tens of seconds on a loaded machine).
     shown.start("analysed", "positions", None, "starting the cluster and its workers")
     try:
-        # An interrupt stops a cluster started here quietly: Ray's dying workers say so at length.
-        with ray_session(config.address, verbose=verbose, interrupts=(KeyboardInterrupt, _Terminated)) as owns_ray:
+        # An interrupt, a changed input or a lost lease stops a cluster started here quietly: Ray's
+        # dying workers, and the tasks still failing in flight, say so at length.
+        quiet = (KeyboardInterrupt, _Terminated, InputChanged, MiningStopped)
+        with ray_session(config.address, verbose=verbose, interrupts=quiet) as owns_ray:
             stop = threading.Event()
             with _sigterm_stops(stop, aside):  # after ray.init, whose C++ core installs a SIGTERM handler of its own
                 job = MiningJob(config, store, identity, shown, started, stop, lease, pins)
