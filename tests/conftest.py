@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import io
 import logging
@@ -115,6 +116,20 @@ ERROR_PREFIX = "diffimax: error: "
 def ray_chatter(stderr: str) -> list[str]:
     """The lines of `stderr` that Ray printed (a command's own progress lines are not among them)."""
     return [line for line in stderr.splitlines() if RAY_CHATTER.search(line)]
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every path under `root` (links as links) and what it holds."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        relative = str(path.relative_to(root))
+        if path.is_symlink():
+            found[relative] = "-> " + os.readlink(path)
+        elif path.is_file():
+            found[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
+        else:
+            found[relative] = "dir"
+    return found
 
 
 def one_error_line(result: subprocess.CompletedProcess[str] | str, *, code: int = 1) -> str:

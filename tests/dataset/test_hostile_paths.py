@@ -21,9 +21,7 @@ shard and the file, and `verify` also checks each value against its column's ran
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -39,7 +37,7 @@ from pipeline.dataset.queries import run_query
 from pipeline.dataset.store import DatasetWriter
 from pipeline.dataset.verify import verify_dataset
 from search.errors import DiffimaxError
-from tests.conftest import GAMES, one_error_line, run_cli
+from tests.conftest import GAMES, one_error_line, run_cli, snapshot
 from tests.mining_helpers import SERVED, assert_same_rows
 
 pytestmark = pytest.mark.cluster
@@ -80,20 +78,6 @@ def scratch(mined: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
     (outside / "photos" / "a.jpg").write_bytes(b"\xff\xd8 a photo")
     (outside / "secret.txt").write_text("keep me\n")
     return data, outside
-
-
-def snapshot(root: Path) -> dict[str, str]:
-    """Every path under `root` (links as links) and what it holds."""
-    found = {}
-    for path in sorted(root.rglob("*")):
-        relative = str(path.relative_to(root))
-        if path.is_symlink():
-            found[relative] = "-> " + os.readlink(path)
-        elif path.is_file():
-            found[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
-        else:
-            found[relative] = "dir"
-    return found
 
 
 def test_resume_repair_over_a_linked_shards_directory_deletes_nothing(

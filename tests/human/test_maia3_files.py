@@ -4,7 +4,6 @@ naming the fetch command."""
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import shutil
@@ -19,7 +18,7 @@ from pipeline.common.files import UnsafeTarget
 from pipeline.human import maia3_files
 from pipeline.human.models import resolve_model
 from pipeline.human.ratings import default_rating_map
-from tests.conftest import needs_maia3, run_cli
+from tests.conftest import needs_maia3, run_cli, snapshot
 
 
 def copy_installed(target: Path) -> Path:
@@ -95,19 +94,6 @@ CACHE_NAMES = (maia3_files.GRAPH_FILE, maia3_files.WEIGHTS_FILE, maia3_files.SOU
 CACHE_LAYOUTS = ("link-to-directory", "link-to-file", "dangling-link", "hard-link", "directory", "genuine-link")
 
 
-def tree(root: Path) -> dict[str, str]:
-    """Every path under `root` (links as links) and the digest of what it holds."""
-    found = {}
-    for path in sorted(root.rglob("*")):
-        if path.is_symlink():
-            found[str(path.relative_to(root))] = "-> " + os.readlink(path)
-        elif path.is_file():
-            found[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
-        else:
-            found[str(path.relative_to(root))] = "dir"
-    return found
-
-
 def plant(directory: Path, outside: Path, name: str, layout: str) -> None:
     """One hostile (or merely unusual) entry under `name` in the model directory."""
     path = directory / name
@@ -164,7 +150,7 @@ def test_no_hostile_cache_layout_changes_anything_outside_it(
     target.mkdir(parents=True)
     for name, layout in planted.items():
         plant(target, outside, name, layout)
-    before, installed = tree(outside), tree(maia3_files.model_dir())
+    before, installed = snapshot(outside), snapshot(maia3_files.model_dir())
     try:
         verified = maia3_files.fetch(target, tarball=packed)
     except (UnsafeTarget, maia3_files.Maia3Missing) as refused:
@@ -173,7 +159,7 @@ def test_no_hostile_cache_layout_changes_anything_outside_it(
         assert verified.directory == target
         for name in CACHE_NAMES:
             assert not (target / name).is_symlink() and os.stat(target / name).st_nlink == 1, planted
-    assert tree(outside) == before and tree(maia3_files.model_dir()) == installed, planted
+    assert snapshot(outside) == before and snapshot(maia3_files.model_dir()) == installed, planted
     shutil.rmtree(root)
 
 
