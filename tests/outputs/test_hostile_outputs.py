@@ -22,7 +22,7 @@ import pytest
 
 from pipeline.dataset.integrity import file_record
 from pipeline.outputs.puzzles import generate_puzzles
-from tests.conftest import GAMES, PUZZLES, needs_stockfish, run_cli
+from tests.conftest import GAMES, PUZZLES, needs_stockfish, one_error_line, run_cli
 
 pytestmark = pytest.mark.cluster
 
@@ -130,3 +130,15 @@ def test_tag_reads_any_cell_a_game_can_fill_and_prefixes_formulas(tmp_path: Path
     assert error["PuzzleId"] == rows[0]["PuzzleId"] and "160,000 moves" in error["reason"], error
     assert tagged[1]["OpeningTags"] == "'=cmd|' /C calc'!A0"
     assert tagged[2]["Popularity"] == "-12" and tagged[2]["DiffimaxThemes"]
+
+
+def test_tag_refuses_a_linked_out_before_it_tags_anything(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.csv"
+    victim.write_text("keep me\n")
+    out = tmp_path / "tagged.csv"
+    out.symlink_to(victim)
+    result = run_cli(
+        "tag", str(PUZZLES / "lichess_puzzles_sample_1000.csv"), "--out", str(out), "--human-model", "none"
+    )
+    assert "symbolic link" in one_error_line(result) and "1,000 rows" not in result.stderr  # refused before the work
+    assert victim.read_text() == "keep me\n"

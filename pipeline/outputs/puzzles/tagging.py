@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.common.files import write_atomic
+from pipeline.common.files import check_write_target, write_atomic
 from pipeline.common.progress import Progress
 from pipeline.common.sanitize import clean_text, spreadsheet_safe
 from pipeline.outputs.puzzles.line import LineError, PuzzleLine
@@ -51,6 +51,8 @@ def tag_csv(
     `progress` shows the rows tagged."""
     shown = progress or Progress.quiet()
     path = Path(source)
+    for target in (Path(out), Path(out).with_name(Path(out).name + ".errors.csv")):
+        check_write_target(target)  # before the work, not after it: the writes would refuse it anyway
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
