@@ -37,11 +37,13 @@ from search.diffimax import DiffiMaxResult
 from search.errors import DiffimaxError
 from search.judges import (
     JUDGES,
+    FallEstimate,
     Judge,
     JudgeSettings,
     NodeEvidence,
     ReplyEvidence,
     Verdicts,
+    fall_estimate,
     judge,
     needs_deep,
     needs_deeper,
@@ -229,6 +231,9 @@ class Judgement:
     """The seed's DiffiMax (the dip judge's analysis and its traps deeper in the tree), when enabled."""
     nodes: dict[str, int] = field(default_factory=dict)
     """Engine nodes spent per level (shallow, deep, deeper, seed)."""
+    fall: FallEstimate | None = None
+    """How likely a human of the responder's rating goes wrong here, and the expected loss (None:
+    the practical judge was not asked, or there is no human evidence)."""
 
     @property
     def root_analysis(self) -> ResponseAnalysis | None:
@@ -322,7 +327,9 @@ def judge_lines(
     if gathering.probe_v1 is None:
         current = gathering.value_plausible_replies(current, extra)
     current = gathering.settle_near_thresholds(current)
-    return Judgement(current, judge(current, judges, settings), gathering.lines, gathering.seed, gathering.nodes)
+    fall = fall_estimate(current, judges) if "practical" in wanted else None
+    verdicts = judge(current, judges, settings)
+    return Judgement(current, verdicts, gathering.lines, gathering.seed, gathering.nodes, fall)
 
 
 class _Gathering:

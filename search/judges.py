@@ -20,7 +20,14 @@ already lost.
   `corpus_min_games` games, else the model — puts the reply at probability at least
   `practical_p`, or the shallow pass ranks it among its `practical_shallow_k` best and the human
   evidence still gives it `practical_shallow_p`; and it costs the responder at least
-  `practical_drop` win chances, by a class that held when the reply was searched deeper.
+  `practical_drop` win chances, by a class that held when the reply was searched deeper. With
+  `practical_fall_p` set, a node is also a trap node when the human reply distribution falls
+  there often enough (`fall_estimate`: the probability of a reply that loses `practical_drop`),
+  its candidates the losing replies that carry that mass.
+
+`fall_estimate` is the position's fall probability and expected loss under the human reply
+distribution (the same evidence as the practical judge's): the replies that carry the mass are
+valued as candidates are, and the rest of the mass is bounded (`FallEstimate.low` / `.high`).
 
 No judge ever names the best reply, an excluded reply, or a reply of a node with fewer than two
 meaningful replies. Pure functions; the evidence is gathered by the pipeline.
@@ -116,6 +123,25 @@ class JudgeSettings:
     refine_margin_cp: int = 20
     """The same for the judges that test a dip against the trap dip T (trappy, human, model): a
     reply whose probe dip lies this many centipawns or fewer from T is searched at full depth."""
+    fall_mass: float = 0.90
+    """The fall probability: the most probable replies are valued (as candidates are) until they
+    carry this much of the human reply distribution; the rest of the mass is bounded."""
+    fall_min_p: float = 0.02
+    """The fall probability: a reply the humans play less often than this is not valued on its own
+    account (its mass is estimated from the shallow pass, and bounded)."""
+    practical_fall_p: float | None = None
+    """Practical: a node whose fall probability is at least this is a trap node, its candidates the
+    losing replies of at least `practical_fall_reply_p` (None: the per-reply rule alone)."""
+    practical_fall_reply_p: float = 0.05
+    """Practical, with `practical_fall_p`: the smallest human probability of a candidate it names."""
+    recall_p: float = 0.10
+    """Recall: a reply humans play at least this often whose loss lies within `recall_margin`
+    below `practical_drop` is searched deeper (a trap the mining budget does not see yet)."""
+    recall_margin: float = 0.10
+    """Recall: how far below `practical_drop` a probable reply's loss may lie and be searched deeper."""
+    majority_p: float = 0.50
+    """A candidate humans play at least this often is searched deeper before it is called a trap,
+    however far its loss lies from the threshold (most humans play it: a wrong verdict costs most)."""
 
     def __post_init__(self) -> None:
         if not self.judges:
@@ -136,6 +162,18 @@ class JudgeSettings:
         if not (0.0 <= self.refine_margin < 2.0) or isinstance(margin_cp, bool) or margin_cp < 0:
             raise SettingsError(
                 f"invalid refine margins {self.refine_margin!r} / {self.refine_margin_cp!r}: need 0 <= margin"
+            )
+        for name in ("fall_mass", "practical_fall_reply_p", "recall_p", "majority_p"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0.0 < value <= 1.0):
+                raise SettingsError(f"invalid {name.replace('_', ' ')} {value!r}: must be a probability in (0, 1]")
+        fall_p = self.practical_fall_p
+        if fall_p is not None and (isinstance(fall_p, bool) or not 0.0 < fall_p <= 1.0):
+            raise SettingsError(f"invalid practical fall p {fall_p!r}: must be a probability in (0, 1]")
+        if not (0.0 <= self.fall_min_p <= 1.0) or not (0.0 <= self.recall_margin <= 2.0):
+            raise SettingsError(
+                f"invalid fall min p {self.fall_min_p!r} / recall margin {self.recall_margin!r}: "
+                "need 0 <= min p <= 1 and 0 <= margin <= 2"
             )
         if not (0.0 < self.practical_drop <= 2.0) or not (0.0 <= self.stability_margin < self.practical_drop):
             raise SettingsError(
@@ -158,6 +196,13 @@ class JudgeSettings:
             "stability_margin": self.stability_margin,
             "refine_margin": self.refine_margin,
             "refine_margin_cp": self.refine_margin_cp,
+            "fall_mass": self.fall_mass,
+            "fall_min_p": self.fall_min_p,
+            "practical_fall_p": self.practical_fall_p,
+            "practical_fall_reply_p": self.practical_fall_reply_p,
+            "recall_p": self.recall_p,
+            "recall_margin": self.recall_margin,
+            "majority_p": self.majority_p,
         }
 
 
@@ -223,6 +268,98 @@ class NodeEvidence:
         found = self.measured(reply)
         return None if found is None else win_drop(found[1], found[0])
 
+    def settled_drop(self, reply: ReplyEvidence) -> float | None:
+        """The reply's loss at the deepest level it was searched: deeper where it was searched
+        deeper (a class near a threshold is settled there), else as measured."""
+        return self.drop(reply, deeper=True)
+
+    def shallow_drop(self, reply: ReplyEvidence) -> float | None:
+        """The reply's loss by the shallow pass alone, against the shallow pass's best value."""
+        values = [r.shallow_value for r in self.replies if r.shallow_value is not None]
+        if reply.shallow_value is None or not values:
+            return None
+        return win_drop(min(values), reply.shallow_value)
+
+
+@dataclass(frozen=True)
+class FallEstimate:
+    """How likely a human of the responder's rating is to go wrong at a node, under the human reply
+    distribution (`plausible_share`: the corpus where it has enough games, else the model).
+
+    A reply *falls* when it loses at least `practical_drop` win chances. Replies valued at the
+    probe or deeper count by their value; a reply only the shallow pass valued counts by its
+    shallow loss in the point estimate, and between 0 and its mass in the bounds; a reply with no
+    value at all counts 0 in the estimate and its mass in `high`. So `low <= fall_p <= high`, and
+    `high - low` is the mass the estimate does not rest on a real search for."""
+
+    fall_p: float
+    """The probability of a reply that loses at least `practical_drop` (the point estimate)."""
+    low: float
+    """The mass of replies searched (probe or deeper) and found to fall: a lower bound."""
+    high: float
+    """`low` plus the mass of every reply not searched: an upper bound."""
+    expected_loss: float
+    """The expected loss of win chances (on `win_drop`'s scale), point estimate."""
+    searched: float
+    """The mass of the replies searched at the probe or deeper."""
+    falling: tuple[str, ...]
+    """The searched replies that fall, the most probable first: the mass a trap is made of."""
+
+    @classmethod
+    def nothing(cls) -> FallEstimate:
+        return cls(0.0, 0.0, 0.0, 0.0, 0.0, ())
+
+
+def fall_carriers(evidence: NodeEvidence, settings: JudgeSettings) -> list[str]:
+    """The replies valued for the fall probability: the most probable first, until they carry
+    `fall_mass` of the human distribution, each played at least `fall_min_p` (the best reply
+    never: it loses nothing). Empty without human evidence."""
+    shares = [(share, r.move) for r in evidence.replies if (share := plausible_share(evidence, r, settings))]
+    shares.sort(key=lambda pair: (-pair[0], pair[1]))
+    carried, chosen = 0.0, []
+    for share, move in shares:
+        if carried >= settings.fall_mass or share < settings.fall_min_p:
+            break
+        carried += share
+        if move != evidence.best:
+            chosen.append(move)
+    return chosen
+
+
+def fall_estimate(evidence: NodeEvidence, settings: JudgeSettings) -> FallEstimate | None:
+    """The node's fall probability and expected loss (None: no human evidence here)."""
+    if not any(plausible_share(evidence, r, settings) is not None for r in evidence.replies):
+        return None
+    threshold = settings.practical_drop
+    fall = low = unsearched = loss = searched = 0.0
+    falling: list[tuple[float, str]] = []
+    for reply in evidence.replies:
+        share = plausible_share(evidence, reply, settings) or 0.0
+        if share <= 0.0:
+            continue
+        if reply.move == evidence.best:
+            searched += share
+            continue
+        drop = evidence.settled_drop(reply)
+        if drop is not None:
+            searched += share
+            loss += share * drop
+            if drop >= threshold:
+                fall += share
+                low += share
+                falling.append((share, reply.move))
+            continue
+        unsearched += share
+        guess = evidence.shallow_drop(reply)
+        if guess is not None:
+            loss += share * guess
+            fall += share if guess >= threshold else 0.0
+    falling.sort(key=lambda pair: (-pair[0], pair[1]))
+    clip = functools.partial(min, 1.0)
+    return FallEstimate(
+        clip(fall), clip(low), clip(low + unsearched), loss, clip(searched), tuple(move for _, move in falling)
+    )
+
 
 @dataclass(frozen=True)
 class Verdicts:
@@ -271,7 +408,13 @@ def needs_deep(evidence: NodeEvidence, settings: JudgeSettings) -> set[str]:
             wanted.add(reply.move)
         if "practical" in settings.judges and practical_plausible(evidence, reply, settings):
             wanted.add(reply.move)
+    if "practical" in settings.judges:  # the fall probability's carriers
+        wanted.update(move for move in fall_carriers(evidence, settings) if move not in excluded_or_best(evidence))
     return wanted
+
+
+def excluded_or_best(evidence: NodeEvidence) -> set[str]:
+    return {evidence.best} | {r.move for r in evidence.replies if r.excluded is not None}
 
 
 def needs_refinement(evidence: NodeEvidence, settings: JudgeSettings, diffimax: DiffiMaxSettings) -> set[str]:
@@ -280,6 +423,7 @@ def needs_refinement(evidence: NodeEvidence, settings: JudgeSettings, diffimax: 
     their probe's verdicts (a reply the probe puts far from every threshold stays there)."""
     wanted: set[str] = set()
     trap_cp = diffimax.trap_cp
+    carriers = set(fall_carriers(evidence, settings)) if "practical" in settings.judges else set()
     for reply in evidence.replies:
         if reply.deep_value is not None or reply.excluded is not None or reply.move == evidence.best:
             continue
@@ -289,7 +433,11 @@ def needs_refinement(evidence: NodeEvidence, settings: JudgeSettings, diffimax: 
         near_cp = abs(dip - trap_cp) <= settings.refine_margin_cp
         judges = settings.judges
         near_drop = abs(drop - settings.practical_drop) <= settings.refine_margin
-        if near_drop and "practical" in judges and practical_plausible(evidence, reply, settings):
+        if (
+            near_drop
+            and "practical" in judges
+            and (practical_plausible(evidence, reply, settings) or reply.move in carriers)
+        ):
             wanted.add(reply.move)
         if not near_cp:
             continue
@@ -303,18 +451,29 @@ def needs_refinement(evidence: NodeEvidence, settings: JudgeSettings, diffimax: 
 
 
 def needs_deeper(evidence: NodeEvidence, settings: JudgeSettings) -> set[str]:
-    """The practical judge's replies searched at full depth whose loss lies within the stability
-    margin of its threshold."""
+    """The practical judge's replies searched deeper, whose verdict the deeper value then settles:
+    - a plausible reply searched at full depth whose loss lies within the stability margin of the
+      threshold (a candidate only if it stays one);
+    - recall: a reply humans play at least `recall_p` whose loss lies up to `recall_margin` below
+      the threshold (a trap whose punishment lies beyond the mining budget);
+    - a candidate humans play at least `majority_p` (most of them would fall: a wrong verdict
+      costs most), however far its loss lies above the threshold."""
     if "practical" not in settings.judges:
         return set()
+    threshold = settings.practical_drop
     wanted = set()
     for reply in evidence.replies:
-        if reply.deep_value is None:
+        if reply.move == evidence.best or reply.excluded is not None:
             continue
         drop = evidence.drop(reply)
-        if drop is None or reply.move == evidence.best or not practical_plausible(evidence, reply, settings):
+        share = plausible_share(evidence, reply, settings)
+        if drop is None or share is None:
             continue
-        if abs(drop - settings.practical_drop) <= settings.stability_margin:
+        near = reply.deep_value is not None and abs(drop - threshold) <= settings.stability_margin
+        unstable = near and practical_plausible(evidence, reply, settings)
+        unseen = share >= settings.recall_p and threshold - settings.recall_margin <= drop < threshold
+        majority = share >= settings.majority_p and drop >= threshold
+        if unstable or unseen or majority:
             wanted.add(reply.move)
     return wanted
 
@@ -361,12 +520,28 @@ def judge(evidence: NodeEvidence, settings: JudgeSettings, diffimax: DiffiMaxSet
         def practical(reply: ReplyEvidence) -> bool:
             if not practical_plausible(evidence, reply, settings):
                 return False
-            drop, deeper = evidence.drop(reply), evidence.drop(reply, deeper=True)
-            threshold = settings.practical_drop
-            return drop is not None and drop >= threshold and (deeper is None or deeper >= threshold)
+            drop = evidence.settled_drop(reply)  # a reply searched deeper is judged there
+            return drop is not None and drop >= settings.practical_drop
 
-        candidates["practical"] = chosen(r for r in open_replies if practical(r))
+        named = {r.move for r in open_replies if practical(r)}
+        if settings.practical_fall_p is not None:
+            named |= fall_candidates(evidence, settings)
+        candidates["practical"] = chosen(r for r in open_replies if r.move in named)
     return Verdicts(candidates)
+
+
+def fall_candidates(evidence: NodeEvidence, settings: JudgeSettings) -> set[str]:
+    """The practical judge's fall rule: at a node whose fall probability reaches
+    `practical_fall_p`, the falling replies humans play at least `practical_fall_reply_p`."""
+    estimate = fall_estimate(evidence, settings)
+    if settings.practical_fall_p is None or estimate is None or estimate.fall_p < settings.practical_fall_p:
+        return set()
+    by_move = {r.move: r for r in evidence.replies}
+    return {
+        move
+        for move in estimate.falling
+        if (plausible_share(evidence, by_move[move], settings) or 0.0) >= settings.practical_fall_reply_p
+    }
 
 
 def shallow_ranks(values: Mapping[str, Value], responder_is_min: bool = True) -> dict[str, int]:
