@@ -15,6 +15,7 @@ from pipeline.cli.options import (
     HumanCorpusOpt,
     HumanModelOpt,
     JsonOut,
+    JudgesOpt,
     NodesOpt,
     SeedOpt,
     SplitOpt,
@@ -51,14 +52,19 @@ def evaluate(
     human_model: HumanModelOpt = "default",
     human_corpus: HumanCorpusOpt = None,
     workers: WorkersOpt = None,
+    judges: JudgesOpt = None,
     save: Annotated[str | None, typer.Option("--save", help="Write the gathered evidence to this file.")] = None,
     load: Annotated[str | None, typer.Option("--load", help="Measure saved evidence instead of gathering it.")] = None,
     as_json: JsonOut = False,
 ) -> None:
     """The judge harness: trap-node share, candidates, fall rate and lift over chance, and recall on
-    known traps, for every trap judge on held-out games (docs/judges.md)."""
+    known traps, for every trap judge on held-out games, and the fall probability's calibration
+    (docs/judges.md). --judges names the judges whose evidence is gathered (default: all; without
+    dip, positions are valued as a mining job values them, and faster)."""
     from pipeline.common.progress import Progress
+    from pipeline.harness.calibration import calibration_table
     from pipeline.harness.measure import markdown_table, run_harness
+    from search.judges import JUDGES, parse_judges
 
     flags = EngineFlags(engine, nodes, engine_depth, None, threads, hash_mb)
     engine, options = flags.name(), flags.options()  # the shared flags' checks: one line for a bad value
@@ -77,8 +83,11 @@ def evaluate(
             inputs, engine=engine, options=options, settings=settings, shallow_depths=depths, split=split,
             positions=positions, seed=seed, known_traps=known_traps, trap_rating=trap_rating, model=human_model,
             corpus=human_corpus, workers=workers_or_cpus(workers), save=save, load=load, progress=progress,
+            gathered=frozenset(JUDGES) if judges is None else parse_judges(judges),
         )  # fmt: skip
     if as_json:
-        emit({"about": run.about, "variants": run.rows}, "", True)
+        emit({"about": run.about, "variants": run.rows, "calibration": run.calibration}, "", True)
     else:
         typer.echo(markdown_table(run.rows))
+        typer.echo("")
+        typer.echo(calibration_table(run.calibration))

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -34,21 +34,27 @@ import chess
 from pipeline.common.cluster import Tick, fan_out
 from pipeline.common.files import write_atomic
 from pipeline.common.progress import Progress
-from pipeline.common.splits import Split, parse_split, sample_value, split_of
+from pipeline.common.splits import parse_split
 from pipeline.common.stats import wilson
 from pipeline.engines.backends import EngineOptions, open_backend
-from pipeline.harness.known_traps import KnownTrap, load_known_traps
-from pipeline.human.context import MoverContext, pool_of
+from pipeline.harness.calibration import calibrate
+from pipeline.harness.known_traps import load_known_traps
+from pipeline.harness.samples import (
+    KNOWN_TRAP_RATING,
+    SAMPLE_SEED,
+    HarnessError,
+    HumanSample,
+    game_samples,
+    trap_samples,
+)
+from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
 from pipeline.human.models import MoveModel
-from pipeline.ingest.games import Selected, read_games
-from pipeline.ingest.headers import GameFilter
-from pipeline.ingest.sources import iter_shards
 from pipeline.judging import HumanEvidence, judge_position, judging_kit
 from search.backend import Backend
-from search.errors import DiffimaxError
 from search.judges import (
     JUDGES,
+    Judge,
     JudgeSettings,
     NodeEvidence,
     ReplyEvidence,
@@ -57,36 +63,12 @@ from search.judges import (
 )
 from search.settings import DiffiMaxSettings
 
-# Positions are drawn from these plies of a game (the opening's first moves repeat in every game).
-MIN_PLY: Final = 6
-MAX_PLY: Final = 80
-# At most this many positions of one game, so that the sample spreads over many games.
-PER_GAME: Final = 2
-# Seed of the position sample.
-SAMPLE_SEED: Final = 0  # the one --seed default of every command; the figures of docs/judges.md say --seed 7
 # The loose thresholds evidence is gathered with (every variant's candidates get a deep value).
 LOOSE_P: Final = 0.05
 # Shallow-pass depths measured for the trappy judge: plies (native) or engine depth (UCI).
 SHALLOW_DEPTHS: Final = (1, 2, 4, 8)
 # Format of a saved evidence file.
 EVIDENCE_FORMAT: Final = "diffimax-judge-evidence-1"
-
-
-class HarnessError(DiffimaxError, ValueError):
-    """An evaluation that cannot run as asked."""
-
-
-@dataclass(frozen=True)
-class HumanSample:
-    """A position a human faced, and what they played."""
-
-    source: str
-    game_id: str
-    ply: int
-    board: chess.Board = field(compare=False)
-    played: str
-    context: MoverContext = field(default_factory=MoverContext)
-    name: str = ""  # a known trap's name
 
 
 @dataclass
@@ -105,89 +87,26 @@ class Record:
     outcomes: dict[str, float] = field(default_factory=dict)
     """The setter's human-expected score after each reply a variant may name (Maia-3's value head
     at the two players' ratings: win + draw / 2); empty with a model that has no value head."""
-
-
-# -- samples -------------------------------------------------------------------------------------
-
-
-# The rating a known trap's victim is given (the traps record none): the players who fall into
-# the classic opening traps are club players, and the issue's yardstick is stated at 1200.
-KNOWN_TRAP_RATING: Final = 1200
-
-
-def game_samples(
-    inputs: Sequence[str],
-    split: Split | None,
-    count: int,
-    *,
-    seed: int = SAMPLE_SEED,
-    per_game: int = PER_GAME,
-    progress: Progress | None = None,
-) -> list[HumanSample]:
-    """About `count` positions of the games in `split` (None: every game), at most `per_game` per
-    game, chosen by a seeded hash of the game id: the same sample in every run. Every game is read
-    (the sample is drawn from all of the split's games), counted on `progress`."""
-    shown = progress or Progress.quiet()
-    shown.start("read", "games")
-    games: list[Selected] = []
-    for shard in iter_shards(inputs, shard_games=2000):
-        for outcome in read_games(shard, GameFilter(ply_from=MIN_PLY, ply_to=MAX_PLY)):
-            shown.advance()
-            if not isinstance(outcome, Selected):
-                continue
-            if split is None or split_of(shard.source, outcome.game["game_id"], outcome.game["byte_offset"]) == split:
-                games.append(outcome)
-    shown.finish_step()
-    if not games:
-        raise HarnessError(f"no {split or 'readable'} games in {', '.join(inputs)}")
-    games.sort(key=lambda game: sample_value(seed, game.game["game_id"]))
-    samples: list[HumanSample] = []
-    for game in games:
-        rows = [row for row in game.positions if row["ply"] >= MIN_PLY]
-        rows.sort(key=lambda row: sample_value(seed + row["ply"], game.game["game_id"]))
-        for row, board in game.boards():
-            if row in rows[:per_game] and board.legal_moves.count() >= 2:
-                opponent = game.game["black_elo" if board.turn == chess.WHITE else "white_elo"]
-                context = MoverContext(
-                    row["mover_rating"], row["clock_seconds"], game.game["base_seconds"],
-                    game.game["increment_seconds"], pool_of({"Site": game.game["site"]}), opponent,
-                )  # fmt: skip
-                samples.append(
-                    HumanSample(
-                        game.game["source"], game.game["game_id"], row["ply"], board.copy(), row["move_uci"], context
-                    )
-                )
-        if len(samples) >= count:
-            break
-    return samples[:count]
-
-
-def trap_samples(traps: Iterable[KnownTrap] | None = None, rating: int | None = KNOWN_TRAP_RATING) -> list[HumanSample]:
-    """The known traps as samples: the trap position, the victim's move as the move played, the
-    victim rated `rating` (pool unknown; None: no rating)."""
-    return [
-        HumanSample(
-            "known_traps",
-            trap.name,
-            trap.trap_ply,
-            trap.board.copy(),
-            trap.victim_move.uci(),
-            MoverContext(rating=rating),
-            trap.name,
-        )
-        for trap in (load_known_traps() if traps is None else traps)
-    ]
+    rating: int | None = None
+    """The responder's rating (None: unknown), for the calibration by band."""
+    clock_seconds: float | None = None
+    """The responder's clock when deciding (None: the game carries no clock)."""
 
 
 # -- gathering ------------------------------------------------------------------------------------
 
 
 def loose(judges: JudgeSettings) -> JudgeSettings:
-    """Every judge, at thresholds no measured variant goes below."""
+    """`judges`' judges at thresholds no measured variant goes below. Without the dip judge, the
+    node is valued as a mining job values it (probe first), not by the seed's analysis of every
+    reply."""
     return dataclasses.replace(
-        judges, judges=frozenset(JUDGES), model_p=LOOSE_P, practical_p=LOOSE_P, corpus_share=LOOSE_P,
+        judges,
+        model_p=LOOSE_P,
+        practical_p=LOOSE_P,
+        corpus_share=LOOSE_P,
         trappy_k=max(2, judges.trappy_k),
-    )  # fmt: skip
+    )
 
 
 def gather_one(
@@ -216,20 +135,29 @@ def gather_one(
         found = backend(depth).reply_values(board, setter, settings, None, "shallow")
         by_depth[depth] = shallow_ranks(found.values)
     # The trappy candidates of every depth and the move played get deep values too.
+    wide = loose(judges)
     extra = {sample.played} | {
-        move for ranks in by_depth.values() for move, rank in ranks.items() if rank <= loose(judges).trappy_k
+        move for ranks in by_depth.values() for move, rank in ranks.items() if rank <= wide.trappy_k
     }
     judgement = judge_position(
-        backend(None), board, setter, settings, loose(judges), model=model, corpus=corpus, context=sample.context,
+        backend(None),
+        board,
+        setter,
+        settings,
+        wide,
+        model=model,
+        corpus=corpus,
+        context=sample.context,
         also=sorted(extra),
-    )  # fmt: skip
+    )
     evidence = judgement.evidence
     named = {sample.played, evidence.best} | {
         r.move for r in evidence.replies if r.model_p is not None and r.model_p >= LOOSE_P
     }
     return Record(
         sample.source, sample.game_id, sample.ply, board.fen(), sample.played, sample.name, evidence, by_depth,
-        judgement.nodes, expected_scores(model, board, sample.context, sorted(named)),
+        judgement.nodes, expected_scores(model, board, sample.context, sorted(named)), sample.context.rating,
+        sample.context.clock_seconds,
     )  # fmt: skip
 
 
@@ -325,6 +253,12 @@ def variants(base: JudgeSettings, shallow_depths: Sequence[int] = SHALLOW_DEPTHS
                 )  # fmt: skip
                 shallow = "" if shallow_p is None else f" or top-2 p{shallow_p:.2f}"
                 found.append(Variant(f"practical p{p:.2f}{shallow} w{drop:.2f}", "practical", settings))
+    for fall_p in (0.15, 0.20, 0.25, 0.30, 0.40):  # the fall rule (issue 43): beside the per-reply rule, alone
+        for reply_p in (0.03, 0.05, 0.10):
+            with_fall = dataclasses.replace(base, practical_fall_p=fall_p, practical_fall_reply_p=reply_p)
+            found.append(Variant(f"practical + fall {fall_p:.2f} q{reply_p:.2f}", "practical", with_fall))
+            alone = dataclasses.replace(with_fall, practical_p=1.0, practical_shallow_k=0)
+            found.append(Variant(f"fall {fall_p:.2f} q{reply_p:.2f}", "practical", alone))
     for value in (0.05, 0.10, 0.15, 0.20):  # the value head: beside the engine's loss, or in its place
         found.append(Variant(f"practical + value {value:.2f}", "practical", base, outcome_drop=value))
         for p in (0.10, 0.20):
@@ -431,7 +365,8 @@ def _record(item: dict[str, Any]) -> Record:
                         None if dip is None else frozenset(dip))  # fmt: skip
     by_depth = {int(depth): ranks for depth, ranks in item["shallow_by_depth"].items()}
     return Record(item["source"], item["game_id"], item["ply"], item["fen"], item["played"], item["name"], node,
-                  by_depth, item["nodes"], item.get("outcomes", {}))  # fmt: skip
+                  by_depth, item["nodes"], item.get("outcomes", {}), item.get("rating"),
+                  item.get("clock_seconds"))  # fmt: skip
 
 
 def _gather_specs(
@@ -526,6 +461,8 @@ class HarnessRun:
 
     about: dict[str, Any]
     rows: list[dict[str, Any]]
+    calibration: dict[str, Any] = field(default_factory=dict)
+    """The fall probability against how often humans fell (`pipeline.harness.calibration`)."""
 
 
 def run_harness(
@@ -546,12 +483,14 @@ def run_harness(
     save: str | None = None,
     load: str | None = None,
     progress: Progress | None = None,
+    gathered: frozenset[Judge] = frozenset(JUDGES),
 ) -> HarnessRun:
     """The judge harness with the default judge settings: the evidence at `positions` samples of
     the `split` games of `inputs` and at the known traps (`known_traps`: a PGN, 'default' or
     'none'; the victim rated `trap_rating`, 0: none), gathered on `workers` Ray workers (or read
     from the evidence file `load`, and written to `save`), measured for every variant.
-    `progress` shows the positions gathered as they are."""
+    `progress` shows the positions gathered as they are. `gathered`: the judges whose evidence is
+    gathered (without `dip`, nodes are valued as a mining job values them)."""
     base = JudgeSettings()
     if load:
         records, about = load_records(load)
@@ -564,15 +503,18 @@ def run_harness(
             )
         shown.start("gathered", "positions", len(samples))
         records = gather_parallel(
-            samples, engine, options, settings, base, model=None if model == "none" else model, corpus=corpus,
-            workers=workers, shallow_depths=shallow_depths, progress=shown,
+            samples, engine, options, settings, dataclasses.replace(base, judges=gathered),
+            model=None if model == "none" else model, corpus=corpus, workers=workers, shallow_depths=shallow_depths,
+            progress=shown,
         )  # fmt: skip
         shown.finish_step()
         about = {"inputs": list(inputs), "split": split, "positions": positions, "seed": seed, "engine": engine,
                  "nodes": options.nodes, "depth": settings.depth, "human_model": model,
-                 "human_corpus": corpus, "trap_rating": trap_rating or None}  # fmt: skip
+                 "human_corpus": corpus, "trap_rating": trap_rating or None,
+                 "gathered": sorted(gathered)}  # fmt: skip
         if save:
             save_records(records, save, about)
     games = [r for r in records if r.source != "known_traps"]
     traps = [r for r in records if r.source == "known_traps"]
-    return HarnessRun(about, evaluate_records(games, traps, settings, base, shallow_depths))
+    rows = evaluate_records(games, traps, settings, base, shallow_depths)
+    return HarnessRun(about, rows, calibrate(games, base))

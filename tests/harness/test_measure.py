@@ -12,7 +12,8 @@ import pytest
 
 from pipeline.common.stats import wilson
 from pipeline.engines.backends import EngineOptions
-from pipeline.harness.measure import Record, Variant, gather, gather_parallel, measure, recall, trap_samples
+from pipeline.harness.measure import Record, Variant, gather, gather_parallel, measure, recall
+from pipeline.harness.samples import trap_samples
 from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence
 from search.settings import DiffiMaxSettings
 

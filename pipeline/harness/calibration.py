@@ -1,0 +1,172 @@
+"""How well the fall probability is calibrated: at each sampled position, the predicted chance that
+the human plays a reply losing at least the practical drop (`search.judges.fall_estimate`)
+against whether the human did (the played move's loss, searched as the candidates are).
+
+The positions are put into ten bins of equal count by their predicted probability (deciles: the
+predictions crowd near 0, so bins of equal width would leave most of them empty); each bin's mean
+prediction is set against its observed rate, with a Wilson interval. Two summaries:
+
+- the expected calibration error, the mean of |observed - predicted| over the bins weighted by
+  their counts;
+- the Brier score, the mean squared error of the prediction against the 0/1 outcome.
+
+Both overall, by the responder's rating band and by their clock when deciding (where the games
+carry `%clk`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from pipeline.common.stats import wilson
+from search.judges import JudgeSettings, fall_estimate
+
+if TYPE_CHECKING:
+    from pipeline.harness.measure import Record
+
+BINS: Final = 10
+# Rating bands of the responder (lower bounds; the last is open): wide enough for a few hundred
+# positions to give each band a figure.
+RATING_BANDS: Final = (0, 1200, 1600, 2000)
+# Clock buckets in seconds (lower bounds), as the saved query `fall-rate-by-clock` cuts them.
+CLOCK_BUCKETS: Final = (0, 10, 30, 60, 180)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One position: the predicted fall probability, and whether the human fell."""
+
+    predicted: float
+    fell: bool
+    expected_loss: float
+    rating: int | None
+    clock_seconds: float | None
+
+
+def observations(records: Sequence[Record], settings: JudgeSettings) -> list[Observation]:
+    """The positions with a fall estimate and a measured played move (the others cannot be scored)."""
+    found = []
+    for record in records:
+        evidence = record.evidence
+        estimate = fall_estimate(evidence, settings)
+        played = next((r for r in evidence.replies if r.move == record.played), None)
+        if estimate is None or played is None:
+            continue
+        drop = 0.0 if played.move == evidence.best else evidence.settled_drop(played)
+        if drop is None:
+            continue
+        found.append(
+            Observation(
+                estimate.fall_p,
+                drop >= settings.practical_drop,
+                estimate.expected_loss,
+                record.rating,
+                record.clock_seconds,
+            )
+        )
+    return found
+
+
+def reliability(found: Sequence[Observation], bins: int = BINS) -> list[dict[str, Any]]:
+    """The reliability table: `bins` bins of equal count by prediction, each with its mean
+    prediction, observed rate and Wilson 95 % interval."""
+    ordered = sorted(found, key=lambda o: o.predicted)
+    rows = []
+    for index in range(bins):
+        part = ordered[index * len(ordered) // bins : (index + 1) * len(ordered) // bins]
+        if not part:
+            continue
+        fell = sum(o.fell for o in part)
+        low, high = wilson(fell, len(part))
+        rows.append(
+            {
+                "bin": index + 1,
+                "n": len(part),
+                "predicted_from": part[0].predicted,
+                "predicted_to": part[-1].predicted,
+                "predicted": sum(o.predicted for o in part) / len(part),
+                "observed": fell / len(part),
+                "observed_low": low,
+                "observed_high": high,
+            }
+        )
+    return rows
+
+
+def summary(found: Sequence[Observation], bins: int = BINS) -> dict[str, Any]:
+    """The reliability table with its expected calibration error and Brier score."""
+    table = reliability(found, bins)
+    total = sum(row["n"] for row in table)
+    return {
+        "positions": len(found),
+        "falls": sum(o.fell for o in found),
+        "predicted_mean": sum(o.predicted for o in found) / len(found) if found else 0.0,
+        "observed_rate": sum(o.fell for o in found) / len(found) if found else 0.0,
+        "ece": sum(row["n"] * abs(row["observed"] - row["predicted"]) for row in table) / total if total else 0.0,
+        "brier": sum((o.predicted - o.fell) ** 2 for o in found) / len(found) if found else 0.0,
+        "reliability": table,
+    }
+
+
+def _group(found: Sequence[Observation], key: Callable[[Observation], str | None]) -> dict[str, dict[str, Any]]:
+    groups: dict[str, list[Observation]] = {}
+    for observation in found:
+        name = key(observation)
+        if name is not None:
+            groups.setdefault(name, []).append(observation)
+    # Fewer bins in a small group: ten bins of three positions say nothing.
+    return {name: summary(part, max(1, min(BINS, len(part) // 20))) for name, part in sorted(groups.items())}
+
+
+def _bucket(value: float | None, bounds: Sequence[int], unit: str) -> str | None:
+    if value is None:
+        return None
+    index = max(i for i, bound in enumerate(bounds) if value >= bound)
+    upper = f"-{bounds[index + 1]}" if index + 1 < len(bounds) else "+"
+    return f"{index + 1}: {bounds[index]}{upper}{unit}"
+
+
+def calibrate(records: Sequence[Record], settings: JudgeSettings) -> dict[str, Any]:
+    """The fall probability's calibration on `records` (positions of games), overall, by rating
+    band and by clock bucket; the worst band (by expected calibration error, among bands of 50
+    positions or more) is named."""
+    found = observations(records, settings)
+    bands = _group(found, lambda o: _bucket(o.rating, RATING_BANDS, ""))
+    clocks = _group(found, lambda o: _bucket(o.clock_seconds, CLOCK_BUCKETS, " s"))
+    sizable = {name: band for name, band in bands.items() if band["positions"] >= 50}
+    worst = max(sizable, key=lambda name: sizable[name]["ece"]) if sizable else None
+    return {"overall": summary(found), "bands": bands, "clocks": clocks, "worst_band": worst}
+
+
+def calibration_table(calibration: dict[str, Any]) -> str:
+    """The calibration as Markdown: the overall reliability table, then one line per band and clock."""
+    overall = calibration.get("overall")
+    if not overall or not overall["positions"]:
+        return "Calibration: no position with a fall estimate and a measured played move."
+    lines = [
+        f"Fall probability: {overall['positions']} positions, predicted mean {overall['predicted_mean']:.1%}, "
+        f"observed {overall['observed_rate']:.1%}; expected calibration error {overall['ece']:.3f}, "
+        f"Brier {overall['brier']:.3f}",
+        "",
+        "| decile | positions | predicted (range) | predicted mean | observed [95 %] |",
+        "|---|---|---|---|---|",
+    ]
+    for row in overall["reliability"]:
+        lines.append(
+            f"| {row['bin']} | {row['n']} | {row['predicted_from']:.1%}-{row['predicted_to']:.1%} | "
+            f"{row['predicted']:.1%} | {row['observed']:.1%} [{row['observed_low']:.1%}, {row['observed_high']:.1%}] |"
+        )
+    if calibration["bands"] or calibration["clocks"]:
+        lines += ["", "| group | positions | predicted mean | observed | ECE | Brier |", "|---|---|---|---|---|---|"]
+    for kind in ("bands", "clocks"):
+        for name, group in calibration[kind].items():
+            label = ("rating " if kind == "bands" else "clock ") + name.split(": ", 1)[1]
+            lines.append(
+                f"| {label} | {group['positions']} | {group['predicted_mean']:.1%} | {group['observed_rate']:.1%} | "
+                f"{group['ece']:.3f} | {group['brier']:.3f} |"
+            )
+    if calibration.get("worst_band"):
+        lines.append(f"\nWorst band: rating {calibration['worst_band'].split(': ', 1)[1]}")
+    return "\n".join(lines)

@@ -1,0 +1,151 @@
+"""The fall probability of a node (`search.judges.fall_estimate`), the practical judge's fall rule
+and the deeper checks of recall, on hand-made evidence; each figure is recomputed here from the
+replies by the definition, not copied from the code under test."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from search.judges import (
+    JudgeSettings,
+    NodeEvidence,
+    ReplyEvidence,
+    fall_carriers,
+    fall_estimate,
+    judge,
+    needs_deep,
+    needs_deeper,
+    win_drop,
+)
+from search.settings import DiffiMaxSettings, SettingsError
+
+SEARCH = DiffiMaxSettings(depth=2)
+PRACTICAL = JudgeSettings(judges=frozenset({"practical"}))
+
+
+def budapest_like() -> NodeEvidence:
+    """Danger spread over several natural replies, none of them probable enough alone: the
+    Budapest trap's 5.h3 / f4 / f3 at 9 %, 10 % and 5 % (values in centipawns, the setter's)."""
+    replies = (
+        ReplyEvidence("best", deep_value=-30, model_p=0.50, shallow_value=-20),
+        ReplyEvidence("h3", deep_value=400, model_p=0.09, shallow_value=10),
+        ReplyEvidence("f4", deep_value=350, model_p=0.10, shallow_value=0),
+        ReplyEvidence("f3", deep_value=500, model_p=0.05, shallow_value=30),
+        ReplyEvidence("ok", deep_value=-10, model_p=0.20, shallow_value=-15),
+        ReplyEvidence("rare", model_p=0.06, shallow_value=600),  # not searched: only the shallow pass
+    )
+    return NodeEvidence(replies, "best", -30)
+
+
+def test_the_fall_probability_is_the_mass_of_the_losing_replies_with_the_rest_bounded() -> None:
+    evidence = budapest_like()
+    estimate = fall_estimate(evidence, PRACTICAL)
+    assert estimate is not None
+    searched_falls = 0.09 + 0.10 + 0.05  # h3, f4, f3 each lose more than 0.15 win chances
+    assert estimate.low == pytest.approx(searched_falls)
+    # `rare` was valued only by the shallow pass, where it loses: in the estimate, and in `high` only.
+    assert estimate.fall_p == pytest.approx(searched_falls + 0.06)
+    assert estimate.high == pytest.approx(searched_falls + 0.06)
+    assert estimate.falling == ("f4", "h3", "f3")
+    expected_loss = sum(
+        (r.model_p or 0) * win_drop(-30, r.deep_value) for r in evidence.replies if r.deep_value is not None
+    ) + 0.06 * win_drop(-20, 600)
+    assert estimate.expected_loss == pytest.approx(expected_loss)
+    assert estimate.searched == pytest.approx(0.94)
+
+
+def test_the_practical_judge_says_none_today_and_the_fall_rule_names_the_spread_trap() -> None:
+    evidence = budapest_like()
+    assert judge(evidence, PRACTICAL, SEARCH).candidates["practical"] == frozenset()  # no reply reaches p 0.20
+    with_fall = dataclasses.replace(PRACTICAL, practical_fall_p=0.20, practical_fall_reply_p=0.05)
+    assert judge(evidence, with_fall, SEARCH).candidates["practical"] == {"h3", "f4", "f3"}
+    higher = dataclasses.replace(with_fall, practical_fall_p=0.40)
+    assert judge(evidence, higher, SEARCH).candidates["practical"] == frozenset()  # 0.30 < 0.40
+    choosy = dataclasses.replace(with_fall, practical_fall_reply_p=0.08)
+    assert judge(evidence, choosy, SEARCH).candidates["practical"] == {"h3", "f4"}
+
+
+def test_the_replies_that_carry_the_mass_are_searched_most_probable_first() -> None:
+    evidence = budapest_like()
+    settings_90 = dataclasses.replace(PRACTICAL, fall_mass=0.90, fall_min_p=0.02)
+    # 0.50 (best) + 0.20 + 0.10 + 0.09 = 0.89 < 0.90, so the next (0.06) is taken too, then stop.
+    assert fall_carriers(evidence, settings_90) == ["ok", "f4", "h3", "rare"]
+    assert set(fall_carriers(evidence, settings_90)) <= needs_deep(evidence, settings_90)
+    assert fall_carriers(evidence, dataclasses.replace(PRACTICAL, fall_mass=0.6)) == ["ok"]
+    assert fall_carriers(evidence, dataclasses.replace(PRACTICAL, fall_min_p=0.15)) == ["ok"]
+
+
+def test_probable_replies_near_the_threshold_and_majority_candidates_are_searched_deeper() -> None:
+    drop = PRACTICAL.practical_drop
+    below = next(cp for cp in range(0, 400) if drop - 0.05 <= win_drop(0, cp) < drop)  # within the recall margin
+    far_above = 500
+    evidence = NodeEvidence(
+        (
+            ReplyEvidence("best", deep_value=0, model_p=0.1),
+            ReplyEvidence("unseen", deep_value=below, model_p=0.25),
+            ReplyEvidence("unseen_rare", deep_value=below, model_p=0.05),
+            ReplyEvidence("majority", deep_value=far_above, model_p=0.6),
+        ),
+        "best",
+        0,
+    )
+    assert needs_deeper(evidence, PRACTICAL) == {"unseen", "majority"}
+    # Searched deeper, the deeper value decides, both ways.
+    found = dataclasses.replace(
+        evidence,
+        replies=(
+            evidence.replies[0],
+            dataclasses.replace(evidence.replies[1], deeper_value=300),
+            evidence.replies[2],
+            dataclasses.replace(evidence.replies[3], deeper_value=5),
+        ),
+    )
+    assert judge(evidence, PRACTICAL, SEARCH).candidates["practical"] == {"majority"}
+    assert judge(found, PRACTICAL, SEARCH).candidates["practical"] == {"unseen"}
+    estimate = fall_estimate(found, PRACTICAL)
+    assert estimate is not None and estimate.falling == ("unseen",)
+
+
+@settings(max_examples=200, derandomize=True)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0.0, 1.0),
+            st.one_of(st.none(), st.integers(-900, 900)),
+            st.one_of(st.none(), st.integers(-900, 900)),
+        ),
+        min_size=2,
+        max_size=12,
+    )
+)
+def test_the_bounds_hold_on_any_evidence(rows: list[tuple[float, int | None, int | None]]) -> None:
+    """low <= fall_p <= high, each in [0, 1], and the expected loss never negative (200 examples,
+    fixed seed)."""
+    total = sum(p for p, _, _ in rows) or 1.0
+    replies = tuple(
+        ReplyEvidence(f"m{i}", deep_value=deep, shallow_value=shallow, model_p=p / total)
+        for i, (p, deep, shallow) in enumerate(rows)
+    )
+    best = next((r for r in replies if r.deep_value is not None), None)
+    if best is None:
+        return
+    values = [r.deep_value for r in replies if r.deep_value is not None]
+    best_move = next(r.move for r in replies if r.deep_value == min(values))
+    estimate = fall_estimate(NodeEvidence(replies, best_move, min(values)), PRACTICAL)
+    assert estimate is not None
+    assert 0.0 <= estimate.low <= estimate.fall_p + 1e-9
+    assert estimate.fall_p <= estimate.high + 1e-9 <= 1.0 + 2e-9
+    assert estimate.expected_loss >= 0.0
+
+
+def test_no_human_evidence_no_estimate_and_impossible_settings_refused() -> None:
+    bare = NodeEvidence((ReplyEvidence("a", deep_value=0), ReplyEvidence("b", deep_value=300)), "a", 0)
+    assert fall_estimate(bare, PRACTICAL) is None
+    with pytest.raises(SettingsError, match="invalid practical fall p"):
+        JudgeSettings(practical_fall_p=0.0)
+    with pytest.raises(SettingsError, match="invalid fall mass"):
+        JudgeSettings(fall_mass=1.5)
