@@ -310,10 +310,18 @@ class FallEstimate:
         return cls(0.0, 0.0, 0.0, 0.0, 0.0, ())
 
 
+def decided(evidence: NodeEvidence, settings: JudgeSettings) -> bool:
+    """Whether no reply can lose `practical_drop` here: the setter's win chances at the node's
+    value are already within it of certain (a win chance cannot pass 1)."""
+    return bool(evidence.best) and win_chances(evidence.best_value) > 1.0 - settings.practical_drop
+
+
 def fall_carriers(evidence: NodeEvidence, settings: JudgeSettings) -> list[str]:
     """The replies valued for the fall probability: the most probable first, until they carry
     `fall_mass` of the human distribution, each played at least `fall_min_p` (the best reply
-    never: it loses nothing). Empty without human evidence."""
+    never: it loses nothing). Empty without human evidence, and at a decided node."""
+    if decided(evidence, settings):
+        return []
     shares = [(share, r.move) for r in evidence.replies if (share := plausible_share(evidence, r, settings))]
     shares.sort(key=lambda pair: (-pair[0], pair[1]))
     carried, chosen = 0.0, []
@@ -355,6 +363,8 @@ def fall_estimate(evidence: NodeEvidence, settings: JudgeSettings) -> FallEstima
             loss += share * guess
             fall += share if guess >= threshold else 0.0
     falling.sort(key=lambda pair: (-pair[0], pair[1]))
+    if decided(evidence, settings):  # a shallow guess may say otherwise; the node's value cannot
+        fall, low, unsearched, falling = 0.0, 0.0, 0.0, []
     clip = functools.partial(min, 1.0)
     return FallEstimate(
         clip(fall), clip(low), clip(low + unsearched), loss, clip(searched), tuple(move for _, move in falling)

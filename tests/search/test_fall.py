@@ -149,3 +149,19 @@ def test_no_human_evidence_no_estimate_and_impossible_settings_refused() -> None
         JudgeSettings(practical_fall_p=0.0)
     with pytest.raises(SettingsError, match="invalid fall mass"):
         JudgeSettings(fall_mass=1.5)
+
+
+def test_a_decided_node_needs_no_search_and_cannot_fall() -> None:
+    """The setter already has more than 1 - drop win chances: no reply can lose the drop."""
+    winning = 1500  # +15 pawns for the setter
+    evidence = NodeEvidence(
+        (
+            ReplyEvidence("best", deep_value=winning, model_p=0.5, shallow_value=winning),
+            ReplyEvidence("worse", model_p=0.5, shallow_value=-200),  # a shallow misjudgement
+        ),
+        "best",
+        winning,
+    )
+    assert fall_carriers(evidence, PRACTICAL) == []
+    estimate = fall_estimate(evidence, PRACTICAL)
+    assert estimate is not None and estimate.fall_p == estimate.high == 0.0
