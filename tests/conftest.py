@@ -32,6 +32,13 @@ STOCKFISH = Path("/usr/games/stockfish")
 CHROMIUM = Path("/usr/bin/chromium")
 # CI's set-up installs everything a test needs, so there a missing part fails the test.
 IN_CI = os.environ.get("CI", "").lower() == "true"
+# Ray lowers its workers to niceness 15, and a worker's engine inherits it. Beside a CPU-bound
+# neighbour at normal priority (CI's `stress --cpu 2`, another job), that is a scheduling weight
+# of 36 against 1,024: a test cluster's worker then got under 2 % of a core, a mining part took
+# nine minutes and the test's 600 s limit failed a whole module (the fresh-clone run under load,
+# 2026-12-06). The tests check behaviour, not politeness; every Ray the suite starts (in this
+# process, or in a `diffimax` it runs, which inherits the environment) runs its workers at 0.
+os.environ.setdefault("RAY_worker_niceness", "0")
 
 
 def require(present: bool, reason: str) -> None:
