@@ -35,6 +35,7 @@ meaningful replies. Pure functions; the evidence is gathered by the pipeline.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Iterable, Mapping
@@ -334,10 +335,30 @@ def fall_carriers(evidence: NodeEvidence, settings: JudgeSettings) -> list[str]:
     return chosen
 
 
+def as_searched(evidence: NodeEvidence, settings: JudgeSettings) -> NodeEvidence:
+    """The evidence as the judges at `settings` search it for their own sake. A caller may have
+    had more replies valued (the move a human played, for the analytics; every reply a harness
+    variant may name): their values are dropped here, and the deeper values no rule asked for,
+    or the estimate would know which move was played by its better value."""
+    practical = dataclasses.replace(settings, judges=settings.judges | {"practical"})
+    searched = needs_deep(evidence, practical) | {evidence.best}
+    blind = tuple(
+        reply if reply.move in searched else dataclasses.replace(reply, deep_value=None, probe_value=None,
+                                                                 deeper_value=None)
+        for reply in evidence.replies
+    )  # fmt: skip
+    judged = dataclasses.replace(evidence, replies=blind)
+    deeper = needs_deeper(judged, practical)
+    replies = tuple(r if r.move in deeper else dataclasses.replace(r, deeper_value=None) for r in judged.replies)
+    return dataclasses.replace(judged, replies=replies)
+
+
 def fall_estimate(evidence: NodeEvidence, settings: JudgeSettings) -> FallEstimate | None:
-    """The node's fall probability and expected loss (None: no human evidence here)."""
+    """The node's fall probability and expected loss (None: no human evidence here), on the
+    evidence as the judges search it (`as_searched`)."""
     if not any(plausible_share(evidence, r, settings) is not None for r in evidence.replies):
         return None
+    evidence = as_searched(evidence, settings)
     threshold = settings.practical_drop
     fall = low = unsearched = loss = searched = 0.0
     falling: list[tuple[float, str]] = []

@@ -16,13 +16,12 @@ carry `%clk`).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from pipeline.common.stats import wilson
-from search.judges import JudgeSettings, NodeEvidence, fall_estimate, needs_deep, needs_deeper
+from search.judges import JudgeSettings, fall_estimate
 
 if TYPE_CHECKING:
     from pipeline.harness.measure import Record
@@ -46,34 +45,15 @@ class Observation:
     clock_seconds: float | None
 
 
-def as_judged(evidence: NodeEvidence, settings: JudgeSettings) -> NodeEvidence:
-    """The evidence as a judging at `settings` would have it: the harness searches more replies
-    (the move played among them, and every reply any variant may name), so the values of the
-    replies `settings` would not have searched are dropped, and the deeper values it would not
-    have asked for. Else the prediction would know which move was played by its better value."""
-    searched = needs_deep(evidence, settings) | {evidence.best}
-    blind = tuple(
-        reply
-        if reply.move in searched
-        else dataclasses.replace(reply, deep_value=None, probe_value=None, deeper_value=None)
-        for reply in evidence.replies
-    )
-    judged = dataclasses.replace(evidence, replies=blind)
-    deeper = needs_deeper(judged, settings)
-    return dataclasses.replace(
-        judged,
-        replies=tuple(r if r.move in deeper else dataclasses.replace(r, deeper_value=None) for r in judged.replies),
-    )
-
-
 def observations(records: Sequence[Record], settings: JudgeSettings) -> list[Observation]:
     """The positions with a fall estimate and a measured played move (the others cannot be scored):
-    the prediction from the evidence as `settings` would have gathered it (`as_judged`), the
-    outcome from the played move as the harness searched it."""
+    the prediction from the evidence as the judges at `settings` search it (`fall_estimate` drops
+    what the harness searched beyond that, the played move among it), the outcome from the played
+    move as the harness searched it."""
     found = []
     for record in records:
         evidence = record.evidence
-        estimate = fall_estimate(as_judged(evidence, settings), settings)
+        estimate = fall_estimate(evidence, settings)
         played = next((r for r in evidence.replies if r.move == record.played), None)
         if estimate is None or played is None:
             continue

@@ -31,12 +31,12 @@ def budapest_like() -> NodeEvidence:
     """Danger spread over several natural replies, none of them probable enough alone: the
     Budapest trap's 5.h3 / f4 / f3 at 9 %, 10 % and 5 % (values in centipawns, the setter's)."""
     replies = (
-        ReplyEvidence("best", deep_value=-30, model_p=0.50, shallow_value=-20),
+        ReplyEvidence("best", deep_value=-30, model_p=0.45, shallow_value=-20),
         ReplyEvidence("h3", deep_value=400, model_p=0.09, shallow_value=10),
         ReplyEvidence("f4", deep_value=350, model_p=0.10, shallow_value=0),
         ReplyEvidence("f3", deep_value=500, model_p=0.05, shallow_value=30),
         ReplyEvidence("ok", deep_value=-10, model_p=0.20, shallow_value=-15),
-        ReplyEvidence("rare", model_p=0.06, shallow_value=600),  # not searched: only the shallow pass
+        ReplyEvidence("rare", model_p=0.01, shallow_value=600),  # too rare to search: the shallow pass only
     )
     return NodeEvidence(replies, "best", -30)
 
@@ -48,14 +48,14 @@ def test_the_fall_probability_is_the_mass_of_the_losing_replies_with_the_rest_bo
     searched_falls = 0.09 + 0.10 + 0.05  # h3, f4, f3 each lose more than 0.15 win chances
     assert estimate.low == pytest.approx(searched_falls)
     # `rare` was valued only by the shallow pass, where it loses: in the estimate, and in `high` only.
-    assert estimate.fall_p == pytest.approx(searched_falls + 0.06)
-    assert estimate.high == pytest.approx(searched_falls + 0.06)
+    assert estimate.fall_p == pytest.approx(searched_falls + 0.01)
+    assert estimate.high == pytest.approx(searched_falls + 0.01)
     assert estimate.falling == ("f4", "h3", "f3")
     expected_loss = sum(
         (r.model_p or 0) * win_drop(-30, r.deep_value) for r in evidence.replies if r.deep_value is not None
-    ) + 0.06 * win_drop(-20, 600)
+    ) + 0.01 * win_drop(-20, 600)
     assert estimate.expected_loss == pytest.approx(expected_loss)
-    assert estimate.searched == pytest.approx(0.94)
+    assert estimate.searched == pytest.approx(0.89)
 
 
 def test_the_practical_judge_says_none_today_and_the_fall_rule_names_the_spread_trap() -> None:
@@ -64,7 +64,7 @@ def test_the_practical_judge_says_none_today_and_the_fall_rule_names_the_spread_
     with_fall = dataclasses.replace(PRACTICAL, practical_fall_p=0.20, practical_fall_reply_p=0.05)
     assert judge(evidence, with_fall, SEARCH).candidates["practical"] == {"h3", "f4", "f3"}
     higher = dataclasses.replace(with_fall, practical_fall_p=0.40)
-    assert judge(evidence, higher, SEARCH).candidates["practical"] == frozenset()  # 0.30 < 0.40
+    assert judge(evidence, higher, SEARCH).candidates["practical"] == frozenset()  # 0.25 < 0.40
     choosy = dataclasses.replace(with_fall, practical_fall_reply_p=0.08)
     assert judge(evidence, choosy, SEARCH).candidates["practical"] == {"h3", "f4"}
 
@@ -72,8 +72,8 @@ def test_the_practical_judge_says_none_today_and_the_fall_rule_names_the_spread_
 def test_the_replies_that_carry_the_mass_are_searched_most_probable_first() -> None:
     evidence = budapest_like()
     settings_90 = dataclasses.replace(PRACTICAL, fall_mass=0.90, fall_min_p=0.02)
-    # 0.50 (best) + 0.20 + 0.10 + 0.09 = 0.89 < 0.90, so the next (0.06) is taken too, then stop.
-    assert fall_carriers(evidence, settings_90) == ["ok", "f4", "h3", "rare"]
+    # 0.45 (best) + 0.20 + 0.10 + 0.09 + 0.05 = 0.89 < 0.90, and the next (0.01) is below 0.02.
+    assert fall_carriers(evidence, settings_90) == ["ok", "f4", "h3", "f3"]
     assert set(fall_carriers(evidence, settings_90)) <= needs_deep(evidence, settings_90)
     assert fall_carriers(evidence, dataclasses.replace(PRACTICAL, fall_mass=0.6)) == ["ok"]
     assert fall_carriers(evidence, dataclasses.replace(PRACTICAL, fall_min_p=0.15)) == ["ok"]
@@ -149,6 +149,17 @@ def test_no_human_evidence_no_estimate_and_impossible_settings_refused() -> None
         JudgeSettings(practical_fall_p=0.0)
     with pytest.raises(SettingsError, match="invalid fall mass"):
         JudgeSettings(fall_mass=1.5)
+
+
+def test_a_value_searched_only_for_the_caller_does_not_move_the_estimate() -> None:
+    """The move a human played is valued for the analytics (`also`): the estimate must not know
+    it, so a reply no rule would search counts by its shallow value whatever its deep one says."""
+    evidence = budapest_like()
+    replies = tuple(dataclasses.replace(r, deep_value=900) if r.move == "rare" else r for r in evidence.replies)
+    valued = dataclasses.replace(evidence, replies=replies)
+    assert fall_estimate(valued, PRACTICAL) == fall_estimate(evidence, PRACTICAL)
+    quiet = tuple(dataclasses.replace(r, deep_value=-30) if r.move == "rare" else r for r in replies)
+    assert fall_estimate(dataclasses.replace(evidence, replies=quiet), PRACTICAL) == fall_estimate(evidence, PRACTICAL)
 
 
 def test_a_decided_node_needs_no_search_and_cannot_fall() -> None:
