@@ -130,11 +130,17 @@ class JudgeSettings:
     fall_min_p: float = 0.02
     """The fall probability: a reply the humans play less often than this is not valued on its own
     account (its mass is estimated from the shallow pass, and bounded)."""
-    practical_fall_p: float | None = None
-    """Practical: a node whose fall probability is at least this is a trap node, its candidates the
-    losing replies of at least `practical_fall_reply_p` (None: the per-reply rule alone)."""
+    practical_fall_p: float | None = 0.50
+    """Practical: a node whose fall probability is at least this is also a trap node, its candidates
+    the losing replies of at least `practical_fall_reply_p` (None: the per-reply rule alone). Chosen
+    on the tune split: at most 22 % trap nodes there, then the most known traps, then the highest
+    lift (docs/results/judges.md)."""
     practical_fall_reply_p: float = 0.05
     """Practical, with `practical_fall_p`: the smallest human probability of a candidate it names."""
+    fall_calibration: tuple[float, float] = (1.21, 0.60)
+    """(a, b): the fall probability is sigmoid(a * logit(m) + b) of the falling mass m (Platt
+    scaling; 0 and 1 stay), fitted on the tune split: humans there fell more often than the
+    model's mass said (16.6 % predicted, 20.0 % fell; docs/results/judges.md). (1, 0): the mass."""
     recall_p: float = 0.10
     """Recall: a reply humans play at least this often whose loss lies within `recall_margin`
     below `practical_drop` is searched deeper (a trap the mining budget does not see yet)."""
@@ -168,6 +174,9 @@ class JudgeSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0.0 < value <= 1.0):
                 raise SettingsError(f"invalid {name.replace('_', ' ')} {value!r}: must be a probability in (0, 1]")
+        slope, _ = self.fall_calibration
+        if isinstance(slope, bool) or not slope > 0:
+            raise SettingsError(f"invalid fall calibration {self.fall_calibration!r}: the slope must be > 0")
         fall_p = self.practical_fall_p
         if fall_p is not None and (isinstance(fall_p, bool) or not 0.0 < fall_p <= 1.0):
             raise SettingsError(f"invalid practical fall p {fall_p!r}: must be a probability in (0, 1]")
@@ -201,6 +210,7 @@ class JudgeSettings:
             "fall_min_p": self.fall_min_p,
             "practical_fall_p": self.practical_fall_p,
             "practical_fall_reply_p": self.practical_fall_reply_p,
+            "fall_calibration": list(self.fall_calibration),
             "recall_p": self.recall_p,
             "recall_margin": self.recall_margin,
             "majority_p": self.majority_p,
@@ -287,8 +297,9 @@ class FallEstimate:
     """How likely a human of the responder's rating is to go wrong at a node, under the human reply
     distribution (`plausible_share`: the corpus where it has enough games, else the model).
 
-    A reply *falls* when it loses at least `practical_drop` win chances. Replies valued at the
-    probe or deeper count by their value; a reply only the shallow pass valued counts by its
+    A reply *falls* when it loses at least `practical_drop` win chances; the falling mass is
+    turned into a probability by `JudgeSettings.fall_calibration`. Replies valued at the probe or
+    deeper count by their value; a reply only the shallow pass valued counts by its
     shallow loss in the point estimate, and between 0 and its mass in the bounds; a reply with no
     value at all counts 0 in the estimate and its mass in `high`. So `low <= fall_p <= high`, and
     `high - low` is the mass the estimate does not rest on a real search for."""
@@ -305,10 +316,8 @@ class FallEstimate:
     """The mass of the replies searched at the probe or deeper."""
     falling: tuple[str, ...]
     """The searched replies that fall, the most probable first: the mass a trap is made of."""
-
-    @classmethod
-    def nothing(cls) -> FallEstimate:
-        return cls(0.0, 0.0, 0.0, 0.0, 0.0, ())
+    mass: float
+    """The falling mass itself, before the calibration (`fall_p` is its calibrated probability)."""
 
 
 def decided(evidence: NodeEvidence, settings: JudgeSettings) -> bool:
@@ -387,9 +396,23 @@ def fall_estimate(evidence: NodeEvidence, settings: JudgeSettings) -> FallEstima
     if decided(evidence, settings):  # a shallow guess may say otherwise; the node's value cannot
         fall, low, unsearched, falling = 0.0, 0.0, 0.0, []
     clip = functools.partial(min, 1.0)
+
+    def calibrated(mass: float) -> float:
+        return calibrate_fall(clip(mass), settings.fall_calibration)
+
     return FallEstimate(
-        clip(fall), clip(low), clip(low + unsearched), loss, clip(searched), tuple(move for _, move in falling)
-    )
+        calibrated(fall), calibrated(low), calibrated(low + unsearched), loss, clip(searched),
+        tuple(move for _, move in falling), clip(fall),
+    )  # fmt: skip
+
+
+def calibrate_fall(mass: float, calibration: tuple[float, float]) -> float:
+    """The fall probability of a falling mass: Platt scaling, sigmoid(a * logit(mass) + b), with
+    0 and 1 kept (no reply can fall; every reply falls). Monotone, so the bounds stay bounds."""
+    slope, offset = calibration
+    if mass <= 0.0 or mass >= 1.0 or (slope, offset) == (1.0, 0.0):
+        return mass
+    return 1.0 / (1.0 + math.exp(-(slope * math.log(mass / (1.0 - mass)) + offset)))
 
 
 @dataclass(frozen=True)

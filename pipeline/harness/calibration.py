@@ -16,9 +16,14 @@ carry `%clk`).
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+from scipy.optimize import minimize  # type: ignore[import-untyped]
 
 from pipeline.common.stats import wilson
 from search.judges import JudgeSettings, fall_estimate
@@ -131,16 +136,44 @@ def _bucket(value: float | None, bounds: Sequence[int], unit: str) -> str | None
     return f"{index + 1}: {bounds[index]}{upper}{unit}"
 
 
+def fit_calibration(found: Sequence[Observation]) -> tuple[float, float]:
+    """Platt scaling of the falling mass: the (a, b) of sigmoid(a * logit(mass) + b) that best
+    predicts the falls (maximum likelihood), on observations whose `predicted` is the mass itself
+    (`JudgeSettings.fall_calibration` (1, 0)); masses of 0 or 1 are certain and left out."""
+    inner = [o for o in found if 0.0 < o.predicted < 1.0]
+    if len({o.fell for o in inner}) < 2:
+        return (1.0, 0.0)  # nothing to fit: every position fell, or none did
+    logits = np.array([math.log(o.predicted / (1.0 - o.predicted)) for o in inner])
+    fell = np.array([float(o.fell) for o in inner])
+
+    def negative_log_likelihood(params: np.ndarray) -> float:
+        z = params[0] * logits + params[1]
+        return float(np.sum(np.logaddexp(0.0, z) - fell * z))
+
+    fitted = minimize(negative_log_likelihood, np.array([1.0, 0.0]), method="Nelder-Mead")
+    return (round(float(fitted.x[0]), 2), round(float(fitted.x[1]), 2))
+
+
 def calibrate(records: Sequence[Record], settings: JudgeSettings) -> dict[str, Any]:
     """The fall probability's calibration on `records` (positions of games), overall, by rating
     band and by clock bucket; the worst band (by expected calibration error, among bands of 50
-    positions or more) is named."""
+    positions or more) is named; and the Platt scaling these positions would fit (`fit`), from
+    the falling mass, as the default was fitted on the tune split."""
     found = observations(records, settings)
     bands = _group(found, lambda o: _bucket(o.rating, RATING_BANDS, ""))
     clocks = _group(found, lambda o: _bucket(o.clock_seconds, CLOCK_BUCKETS, " s"))
     sizable = {name: band for name, band in bands.items() if band["positions"] >= 50}
     worst = max(sizable, key=lambda name: sizable[name]["ece"]) if sizable else None
-    return {"overall": summary(found), "bands": bands, "clocks": clocks, "worst_band": worst}
+    raw = observations(records, dataclasses.replace(settings, fall_calibration=(1.0, 0.0)))
+    return {
+        "overall": summary(found),
+        "bands": bands,
+        "clocks": clocks,
+        "worst_band": worst,
+        "calibration": list(settings.fall_calibration),
+        "mass": summary(raw),
+        "fit": list(fit_calibration(raw)),
+    }
 
 
 def calibration_table(calibration: dict[str, Any]) -> str:
@@ -172,4 +205,11 @@ def calibration_table(calibration: dict[str, Any]) -> str:
             )
     if calibration.get("worst_band"):
         lines.append(f"\nWorst band: rating {calibration['worst_band'].split(': ', 1)[1]}")
+    if "mass" in calibration:
+        mass, (a, b) = calibration["mass"], calibration["calibration"]
+        lines.append(
+            f"\nCalibration sigmoid({a:g} * logit(mass) + {b:g}); the falling mass uncalibrated: expected calibration "
+            f"error {mass['ece']:.3f}, Brier {mass['brier']:.3f}; Platt scaling fitted on these positions: "
+            f"({calibration['fit'][0]:g}, {calibration['fit'][1]:g})"
+        )
     return "\n".join(lines)

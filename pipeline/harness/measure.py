@@ -253,7 +253,13 @@ def variants(base: JudgeSettings, shallow_depths: Sequence[int] = SHALLOW_DEPTHS
                 )  # fmt: skip
                 shallow = "" if shallow_p is None else f" or top-2 p{shallow_p:.2f}"
                 found.append(Variant(f"practical p{p:.2f}{shallow} w{drop:.2f}", "practical", settings))
-    for fall_p in (0.15, 0.20, 0.25, 0.30, 0.40):  # the fall rule (issue 43): beside the per-reply rule, alone
+    for fall_p in (
+        0.20,
+        0.30,
+        0.40,
+        0.50,
+        0.60,
+    ):  # the fall rule (issue 43), calibrated: beside the per-reply rule, alone
         for reply_p in (0.03, 0.05, 0.10):
             with_fall = dataclasses.replace(base, practical_fall_p=fall_p, practical_fall_reply_p=reply_p)
             found.append(Variant(f"practical + fall {fall_p:.2f} q{reply_p:.2f}", "practical", with_fall))
@@ -362,7 +368,7 @@ def _record(item: dict[str, Any]) -> Record:
     replies = tuple(ReplyEvidence(**reply) for reply in evidence["replies"])
     dip = evidence.get("dip_candidates")
     node = NodeEvidence(replies, evidence["best"], evidence["best_value"], evidence.get("corpus_games"),
-                        None if dip is None else frozenset(dip))  # fmt: skip
+                        None if dip is None else frozenset(dip), evidence.get("probe_best_value"))  # fmt: skip
     by_depth = {int(depth): ranks for depth, ranks in item["shallow_by_depth"].items()}
     return Record(item["source"], item["game_id"], item["ply"], item["fen"], item["played"], item["name"], node,
                   by_depth, item["nodes"], item.get("outcomes", {}), item.get("rating"),

@@ -78,6 +78,7 @@ FLAGS: dict[str, str] = {
     "fall_min_p": "the fall probability's smallest searched reply",
     "practical_fall_p": "the practical judge's fall threshold",
     "practical_fall_reply_p": "the practical judge's fall candidates' smallest probability",
+    "fall_calibration": "the fall probability's calibration",
     "recall_p": "the deeper recall's smallest probability",
     "recall_margin": "the deeper recall's margin",
     "majority_p": "the deeper check of a majority candidate",

@@ -5,6 +5,7 @@ replies by the definition, not copied from the code under test."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import pytest
 from hypothesis import given, settings
@@ -14,6 +15,7 @@ from search.judges import (
     JudgeSettings,
     NodeEvidence,
     ReplyEvidence,
+    calibrate_fall,
     fall_carriers,
     fall_estimate,
     judge,
@@ -24,7 +26,8 @@ from search.judges import (
 from search.settings import DiffiMaxSettings, SettingsError
 
 SEARCH = DiffiMaxSettings(depth=2)
-PRACTICAL = JudgeSettings(judges=frozenset({"practical"}))
+# The falling mass as it is (no calibration), so that the figures below are sums of probabilities.
+PRACTICAL = JudgeSettings(judges=frozenset({"practical"}), fall_calibration=(1.0, 0.0))
 
 
 def budapest_like() -> NodeEvidence:
@@ -176,3 +179,21 @@ def test_a_decided_node_needs_no_search_and_cannot_fall() -> None:
     assert fall_carriers(evidence, PRACTICAL) == []
     estimate = fall_estimate(evidence, PRACTICAL)
     assert estimate is not None and estimate.fall_p == estimate.high == 0.0
+
+
+def test_the_calibration_is_monotone_keeps_certainty_and_reports_the_mass_beside_it() -> None:
+    tuned = JudgeSettings().fall_calibration
+    masses = [i / 100 for i in range(101)]
+    calibrated = [calibrate_fall(m, tuned) for m in masses]
+    assert calibrated[0] == 0.0 and calibrated[-1] == 1.0
+    assert all(a < b for a, b in itertools.pairwise(calibrated))
+    assert calibrate_fall(0.3, (1.0, 0.0)) == 0.3
+    evidence = budapest_like()
+    raw = fall_estimate(evidence, PRACTICAL)
+    fitted = fall_estimate(evidence, dataclasses.replace(PRACTICAL, fall_calibration=tuned))
+    assert raw is not None and fitted is not None
+    assert fitted.mass == raw.fall_p == raw.mass
+    assert fitted.fall_p == pytest.approx(calibrate_fall(raw.fall_p, tuned))
+    assert fitted.low <= fitted.fall_p <= fitted.high
+    with pytest.raises(SettingsError, match="invalid fall calibration"):
+        JudgeSettings(fall_calibration=(0.0, 1.0))
