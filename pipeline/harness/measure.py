@@ -237,6 +237,8 @@ class Variant:
 def variants(base: JudgeSettings, shallow_depths: Sequence[int] = SHALLOW_DEPTHS) -> list[Variant]:
     """The default of each judge, and the sweeps docs/results/judges.md reports."""
     found = [Variant(name, name, base) for name in JUDGES if name != "trappy"]
+    per_reply = dataclasses.replace(base, practical_fall_p=None)  # the practical rule before issue 43
+    found.append(Variant("practical, per-reply rule only", "practical", per_reply))
     for depth in shallow_depths:
         for k in (1, 2):
             found.append(Variant(f"trappy d{depth} k{k}", "trappy", dataclasses.replace(base, trappy_k=k), depth))
@@ -248,7 +250,7 @@ def variants(base: JudgeSettings, shallow_depths: Sequence[int] = SHALLOW_DEPTHS
         for shallow_p in (None, 0.02, 0.05):
             for drop in (0.10, 0.15, 0.20, 0.30):
                 settings = dataclasses.replace(
-                    base, practical_p=p, practical_drop=drop, stability_margin=0.0,
+                    per_reply, practical_p=p, practical_drop=drop, stability_margin=0.0,
                     practical_shallow_k=0 if shallow_p is None else 2, practical_shallow_p=shallow_p or 0.05,
                 )  # fmt: skip
                 shallow = "" if shallow_p is None else f" or top-2 p{shallow_p:.2f}"
