@@ -312,6 +312,7 @@ def judge_lines(
         name: {"move": name, "excluded": excluded_as(board, move, settings)} for name, move in legal.items()
     }
     gathering = _Gathering(engine, settings, judges, fields)
+    gathering.pool = None if context is None else context.pool
     if "trappy" in wanted or ("practical" in wanted and judges.practical_shallow_k > 0):
         gathering.shallow_pass()
     if wanted & {"model", "practical"}:
@@ -351,6 +352,8 @@ class _Gathering:
         self.dip_candidates: frozenset[str] | None = None
         self.probe_v1: Value | None = None
         """The node's value at the probe level, when the node was probed."""
+        self.pool: str | None = None
+        """The responder's rating pool (`judge_lines`' context), for the fall calibration."""
         self.best = ""
         """The node's best reply (set by `value_node`)."""
         self.v1: Value = 0
@@ -358,8 +361,9 @@ class _Gathering:
 
     def evidence(self) -> NodeEvidence:
         return NodeEvidence(
-            self.records.replies(), self.best, self.v1, self.corpus_games, self.dip_candidates, self.probe_v1
-        )
+            self.records.replies(), self.best, self.v1, self.corpus_games, self.dip_candidates, self.probe_v1,
+            self.pool,
+        )  # fmt: skip
 
     # -- evidence that needs no deep search -----------------------------------------------------
 

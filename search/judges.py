@@ -137,10 +137,12 @@ class JudgeSettings:
     lift (docs/results/judges.md)."""
     practical_fall_reply_p: float = 0.05
     """Practical, with `practical_fall_p`: the smallest human probability of a candidate it names."""
-    fall_calibration: tuple[float, float] = (1.21, 0.60)
-    """(a, b): the fall probability is sigmoid(a * logit(m) + b) of the falling mass m (Platt
-    scaling; 0 and 1 stay), fitted on the tune split: humans there fell more often than the
-    model's mass said (16.6 % predicted, 20.0 % fell; docs/results/judges.md). (1, 0): the mass."""
+    fall_calibration: tuple[tuple[str, float, float], ...] = (("lichess", 1.21, 0.60), ("chesscom", 1.0, 0.0))
+    """(pool, a, b) per rating pool: the fall probability is sigmoid(a * logit(m) + b) of the
+    falling mass m (Platt scaling; 0 and 1 stay), fitted on each pool's tune split
+    (docs/results/judges.md): on Lichess humans fell more often than the model's mass said, on
+    chess.com less often. The first entry serves a responder of unknown pool (Maia-3 reads a
+    rating without a pool as Lichess's); (a, b) = (1, 0) is the mass itself."""
     recall_p: float = 0.10
     """Recall: a reply humans play at least this often whose loss lies within `recall_margin`
     below `practical_drop` is searched deeper (a trap the mining budget does not see yet)."""
@@ -174,9 +176,10 @@ class JudgeSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0.0 < value <= 1.0):
                 raise SettingsError(f"invalid {name.replace('_', ' ')} {value!r}: must be a probability in (0, 1]")
-        slope, _ = self.fall_calibration
-        if isinstance(slope, bool) or not slope > 0:
-            raise SettingsError(f"invalid fall calibration {self.fall_calibration!r}: the slope must be > 0")
+        if not self.fall_calibration or any(
+            isinstance(slope, bool) or not slope > 0 for _, slope, _ in self.fall_calibration
+        ):
+            raise SettingsError(f"invalid fall calibration {self.fall_calibration!r}: each slope must be > 0")
         fall_p = self.practical_fall_p
         if fall_p is not None and (isinstance(fall_p, bool) or not 0.0 < fall_p <= 1.0):
             raise SettingsError(f"invalid practical fall p {fall_p!r}: must be a probability in (0, 1]")
@@ -190,6 +193,13 @@ class JudgeSettings:
                 f"invalid practical drop {self.practical_drop!r} / margin {self.stability_margin!r}: "
                 "need 0 <= margin < drop <= 2"
             )
+
+    def calibration_of(self, pool: str | None) -> tuple[float, float]:
+        """The fall calibration (a, b) of a responder's pool (the first entry's when the pool is
+        unknown or has none)."""
+        by_pool = {name: (slope, offset) for name, slope, offset in self.fall_calibration}
+        _, slope, offset = self.fall_calibration[0]
+        return by_pool.get(pool or "", (slope, offset))
 
     def describe(self) -> dict[str, object]:
         return {
@@ -210,7 +220,7 @@ class JudgeSettings:
             "fall_min_p": self.fall_min_p,
             "practical_fall_p": self.practical_fall_p,
             "practical_fall_reply_p": self.practical_fall_reply_p,
-            "fall_calibration": list(self.fall_calibration),
+            "fall_calibration": [list(entry) for entry in self.fall_calibration],
             "recall_p": self.recall_p,
             "recall_margin": self.recall_margin,
             "majority_p": self.majority_p,
@@ -256,6 +266,9 @@ class NodeEvidence:
     probe_best_value: Value | None = None
     """The node's value at the probe (None: no probe). When a reply needed a full search, so did
     the node (`best_value`); a reply its probe settled is measured against this value."""
+    pool: str | None = None
+    """The responder's rating pool (`lichess`, `chesscom`; None: unknown), which picks the fall
+    probability's calibration: the same model reads the two pools' players differently."""
 
     def meaningful(self) -> int:
         return sum(1 for r in self.replies if r.excluded is None)
@@ -398,7 +411,7 @@ def fall_estimate(evidence: NodeEvidence, settings: JudgeSettings) -> FallEstima
     clip = functools.partial(min, 1.0)
 
     def calibrated(mass: float) -> float:
-        return calibrate_fall(clip(mass), settings.fall_calibration)
+        return calibrate_fall(clip(mass), settings.calibration_of(evidence.pool))
 
     return FallEstimate(
         calibrated(fall), calibrated(low), calibrated(low + unsearched), loss, clip(searched),

@@ -37,6 +37,8 @@ BINS: Final = 10
 RATING_BANDS: Final = (0, 1200, 1600, 2000)
 # Clock buckets in seconds (lower bounds), as the saved query `fall-rate-by-clock` cuts them.
 CLOCK_BUCKETS: Final = (0, 10, 30, 60, 180)
+# The falling mass itself: no pool's calibration (the first entry serves every pool).
+UNCALIBRATED: Final = (("lichess", 1.0, 0.0),)
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class Observation:
     expected_loss: float
     rating: int | None
     clock_seconds: float | None
+    pool: str | None = None
 
 
 def observations(records: Sequence[Record], settings: JudgeSettings) -> list[Observation]:
@@ -72,6 +75,7 @@ def observations(records: Sequence[Record], settings: JudgeSettings) -> list[Obs
                 estimate.expected_loss,
                 record.rating,
                 record.clock_seconds,
+                evidence.pool,
             )
         )
     return found
@@ -139,7 +143,7 @@ def _bucket(value: float | None, bounds: Sequence[int], unit: str) -> str | None
 def fit_calibration(found: Sequence[Observation]) -> tuple[float, float]:
     """Platt scaling of the falling mass: the (a, b) of sigmoid(a * logit(mass) + b) that best
     predicts the falls (maximum likelihood), on observations whose `predicted` is the mass itself
-    (`JudgeSettings.fall_calibration` (1, 0)); masses of 0 or 1 are certain and left out."""
+    (`UNCALIBRATED`); masses of 0 or 1 are certain and left out."""
     inner = [o for o in found if 0.0 < o.predicted < 1.0]
     if len({o.fell for o in inner}) < 2:
         return (1.0, 0.0)  # nothing to fit: every position fell, or none did
@@ -164,15 +168,17 @@ def calibrate(records: Sequence[Record], settings: JudgeSettings) -> dict[str, A
     clocks = _group(found, lambda o: _bucket(o.clock_seconds, CLOCK_BUCKETS, " s"))
     sizable = {name: band for name, band in bands.items() if band["positions"] >= 50}
     worst = max(sizable, key=lambda name: sizable[name]["ece"]) if sizable else None
-    raw = observations(records, dataclasses.replace(settings, fall_calibration=(1.0, 0.0)))
+    raw = observations(records, dataclasses.replace(settings, fall_calibration=UNCALIBRATED))
+    pools = sorted({o.pool or "unknown" for o in raw})
     return {
         "overall": summary(found),
         "bands": bands,
         "clocks": clocks,
         "worst_band": worst,
-        "calibration": list(settings.fall_calibration),
+        "pools": _group(found, lambda o: o.pool or "unknown"),
+        "calibration": [list(entry) for entry in settings.fall_calibration],
         "mass": summary(raw),
-        "fit": list(fit_calibration(raw)),
+        "fit": {pool: list(fit_calibration([o for o in raw if (o.pool or "unknown") == pool])) for pool in pools},
     }
 
 
@@ -206,10 +212,16 @@ def calibration_table(calibration: dict[str, Any]) -> str:
     if calibration.get("worst_band"):
         lines.append(f"\nWorst band: rating {calibration['worst_band'].split(': ', 1)[1]}")
     if "mass" in calibration:
-        mass, (a, b) = calibration["mass"], calibration["calibration"]
+        mass = calibration["mass"]
+        used = "; ".join(f"{pool} sigmoid({a:g} * logit(mass) + {b:g})" for pool, a, b in calibration["calibration"])
+        fits = "; ".join(f"{pool} ({a:g}, {b:g})" for pool, (a, b) in calibration["fit"].items())
+        by_pool = ", ".join(
+            f"{pool} {group['positions']} positions, ECE {group['ece']:.3f}"
+            for pool, group in calibration["pools"].items()
+        )
         lines.append(
-            f"\nCalibration sigmoid({a:g} * logit(mass) + {b:g}); the falling mass uncalibrated: expected calibration "
-            f"error {mass['ece']:.3f}, Brier {mass['brier']:.3f}; Platt scaling fitted on these positions: "
-            f"({calibration['fit'][0]:g}, {calibration['fit'][1]:g})"
+            f"\nCalibration by pool: {used}. By pool: {by_pool}. The falling mass uncalibrated: expected "
+            f"calibration error {mass['ece']:.3f}, Brier {mass['brier']:.3f}. Platt scaling fitted on these "
+            f"positions: {fits}"
         )
     return "\n".join(lines)

@@ -370,7 +370,8 @@ def _record(item: dict[str, Any]) -> Record:
     replies = tuple(ReplyEvidence(**reply) for reply in evidence["replies"])
     dip = evidence.get("dip_candidates")
     node = NodeEvidence(replies, evidence["best"], evidence["best_value"], evidence.get("corpus_games"),
-                        None if dip is None else frozenset(dip), evidence.get("probe_best_value"))  # fmt: skip
+                        None if dip is None else frozenset(dip), evidence.get("probe_best_value"),
+                        evidence.get("pool"))  # fmt: skip
     by_depth = {int(depth): ranks for depth, ranks in item["shallow_by_depth"].items()}
     return Record(item["source"], item["game_id"], item["ply"], item["fen"], item["played"], item["name"], node,
                   by_depth, item["nodes"], item.get("outcomes", {}), item.get("rating"),

@@ -27,7 +27,7 @@ from search.settings import DiffiMaxSettings, SettingsError
 
 SEARCH = DiffiMaxSettings(depth=2)
 # The falling mass as it is (no calibration), so that the figures below are sums of probabilities.
-PRACTICAL = JudgeSettings(judges=frozenset({"practical"}), fall_calibration=(1.0, 0.0))
+PRACTICAL = JudgeSettings(judges=frozenset({"practical"}), fall_calibration=(("lichess", 1.0, 0.0),))
 
 
 def budapest_like() -> NodeEvidence:
@@ -182,7 +182,7 @@ def test_a_decided_node_needs_no_search_and_cannot_fall() -> None:
 
 
 def test_the_calibration_is_monotone_keeps_certainty_and_reports_the_mass_beside_it() -> None:
-    tuned = JudgeSettings().fall_calibration
+    tuned = JudgeSettings().calibration_of("lichess")
     masses = [i / 100 for i in range(101)]
     calibrated = [calibrate_fall(m, tuned) for m in masses]
     assert calibrated[0] == 0.0 and calibrated[-1] == 1.0
@@ -190,10 +190,18 @@ def test_the_calibration_is_monotone_keeps_certainty_and_reports_the_mass_beside
     assert calibrate_fall(0.3, (1.0, 0.0)) == 0.3
     evidence = budapest_like()
     raw = fall_estimate(evidence, PRACTICAL)
-    fitted = fall_estimate(evidence, dataclasses.replace(PRACTICAL, fall_calibration=tuned))
+    fitted = fall_estimate(evidence, dataclasses.replace(PRACTICAL, fall_calibration=(("lichess", *tuned),)))
     assert raw is not None and fitted is not None
     assert fitted.mass == raw.fall_p == raw.mass
     assert fitted.fall_p == pytest.approx(calibrate_fall(raw.fall_p, tuned))
     assert fitted.low <= fitted.fall_p <= fitted.high
     with pytest.raises(SettingsError, match="invalid fall calibration"):
-        JudgeSettings(fall_calibration=(0.0, 1.0))
+        JudgeSettings(fall_calibration=(("lichess", 0.0, 1.0),))
+    by_pool = JudgeSettings(fall_calibration=(("lichess", 1.2, 0.6), ("chesscom", 0.9, -0.4)))
+    assert by_pool.calibration_of("chesscom") == (0.9, -0.4)
+    assert by_pool.calibration_of(None) == by_pool.calibration_of("lichess") == (1.2, 0.6)
+    chesscom = dataclasses.replace(budapest_like(), pool="chesscom")
+    estimate = fall_estimate(chesscom, dataclasses.replace(PRACTICAL, fall_calibration=by_pool.fall_calibration))
+    mass = fall_estimate(budapest_like(), PRACTICAL)
+    assert estimate is not None and mass is not None
+    assert estimate.fall_p == pytest.approx(calibrate_fall(mass.fall_p, (0.9, -0.4)))
