@@ -37,7 +37,7 @@ from search.settings import UCI_DEFAULT_DEPTH, DiffiMaxSettings
 NOW = JudgeSettings()
 # The rule before issue 43: no reply valued for the fall probability's sake, no recall, no
 # majority check (a share of 1.0 is never reached by a reply that is not the only one).
-BEFORE = dataclasses.replace(NOW, fall_min_p=1.0, recall_p=1.0, majority_p=1.0, practical_fall_p=None)
+BEFORE = dataclasses.replace(NOW, fall_min_p=1.0, recall_p=1.0, majority_p=1.0, practical_rule="reply")
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:

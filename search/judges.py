@@ -23,7 +23,8 @@ already lost.
   `practical_drop` win chances, by a class that held when the reply was searched deeper. With
   `practical_fall_p` set, a node is also a trap node when the human reply distribution falls
   there often enough (`fall_estimate`: the probability of a reply that loses `practical_drop`),
-  its candidates the losing replies that carry that mass.
+  its candidates the losing replies that carry that mass (`practical_rule`: by default this fall
+  rule alone names trap nodes; `reply` is the per-reply rule above, `both` either).
 
 `fall_estimate` is the position's fall probability and expected loss under the human reply
 distribution (the same evidence as the practical judge's): the replies that carry the mass are
@@ -47,6 +48,9 @@ from search.values import MATE_BOUND, Value, is_mate_score
 
 Judge = Literal["dip", "trappy", "human", "model", "practical"]
 JUDGES: Final[tuple[Judge, ...]] = ("dip", "trappy", "human", "model", "practical")
+
+# The practical judge's rules (`JudgeSettings.practical_rule`).
+PRACTICAL_RULES: Final = ("fall", "reply", "both")
 
 # Lichess's win-chance curve: 2 / (1 + exp(-k * cp)) - 1, in [-1, 1] (lila `WinPercent`).
 WIN_CHANCE_K: Final = 0.00368208
@@ -130,14 +134,18 @@ class JudgeSettings:
     fall_min_p: float = 0.02
     """The fall probability: a reply the humans play less often than this is not valued on its own
     account (its mass is estimated from the shallow pass, and bounded)."""
-    practical_fall_p: float | None = 0.50
-    """Practical: a node whose fall probability is at least this is also a trap node, its candidates
-    the losing replies of at least `practical_fall_reply_p` (None: the per-reply rule alone). Chosen
-    on the tune split: at most 22 % trap nodes there, then the most known traps, then the highest
-    lift (docs/results/judges.md)."""
+    practical_rule: str = "fall"
+    """Practical: which rule names the trap nodes. `fall`: a node whose fall probability is at least
+    `practical_fall_p`, its candidates the falling replies of at least `practical_fall_reply_p`;
+    `reply`: each reply on its own (`practical_p`, the shallow arm, `practical_drop`), the rule
+    before the fall probability; `both`: either. Chosen on the two tune splits (Lichess and
+    chess.com): at most 22 % trap nodes on both, a lift whose low end is at least 5 on both, then
+    the most known traps (docs/results/judges.md)."""
+    practical_fall_p: float = 0.40
+    """Practical, fall rule: the smallest fall probability of a trap node."""
     practical_fall_reply_p: float = 0.05
     """Practical, with `practical_fall_p`: the smallest human probability of a candidate it names."""
-    fall_calibration: tuple[tuple[str, float, float], ...] = (("lichess", 1.21, 0.60), ("chesscom", 1.0, 0.0))
+    fall_calibration: tuple[tuple[str, float, float], ...] = (("lichess", 1.21, 0.60), ("chesscom", 0.97, -0.13))
     """(pool, a, b) per rating pool: the fall probability is sigmoid(a * logit(m) + b) of the
     falling mass m (Platt scaling; 0 and 1 stay), fitted on each pool's tune split
     (docs/results/judges.md): on Lichess humans fell more often than the model's mass said, on
@@ -181,8 +189,12 @@ class JudgeSettings:
         ):
             raise SettingsError(f"invalid fall calibration {self.fall_calibration!r}: each slope must be > 0")
         fall_p = self.practical_fall_p
-        if fall_p is not None and (isinstance(fall_p, bool) or not 0.0 < fall_p <= 1.0):
+        if isinstance(fall_p, bool) or not (isinstance(fall_p, (int, float)) and 0.0 < fall_p <= 1.0):
             raise SettingsError(f"invalid practical fall p {fall_p!r}: must be a probability in (0, 1]")
+        if self.practical_rule not in PRACTICAL_RULES:
+            raise SettingsError(
+                f"invalid practical rule {self.practical_rule!r}: expected one of {', '.join(PRACTICAL_RULES)}"
+            )
         if not (0.0 <= self.fall_min_p <= 1.0) or not (0.0 <= self.recall_margin <= 2.0):
             raise SettingsError(
                 f"invalid fall min p {self.fall_min_p!r} / recall margin {self.recall_margin!r}: "
@@ -218,6 +230,7 @@ class JudgeSettings:
             "refine_margin_cp": self.refine_margin_cp,
             "fall_mass": self.fall_mass,
             "fall_min_p": self.fall_min_p,
+            "practical_rule": self.practical_rule,
             "practical_fall_p": self.practical_fall_p,
             "practical_fall_reply_p": self.practical_fall_reply_p,
             "fall_calibration": [list(entry) for entry in self.fall_calibration],
@@ -590,8 +603,9 @@ def judge(evidence: NodeEvidence, settings: JudgeSettings, diffimax: DiffiMaxSet
             drop = evidence.settled_drop(reply)  # a reply searched deeper is judged there
             return drop is not None and drop >= settings.practical_drop
 
-        named = {r.move for r in open_replies if practical(r)}
-        if settings.practical_fall_p is not None:
+        rule = settings.practical_rule
+        named = {r.move for r in open_replies if practical(r)} if rule in ("reply", "both") else set()
+        if rule in ("fall", "both"):
             named |= fall_candidates(evidence, settings)
         candidates["practical"] = chosen(r for r in open_replies if r.move in named)
     return Verdicts(candidates)
@@ -601,7 +615,7 @@ def fall_candidates(evidence: NodeEvidence, settings: JudgeSettings) -> set[str]
     """The practical judge's fall rule: at a node whose fall probability reaches
     `practical_fall_p`, the falling replies humans play at least `practical_fall_reply_p`."""
     estimate = fall_estimate(evidence, settings)
-    if settings.practical_fall_p is None or estimate is None or estimate.fall_p < settings.practical_fall_p:
+    if estimate is None or estimate.fall_p < settings.practical_fall_p:
         return set()
     by_move = {r.move: r for r in evidence.replies}
     return {

@@ -117,8 +117,18 @@ ShallowDepthOpt = Annotated[
 ]
 TrappyKOpt = Annotated[int, typer.Option("--trappy-k", help="Trappy judge: among the shallow search's k best.")]
 ModelPOpt = Annotated[float, typer.Option("--model-p", help="Model judge: smallest probability of a candidate.")]
+PracticalRuleOpt = Annotated[
+    str,
+    typer.Option(
+        "--practical-rule",
+        help="Practical judge: fall (the position's fall probability), reply (each reply's own), or both.",
+    ),
+]
+PracticalFallPOpt = Annotated[
+    float, typer.Option("--practical-fall-p", help="Practical judge, fall rule: smallest fall probability.")
+]
 PracticalPOpt = Annotated[
-    float, typer.Option("--practical-p", help="Practical judge: smallest human probability of a candidate.")
+    float, typer.Option("--practical-p", help="Practical judge, reply rule: smallest human probability.")
 ]
 PracticalDropOpt = Annotated[
     float, typer.Option("--practical-drop", help="Practical judge: smallest loss of win chances (-1..1 scale).")
@@ -242,6 +252,8 @@ class ThresholdFlags:
 
     trappy_k: TrappyKOpt = JudgeSettings.trappy_k
     model_p: ModelPOpt = JudgeSettings.model_p
+    practical_rule: PracticalRuleOpt = JudgeSettings.practical_rule
+    practical_fall_p: PracticalFallPOpt = JudgeSettings.practical_fall_p
     practical_p: PracticalPOpt = JudgeSettings.practical_p
     practical_drop: PracticalDropOpt = JudgeSettings.practical_drop
     practical_shallow_k: PracticalShallowKOpt = JudgeSettings.practical_shallow_k

@@ -237,7 +237,7 @@ class Variant:
 def variants(base: JudgeSettings, shallow_depths: Sequence[int] = SHALLOW_DEPTHS) -> list[Variant]:
     """The default of each judge, and the sweeps docs/results/judges.md reports."""
     found = [Variant(name, name, base) for name in JUDGES if name != "trappy"]
-    per_reply = dataclasses.replace(base, practical_fall_p=None)  # the practical rule before issue 43
+    per_reply = dataclasses.replace(base, practical_rule="reply")  # the practical rule before issue 43
     found.append(Variant("practical, per-reply rule only", "practical", per_reply))
     for depth in shallow_depths:
         for k in (1, 2):
@@ -255,18 +255,15 @@ def variants(base: JudgeSettings, shallow_depths: Sequence[int] = SHALLOW_DEPTHS
                 )  # fmt: skip
                 shallow = "" if shallow_p is None else f" or top-2 p{shallow_p:.2f}"
                 found.append(Variant(f"practical p{p:.2f}{shallow} w{drop:.2f}", "practical", settings))
-    for fall_p in (
-        0.20,
-        0.30,
-        0.40,
-        0.50,
-        0.60,
-    ):  # the fall rule (issue 43), calibrated: beside the per-reply rule, alone
+    # The fall rule (issue 43) on the calibrated fall probability: alone, and beside the per-reply rule.
+    for fall_p in (0.20, 0.30, 0.40, 0.50, 0.60):
         for reply_p in (0.03, 0.05, 0.10):
-            with_fall = dataclasses.replace(base, practical_fall_p=fall_p, practical_fall_reply_p=reply_p)
-            found.append(Variant(f"practical + fall {fall_p:.2f} q{reply_p:.2f}", "practical", with_fall))
-            alone = dataclasses.replace(with_fall, practical_p=1.0, practical_shallow_k=0)
+            alone = dataclasses.replace(
+                base, practical_rule="fall", practical_fall_p=fall_p, practical_fall_reply_p=reply_p
+            )
             found.append(Variant(f"fall {fall_p:.2f} q{reply_p:.2f}", "practical", alone))
+            with_reply = dataclasses.replace(alone, practical_rule="both")
+            found.append(Variant(f"practical + fall {fall_p:.2f} q{reply_p:.2f}", "practical", with_reply))
     for value in (0.05, 0.10, 0.15, 0.20):  # the value head: beside the engine's loss, or in its place
         found.append(Variant(f"practical + value {value:.2f}", "practical", base, outcome_drop=value))
         for p in (0.10, 0.20):

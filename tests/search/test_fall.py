@@ -27,7 +27,10 @@ from search.settings import DiffiMaxSettings, SettingsError
 
 SEARCH = DiffiMaxSettings(depth=2)
 # The falling mass as it is (no calibration), so that the figures below are sums of probabilities.
-PRACTICAL = JudgeSettings(judges=frozenset({"practical"}), fall_calibration=(("lichess", 1.0, 0.0),))
+# The per-reply rule, which the tests below set beside the fall rule.
+PRACTICAL = JudgeSettings(
+    judges=frozenset({"practical"}), fall_calibration=(("lichess", 1.0, 0.0),), practical_rule="reply"
+)
 
 
 def budapest_like() -> NodeEvidence:
@@ -64,12 +67,20 @@ def test_the_fall_probability_is_the_mass_of_the_losing_replies_with_the_rest_bo
 def test_the_practical_judge_says_none_today_and_the_fall_rule_names_the_spread_trap() -> None:
     evidence = budapest_like()
     assert judge(evidence, PRACTICAL, SEARCH).candidates["practical"] == frozenset()  # no reply reaches p 0.20
-    with_fall = dataclasses.replace(PRACTICAL, practical_fall_p=0.20, practical_fall_reply_p=0.05)
+    with_fall = dataclasses.replace(
+        PRACTICAL, practical_rule="both", practical_fall_p=0.20, practical_fall_reply_p=0.05
+    )
     assert judge(evidence, with_fall, SEARCH).candidates["practical"] == {"h3", "f4", "f3"}
     higher = dataclasses.replace(with_fall, practical_fall_p=0.40)
     assert judge(evidence, higher, SEARCH).candidates["practical"] == frozenset()  # 0.25 < 0.40
     choosy = dataclasses.replace(with_fall, practical_fall_reply_p=0.08)
     assert judge(evidence, choosy, SEARCH).candidates["practical"] == {"h3", "f4"}
+    # The fall rule alone (the default rule) names the same here; the reply rule alone, nothing.
+    assert judge(evidence, dataclasses.replace(with_fall, practical_rule="fall"), SEARCH).candidates["practical"] == {
+        "h3",
+        "f4",
+        "f3",
+    }
 
 
 def test_the_replies_that_carry_the_mass_are_searched_most_probable_first() -> None:
@@ -150,6 +161,8 @@ def test_no_human_evidence_no_estimate_and_impossible_settings_refused() -> None
     assert fall_estimate(bare, PRACTICAL) is None
     with pytest.raises(SettingsError, match="invalid practical fall p"):
         JudgeSettings(practical_fall_p=0.0)
+    with pytest.raises(SettingsError, match="invalid practical rule"):
+        JudgeSettings(practical_rule="sometimes")
     with pytest.raises(SettingsError, match="invalid fall mass"):
         JudgeSettings(fall_mass=1.5)
 
