@@ -138,12 +138,13 @@ class JudgeSettings:
     """Practical: which rule names the trap nodes. `fall`: a node whose fall probability is at least
     `practical_fall_p`, its candidates the falling replies of at least `practical_fall_reply_p`;
     `reply`: each reply on its own (`practical_p`, the shallow arm, `practical_drop`), the rule
-    before the fall probability; `both`: either. Chosen on the two tune splits (Lichess and
-    chess.com): at most 22 % trap nodes on both, a lift whose low end is at least 5 on both, then
-    the most known traps (docs/results/judges.md)."""
+    before the fall probability; `both`: either. The fall rule's thresholds were chosen on the two
+    tune splits (Lichess and chess.com): at most 22 % trap nodes on both, a lift whose low end is
+    at least 5 on both, then the most known traps, then the higher low end of the lift
+    (docs/results/judges.md)."""
     practical_fall_p: float = 0.40
     """Practical, fall rule: the smallest fall probability of a trap node."""
-    practical_fall_reply_p: float = 0.05
+    practical_fall_reply_p: float = 0.10
     """Practical, with `practical_fall_p`: the smallest human probability of a candidate it names."""
     fall_calibration: tuple[tuple[str, float, float], ...] = (("lichess", 1.21, 0.60), ("chesscom", 0.97, -0.13))
     """(pool, a, b) per rating pool: the fall probability is sigmoid(a * logit(m) + b) of the

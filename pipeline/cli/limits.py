@@ -131,6 +131,7 @@ BOUNDS: dict[str, FlagRange] = {
     "--practical-shallow-k": column(dataset.TRAPS, "shallow_rank", "traps", low=0),
     "--model-p": PROBABILITY,
     "--practical-p": PROBABILITY,
+    "--practical-fall-p": PROBABILITY,
     "--practical-shallow-p": PROBABILITY,
     "--corpus-share": PROBABILITY,
     "--practical-drop": FlagRange(0.0, 2.0, "a loss of win chances on the -1..1 scale", above=True),
