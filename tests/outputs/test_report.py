@@ -301,7 +301,7 @@ def test_report_has_every_section_plot_and_board(sample: Report) -> None:
 
 def test_boards_draw_the_best_reply_and_the_trap_candidate_from_the_responders_side(sample: Report) -> None:
     board = chess.Board(board_fens(sample.html)[0])
-    svg = re.search(r"<svg.*?</svg>", sample.html, re.DOTALL)
+    svg = re.search(r'<figure class="board"><svg.*?</svg>', sample.html, re.DOTALL)  # the first trap position's
     assert svg is not None
     drawing = svg.group()
     assert drawing.count('class="arrow"') == 4  # a line and a head for each of the two arrows
