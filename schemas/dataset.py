@@ -13,6 +13,10 @@ name as `opening_header`) and its address (`url`), and reads chess.com's `TimeCl
 Version 5 adds `games.moves_digest` (the game's start position and moves alone): a shared Link
 makes two games one only when their moves agree too (nine different games under one Link were
 kept as one).
+Version 6 records the fall estimate of each judged position where the practical judge ran with human
+evidence (`search.judges.FallEstimate`): `responses.fall_p` and its bounds `fall_p_low` /
+`fall_p_high`, `expected_loss`, and `fall_drop`, the loss of win chances a reply had to reach to
+count as a fall (the practical judge's `practical_drop`).
 Values are centipawns from the setter's point of view (the player who just moved at the analysed
 root); pawns only appear in views.
 """
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 SETTINGS_FIELDS = [
     pa.field("reasonable_dip", pa.float64(), nullable=False),
@@ -140,6 +144,15 @@ RESPONSES = pa.schema(
         pa.field("corpus_games", pa.int32()),  # corpus games at the position in the band (null: no corpus)
         pa.field("judges", pa.list_(pa.string()), nullable=False),  # the judges computed
         pa.field("primary_judge", pa.string(), nullable=False),  # whose verdict `outcomes` shows
+        # The fall estimate (null where the practical judge did not run or had no human evidence): the
+        # probability under the human reply distribution at the responder's rating of a reply losing at
+        # least `fall_drop` win chances, its bounds for the mass not searched, and the expected loss
+        # (on `win_drop`'s scale, 0..2). The occurrence fell when `played_win_drop >= fall_drop`.
+        pa.field("fall_p", pa.float32()),
+        pa.field("fall_p_low", pa.float32()),
+        pa.field("fall_p_high", pa.float32()),
+        pa.field("expected_loss", pa.float32()),
+        pa.field("fall_drop", pa.float32()),
         *[
             field
             for judge in JUDGE_NAMES
@@ -243,6 +256,8 @@ VALUE_RULES: dict[str, dict[str, tuple[float | None, float | None] | tuple[str, 
     "responses": {
         "ply": (0, None), "setter": SIDES, "responder": SIDES, "legal": (1, None), "meaningful": (0, None),
         "played_class": PLAYED_CLASSES, "primary_judge": JUDGE_NAMES, "nodes": (0, None),
+        "fall_p": (0, 1), "fall_p_low": (0, 1), "fall_p_high": (0, 1), "expected_loss": (0, None),
+        "fall_drop": (0, 2),
     },
     "traps": {"ply": (0, None), "node_ply": (0, None), "setter": SIDES, "responder": SIDES},
     "errors": {"game_index": (0, None), "byte_offset": (0, None), "ply": (0, None), "stage": ("parse", "analyse")},

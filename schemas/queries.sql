@@ -31,13 +31,7 @@ select * from final order by trap_nodes desc, time_control_class;
 -- name: fall-rate-by-clock
 -- Fall rate at trap nodes by the responder's clock when deciding.
 with nodes as (
-    select case
-               when clock_seconds < 10 then '1: <10 s'
-               when clock_seconds < 30 then '2: 10-30 s'
-               when clock_seconds < 60 then '3: 30-60 s'
-               when clock_seconds < 180 then '4: 1-3 min'
-               else '5: >3 min'
-           end as clock, fell
+    select clock_bucket(clock_seconds) as clock, fell
     from outcomes where trap_node and clock_seconds is not null
 ),
 final as (
@@ -206,3 +200,93 @@ final as (
     from nodes group by eco, opening, rating_band
 )
 select * from final order by trap_nodes desc, fell desc, opening, rating_band nulls last;
+
+-- name: calibration
+-- The fall probability against how often humans fell (played_fell), by tenth of fall_p: occurrences, mean fall_p, observed fall rate (Wilson 95%); a row 'all' per group (overall, 200-point rating band, clock) with its expected calibration error (ece) and Brier score.
+with judged as (
+    -- every occurrence with a fall estimate; `played_fell` is null where the played move has no value
+    select fall_p::double as fall_p, played_fell::int as fell, (mover_rating // 200) * 200 as rating_band,
+           clock_bucket(clock_seconds) as clock
+    from outcomes where fall_p is not null
+),
+groups as (
+    select 'overall' as grouping, 1 as grouping_order, null::int as band_order, 'all' as group_value, fall_p, fell
+    from judged
+    union all
+    select 'band', 2, rating_band, rating_band::varchar, fall_p, fell from judged where rating_band is not null
+    union all
+    select 'clock', 3, null, clock, fall_p, fell from judged where clock is not null
+),
+bins as (
+    select grouping, grouping_order, band_order, group_value, least(floor(fall_p * 10), 9)::int as tenth,
+           count(*) as occurrences, sum(fell) as fell, avg(fall_p) as fall_p, sum((fall_p - fell) ^ 2) as squared_error
+    from groups where fell is not null
+    group by grouping, grouping_order, band_order, group_value, tenth
+),
+totals as (
+    select grouping, grouping_order, band_order, group_value, null::int as tenth, sum(occurrences) as occurrences,
+           sum(fell) as fell, sum(fall_p * occurrences) / sum(occurrences) as fall_p,
+           sum(occurrences * abs(fell / occurrences - fall_p)) / sum(occurrences) as ece,
+           sum(squared_error) / sum(occurrences) as brier
+    from bins group by grouping, grouping_order, band_order, group_value
+),
+unvalued as (
+    select grouping, group_value, count(*) filter (where fell is null) as played_unvalued
+    from groups group by grouping, group_value
+),
+merged as (
+    select grouping, grouping_order, band_order, group_value, tenth, occurrences, fell, fall_p,
+           null::double as ece, null::double as brier, null::bigint as played_unvalued
+    from bins
+    union all
+    select t.grouping, t.grouping_order, t.band_order, t.group_value, t.tenth, t.occurrences, t.fell, t.fall_p, t.ece,
+           t.brier, u.played_unvalued
+    from totals t join unvalued u using (grouping, group_value)
+),
+final as (
+    select grouping, group_value,
+           coalesce(printf('%.1f-%.1f', tenth / 10, (tenth + 1) / 10), 'all') as fall_p_bin,
+           occurrences, fell, fall_p, wilson_low(fell, occurrences) as wilson_low, fell / occurrences as fall_rate,
+           wilson_high(fell, occurrences) as wilson_high, ece, brier, played_unvalued,
+           grouping_order, band_order, tenth
+    from merged
+)
+select * exclude (grouping_order, band_order, tenth) from final
+order by grouping_order, band_order nulls first, group_value, tenth nulls first;
+
+-- name: trickiest-positions
+-- Positions by how often humans fell there (played_fell), per 200-point rating band and clock, with the mean fall_p beside the observed rate: by the rate's Wilson lower bound, then the larger expected loss; groups of fewer than 3 occurrences are marked few_occurrences and come last.
+with judged as (
+    select position_key, fen, ply, game_id, link, opening, best_move, move_san, played_fell, fall_p, expected_loss,
+           (mover_rating // 200) * 200 as rating_band, clock_bucket(clock_seconds) as clock
+    from outcomes where fall_p is not null and played_fell is not null
+),
+fallen as (
+    -- the move humans fell with most often in each group (ties: the first in SAN's order)
+    select position_key, rating_band, clock, arg_min(move_san, (-times, move_san)) as fell_with
+    from (
+        select position_key, rating_band, clock, move_san, count(*) as times
+        from judged where played_fell group by position_key, rating_band, clock, move_san
+    )
+    group by position_key, rating_band, clock
+),
+groups as (
+    select position_key, rating_band, clock, min(fen) as fen, count(*) as occurrences,
+           count(*) filter (where played_fell) as fell, avg(fall_p) as fall_p, avg(expected_loss) as expected_loss,
+           min(best_move) as best_move, min(ply) as ply, mode(opening) as opening,
+           arg_min(link, (not played_fell, game_id, ply)) as example_game
+    from judged group by position_key, rating_band, clock
+),
+final as (
+    select g.fen, g.rating_band, g.clock, g.occurrences, g.fell, wilson_low(g.fell, g.occurrences) as wilson_low,
+           g.fell / g.occurrences as fall_rate, wilson_high(g.fell, g.occurrences) as wilson_high, g.fall_p,
+           g.expected_loss, g.best_move, f.fell_with, g.opening, g.example_game,
+           g.occurrences < 3 as few_occurrences, g.ply
+    from groups g
+    join fallen f on f.position_key = g.position_key and f.rating_band is not distinct from g.rating_band
+        and f.clock is not distinct from g.clock
+)
+select * exclude (ply) from final
+order by few_occurrences, wilson_low desc, expected_loss desc, occurrences desc, ply, fen, rating_band nulls last,
+         clock nulls last
+limit 50;

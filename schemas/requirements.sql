@@ -9,3 +9,11 @@ select exists (select 1 from responses where choice_moves is not null) as met;
 -- name: practical-traps
 -- needs a dataset with the practical judge (mine with a human-move model or a corpus, and practical in --judges)
 select exists (select 1 from responses where trap_node_practical is not null) as met;
+
+-- name: calibration
+-- needs fall probabilities: mine with the practical judge in --judges and human evidence (a human-move model or a corpus)
+select exists (select 1 from responses where fall_p is not null) as met;
+
+-- name: trickiest-positions
+-- needs fall probabilities: mine with the practical judge in --judges and human evidence (a human-move model or a corpus)
+select exists (select 1 from responses where fall_p is not null) as met;

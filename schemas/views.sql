@@ -1,4 +1,4 @@
--- DuckDB views over a diffimax dataset (schema version 4).
+-- DuckDB views over a diffimax dataset (schema version 6).
 -- `{games}` and the like are replaced by a scan of the table's Parquet files in the dataset (listed
 -- in Python, so that no character of the dataset's path is read as a glob), or by an empty table
 -- of the right schema when no shard is committed yet.
@@ -17,6 +17,18 @@ create or replace macro wilson_high(k, n) as
         ((k::double / n) + 1.96 ^ 2 / (2 * n)
          + 1.96 * sqrt((k::double / n) * (1 - k::double / n) / n + 1.96 ^ 2 / (4 * n * n)))
         / (1 + 1.96 ^ 2 / n)))
+    end;
+
+-- The responder's clock when deciding, in the buckets the saved queries share ('1: <10 s' ...
+-- '5: >3 min', sorted by their prefix); null without a clock time.
+create or replace macro clock_bucket(seconds) as
+    case
+        when seconds is null then null
+        when seconds < 10 then '1: <10 s'
+        when seconds < 30 then '2: 10-30 s'
+        when seconds < 60 then '3: 30-60 s'
+        when seconds < 180 then '4: 1-3 min'
+        else '5: >3 min'
     end;
 
 -- A value for people, as search/values.py's format_pawns writes it: pawns, or a mate score
@@ -121,13 +133,18 @@ select * from final;
 -- One row per analysed position, with what the human actually played there and the verdict of the
 -- dataset's primary judge (`trap_node`, `trap_count`, `fell`; the practical judge where the dataset
 -- has human evidence): best reply, fell (a candidate), a mistake it did not name (dip >= T), another
--- reply, an excluded reply, or a reply no judge needed valued (unmeasured).
+-- reply, an excluded reply, or a reply no judge needed valued (unmeasured). Where the practical
+-- judge ran with human evidence: the fall estimate (`fall_p`, its bounds, `expected_loss`) and
+-- whether the human really fell by its rule (`played_fell`: the played move lost at least
+-- `fall_drop` win chances; null where either is unknown).
 create or replace view outcomes as
 with joined as (
     select
         r.game_id, r.ply, r.position_key, r.setter, r.responder, r.best_move, r.move_played, r.primary_judge,
         r.played_class, r.played_dip, r.played_win_drop, r.played_model_p, r.value, r.reasonable_count,
-        r.trap_ratio, r.meaningful, r.trap_dip, p.fen, p.move_san, p.mover_rating, p.clock_seconds,
+        r.trap_ratio, r.meaningful, r.trap_dip, r.fall_p, r.fall_p_low, r.fall_p_high, r.expected_loss,
+        r.fall_drop, r.played_win_drop >= r.fall_drop as played_fell,
+        p.fen, p.move_san, p.mover_rating, p.clock_seconds,
         g.white, g.black, g.white_elo, g.black_elo, g.time_control_class, g.result, g.eco, g.opening, g.event, g.date,
         game_link(g.url, r.ply) as link,
         game_name(g.white, g.white_elo, g.black, g.black_elo, g.event, g.date) as game,

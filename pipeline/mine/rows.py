@@ -68,6 +68,7 @@ def response_columns(
         "corpus_games": evidence.corpus_games,
         "judges": sorted(judges.judges),
         "primary_judge": primary,
+        **fall_columns(judgement, judges),
         "reasonable_count": None if analysis is None else analysis.reasonable_count,
         "trap_ratio": None if analysis is None else analysis.trap_ratio,
         "tree_traps": None if seed is None else len(seed.traps),
@@ -80,6 +81,21 @@ def response_columns(
         columns[f"trap_node_{name}"] = None if found is None else bool(found)
         columns[f"trap_count_{name}"] = None if found is None else len(found)
     return columns
+
+
+def fall_columns(judgement: Judgement, judges: JudgeSettings) -> dict[str, Any]:
+    """The fall estimate's RESPONSES columns (all null where it was not computed): the estimate and
+    the loss a reply had to reach to count as a fall (the practical judge's `practical_drop`)."""
+    fall = judgement.fall
+    if fall is None:
+        return dict.fromkeys(("fall_p", "fall_p_low", "fall_p_high", "expected_loss", "fall_drop"))
+    return {
+        "fall_p": fall.fall_p,
+        "fall_p_low": fall.low,
+        "fall_p_high": fall.high,
+        "expected_loss": fall.expected_loss,
+        "fall_drop": judges.practical_drop,
+    }
 
 
 def trap_rows(judgement: Judgement, board: chess.Board, setter: chess.Color, root_key: int) -> list[dict[str, Any]]:

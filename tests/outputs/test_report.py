@@ -27,12 +27,14 @@ from pipeline.dataset.queries import CSV_KEEPS, QueryResult, render, run_query, 
 from pipeline.ingest.headers import GameFilter
 from pipeline.outputs.html import tag, text
 from pipeline.outputs.report import REPORT_NAME, ReportError, write_report
-from pipeline.outputs.report.data import BOARDS_SHOWN
+from pipeline.outputs.report.data import BOARDS_SHOWN, SavedResults
+from pipeline.outputs.report.falls import TRICKIEST_SHOWN, falls_section
 from pipeline.outputs.report.plots import (
     COUNT_LABEL,
     PLOT_DPI,
     PLOT_INCHES,
     draw_png,
+    plot_calibration,
     plot_clock,
     plot_dip,
     plot_lift,
@@ -44,7 +46,7 @@ from tests.mining_helpers import EVERY_JUDGE, mine
 
 SAMPLE = GAMES / "lichess_100.pgn"  # no clock comments
 CLOCKS = GAMES / "lichess_eval_clk_10024.pgn.zst"  # %clk and %eval on every move
-SECTIONS = ["summary", "judges", "plots", "trap-positions", "players", "tables", "errors", "manifest"]
+SECTIONS = ["summary", "judges", "plots", "falls", "trap-positions", "players", "tables", "errors", "manifest"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 DATA_PNG = "data:image/png;base64,"
 # Elements html.parser sees without an end tag.
@@ -229,6 +231,17 @@ def test_a_plot_with_no_data_is_not_drawn_and_says_why(drawer: Any, columns: lis
         assert "Fall rate by clock: not drawn, the games carry no clock times" in words and "<img" not in page
 
 
+def test_without_fall_estimates_the_fall_section_is_one_line() -> None:
+    columns = "grouping group_value fall_p_bin occurrences fell fall_p wilson_low fall_rate wilson_high ece brier"
+    why = plot_calibration(QueryResult([*columns.split(), "played_unvalued"], []))
+    assert isinstance(why, str) and "fall estimate" in why
+    unmet = SavedResults({}, {"calibration": "saved query 'calibration' needs fall probabilities"}, {})
+    page = Page(str(falls_section(unmet)))
+    assert [attrs["id"] for attrs in page.find("section")] == ["falls"]
+    assert not page.find("img") and not page.find("table") and len(page.find("p")) == 1
+    assert "No fall probabilities in this dataset" in page.all_text()
+
+
 def test_count_labels_that_would_overlap_are_left_out() -> None:
     # 40 dip buckets of 0.25 pawns, 16 px apart on a 640 px plot: "n=123" labels are wider than that.
     columns = ["dip_from", "dip_to", "candidates", "played", "wilson_low", "play_rate", "wilson_high"]
@@ -257,6 +270,7 @@ def test_report_has_every_section_plot_and_board(sample: Report) -> None:
     images = page.find("img")
     assert [attrs["alt"] for attrs in images] == [
         "Fall rate by rating", "Fall rate by clock", "Play rate by dip", "Lift: observed against chance",
+        "Reliability of fall_p",
     ]  # fmt: skip
     for attrs in images:
         data = base64.b64decode(str(attrs["src"]).removeprefix(DATA_PNG), validate=True)
@@ -265,7 +279,11 @@ def test_report_has_every_section_plot_and_board(sample: Report) -> None:
         assert (width, height) == tuple(round(side * PLOT_DPI) for side in PLOT_INCHES)
     tops = run_saved(sample.dataset, "top-trap-positions")
     boards = [attrs for attrs in page.find("figure") if attrs.get("class") == "board"]
-    assert len(boards) == len(page.find("svg")) == min(BOARDS_SHOWN, len(tops.rows)) > 0
+    assert len(boards) == min(BOARDS_SHOWN, len(tops.rows)) > 0
+    trickiest = run_saved(sample.dataset, "trickiest-positions")
+    minis = [attrs for attrs in page.find("figure") if attrs.get("class") == "mini-board"]
+    assert len(minis) == min(TRICKIEST_SHOWN, len(trickiest.rows)) > 0
+    assert len(page.find("svg")) == len(boards) + len(minis)
     ids = [attrs["id"] for tag, attrs in page.tags if "id" in attrs]
     assert len(ids) == len(set(ids))  # each board's piece definitions are its own
     words = page.all_text()
@@ -283,7 +301,7 @@ def test_report_has_every_section_plot_and_board(sample: Report) -> None:
 
 def test_boards_draw_the_best_reply_and_the_trap_candidate_from_the_responders_side(sample: Report) -> None:
     board = chess.Board(board_fens(sample.html)[0])
-    svg = re.search(r"<svg.*?</svg>", sample.html, re.DOTALL)
+    svg = re.search(r'<figure class="board"><svg.*?</svg>', sample.html, re.DOTALL)  # the first trap position's
     assert svg is not None
     drawing = svg.group()
     assert drawing.count('class="arrow"') == 4  # a line and a head for each of the two arrows
@@ -293,6 +311,48 @@ def test_boards_draw_the_best_reply_and_the_trap_candidate_from_the_responders_s
     placed = re.search(rf'<use href="#b1-{king}"[^>]*transform="translate\((\d+), (\d+)\)"', drawing)
     assert placed is not None and int(placed.group(2)) > 195  # the board is 390 units high
     assert f"{'White' if board.turn else 'Black'} (the responder)" in Page(sample.html).all_text()
+
+
+def falls_markup(markup: str) -> str:
+    """The fall probability section of a page."""
+    start = markup.index('<section id="falls">')
+    return markup[start : markup.index("</section>", start)]
+
+
+def cell_words(cell: str) -> list[str]:
+    """The words of a table cell's markup."""
+    return html.unescape(re.sub(r"<[^>]+>", " ", cell)).split()
+
+
+def reliability_drawn(dataset: Path) -> bool:
+    return not isinstance(plot_calibration(run_saved(dataset, "calibration")), str)
+
+
+def test_the_fall_section_sets_predictions_beside_real_falls_readably(sample: Report) -> None:
+    """The reliability plot (ECE in its title), the totals of calibration, and the trickiest
+    positions as boards with their moves in SAN and their rates as percentages, no FEN as text."""
+    section = falls_markup(sample.html)
+    page = Page(section)
+    (image,) = page.find("img")
+    assert image["alt"] == "Reliability of fall_p" and str(image["src"]).startswith(DATA_PNG)
+    words = page.all_text()
+    calibration = run_saved(sample.dataset, "calibration")
+    (overall,) = [row for row in calibration.rows if row[:3] == ("overall", "all", "all")]
+    assert f"{overall[7]:.1%}" in words  # the observed fall rate of every occurrence
+    result = run_saved(sample.dataset, "trickiest-positions")
+    trickiest = [dict(zip(result.columns, row, strict=True)) for row in result.rows][:TRICKIEST_SHOWN]
+    shown = re.findall(r'<table class="trickiest">.*?</table>', section, re.DOTALL)
+    assert len(shown) == 1
+    rows = re.findall(r"<tr>(.*?)</tr>", re.sub(r"<svg.*?</svg>", "", shown[0], flags=re.DOTALL), re.DOTALL)[1:]
+    assert len(rows) == len(trickiest) > 0
+    for markup, row in zip(rows, trickiest, strict=True):
+        board = chess.Board(row["fen"])
+        cells = [cell_words(cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", markup, re.DOTALL)]
+        best, fell_with = cells[2][0], cells[3][0]
+        assert board.parse_san(best).uci() == row["best_move"] and board.parse_san(fell_with)
+        assert f"{row['fell']} of {row['occurrences']}" in " ".join(cells[6])
+        assert cells[7][0] == f"{row['fall_rate']:.0%}" and cells[8][0] == f"{row['fall_p']:.0%}"
+        assert row["fen"] not in words and row["fen"].split()[0] not in section
 
 
 def test_report_of_a_dataset_with_a_broken_manifest(sample: Report, tmp_path: Path) -> None:
@@ -316,6 +376,7 @@ def test_report_of_a_dataset_where_every_game_was_filtered_out(ray_session: None
     words = page.all_text()
     assert words.count(": not drawn, ") == 4 and not page.find("img")
     assert "No trap nodes in this dataset." in words
+    assert "No fall probabilities in this dataset" in words
     assert "100 read = 0 mined + 100 filtered + 0 with errors" in words
     assert not page.find("svg")
 
@@ -408,18 +469,26 @@ def test_chromium_decodes_every_image_and_lays_out_every_board(sample: Report, t
         var boards = Array.prototype.slice.call(document.querySelectorAll("figure.board svg"));
         var drawn = boards.filter(function (s) { return s.getBoundingClientRect().width >= 200; });
         var sections = document.querySelectorAll("main > section").length;
-        document.body.setAttribute("data-probe", [images.length, decoded.length, drawn.length, sections].join("/"));
+        var minis = Array.prototype.slice.call(document.querySelectorAll("#falls figure.mini-board svg"));
+        var small = minis.filter(function (s) { return s.getBoundingClientRect().width >= 100; });
+        var falls = document.getElementById("falls").getBoundingClientRect().height;
+        document.body.setAttribute("data-probe", [images.length, decoded.length, drawn.length, sections,
+                                                   small.length, Math.round(falls)].join("/"));
     });</script>"""  # fmt: skip
     markup = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*/>', "", sample.html)
     page = tmp_path / "probe.html"
     page.write_text(markup.replace("</body>", probe + "</body>"), encoding="utf-8")
     result = chromium("--dump-dom", "--virtual-time-budget=10000", page.as_uri(), profile=tmp_path / "p")
     assert result.returncode == 0, result.stderr[-2000:]
-    found = re.search(r'data-probe="(\d+)/(\d+)/(\d+)/(\d+)"', result.stdout)
+    found = re.search(r'data-probe="(\d+)/(\d+)/(\d+)/(\d+)/(\d+)/(\d+)"', result.stdout)
     assert found is not None, result.stdout[-2000:]
-    images, decoded, boards, sections = map(int, found.groups())
+    images, decoded, boards, sections, minis, falls = map(int, found.groups())
     tops = run_saved(sample.dataset, "top-trap-positions")
-    assert (images, decoded, boards, sections) == (4, 4, min(BOARDS_SHOWN, len(tops.rows)), len(SECTIONS))
+    trickiest = run_saved(sample.dataset, "trickiest-positions")
+    assert (images, decoded, boards, sections) == (5, 5, min(BOARDS_SHOWN, len(tops.rows)), len(SECTIONS))
+    # The fall section: its plot among the images, every small board laid out, the section as tall as they need.
+    assert minis == min(TRICKIEST_SHOWN, len(trickiest.rows)) > 0
+    assert falls > 360 + minis * 150
 
 
 @needs_chromium
@@ -429,8 +498,9 @@ def test_chromium_keeps_hostile_headers_as_text(hostile: Report, tmp_path: Path)
     dom = result.stdout
     assert "<script" not in dom.lower() and "onerror=" not in dom.replace("onerror=alert(2)&gt;", "")
     page = Page(dom)
-    # Four plots but the clock's: the hostile games carry no %clk comments.
-    assert not page.find("script") and len(page.find("img")) == 3
+    # Four plots but the clock's (the hostile games carry no %clk comments), and the reliability plot.
+    assert reliability_drawn(hostile.dataset)
+    assert not page.find("script") and len(page.find("img")) == 4
     assert not [attrs for tag, attrs in page.tags if any(name.startswith("on") for name in attrs)]
     words = page.all_text()
     assert "not drawn, the games carry no clock times" in words

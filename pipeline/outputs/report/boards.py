@@ -37,14 +37,27 @@ def _move(board: chess.Board, uci: Any) -> chess.Move | None:
     return move if board.is_legal(move) else None
 
 
-def _san(board: chess.Board, uci: Any) -> str:
+def uci_as_san(board: chess.Board, uci: Any) -> str:
+    """A UCI move of the data in SAN on `board` (as it is, when it is no legal move there)."""
     move = _move(board, uci)
     return board.san(move) if move is not None else str(uci)
 
 
-def reply_board_svg(board: chess.Board, index: int, *, best: Any, trap: Any, last: Any) -> Html:
+def reply_board_svg(
+    board: chess.Board,
+    index: int,
+    *,
+    best: Any,
+    trap: Any,
+    last: Any,
+    size: int = BOARD_PIXELS,
+    prefix: str = "b",
+    coordinates: bool = True,
+) -> Html:
     """The position from the responder's side, the best reply as a green arrow and the trap
-    candidate as a red one, the move that led here highlighted when known."""
+    candidate as a red one, the move that led here highlighted when known. The drawing's element
+    ids start with `prefix` and `index`, so that every board of the page keeps its own; a small
+    board goes without its coordinates (half the markup)."""
     arrows = []
     for uci, color in ((best, BEST_ARROW), (trap, TRAP_ARROW)):
         move = _move(board, uci)
@@ -59,10 +72,11 @@ def reply_board_svg(board: chess.Board, index: int, *, best: Any, trap: Any, las
         orientation=board.turn,
         lastmove=lastmove,
         arrows=arrows,
-        size=BOARD_PIXELS,
+        size=size,
+        coordinates=coordinates,
         check=board.king(board.turn) if board.is_check() else None,
     )
-    return Html(_SVG_ID.sub(rf"\g<1>b{index}-", svg))
+    return Html(_SVG_ID.sub(rf"\g<1>{prefix}{index}-", svg))
 
 
 def _side(color: chess.Color) -> str:
@@ -102,7 +116,7 @@ def position_card(index: int, row: dict[str, Any], details: Details) -> Html:
     candidate_items = [
         tag(
             "li",
-            tag("span", _san(board, c["move"]), class_="trap" if i == 0 else None),
+            tag("span", uci_as_san(board, c["move"]), class_="trap" if i == 0 else None),
             f" dip {c['dip_pawns']}, played {c['played']} of {c['occurrences']}",
         )
         for i, c in enumerate(candidates[:CANDIDATES_SHOWN])
@@ -129,7 +143,7 @@ def position_card(index: int, row: dict[str, Any], details: Details) -> Html:
         [
             ("FEN", tag("code", row["fen"])),
             ("to move", f"{_side(board.turn)} (the responder); {_side(not board.turn)} set the trap"),
-            ("best reply", tag("span", _san(board, row["best_move"]), class_="best")),
+            ("best reply", tag("span", uci_as_san(board, row["best_move"]), class_="best")),
             ("trap candidates", tag("ol", candidate_items, class_="plain") if candidate_items else "none recorded"),
             ("humans played", humans or "?"),
             (

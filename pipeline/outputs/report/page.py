@@ -16,6 +16,7 @@ from pipeline.dataset.objects import ObjectPath, dataset_path
 from pipeline.outputs.html import Html, document, tag
 from pipeline.outputs.report.boards import traps_section
 from pipeline.outputs.report.data import board_details, error_rows, read_manifest, run_saved_queries
+from pipeline.outputs.report.falls import falls_section
 from pipeline.outputs.report.sections import (
     errors_section,
     judges_section,
@@ -32,6 +33,7 @@ REPORT_NAME: Final = "report.html"
 SECTIONS: Final = (
     ("summary", "Summary"),
     ("plots", "Plots"),
+    ("falls", "Fall probability"),
     ("trap-positions", "Top trap positions"),
     ("players", "Top players"),
     ("tables", "Saved queries"),
@@ -78,6 +80,9 @@ figcaption { font-size: 13px; margin-top: 6px; }
 .card { border: 1px solid var(--line); border-radius: 6px; padding: 10px 14px; font-size: 13px; }
 figure.board { margin: 6px 0 10px; }
 figure.board svg { display: block; width: 300px; height: 300px; }
+figure.mini-board { margin: 0 0 2px; }
+figure.mini-board svg { display: block; width: 150px; height: 150px; }
+table.trickiest td { vertical-align: middle; }
 .best { color: var(--best); font-weight: 600; }
 .trap { color: var(--trap); font-weight: 600; }
 .meta { color: var(--muted); }
@@ -128,6 +133,7 @@ def report_sections(
         summary_section(state.root.resolve(), manifest, saved.get("lift")),
         judges_section(saved.get("judge-comparison"), (manifest or {}).get("primary_judge")),
         plots_section(saved.results),
+        falls_section(saved),
         traps_section(top, details),
         players_section(saved.get("top-players")),
         tables_section(saved),

@@ -163,6 +163,36 @@ def plot_lift(result: QueryResult) -> Drawer | str:
     return draw
 
 
+def _calibration_overall(result: QueryResult) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The overall rows of `calibration`: each tenth of fall_p with occurrences, and the total."""
+    overall = [row for row in records(result) if row["grouping"] == "overall" and row["occurrences"]]
+    total = next((row for row in overall if row["fall_p_bin"] == "all"), None)
+    return [row for row in overall if row["fall_p_bin"] != "all"], total
+
+
+def plot_calibration(result: QueryResult) -> Drawer | str:
+    """The reliability diagram: each tenth's mean fall_p against how often humans fell there."""
+    rows, total = _calibration_overall(result)
+    if not rows or total is None:
+        return "no occurrence has both a fall estimate and a valued played move"
+
+    def draw(axes: Axes) -> None:
+        from matplotlib.ticker import PercentFormatter
+
+        axes.plot([0, 1], [0, 1], linestyle="--", color="#9aa5ae", linewidth=1, label="perfect calibration")
+        _rates(axes, [number(row["fall_p"]) or 0.0 for row in rows], rows, "fall_rate", "occurrences")
+        axes.set_xlim(0, 1.08)  # room for the last count label
+        axes.set_ylim(0, 1.05)
+        axes.xaxis.set_major_formatter(PercentFormatter(1.0))
+        axes.set_xlabel("predicted fall probability (mean fall_p of each tenth)")
+        axes.set_ylabel("observed fall rate")
+        ece, brier = number(total["ece"]) or 0.0, number(total["brier"]) or 0.0
+        axes.set_title(f"ECE {ece:.1%}, Brier {brier:.3f}, over {total['occurrences']:,} occurrences", fontsize=10)
+        axes.legend(loc="upper left", fontsize=8, frameon=False)
+
+    return draw
+
+
 # Plots: (saved query, title, how to read it, drawer).
 PLOTS: Final[tuple[tuple[str, str, str, Callable[[QueryResult], Drawer | str]], ...]] = (
     (

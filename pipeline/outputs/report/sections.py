@@ -18,7 +18,9 @@ from pipeline.outputs.report.data import ErrorRows, SavedResults, number, record
 from pipeline.outputs.report.plots import PLOT_DPI, PLOT_INCHES, PLOTS, png_data_uri
 
 # Saved queries with a section of their own; every other saved query is a table under "Saved queries".
-OWN_SECTION: Final = frozenset({"top-trap-positions", "top-players", "judge-comparison"})
+OWN_SECTION: Final = frozenset(
+    {"top-trap-positions", "top-players", "judge-comparison", "calibration", "trickiest-positions"}
+)
 # Columns that hold a link to a game (the views' `game_link`), shown as one.
 LINK_COLUMNS: Final = frozenset({"link", "example_game"})
 # Columns shown as percentages.
@@ -32,6 +34,8 @@ RATE_COLUMNS: Final = frozenset(
         "fall_rate_low",
         "fall_rate_high",
         "trap_node_share",
+        "fall_p",
+        "ece",
     }
 )
 
