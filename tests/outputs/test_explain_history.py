@@ -12,8 +12,11 @@ from pathlib import Path
 import chess
 import pytest
 
+from pipeline.judging import Judgement
+from pipeline.outputs.explain import fall_lines, judgement_json, san_namer
 from pipeline.outputs.explain_input import ExplainInput, ExplainInputError, explain_input, history_text
 from search.chessgame import MovesError, numbered_line, play_moves
+from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence, Verdicts, fall_estimate
 from tests.conftest import cli_in_process, needs_maia3, needs_stockfish, one_error_line
 
 # Blackburne's trap (4.Nxe5?? Qg5!): the moves to the trap position, and the position itself.
@@ -198,6 +201,41 @@ def test_a_missing_pgn_is_one_line(tmp_path: Path) -> None:
 def test_the_command_prints_one_line_before_any_engine_starts(args: list[str], message: str) -> None:
     result = cli_in_process("explain", *args, "--engine", "/nonexistent/engine", "--human-model", "none")
     assert one_error_line(result) == f"diffimax: error: {message}"
+
+
+# -- the fall estimate as the report says it ---------------------------------------------------------
+
+
+def test_the_fall_estimate_reads_as_a_coach_reads_it_and_its_json_keeps_both_names() -> None:
+    # At Blackburne's position (the setter, Black, values in its centipawns): O-O best; Nxe5 and
+    # Nxd4 searched and losing; d3 valued by the shallow pass alone; Bd5 unplayed.
+    replies = (
+        ReplyEvidence("e1g1", deep_value=-40, model_p=0.40),
+        ReplyEvidence("f3e5", deep_value=500, model_p=0.30),
+        ReplyEvidence("f3d4", deep_value=60, model_p=0.20),
+        ReplyEvidence("d2d3", shallow_value=-30, model_p=0.10),
+        ReplyEvidence("c4d5", deep_value=0, model_p=0.0),
+    )
+    evidence = NodeEvidence(replies, best="e1g1", best_value=-40)
+    judges = JudgeSettings(judges=frozenset({"practical"}))
+    fall = fall_estimate(evidence, judges)
+    assert fall is not None and fall.falling == ("f3e5", "f3d4")
+    judgement = Judgement(evidence, Verdicts({"practical": frozenset()}), {}, fall=fall)
+    board = chess.Board(BLACKBURNE)
+    [line] = fall_lines(judgement, judges, san_namer(board), 1200)
+    assert line == (
+        "Fall probability (rating 1200): 50 % of humans play a reply that loses at least 0.15 win chances "
+        f"(bounds 50-60 %); expected loss {fall.expected_loss:.2f} win chances; the falling replies: Nxe5 30 %, Nxd4 20 %"
+    )
+    data = judgement_json(judgement, judges, board)
+    assert (data["fall_p"], data["fall_p_low"], data["fall_p_high"]) == (fall.fall_p, 0.5, 0.6)
+    assert data["expected_loss"] == fall.expected_loss > 0
+    assert data["falling"] == [{"move": "f3e5", "san": "Nxe5", "p": 0.3}, {"move": "f3d4", "san": "Nxd4", "p": 0.2}]
+    unjudged = Judgement(evidence, Verdicts(), {})
+    assert fall_lines(unjudged, judges, san_namer(board), None) == [
+        "Fall probability: not estimated (no human evidence: --human-model or --human-corpus)"
+    ]
+    assert judgement_json(unjudged, judges, board)["fall_p"] is None
 
 
 # -- the real thing: Stockfish and Maia-3 -----------------------------------------------------------
