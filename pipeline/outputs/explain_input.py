@@ -46,7 +46,8 @@ class ExplainInput:
     origins: dict[str, str] = field(default_factory=dict)
     """Where each known field of `context` came from (`rating`: "--rating" or "BlackElo"...)."""
     game: str | None = None
-    """The game the position is from ("game 2 of x.pgn: A - B, after 34 plies"), or None."""
+    """The game the position is from ("game 2 of x.pgn (A - B, Rated Blitz game), after 34 of 61
+    half-moves"), or None."""
 
     def json(self) -> dict[str, Any]:
         """The history (`history_plies`, `history_san`, from `history_start_fen`), the game, and
