@@ -51,6 +51,65 @@ def board_from_fen(fen: str) -> chess.Board:
     return board
 
 
+class MovesError(DiffimaxError, ValueError):
+    """A list of moves (`--moves`) with a move that is not legal, or not readable, where it stands."""
+
+
+def play_moves(board: chess.Board, text: str | None, flag: str = "--moves") -> list[chess.Move]:
+    """Play the moves of `text` ("1. e4 e5 2.Nf3 b8c6": SAN or UCI; move numbers, commas and `!?`
+    annotations skipped) on `board`, which keeps them on its move stack (a human-move model reads the history
+    from it); the moves played. MovesError names the first bad move by its number and text, and
+    the position it was given in."""
+    played: list[chess.Move] = []
+    for token in (text or "").replace(",", " ").split():
+        if token.rstrip(".").isdigit() or token.endswith("..."):
+            continue  # move numbers: "1." "1..." "2."
+        word = token.split(".")[-1].rstrip("!?")  # "1.e4", "1...e5", "4.Nxe5??"
+        try:
+            move = board.parse_uci(word) if _looks_uci(word) else board.parse_san(word)
+        except chess.AmbiguousMoveError:
+            problem = "ambiguous"
+        except chess.IllegalMoveError:
+            problem = "illegal"
+        except ValueError:
+            problem = "not a move (SAN or UCI)"
+        else:
+            problem = "" if move else "a null move"
+        if problem:
+            where = f"after {numbered_line(board)}" if board.move_stack else "in the first position"
+            raise MovesError(
+                f"invalid {flag}: move {len(played) + 1}, {token!r}, is {problem} {where} (FEN {board.fen()!r})"
+            )
+        played.append(move)
+        board.push(move)
+    return played
+
+
+def _looks_uci(text: str) -> bool:
+    return len(text) in (4, 5) and text[0] in "abcdefgh" and text[1] in "12345678" and text[2] in "abcdefgh"
+
+
+def numbered_line(board: chess.Board, last: int | None = None) -> str:
+    """The moves of `board`'s move stack as numbered SAN from its first position ("1.e4 e5
+    2.Nf3", "12...Rd8 13.Qh5"); with `last`, only the last that many ("... 20.Kg2 Rd8")."""
+    replay = board.root()
+    stack = board.move_stack
+    skip = 0 if last is None else max(0, len(stack) - last)
+    words: list[str] = ["..."] if skip else []
+    for index, move in enumerate(stack):
+        if index >= skip:
+            numbered = replay.turn == chess.WHITE or index == skip
+            words.append(numbered_san(replay, move) if numbered else replay.san(move))
+        replay.push(move)
+    return " ".join(words)
+
+
+def numbered_san(board: chess.Board, move: chess.Move) -> str:
+    """`move` in SAN with its move number, as it stands alone: "17.Qh5" or "17...Rd8"."""
+    dots = "." if board.turn == chess.WHITE else "..."
+    return f"{board.fullmove_number}{dots}{board.san(move)}"
+
+
 def piece_key(piece_type: int, color: bool, square: int) -> int:
     return ZOBRIST[64 * ((piece_type - 1) * 2 + int(color)) + square]
 

@@ -8,10 +8,10 @@ import pytest
 
 from pipeline.engines.backends import EngineOptions
 from pipeline.engines.process import EngineStartError
-from pipeline.human.context import MoverContext
 from pipeline.human.models import ModelSpecError
 from pipeline.judging import HumanEvidence, judging_kit, open_kit, reply_rows
 from pipeline.outputs.explain import explain_position
+from pipeline.outputs.explain_input import ExplainInput
 from schemas.dataset import RESPONSE_ITEM
 from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings
@@ -55,8 +55,8 @@ def test_a_reply_has_one_row_with_the_datasets_column_names() -> None:
     board = chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R b KQkq - 3 3")
     judges = JudgeSettings(judges=frozenset({"dip", "trappy", "model", "practical"}))
     explanation = explain_position(
-        board, chess.WHITE, "native", EngineOptions(), DiffiMaxSettings(depth=2), judges,
-        model="bundled", corpus=None, context=MoverContext(),
+        ExplainInput(board), chess.WHITE, "native", EngineOptions(), DiffiMaxSettings(depth=2), judges,
+        model="bundled", corpus=None,
     )  # fmt: skip
     assert explanation.judgement is not None
     rows = reply_rows(explanation.judgement)

@@ -9,7 +9,9 @@ import typer
 from pipeline.cli.options import (
     EngineFlags,
     EvidenceFlags,
+    FromOpt,
     JsonOut,
+    MovesOpt,
     PoolOpt,
     RatingOpt,
     ReasonableDip,
@@ -25,10 +27,10 @@ from pipeline.cli.options import (
     parse_margin,
     with_flags,
 )
-from pipeline.human.context import MoverContext, parse_pool
+from pipeline.human.context import parse_pool
 from pipeline.outputs.explain import explain_position, explain_text, result_json
+from pipeline.outputs.explain_input import explain_input
 from search.alphabeta import Searcher, minimax_decision
-from search.chessgame import board_from_fen
 from search.diffimax import DiffiMaxSearch
 from search.judges import JUDGES
 from search.settings import parse_scope
@@ -86,11 +88,22 @@ def tree(
 
 @with_flags
 def explain(
-    fen: Annotated[str, typer.Argument(help="The position, as a FEN.")],
+    fen: Annotated[
+        str | None, typer.Argument(help="The position, as a FEN (or give --moves, or --pgn with --ply).")
+    ] = None,
     setter: Annotated[
         str | None,
         typer.Option("--setter", help="white or black; default: the player who just moved."),
     ] = None,
+    moves: MovesOpt = None,
+    start_fen: FromOpt = None,
+    pgn: Annotated[
+        str | None, typer.Option("--pgn", help="A PGN file: explain the position after --ply half-moves of a game.")
+    ] = None,
+    ply: Annotated[
+        int | None, typer.Option("--ply", help="With --pgn: the position after this many half-moves (0: the first).")
+    ] = None,
+    game: Annotated[int | None, typer.Option("--game", help="With --pgn: which game of the file, from 1.")] = None,
     *,
     search: SearchFlags,
     engine_flags: EngineFlags,
@@ -104,9 +117,16 @@ def explain(
     as_json: JsonOut = False,
 ) -> None:
     """Explain DiffiMax at one position: ranked responses, trap candidates, dips, a bar chart,
-    and every trap judge (dip, trappy, human, model, practical) side by side with its evidence."""
-    board = board_from_fen(fen)
-    mover_pool = parse_pool(pool)
+    and every trap judge (dip, trappy, human, model, practical) side by side with its evidence,
+    and how likely a human of the responder's rating is to fall here.
+
+    The position is a FEN (no history), or --moves from the start (or --from FEN), or the position
+    after --ply half-moves of a game of --pgn (--game K: its K-th game). With moves, the human-move
+    model reads the moves before the position; from a PGN, the responder's rating, clock, time
+    control and pool come from the game unless --rating, --clock or --pool say otherwise."""
+    asked = explain_input(fen, moves=moves, start_fen=start_fen, pgn=pgn, ply=ply, game=game)
+    position = asked.given(rating=rating, clock=clock, pool=parse_pool(pool))
+    board = position.board
     if setter is None:
         setter_color = not board.turn
     elif setter.lower() in ("white", "black"):
@@ -117,9 +137,8 @@ def explain(
     settings = search.settings(default_depth(engine))
     judges = build_judges(evidence.judges, frozenset(JUDGES), thresholds)
     explanation = explain_position(
-        board, setter_color, engine, engine_flags.options(evidence.shallow_depth), settings, judges,
+        position, setter_color, engine, engine_flags.options(evidence.shallow_depth), settings, judges,
         model=evidence.human_model, corpus=evidence.human_corpus,
-        context=MoverContext(rating=rating, clock_seconds=clock, pool=mover_pool),
     )  # fmt: skip
     if as_json:
         emit(explanation.json(), "", True)

@@ -154,6 +154,8 @@ BOUNDS: dict[str, FlagRange] = {
     "--shard-games": column(dataset.GAMES, "game_index", "games", low=1),
     "--shard-mb": FlagRange(0.0, SIZE_MIB_MAX, "MiB: in bytes it must fit the int64 byte offsets", above=True),
     "--max-game-mb": FlagRange(0.0, MEMORY_MIB_MAX, "a game is held in memory: 1 TiB at most", above=True),
+    "--ply": column(dataset.POSITIONS, "ply", "positions"),
+    "--game": counted(1),
     "--url-timeout": FlagRange(0.0, threading.TIMEOUT_MAX, "Python's longest wait, threading.TIMEOUT_MAX", above=True),
     # Running.
     "--workers": WORKERS,

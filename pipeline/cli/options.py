@@ -73,6 +73,9 @@ SplitOpt = Annotated[
 RATING_HELP = "The opponent's rating (their human evidence)."
 RatingOpt = Annotated[int | None, typer.Option("--rating", help=RATING_HELP)]
 RootOpt = Annotated[str, typer.Option("--root", help="Who moves at the root: max (the setter) or min.")]
+# A position as moves played (read by `search.chessgame.play_moves`): repertoire, explain.
+FromOpt = Annotated[str | None, typer.Option("--from", help="Start from this FEN (default: the start).")]
+MovesOpt = Annotated[str | None, typer.Option("--moves", help='Moves from the start (or --from), e.g. "e4 e5 Nf3".')]
 TableMbOpt = Annotated[
     float,
     typer.Option("--table-mb", help="MiB of each worker's table of engine answers (repeats reuse them; 0: none)."),

@@ -16,7 +16,9 @@ from pipeline.cli.options import (
     EvidenceFlags,
     FilesOpt,
     FormatOpt,
+    FromOpt,
     ListOpt,
+    MovesOpt,
     OptionalDataOpt,
     PoolOpt,
     SearchFlags,
@@ -60,10 +62,8 @@ def repertoire(
     ] = None,
     player_rating: Annotated[int | None, typer.Option("--player-rating", help="The player's own rating.")] = None,
     pool: PoolOpt = "auto",
-    start_fen: Annotated[str | None, typer.Option("--from", help="Start from this FEN (default: the start).")] = None,
-    moves: Annotated[
-        str | None, typer.Option("--moves", help='Moves from the start (or --from), e.g. "e4 e5 Nf3".')
-    ] = None,
+    start_fen: FromOpt = None,
+    moves: MovesOpt = None,
     line_plies: Annotated[int, typer.Option("--line-plies", help="Lines of at most this many plies.")] = DEFAULT_PLIES,
     floor: Annotated[
         float,

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from search.errors import DiffimaxError
+
+if TYPE_CHECKING:  # a type only: this module stays free of the PGN reader's imports
+    from pipeline.ingest.rows import GameRow
 
 Pool = Literal["lichess", "chesscom"]
 POOLS: Final[tuple[Pool, ...]] = ("lichess", "chesscom")
@@ -41,6 +44,20 @@ class MoverContext:
     rating as it was trained on the mix of pools)."""
     opponent_rating: int | None = None
     """The opponent's rating, in the same pool (Maia-3 reads both players' ratings)."""
+
+
+def mover_context(game: GameRow, white_to_move: bool, clock_seconds: float | None, pool: Pool | None) -> MoverContext:
+    """Who moves in a position of `game` (White when `white_to_move`), with `clock_seconds` left
+    (the position row's), against whom and under what time control; `pool` is the game's
+    (`game_pool`)."""
+    white, black = game["white_elo"], game["black_elo"]
+    mover, opponent = (white, black) if white_to_move else (black, white)
+    return MoverContext(mover, clock_seconds, game["base_seconds"], game["increment_seconds"], pool, opponent)
+
+
+def game_pool(game: GameRow, override: Pool | None = None) -> Pool | None:
+    """The rating pool of a game read from PGN (`pool_of` its Site and Link), or `override`."""
+    return pool_of({"Site": game["site"], "Link": game["link"]}, override)
 
 
 def parse_pool(name: str | None) -> Pool | None:

@@ -83,6 +83,9 @@ class Selected:
     outside its plausible range), stored as null."""
     latin1: bool = False
     """Its headers were not UTF-8, and were read as Windows-1252 (`headers.decode_text`)."""
+    final_clock_seconds: float | None = None
+    """The clock of the side to move at the game's last position, as a position row's
+    `clock_seconds` (that position has no row: no move follows it)."""
 
     @property
     def game_index(self) -> int:
@@ -440,15 +443,28 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
         clocks = self.clocks
         base_seconds = self.row["base_seconds"]
         base = float(base_seconds) if clocks and base_seconds is not None else None
+
+        def clock_at(ply: int) -> float | None:
+            """The clock of the side to move after `ply` moves: its own last %clk (its base time
+            before its first move, in a game with clocks)."""
+            return clocks.get(ply - 1) if ply >= 2 else base
+
         for position in self.positions:
             ply = position["ply"]
-            position["clock_seconds"] = clocks.get(ply - 1) if ply >= 2 else base
+            position["clock_seconds"] = clock_at(ply)
             position["eval_cp"], position["eval_mate"] = self.evals.get(ply, (None, None))
         start_fen = self.row["start_fen"]
         self.row["digest"] = game_digest(self.tags, self.ucis)
         self.row["moves_digest"] = moves_digest(start_fen, self.ucis)
         self.outcome = Selected(
-            self.row, self.positions, tuple(self.ucis), start_fen, self.board.chess960, tuple(self.dropped), self.latin1
+            self.row,
+            self.positions,
+            tuple(self.ucis),
+            start_fen,
+            self.board.chess960,
+            tuple(self.dropped),
+            self.latin1,
+            final_clock_seconds=clock_at(self.ply),
         )
 
     def name_opening(self, row: GameRow, board: chess.Board) -> None:

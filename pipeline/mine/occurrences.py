@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import chess
 
-from pipeline.human.context import MoverContext, Pool, pool_of
+from pipeline.human.context import MoverContext, Pool, game_pool, mover_context
 from pipeline.ingest.games import Selected
 from pipeline.mine.table import analysis_key
 from schemas.dataset import to_signed64
@@ -89,19 +89,11 @@ def occurrences_of(selected: Selected, first_seq: int = 0, pool_override: Pool |
     """The occurrences of a selected game's positions, in ply order (`seq` from `first_seq`); the
     mover's rating pool from the game's Site / Link tags, or `pool_override`."""
     game = selected.game
-    base, increment = game["base_seconds"], game["increment_seconds"]
-    pool = pool_of({"Site": game["site"], "Link": game["link"]}, pool_override)
-    elo = {"white": game["white_elo"], "black": game["black_elo"]}
-    wanted = {
-        row["ply"]: (
-            MoverContext(
-                row["mover_rating"], row["clock_seconds"], base, increment, pool,
-                elo["black" if row["side_to_move"] == "white" else "white"],
-            ),
-            row["position_key"],
-        )
-        for row in selected.positions
-    }  # fmt: skip
+    pool = game_pool(game, pool_override)
+    wanted = {}
+    for row in selected.positions:
+        context = mover_context(game, row["side_to_move"] == "white", row["clock_seconds"], pool)
+        wanted[row["ply"]] = (context, row["position_key"])
     return game_occurrences(game["game_id"], selected.moves, wanted, start_fen=selected.start_fen, first_seq=first_seq)
 
 

@@ -11,11 +11,11 @@ from typing import Any
 import chess
 
 from pipeline.engines.backends import EngineOptions, describe_engine
-from pipeline.human.context import MoverContext
 from pipeline.judging import HumanEvidence, Judgement, judge_position, judging_kit, reply_rows
+from pipeline.outputs.explain_input import ExplainInput
 from search.analysis import Response, ResponseAnalysis, analysis_json, trap_json
 from search.diffimax import DiffiMaxResult
-from search.judges import JUDGES, Judge, JudgeSettings
+from search.judges import JUDGES, Judge, JudgeSettings, plausible_share
 from search.settings import DiffiMaxSettings
 from search.values import cp_to_pawns, format_dip, format_pawns
 
@@ -23,6 +23,10 @@ from search.values import cp_to_pawns, format_dip, format_pawns
 BAR_WIDTH = 20
 # Deeper trap records listed in the text report; --json carries all of them.
 DEEPER_TRAPS_SHOWN = 20
+# The falling replies the text report names (the most probable, each played at least this often);
+# the rest are counted together, --json lists them all.
+FALLING_SHOWN = 8
+FALLING_SHOWN_P = 0.005
 
 
 def ordinal(rank: int) -> str:
@@ -195,10 +199,23 @@ def _pawns(value: int | None) -> str:
     return "" if value is None else format_pawns(value)
 
 
-def judgement_json(judgement: Judgement, judges: JudgeSettings) -> dict[str, Any]:
+def judgement_json(judgement: Judgement, judges: JudgeSettings, board: chess.Board) -> dict[str, Any]:
+    """The judges' evidence and verdicts, and the fall estimate (None where it is not made)."""
     evidence = judgement.evidence
+    fall = judgement.fall
     return {
         "settings": judges.describe(),
+        "fall_p": None if fall is None else fall.fall_p,
+        "fall_p_low": None if fall is None else fall.low,
+        "fall_p_high": None if fall is None else fall.high,
+        "expected_loss": None if fall is None else fall.expected_loss,
+        "fall_searched": None if fall is None else fall.searched,
+        "falling": None
+        if fall is None
+        else [
+            {"move": move, "san": board.san(chess.Move.from_uci(move)), "p": share}
+            for move, share in falling_shares(judgement, judges)
+        ],
         "best": evidence.best,
         "best_value": cp_to_pawns(evidence.best_value),
         "corpus_games": evidence.corpus_games,
@@ -236,6 +253,7 @@ def judged_text(
     name: Callable[[str], str],
     path_name: Callable[[tuple[str, ...]], str],
     move_name: Callable[[tuple[str, ...], str], str],
+    rating: int | None = None,
 ) -> str:
     """The report at a responder's turn: the headline judge's verdict (the practical judge's, as
     everywhere else), then every reply once, with its value, dip, evidence, each judge's verdict
@@ -260,6 +278,7 @@ def judged_text(
     lines.append(
         f"Reasonable limit: {settings.reasonable_dip:.2f}; trap threshold: {settings.trap_dip:.2f} (the dip judge's)"
     )
+    lines += fall_lines(judgement, judges, name, rating)
     shown = [j for j in JUDGES if j in judges.judges or j == "dip"]
     rows = {row["move"]: row for row in reply_rows(judgement)}
     width = max(len(name(r.move)) for r in analysis.responses)
@@ -287,6 +306,47 @@ def judged_text(
     lines += _judge_lines(judgement, judges, shown, name)
     lines += _deeper_and_work(result, path_name, move_name)
     return "\n".join(lines)
+
+
+def rounded_percent(p: float) -> str:
+    """A probability as people read it: "24 %", "<1 %" (not 0 when it is not)."""
+    return "<1 %" if 0 < p < 0.005 else f"{100 * p:.0f} %"
+
+
+def falling_shares(judgement: Judgement, judges: JudgeSettings) -> list[tuple[str, float]]:
+    """The replies the fall estimate found to fall, the most probable first, with the human
+    probability it counted for each (`plausible_share`: the corpus's where it has the games)."""
+    fall = judgement.fall
+    replies = {reply.move: reply for reply in judgement.evidence.replies}
+    if fall is None:
+        return []
+    return [(move, plausible_share(judgement.evidence, replies[move], judges) or 0.0) for move in fall.falling]
+
+
+def fall_lines(
+    judgement: Judgement, judges: JudgeSettings, name: Callable[[str], str], rating: int | None
+) -> list[str]:
+    """The fall estimate as a coach reads it: how many humans of this rating go wrong here, by
+    how much, and on which replies."""
+    if "practical" not in judges.judges:
+        return []
+    fall = judgement.fall
+    if fall is None:
+        return ["Fall probability: not estimated (no human evidence: --human-model or --human-corpus)"]
+    who = "rating not given" if rating is None else f"rating {rating}"
+    shares = falling_shares(judgement, judges)
+    named = [(move, share) for move, share in shares[:FALLING_SHOWN] if share >= FALLING_SHOWN_P]
+    falling = ", ".join(f"{name(move)} {rounded_percent(share)}" for move, share in named)
+    falling = falling or "none of those searched"
+    if len(shares) > len(named):
+        rest = shares[len(named) :]
+        falling += f" and {len(rest)} more ({rounded_percent(sum(share for _, share in rest))} together)"
+    bounds = f"{rounded_percent(fall.low).removesuffix(' %')}-{rounded_percent(fall.high)}"
+    return [
+        f"Fall probability ({who}): {rounded_percent(fall.fall_p)} of humans play a reply that loses at least "
+        f"{judges.practical_drop:.2f} win chances (bounds {bounds}); expected loss {fall.expected_loss:.2f} win "
+        f"chances; the falling replies: {falling}"
+    ]
 
 
 def _judge_cell(judge: Judge, r: Response, row: dict[str, Any], computed: Any) -> str:
@@ -332,7 +392,8 @@ def _judge_lines(
 class Explanation:
     """DiffiMax and every enabled judge at one position, with what is needed to show them."""
 
-    board: chess.Board
+    position: ExplainInput
+    """The position (its move stack the history the human-move model read) and the responder."""
     setter: chess.Color
     engine: str
     """The engine as given (`--engine`): `native`, `stockfish` or a path."""
@@ -344,15 +405,21 @@ class Explanation:
     """The judges' evidence and verdicts; None at a setter root or a finished game."""
     judges: JudgeSettings
 
+    @property
+    def board(self) -> chess.Board:
+        return self.position.board
+
     def json(self) -> dict[str, Any]:
         color = {chess.WHITE: "white", chess.BLACK: "black"}
+        judged = self.judgement
         return result_json(
             self.result,
             fen=self.board.fen(),
             side_to_move=color[self.board.turn],
             setter=color[self.setter],
+            **self.position.json(),
             engine=self.described,
-            judges=judgement_json(self.judgement, self.judges) if self.judgement else None,
+            judges=judgement_json(judged, self.judges, self.board) if judged else None,
         )
 
     def text(self) -> str:
@@ -362,18 +429,19 @@ class Explanation:
             f"Side to move: {color[board.turn]}",
             f"Setter: {color[self.setter]}",
             f"Engine: {engine_label(self.described, self.engine)}",
+            *self.position.header(responder=self.judgement is not None),
         ]
         name, path_name, move_name = san_namer(board), variation_namer(board), san_after(board)
         if self.judgement is not None and self.result.root_analysis is not None:
             return judged_text(
                 self.result, self.judgement, self.judges, header=header, name=name, path_name=path_name,
-                move_name=move_name,
+                move_name=move_name, rating=self.position.context.rating,
             )  # fmt: skip
         return explain_text(self.result, header=header, name=name, path_name=path_name, move_name=move_name)
 
 
 def explain_position(
-    board: chess.Board,
+    position: ExplainInput,
     setter: chess.Color,
     engine: str,
     options: EngineOptions,
@@ -382,11 +450,12 @@ def explain_position(
     *,
     model: str | None,
     corpus: str | None,
-    context: MoverContext,
 ) -> Explanation:
-    """DiffiMax at `board` for `setter` on `engine`: when the responder is to move (and has a
+    """DiffiMax at `position` for `setter` on `engine`: when the responder is to move (and has a
     move), every judge of `judges` and the dip judge, with the human-move `model` ('default',
-    'none' or a file) and the `corpus` (a path, or None); else the seed's search alone."""
+    'none' or a file) reading the position's history and responder, and the `corpus` (a path, or
+    None); else the seed's search alone."""
+    board = position.board
     judgement = None
     with judging_kit(engine, options, HumanEvidence(model, corpus), exact_root=True) as kit:
         backend = kit.backend
@@ -394,14 +463,21 @@ def explain_position(
         if board.turn != setter and board.legal_moves.count():
             seed_settings = dataclasses.replace(judges, judges=judges.judges | {"dip"})
             judgement = judge_position(
-                backend, board, setter, settings, seed_settings, model=kit.model, corpus=kit.corpus, context=context
+                backend,
+                board,
+                setter,
+                settings,
+                seed_settings,
+                model=kit.model,
+                corpus=kit.corpus,
+                context=position.context,
             )
             result = judgement.seed
             assert result is not None
         else:  # a setter root or a finished game: the seed's search alone
             result = backend.analyse(board, setter, settings)
         described = backend.describe()
-    return Explanation(board, setter, engine, described, result, judgement, judges)
+    return Explanation(position, setter, engine, described, result, judgement, judges)
 
 
 def engine_label(described: dict[str, Any], engine: str) -> str:

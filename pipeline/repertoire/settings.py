@@ -14,6 +14,7 @@ from typing import Final
 import chess
 
 from pipeline.human.context import MoverContext, Pool
+from search.chessgame import MovesError, play_moves
 from search.errors import DiffimaxError
 from search.judges import Judge, JudgeSettings
 from search.settings import DiffiMaxSettings, is_whole
@@ -68,25 +69,13 @@ def parse_start(fen: str | None, moves: str | None) -> Start:
         raise RepertoireError(f"invalid --from FEN {fen!r}: {error}") from None
     if fen and not board.is_valid():
         raise RepertoireError(f"invalid --from FEN {fen!r}: not a legal position ({board.status()!r})")
-    played: list[str] = []
-    for token in (moves or "").replace(",", " ").split():
-        text = token.strip()
-        if not text or text.rstrip(".").isdigit() or text.endswith("..."):
-            continue  # move numbers: "1." "1..." "2."
-        text = text.split(".")[-1] if "." in text else text
-        try:
-            move = board.parse_uci(text) if _looks_uci(text) else board.parse_san(text)
-        except ValueError:
-            raise RepertoireError(f"illegal or unreadable move {token!r} in --moves at {board.fen()!r}") from None
-        played.append(move.uci())
-        board.push(move)
+    try:
+        played = play_moves(board, moves)
+    except MovesError as error:
+        raise RepertoireError(str(error)) from None
     if board.is_game_over(claim_draw=False):
         raise RepertoireError(f"the game is over at the start ({board.fen()!r}): nothing to prepare")
-    return Start(fen or None, tuple(played))
-
-
-def _looks_uci(text: str) -> bool:
-    return len(text) in (4, 5) and text[0] in "abcdefgh" and text[1] in "12345678" and text[2] in "abcdefgh"
+    return Start(fen or None, tuple(move.uci() for move in played))
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,7 @@ def test_a_failed_node_is_a_counted_leaf_and_the_rest_goes_on() -> None:
 @pytest.mark.parametrize(
     ("fen", "moves", "message"),
     [
-        (None, "e4 e5 Ke3", r"^illegal or unreadable move 'Ke3' in --moves at "),
+        (None, "e4 e5 Ke3", r"^invalid --moves: move 3, 'Ke3', is illegal after 1\.e4 e5 \(FEN "),
         ("not a fen", None, r"^invalid --from FEN 'not a fen': "),
         ("7k/5QQ1/8/8/8/8/8/K7 b - - 0 1", None, r"^the game is over at the start"),
     ],
