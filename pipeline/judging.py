@@ -35,9 +35,9 @@ from search.backend import Backend, Level, ReplyValues
 from search.chessgame import zobrist
 from search.diffimax import DiffiMaxResult
 from search.errors import DiffimaxError
+from search.fall import FallEstimate
 from search.judges import (
     JUDGES,
-    FallEstimate,
     Judge,
     JudgeSettings,
     NodeEvidence,

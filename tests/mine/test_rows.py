@@ -14,7 +14,8 @@ from pipeline.judging import HumanEvidence, Judgement
 from pipeline.mine.occurrences import game_occurrences
 from pipeline.mine.rows import response_columns
 from pipeline.mine.work import AnalysisWorker, Judging
-from search.judges import FallEstimate, JudgeSettings, NodeEvidence, ReplyEvidence, Verdicts
+from search.fall import FallEstimate
+from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence, Verdicts
 from search.settings import DiffiMaxSettings
 
 FALL_COLUMNS = ("fall_p", "fall_p_low", "fall_p_high", "expected_loss", "fall_drop")
@@ -29,7 +30,7 @@ def judgement(fall: FallEstimate | None) -> Judgement:
 
 def test_the_row_holds_the_estimate_and_the_threshold_it_was_counted_at() -> None:
     judges = JudgeSettings(judges=frozenset({"practical"}), practical_drop=0.2)
-    fall = FallEstimate(fall_p=0.4, low=0.25, high=0.55, expected_loss=0.31, searched=0.7, falling=("g7g5",))
+    fall = FallEstimate(fall_p=0.4, low=0.25, high=0.55, expected_loss=0.31, searched=0.7, falling=("g7g5",), mass=0.4)
     columns = response_columns(judgement(fall), judges, "practical", chess.WHITE)
     assert {name: columns[name] for name in FALL_COLUMNS} == {
         "fall_p": 0.4,

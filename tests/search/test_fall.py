@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from search.fall import calibrate_fall
 from search.judges import (
     JudgeSettings,
     NodeEvidence,
     ReplyEvidence,
-    calibrate_fall,
     fall_carriers,
     fall_estimate,
     judge,
