@@ -20,16 +20,27 @@ import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import numpy as np
 from scipy.optimize import minimize  # type: ignore[import-untyped]
 
 from pipeline.common.stats import wilson
-from search.judges import JudgeSettings, fall_estimate
+from search.judges import JudgeSettings, NodeEvidence, fall_estimate
 
-if TYPE_CHECKING:
-    from pipeline.harness.measure import Record
+
+class ScoredRecord(Protocol):
+    """What the calibration reads of a harness record (`pipeline.harness.measure.ScoredRecord`)."""
+
+    @property
+    def evidence(self) -> NodeEvidence: ...
+    @property
+    def played(self) -> str: ...
+    @property
+    def rating(self) -> int | None: ...
+    @property
+    def clock_seconds(self) -> float | None: ...
+
 
 BINS: Final = 10
 # Rating bands of the responder (lower bounds; the last is open): wide enough for a few hundred
@@ -53,7 +64,7 @@ class Observation:
     pool: str | None = None
 
 
-def observations(records: Sequence[Record], settings: JudgeSettings) -> list[Observation]:
+def observations(records: Sequence[ScoredRecord], settings: JudgeSettings) -> list[Observation]:
     """The positions with a fall estimate and a measured played move (the others cannot be scored):
     the prediction from the evidence as the judges at `settings` search it (`fall_estimate` drops
     what the harness searched beyond that, the played move among it), the outcome from the played
@@ -107,7 +118,7 @@ def reliability(found: Sequence[Observation], bins: int = BINS) -> list[dict[str
     return rows
 
 
-def summary(found: Sequence[Observation], bins: int = BINS) -> dict[str, Any]:
+def calibration_summary(found: Sequence[Observation], bins: int = BINS) -> dict[str, Any]:
     """The reliability table with its expected calibration error and Brier score."""
     table = reliability(found, bins)
     total = sum(row["n"] for row in table)
@@ -129,7 +140,9 @@ def _group(found: Sequence[Observation], key: Callable[[Observation], str | None
         if name is not None:
             groups.setdefault(name, []).append(observation)
     # Fewer bins in a small group: ten bins of three positions say nothing.
-    return {name: summary(part, max(1, min(BINS, len(part) // 20))) for name, part in sorted(groups.items())}
+    return {
+        name: calibration_summary(part, max(1, min(BINS, len(part) // 20))) for name, part in sorted(groups.items())
+    }
 
 
 def _bucket(value: float | None, bounds: Sequence[int], unit: str) -> str | None:
@@ -140,7 +153,7 @@ def _bucket(value: float | None, bounds: Sequence[int], unit: str) -> str | None
     return f"{index + 1}: {bounds[index]}{upper}{unit}"
 
 
-def fit_calibration(found: Sequence[Observation]) -> tuple[float, float]:
+def fit_fall_calibration(found: Sequence[Observation]) -> tuple[float, float]:
     """Platt scaling of the falling mass: the (a, b) of sigmoid(a * logit(mass) + b) that best
     predicts the falls (maximum likelihood), on observations whose `predicted` is the mass itself
     (`UNCALIBRATED`); masses of 0 or 1 are certain and left out."""
@@ -158,7 +171,7 @@ def fit_calibration(found: Sequence[Observation]) -> tuple[float, float]:
     return (round(float(fitted.x[0]), 2), round(float(fitted.x[1]), 2))
 
 
-def calibrate(records: Sequence[Record], settings: JudgeSettings) -> dict[str, Any]:
+def calibrate(records: Sequence[ScoredRecord], settings: JudgeSettings) -> dict[str, Any]:
     """The fall probability's calibration on `records` (positions of games), overall, by rating
     band and by clock bucket; the worst band (by expected calibration error, among bands of 50
     positions or more) is named; and the Platt scaling these positions would fit (`fit`), from
@@ -171,14 +184,14 @@ def calibrate(records: Sequence[Record], settings: JudgeSettings) -> dict[str, A
     raw = observations(records, dataclasses.replace(settings, fall_calibration=UNCALIBRATED))
     pools = sorted({o.pool or "unknown" for o in raw})
     return {
-        "overall": summary(found),
+        "overall": calibration_summary(found),
         "bands": bands,
         "clocks": clocks,
         "worst_band": worst,
         "pools": _group(found, lambda o: o.pool or "unknown"),
         "calibration": [list(entry) for entry in settings.fall_calibration],
-        "mass": summary(raw),
-        "fit": {pool: list(fit_calibration([o for o in raw if (o.pool or "unknown") == pool])) for pool in pools},
+        "mass": calibration_summary(raw),
+        "fit": {pool: list(fit_fall_calibration([o for o in raw if (o.pool or "unknown") == pool])) for pool in pools},
     }
 
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from pipeline.harness.calibration import Observation, calibration_table, reliability, summary
+from pipeline.harness.calibration import Observation, calibration_summary, calibration_table, reliability
 
 
 def sample(seed: int, count: int, bias: float) -> list[Observation]:
@@ -31,17 +31,19 @@ def test_deciles_ece_and_brier_match_their_definitions() -> None:
         assert row["observed"] == pytest.approx(sum(o.fell for o in part) / 100)
         assert row["observed_low"] <= row["observed"] <= row["observed_high"]
         ece += abs(row["observed"] - row["predicted"]) / 10
-    figures = summary(found)
+    figures = calibration_summary(found)
     assert figures["ece"] == pytest.approx(ece)
     assert figures["brier"] == pytest.approx(sum((o.predicted - o.fell) ** 2 for o in found) / 1000)
 
 
 def test_a_calibrated_prediction_scores_better_than_a_biased_one() -> None:
-    assert summary(sample(5, 4000, 1.0))["ece"] < 0.03
-    assert summary(sample(5, 4000, 0.5))["ece"] > 0.08  # humans fall half as often as predicted
+    assert calibration_summary(sample(5, 4000, 1.0))["ece"] < 0.03
+    assert calibration_summary(sample(5, 4000, 0.5))["ece"] > 0.08  # humans fall half as often as predicted
 
 
 def test_the_table_reads_as_percentages() -> None:
-    text = calibration_table({"overall": summary(sample(1, 200, 1.0)), "bands": {}, "clocks": {}, "worst_band": None})
+    text = calibration_table(
+        {"overall": calibration_summary(sample(1, 200, 1.0)), "bands": {}, "clocks": {}, "worst_band": None}
+    )
     assert "expected calibration error" in text and "%" in text
     assert calibration_table({}).startswith("Calibration: no position")
