@@ -342,6 +342,10 @@ def fall_lines(
         rest = shares[len(named) :]
         falling += f" and {len(rest)} more ({rounded_percent(sum(share for _, share in rest))} together)"
     bounds = f"{rounded_percent(fall.low).removesuffix(' %')}-{rounded_percent(fall.high)}"
+    if rounded_percent(fall.mass) != rounded_percent(fall.fall_p):
+        # The calibration moves the probability off the replies' own shares; say both, so the
+        # shares listed below add up to a figure the line shows.
+        bounds += f"; the falling replies' share {rounded_percent(fall.mass)} before the calibration"
     return [
         f"Fall probability ({who}): {rounded_percent(fall.fall_p)} of humans play a reply that loses at least "
         f"{judges.practical_drop:.2f} win chances (bounds {bounds}); expected loss {fall.expected_loss:.2f} win "

@@ -223,12 +223,22 @@ def test_the_fall_estimate_reads_as_a_coach_reads_it_and_its_json_keeps_both_nam
     judgement = Judgement(evidence, Verdicts({"practical": frozenset()}), {}, fall=fall)
     board = chess.Board(BLACKBURNE)
     [line] = fall_lines(judgement, judges, san_namer(board), 1200)
+    # The default calibration (Lichess's: sigmoid(1.21 logit m + 0.60)) moves 50 % to 65 % and
+    # 60 % to 75 %; the line says the replies' own share beside it, so its shares add up.
     assert line == (
-        "Fall probability (rating 1200): 50 % of humans play a reply that loses at least 0.15 win chances "
-        f"(bounds 50-60 %); expected loss {fall.expected_loss:.2f} win chances; the falling replies: Nxe5 30 %, Nxd4 20 %"
+        "Fall probability (rating 1200): 65 % of humans play a reply that loses at least 0.15 win chances "
+        "(bounds 65-75 %; the falling replies' share 50 % before the calibration); "
+        f"expected loss {fall.expected_loss:.2f} win chances; the falling replies: Nxe5 30 %, Nxd4 20 %"
     )
+    uncalibrated = JudgeSettings(judges=frozenset({"practical"}), fall_calibration=(("lichess", 1.0, 0.0),))
+    raw = fall_estimate(evidence, uncalibrated)
+    assert raw is not None and (raw.fall_p, raw.low, raw.high) == (0.5, 0.5, 0.6) == (fall.mass, 0.5, 0.6)
+    [line] = fall_lines(Judgement(evidence, Verdicts({"practical": frozenset()}), {}, fall=raw), uncalibrated,
+                        san_namer(board), 1200)  # fmt: skip
+    assert "(bounds 50-60 %); expected loss" in line
     data = judgement_json(judgement, judges, board)
-    assert (data["fall_p"], data["fall_p_low"], data["fall_p_high"]) == (fall.fall_p, 0.5, 0.6)
+    assert (data["fall_p"], data["fall_p_low"], data["fall_p_high"]) == (fall.fall_p, fall.low, fall.high)
+    assert (round(fall.low, 3), round(fall.high, 3)) == (0.646, 0.748)
     assert data["expected_loss"] == fall.expected_loss > 0
     assert data["falling"] == [{"move": "f3e5", "san": "Nxe5", "p": 0.3}, {"move": "f3d4", "san": "Nxd4", "p": 0.2}]
     unjudged = Judgement(evidence, Verdicts(), {})
