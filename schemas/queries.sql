@@ -86,18 +86,21 @@ final as (
 select * from final;
 
 -- name: top-trap-positions
--- Positions where humans fell most (ties: the Wilson lower bound of the fall rate, games, the earliest ply, the FEN), with an opening and a game to see it in.
+-- Trap positions where humans fell, by the Wilson lower bound of the fall rate, then the larger mean loss of those who fell (win chances, 0-2), games, the earliest ply, the FEN; positions reached fewer than 3 times are marked few_occurrences and come last; with an opening and a game to see it in.
 with nodes as (
     select position_key, min(fen) as fen, count(*) as games, sum(fell::int) as fell,
+           avg(played_win_drop) filter (where fell) as fallen_win_drop,
            min(trap_count) as trap_candidates, min(best_move) as best_move, min(ply) as ply,
            mode(opening) as opening, arg_min(link, (not fell, game_id)) as example_game
     from outcomes where trap_node group by position_key
 ),
 final as (
-    select *, wilson_low(fell, games) as wilson_low, fell / games as fall_rate, wilson_high(fell, games) as wilson_high
+    select *, wilson_low(fell, games) as wilson_low, fell / games as fall_rate, wilson_high(fell, games) as wilson_high,
+           few_occurrences(games) as few_occurrences
     from nodes
 )
-select * from final where fell > 0 order by fell desc, wilson_low desc, games desc, ply, fen limit 25;
+select * from final where fell > 0
+order by few_occurrences, wilson_low desc, fallen_win_drop desc nulls last, games desc, ply, fen limit 25;
 
 -- name: top-players
 -- Players who set and who fell for the most traps (as setter: the responder fell; as responder: they fell).
@@ -169,7 +172,7 @@ final as (
 select * from final order by lift desc nulls last, judge;
 
 -- name: practical-traps
--- The practical judge's trap positions, where humans fell most (ties: Wilson lower bound, games, the smaller dip, the FEN, the move): candidates with their evidence, opening and a game.
+-- The practical judge's trap candidates by the Wilson lower bound of how often humans fell for them, then the larger loss (win_drop: win chances, 0-2), games, the FEN, the move; candidates met fewer than 3 times are marked few_occurrences and come last; with their evidence, opening and a game.
 with candidates as (
     select root_key as position_key, move, min(node_fen) as fen, min(best_move) as best_move,
            count(*) as games, sum(fell::int) as fell, avg(model_p) as model_p, min(win_drop) as win_drop,
@@ -180,10 +183,12 @@ with candidates as (
     group by root_key, move
 ),
 final as (
-    select *, wilson_low(fell, games) as wilson_low, fell / games as fall_rate, wilson_high(fell, games) as wilson_high
+    select *, wilson_low(fell, games) as wilson_low, fell / games as fall_rate, wilson_high(fell, games) as wilson_high,
+           few_occurrences(games) as few_occurrences
     from candidates
 )
-select * exclude (dip) from final order by fell desc, wilson_low desc, games desc, dip, fen, move limit 50;
+select * exclude (dip) from final
+order by few_occurrences, wilson_low desc, win_drop desc, games desc, fen, move limit 50;
 
 -- name: traps-by-opening
 -- Trap nodes and falls by opening (Lichess's name from the moves) and the responder's rating band (200 points), with Wilson 95% intervals; ties by opening and band.
@@ -281,7 +286,7 @@ final as (
     select g.fen, g.rating_band, g.clock, g.occurrences, g.fell, wilson_low(g.fell, g.occurrences) as wilson_low,
            g.fell / g.occurrences as fall_rate, wilson_high(g.fell, g.occurrences) as wilson_high, g.fall_p,
            g.expected_loss, g.best_move, f.fell_with, g.opening, g.example_game,
-           g.occurrences < 3 as few_occurrences, g.ply
+           few_occurrences(g.occurrences) as few_occurrences, g.ply
     from groups g
     join fallen f on f.position_key = g.position_key and f.rating_band is not distinct from g.rating_band
         and f.clock is not distinct from g.clock

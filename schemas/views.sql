@@ -19,6 +19,10 @@ create or replace macro wilson_high(k, n) as
         / (1 + 1.96 ^ 2 / n)))
     end;
 
+-- A ranked row resting on fewer occurrences than this is marked `few_occurrences` and ranked after
+-- the rest: on a club's 40 games every trap is "1 of 1 fell, 100 %" (docs/report.md, "Rankings").
+create or replace macro few_occurrences(n) as n < 3;
+
 -- The responder's clock when deciding, in the buckets the saved queries share ('1: <10 s' ...
 -- '5: >3 min', sorted by their prefix); null without a clock time.
 create or replace macro clock_bucket(seconds) as

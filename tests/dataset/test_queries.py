@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.common.sanitize import CELL_MAX
+from pipeline.common.stats import wilson
 from pipeline.dataset.queries import (
     QueryError,
     RequirementError,
@@ -111,6 +112,22 @@ def test_every_saved_query_runs_and_returns_rows(dataset):
                     assert name == "judge-comparison" and low is None and high is None
                     continue
                 assert 0 <= low <= rate <= high <= 1
+
+
+@pytest.mark.parametrize(("name", "loss"), [("practical-traps", "win_drop"), ("top-trap-positions", "fallen_win_drop")])
+def test_rankings_rest_on_the_lower_bound_and_mark_the_rows_of_few_occurrences(dataset, name, loss):
+    """Issue 44: on small data every trap reads "1 of 1 fell, 100 %", so a ranking by falls or by
+    the rate puts the least-attested rows first. The rows of 3 occurrences or more come first, by
+    the Wilson lower bound of the fall rate, then the larger loss; the others are marked."""
+    result = run_saved(dataset, name)
+    rows = [dict(zip(result.columns, row, strict=True)) for row in result.rows]
+    assert rows
+    assert all(row["few_occurrences"] == (row["games"] < 3) for row in rows)
+    assert all(row["wilson_low"] == pytest.approx(wilson(row["fell"], row["games"])[0]) for row in rows)
+    ranked = [(row["few_occurrences"], -row["wilson_low"], -(row[loss] or 0.0), -row["games"]) for row in rows]
+    assert ranked == sorted(ranked)
+    if any(row["few_occurrences"] for row in rows) and not all(row["few_occurrences"] for row in rows):
+        assert not rows[0]["few_occurrences"]
 
 
 def test_lift_compares_with_a_random_meaningful_reply(dataset):

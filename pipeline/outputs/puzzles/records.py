@@ -10,6 +10,7 @@ from typing import Any, Literal
 import chess
 import chess.engine
 
+from pipeline.common.words import quantity
 from search.errors import DiffimaxError
 
 # punish and set as mined; defend: a punish candidate whose solver, at least two pawns down, escapes
@@ -307,7 +308,9 @@ class PuzzleReport:
         if self.puzzles:
             per_100 = f": {100 * len(self.puzzles) / self.games:.1f} per 100 games" if self.games else ""
             kinds = ", ".join(f"{n:,} {kind}" for kind, n in self.kinds.items())
-            lines.append(f"{len(self.puzzles):,} puzzles ({kinds}) from {self.games:,} games{per_100}")
+            lines.append(
+                f"{quantity(len(self.puzzles), 'puzzle')} ({kinds}) from {quantity(self.games, 'game')}{per_100}"
+            )
         where = "on the driver" if self.workers == 1 else f"on {self.workers} workers"
         lines.append(
             f"standard {self.standard}: engine {self.engine}, {self.nodes:,} nodes per search, "
@@ -315,5 +318,5 @@ class PuzzleReport:
         )
         lines += [f"wrote {path}" for path in self.written.values()]
         if not self.puzzles:
-            lines.append(f"no puzzles from {self.games:,} games: nothing written")
+            lines.append(f"no puzzles from {quantity(self.games, 'game')}: nothing written")
         return "\n".join(lines)

@@ -11,6 +11,7 @@ import chess
 import chess.svg
 
 from pipeline.common.sanitize import clean_text, safe_url
+from pipeline.common.words import quantity
 from pipeline.dataset.queries import QueryResult
 from pipeline.outputs.html import Html, tag
 from pipeline.outputs.report.data import Details, number, shown_positions
@@ -98,7 +99,10 @@ def position_card(index: int, row: dict[str, Any], details: Details) -> Html:
     last = details["last"].get(key, [])
     games = details["games"].get(key, [])
     rate = number(row["fall_rate"]) or 0.0
-    heading = tag("h3", f"#{index} ", tag("span", f"{row['games']} games, fell {row['fell']} ({rate:.0%})"))
+    few = " (too few to rank)" if row.get("few_occurrences") else ""
+    heading = tag(
+        "h3", f"#{index} ", tag("span", f"{quantity(row['games'], 'game')}, fell {row['fell']} ({rate:.0%}){few}")
+    )
     try:
         board: chess.Board | None = chess.Board(str(row["fen"]))
     except ValueError:
@@ -161,7 +165,8 @@ def traps_section(result: QueryResult, details: Details) -> Html:
     rows = shown_positions(result)
     intro = tag(
         "p",
-        "Positions that were trap nodes most often. Each board is seen from the responder's side: the ",
+        "Trap positions where humans fell, the best attested first (by the 95 % lower bound of the fall rate; a "
+        "position reached fewer than 3 times comes last). Each board is seen from the responder's side: the ",
         tag("span", "green arrow", class_="best"),
         " is the best reply, the ",
         tag("span", "red arrow", class_="trap"),

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from pipeline.common.sanitize import safe_url
+from pipeline.common.words import quantity
 from pipeline.dataset.objects import Where
 from pipeline.dataset.queries import QueryResult
 from pipeline.engines.backends import describe_engine
@@ -214,7 +215,11 @@ def errors_section(errors: ErrorRows) -> Html:
     summary = ", ".join(f"{count:,} at {stage}" for stage, count in counts)
     note = f"The first {len(shown.rows)} of {total:,}:" if total > len(shown.rows) else "All of them:"
     return tag(
-        "section", tag("h2", "Errors"), tag("p", f"{total:,} errors ({summary}). {note}"), table(shown), id="errors"
+        "section",
+        tag("h2", "Errors"),
+        tag("p", f"{quantity(total, 'error')} ({summary}). {note}"),
+        table(shown),
+        id="errors",
     )
 
 
