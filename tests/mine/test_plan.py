@@ -93,3 +93,35 @@ def test_plan_gives_no_interval_from_too_few_timed_games(data_dir: Path) -> None
     line = next(line for line in text.splitlines() if line.startswith("wall time:"))
     assert "90 %" not in line and "an interval needs at least 5" in line, text
     assert re.search(r"timed \d+/\d+ positions", result.stderr), result.stderr  # its progress, on stderr
+
+
+def test_a_game_rate_scales_an_assumed_month_and_each_question_has_one_wall(data_dir: Path) -> None:
+    """Issue 44: `--assume-games 90000000 --game-rate 0.01` on a small input failed ("nothing to
+    analyse: ... filtered by sample"): the sample was thinned by the rate before it was timed. The
+    plan now reads the sample without the rate and scales by it; the games it leaves out count as
+    filtered. The plan on this machine gives one wall for its own workers, and the cluster rows
+    do not repeat that count with another figure."""
+    flags = ["--engine", "native", "--depth", "1", "--judges", "dip", "--human-model", "none", "--plies", "10-12",
+             "--sample-positions", "6", "--workers", "1"]  # fmt: skip
+    assumed = ["--assume-games", "90000000", "--game-rate", "0.01"]
+    planned = json.loads(run_cli("plan", str(GAMES / "lichess_100.pgn"), *flags, *assumed, "--json", check=True).stdout)
+    sample = planned["sample"]
+    kept_share = sample["games_kept"] / sample["games_read"]
+    assert sample["games_kept"] > 0 and not sample["whole_job"]
+    assert planned["games_kept"]["value"] == pytest.approx(90_000_000 * 0.01 * kept_share)
+    total = sum(planned[name]["value"] for name in ("games_kept", "games_filtered", "games_error"))
+    assert total == pytest.approx(90_000_000)
+    # The same job at rate 1 plans 100 times the games and about 100 times the positions.
+    whole = json.loads(
+        run_cli(
+            "plan", str(GAMES / "lichess_100.pgn"), *flags, "--assume-games", "90000000", "--json", check=True
+        ).stdout
+    )
+    assert whole["games_kept"]["value"] == pytest.approx(100 * planned["games_kept"]["value"])
+    assert whole["positions"]["value"] == pytest.approx(100 * planned["positions"]["value"])
+    # A game the rate leaves out costs its headers, not a replay: the parse is planned for the kept.
+    assert planned["ingest_seconds"]["value"] < whole["ingest_seconds"]["value"] / 5
+    text = run_cli("plan", str(GAMES / "lichess_100.pgn"), *flags, *assumed, check=True).stdout
+    assert re.search(r"^wall time: .* with 1 worker$", text, re.MULTILINE), text
+    assert not re.search(r"^\s+1 workers?:", text, re.MULTILINE), text
+    assert re.search(r"unreadable: \d[\d,]*.*from \d+ of the \d+ games sampled", text), text

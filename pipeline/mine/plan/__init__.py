@@ -10,7 +10,8 @@ The method (docs/mining.md, "Planning a job"):
    job reads (the whole of a counted source, the prefix of an estimated one) are read through the
    job's `GameReader` and `GameFilter`, as an ingest task reads them: the shares of games kept,
    filtered and failed, the positions per game, each kept game's position keys by ply, and the
-   seconds per game of the parse. When the sample is the whole job these figures are counts.
+   seconds per game of the parse. When the sample is the whole job these figures are counts. The
+   one filter not applied is --game-rate (`content_reader`): the counts are scaled by it instead.
 3. *Distinct positions.* A key seen before anywhere in the job is not analysed again. Per ply, the
    distinct keys among n kept games of the sample are counted at n = n_s, n_s/2, n_s/4, ...
    (averaged over REUSE_ORDERS seeded orders of the games) and fitted with Heaps' law,

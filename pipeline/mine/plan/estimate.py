@@ -21,7 +21,7 @@ Z90 = 1.645
 MIN_TIMED_GAMES = 5
 
 
-def share(k: int, n: int, total: float, how: str, exact: bool) -> Figure:
+def share(k: float, n: int, total: float, how: str, exact: bool) -> Figure:
     """`total` x k / n, with the Wilson 90 % interval of the share unless the sample is the job."""
     if exact:
         return Figure(float(k), how)
@@ -61,14 +61,20 @@ class CountFigures:
     fits: list[ReuseFit]
 
 
-def count_figures(sample: SampledGames, read: float, read_how: str, whole_job: bool, seed: int) -> CountFigures:
-    """Games, positions and distinct positions of the job from its sample."""
+def count_figures(
+    sample: SampledGames, read: float, read_how: str, whole_job: bool, seed: int, rate: float = 1.0
+) -> CountFigures:
+    """Games, positions and distinct positions of the job from its sample, read without the job's
+    --game-rate (`rate`, which thins the kept games by a hash of their ids: the kept games and
+    their positions are scaled by it, the games it leaves out count as filtered). A sample is
+    the whole job only at rate 1."""
     read_n, kept_n = sample.games_read, len(sample.kept)
     if whole_job:
         read, read_how = float(read_n), "counted (read through the job's reader)"
     how = "counted (the sample is the whole job)" if whole_job else f"share of the {read_n:,}-game sample x games read"
-    kept = share(kept_n, read_n, read, how, whole_job)
-    filtered = share(sum(sample.filtered.values()), read_n, read, how, whole_job)
+    thinned = f" x --game-rate {rate:g}" if rate < 1.0 else ""
+    kept = share(kept_n, read_n, read * rate, how + thinned, whole_job)
+    filtered = share(sum(sample.filtered.values()) + (1.0 - rate) * kept_n, read_n, read, how, whole_job)
     failed = share(sample.errors, read_n, read, how, whole_job)
     per_game = np.zeros(read_n)
     per_game[:kept_n] = np.bincount(np.asarray(sample.game_of, dtype=np.int64), minlength=kept_n)
@@ -77,8 +83,8 @@ def count_figures(sample: SampledGames, read: float, read_how: str, whole_job: b
         positions = Figure(float(len(sample.key_of)), "counted")
     else:
         spread = Z90 * float(per_game.std(ddof=1)) / math.sqrt(read_n) if read_n > 1 else mean
-        positions = Figure(read * mean, "positions per game read in the sample x games read",
-                           read * max(0.0, mean - spread), read * (mean + spread))  # fmt: skip
+        positions = Figure(read * rate * mean, "positions per game read in the sample x games read" + thinned,
+                           read * rate * max(0.0, mean - spread), read * rate * (mean + spread))  # fmt: skip
     fits, overlap = fit_reuse(sample.game_of, sample.ply_of, sample.key_of, kept_n, seed)
     if whole_job:
         analysed = Figure(float(len(set(sample.key_of))), "counted (distinct keys of the job)")

@@ -128,7 +128,7 @@ def _read_input(
     chosen = choose_blocks(counts, sample_games, seed)
     sample = read_sample(config, counts, chosen)
     all_blocks = sum(math.ceil(count.sampleable / SAMPLE_BLOCK_GAMES) for count in counts)
-    whole_job = (assume_games is None and all(count.counted for count in counts)
+    whole_job = (assume_games is None and all(count.counted for count in counts) and config.game_filter.sample_rate == 1
                  and sum(len(blocks) for blocks in chosen.values()) == all_blocks)  # fmt: skip
     kept_n = len(sample.kept)
     say(f"plan: sample of {sample.games_read:,} games read ({len(sample.blocks)} blocks), {kept_n:,} kept, "
@@ -244,7 +244,7 @@ def _costs(
     sample = read.sample
     distinct = figures.analysed.value
     engine_seconds, core_hours, analysis_seconds = _engine_figures(distinct, rates)
-    parse_per_game = sample.parse_seconds / max(1, sample.games_read)
+    parse_per_game = sample.parse_seconds_per_game(config.game_filter.sample_rate)
     cut_per_game = sample.cut_seconds / sample.cut_games if sample.cut_games else 0.0
     ingest = Figure(read.read * parse_per_game, "games read x parse seconds per game (measured here)")
     shards, compressed_games = count_shards(config, read.counts, read.read / max(1, read.counted_games))
@@ -274,9 +274,11 @@ def _costs(
         None if rates.per_position.low is None else model.wall(distinct * (rates.per_position.low + replay)),
         None if rates.per_position.high is None else model.wall(distinct * (rates.per_position.high + replay)),
     )
+    # The clusters' rows (a core per worker, from CPU-seconds); the job's own count only when it
+    # runs on a cluster too, or the plan would give two walls for one question (issue 44).
     scaling = tuple(
         scale_to(n, cluster_seconds, cut, writer_total, reader_total, startup, last_unit)
-        for n in sorted({*SCALING_WORKERS, worker_n})
+        for n in sorted({*SCALING_WORKERS, *(() if rates.here else (worker_n,))})
     )
     return _Costs(engine_seconds, core_hours, analysis_seconds, ingest, driver, wall_seconds, here.shards, scaling,
                   parse_per_game, cut_per_game, probe_positions, probe_seconds, here.shard_games)  # fmt: skip
@@ -370,7 +372,8 @@ def plan(
     engine_name = check_backend(config.engine)
     worker_n, workers_how = worker_count(config, workers)
     read = _read_input(config, sources, sample_games, assume_games, seed, shown)  # 1-2: count, and read the sample
-    figures = count_figures(read.sample, read.read, read.read_how, read.whole_job, seed)  # 3: distinct positions
+    rate = config.game_filter.sample_rate
+    figures = count_figures(read.sample, read.read, read.read_how, read.whole_job, seed, rate)  # 3: distinct positions
     say(f"plan: {figures.positions.value:,.0f} positions, {figures.analysed.value:,.0f} distinct; timing "
         f"{sample_positions} with {engine_name}")  # fmt: skip
     processes = min(worker_n, os.cpu_count() or 1)

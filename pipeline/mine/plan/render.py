@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from pipeline.common.words import quantity
 from pipeline.mine.plan.estimate import MIN_TIMED_GAMES
 from pipeline.mine.plan.records import Figure, Plan, Scaling
 
@@ -49,8 +50,8 @@ def _scaling_line(row: Scaling) -> str:
     )  # fmt: skip
     cap = "; more games per shard than a stream shard holds would be needed" if row.capped else ""
     return (
-        f"  {row.workers:>6,} workers: {_duration(row.wall_seconds)}, bound by the {row.bound}, --shard-games "
-        f"{row.shard_games:,} ({row.shards:,} shards): {parts}{cap}"
+        f"  {quantity(row.workers, 'worker'):>14}: {_duration(row.wall_seconds)}, bound by the {row.bound}, "
+        f"--shard-games {row.shard_games:,} ({quantity(row.shards, 'shard')}): {parts}{cap}"
     )
 
 
@@ -71,12 +72,13 @@ def plan_text(plan: Plan) -> str:
         else ""
     )
     lines = [
-        f"Plan for {len(plan.sources)} input{'s' if len(plan.sources) != 1 else ''} ({size / 1e6:,.1f} MB on disk), "
-        f"engine {plan.engine}, {plan.workers} worker{'s' if plan.workers != 1 else ''} ({plan.workers_how}, "
+        f"Plan for {quantity(len(plan.sources), 'input')} ({size / 1e6:,.1f} MB on disk), "
+        f"engine {plan.engine}, {quantity(plan.workers, 'worker')} ({plan.workers_how}, "
         f"{where})",
         f"games read:          {_count(plan.games_read.value)} ({plan.games_read.how})",
         f"games mined:         {_range(plan.games_kept, _count)}",
-        f"games filtered:      {_count(plan.games_filtered.value)}; unreadable: {_count(plan.games_error.value)}",
+        f"games filtered:      {_count(plan.games_filtered.value)}; unreadable: {_range(plan.games_error, _count)}, "
+        f"from {sample.games_error:,} of the {sample.games_read:,} games sampled",
         f"positions:           {_range(plan.positions, _count)}",
         f"analysed (distinct): {_count(plan.positions_analysed.value)} ({plan.positions_analysed.how}); "
         f"reused: {_count(plan.positions_reused.value)}",
@@ -88,7 +90,8 @@ def plan_text(plan: Plan) -> str:
         f"pipeline:            ingest {_duration(plan.ingest_seconds.value)} of cores, driver "
         f"{_duration(plan.driver_seconds.value)} serial ({plan.shards:,} shard{'s' if plan.shards != 1 else ''} "
         f"of --shard-games {plan.shard_games:,})",
-        f"wall time:           {_range(plan.wall_seconds, _duration, few)} with {plan.workers} workers",
+        f"wall time:           {_range(plan.wall_seconds, _duration, few)} with {quantity(plan.workers, 'worker')}",
+        "on clusters:         a core per worker, from the CPU-seconds per position",
         *(_scaling_line(row) for row in plan.scaling),
         f"sample:              {sample.games_read:,} games in {sample.blocks} blocks"
         f"{' (the whole job)' if sample.whole_job else ''}, {sample.positions:,} positions, {sample.distinct:,} "

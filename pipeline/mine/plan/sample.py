@@ -3,6 +3,7 @@ reader and filters), and the units of its new positions drawn for timing (step 4
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Generator, Sequence
@@ -44,8 +45,18 @@ class SampledGames:
     ply_of: list[int] = field(default_factory=list)
     key_of: list[int] = field(default_factory=list)
     parse_seconds: float = 0.0
+    kept_parse_seconds: float = 0.0  # of parse_seconds, the kept games' (replayed in full)
     cut_seconds: float = 0.0
     cut_games: int = 0  # games of compressed sources the cut above went through
+
+    def parse_seconds_per_game(self, rate: float) -> float:
+        """The job's parse seconds per game read, at --game-rate `rate`: the sample is read without
+        the rate, so a kept game it would thin costs what a filtered game costs (its headers), not
+        its replay (none filtered in the sample: that cost is taken as nil, a hash beside a replay)."""
+        others = self.games_read - len(self.kept)
+        other_mean = (self.parse_seconds - self.kept_parse_seconds) / others if others else 0.0
+        kept = rate * self.kept_parse_seconds + (1.0 - rate) * len(self.kept) * other_mean
+        return (self.parse_seconds - self.kept_parse_seconds + kept) / max(1, self.games_read)
 
 
 def choose_blocks(counts: Sequence[SourceCount], sample_games: int, seed: int) -> dict[int, list[int]]:
@@ -64,10 +75,18 @@ def choose_blocks(counts: Sequence[SourceCount], sample_games: int, seed: int) -
     return chosen
 
 
+def content_reader(config: MineConfig) -> GameReader:
+    """The job's reader and filters without its --game-rate. The rate keeps a seeded hash's share
+    of the games whatever they hold, so the plan reads the games it would thin and scales the
+    counts by it instead (`count_figures`): at --game-rate 0.01 a 1,000-game sample would
+    otherwise leave about 10 games to time, and a 40-game input none."""
+    return GameReader(dataclasses.replace(config.game_filter, sample_rate=1.0))
+
+
 def read_sample(config: MineConfig, counts: Sequence[SourceCount], chosen: dict[int, list[int]]) -> SampledGames:
-    """Read the chosen blocks through the job's reader and filters."""
+    """Read the chosen blocks through the job's reader and filters (all but the rate)."""
     sample = SampledGames()
-    reader = GameReader(config.game_filter)
+    reader = content_reader(config)
     for index, wanted in sorted(chosen.items()):
         count = counts[index]
         wanted_set = set(wanted)
@@ -99,7 +118,10 @@ def _read_block(reader: GameReader, shard: Shard, limit: int, sample: SampledGam
         if number >= limit:
             break
         sample.games_read += 1
+        now = time.perf_counter()  # this game's parse: the generator reads one game a step
+        sample.parse_seconds += now - start
         if isinstance(outcome, Selected):  # always with a position: a game without is filtered (ply_window)
+            sample.kept_parse_seconds += now - start
             game = len(sample.kept)
             sample.kept.append(KeptGame(block, number))
             for row in outcome.positions:
@@ -110,12 +132,12 @@ def _read_block(reader: GameReader, shard: Shard, limit: int, sample: SampledGam
             sample.errors += 1
         elif isinstance(outcome, Filtered):
             sample.filtered[outcome.rule] = sample.filtered.get(outcome.rule, 0) + 1
-    sample.parse_seconds += time.perf_counter() - start
+        start = time.perf_counter()
 
 
 def selected_games(config: MineConfig, sample: SampledGames, games: Sequence[int]) -> dict[int, Selected]:
     """The kept games of the sample with these indices, read again in full (rows, moves)."""
-    reader = GameReader(config.game_filter)
+    reader = content_reader(config)
     by_block: dict[int, dict[int, int]] = {}
     for game in games:
         kept = sample.kept[game]
