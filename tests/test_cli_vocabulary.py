@@ -73,3 +73,27 @@ def test_one_meaning_has_one_name() -> None:
     assert not shared, shared
     retired = sorted(set(RETIRED) & set(vocabulary()))
     assert not retired, [f"{flag}: use {RETIRED[flag]}" for flag in retired]
+
+
+def commands_of(command: Any, path: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Every leaf command of the tree by its name ("human train")."""
+    if hasattr(command, "commands"):
+        return {
+            name: leaf for n, sub in command.commands.items() for name, leaf in commands_of(sub, (*path, n)).items()
+        }
+    return {" ".join(path): command}
+
+
+def test_help_answers_itself() -> None:
+    """Issue 44: a flag's help never sends the reader to a help that does not say. --workers sends
+    them to the command's description, so every command with --workers says there what its counts
+    mean for Ray (plan only estimates, so its --workers are a wall time's); no help says "see --help"."""
+    uses = vocabulary()
+    for name, command in commands_of(typer.main.get_command(app)).items():
+        flags = {flag for param in command.params for flag in getattr(param, "opts", ())}
+        if "--workers" in flags and name != "plan":
+            text = " ".join((command.help or "").split())
+            assert "--workers" in text and "Ray" in text, (name, text)
+    assert not [(flag, command) for flag, rows in uses.items() for command, text, _ in rows if "see --help" in text]
+    mine_help = " ".join((commands_of(typer.main.get_command(app))["mine"].help or "").split())
+    assert "s3://" in mine_help

@@ -60,7 +60,8 @@ def evaluate(
     """The judge harness: trap-node share, candidates, fall rate and lift over chance, and recall on
     known traps, for every trap judge on held-out games, and the fall probability's calibration
     (docs/judges.md). --judges names the judges whose evidence is gathered (default: all; without
-    dip, positions are valued as a mining job values them, and faster)."""
+    dip, positions are valued as a mining job values them, and faster). --workers 1 gathers in
+    this process, without Ray."""
     from pipeline.common.progress import Progress
     from pipeline.harness.calibration import calibration_table
     from pipeline.harness.measure import markdown_table, run_harness

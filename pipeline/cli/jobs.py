@@ -166,7 +166,11 @@ def mine(
     ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", help="Show Ray's own log lines too.")] = False,
 ) -> None:
-    """Mine PGN databases for traps: DiffiMax at every selected position on Ray, Parquet out."""
+    """Mine PGN databases for traps: DiffiMax at every selected position on Ray, Parquet out.
+
+    Inputs are PGN files (.pgn, .pgn.zst, .pgn.gz, .pgn.bz2), directories, globs, http(s) URLs or
+    s3:// and gs:// objects; --out is a directory, s3:// or gs://. --workers N starts N Ray
+    workers (1 is one worker, still on Ray); --address joins a running cluster instead."""
     from pipeline.mine.driver import run
 
     if repair and not resume:

@@ -58,7 +58,12 @@ GamesOpt = Annotated[
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the command's random choices (samples, trees, draws).")]
 WorkersOpt = Annotated[
-    int | None, typer.Option("--workers", help="Parallel workers (default: all CPUs; see the command's help for 1).")
+    int | None,
+    typer.Option(
+        "--workers",
+        help="Parallel workers (default: this machine's CPUs); the command's description says which count runs "
+        "without Ray.",
+    ),
 ]
 PoolOpt = Annotated[
     str,
@@ -104,7 +109,11 @@ HashOpt = Annotated[int | None, typer.Option("--hash", help="UCI Hash in MiB per
 # The trap judges, the same flags on explain and mine.
 JudgesOpt = Annotated[
     str | None,
-    typer.Option("--judges", help="Comma list of dip, trappy, human, model, practical, or all (default: see --help)."),
+    typer.Option(
+        "--judges",
+        help="Comma list of dip, trappy, human, model, practical, or all (default: all for explain and evaluate; "
+        "human,model,practical for mine and plan; practical for repertoire).",
+    ),
 ]
 HumanModelOpt = Annotated[
     str,

@@ -89,7 +89,8 @@ def repertoire(
     thresholds: ThresholdFlags,
 ) -> None:
     """The opening lines that give a player the best practical chances against humans of a rating:
-    an expectimax over human replies, written as Parquet, PGN chapters and an offline explorer."""
+    an expectimax over human replies, written as Parquet, PGN chapters and an offline explorer.
+    --workers N grows it on N Ray workers; --workers 0 grows it in this process, without Ray."""
     from pipeline.engines.backends import check_backend
     from pipeline.outputs.repertoire.write import parse_repertoire_files, write_repertoire
     from pipeline.repertoire.driver import WorkerSpec, build_repertoire
