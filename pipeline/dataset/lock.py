@@ -7,8 +7,11 @@ holder (its pid, host and command, which the holder writes into the file). Where
 has no `flock` the holder's record decides: a record of a live process on this host is a held
 lock, anything else a stale one, taken over.
 
-The file stays when the lock is released (emptied): removing it would let two jobs lock two
-different files of one name.
+The holder removes the file as it releases the lock, so a finished job leaves no `.lock` behind.
+That is safe because a job that takes the lock checks that the file it locked is still the one
+of that name (`_lock_file`): a job that opened the file before its holder removed it, and locked
+it after, would otherwise hold a lock on a file no other job can see, beside the next job's lock
+on a new file of the same name. It opens the name again instead.
 """
 
 from __future__ import annotations
@@ -56,6 +59,9 @@ def check_out_path(root: Path) -> None:
         )
 
 
+# Times a job opens the lock file again when the file it locked was removed under it (each time,
+# a holder released the lock between the open and the lock: a race of microseconds).
+REOPENS: Final = 20
 # How the lock file is opened: never through a symbolic link (its target would be truncated).
 OPEN_FLAGS: Final = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
@@ -123,9 +129,8 @@ def output_lock(directory: str | os.PathLike[str], command: str | None = None) -
     created = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
     path = root / LOCK_FILE
-    descriptor = _open_lock(path, create=True)
+    descriptor = _lock_file(path, root)
     try:
-        _acquire(descriptor, root)
         record = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time(),
                   "command": command or " ".join(os.path.basename(arg) if i == 0 else arg
                                                  for i, arg in enumerate(sys.argv))[:500]}  # fmt: skip
@@ -136,13 +141,40 @@ def output_lock(directory: str | os.PathLike[str], command: str | None = None) -
         finally:
             with contextlib.suppress(OSError):  # the directory may be gone (a failed first run removes it)
                 os.ftruncate(descriptor, 0)
+                if _is_open_file(descriptor, path):  # removed while held: see the module docstring
+                    path.unlink()
     finally:
         os.close(descriptor)  # releases the lock
         if created:
             with contextlib.suppress(OSError):
-                if [entry.name for entry in os.scandir(root)] == [LOCK_FILE]:
-                    path.unlink()
+                if not any(os.scandir(root)):
                     root.rmdir()
+
+
+def _is_open_file(descriptor: int, path: Path) -> bool:
+    """Whether `path` names the file open as `descriptor` (not a file put there since)."""
+    try:
+        named = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(descriptor)
+    return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)
+
+
+def _lock_file(path: Path, root: Path) -> int:
+    """The descriptor of `path`, created if missing and locked (LockedError if another job holds
+    it), and still the file of that name: opened again if its holder removed it in between."""
+    for _ in range(REOPENS):
+        descriptor = _open_lock(path, create=True)
+        try:
+            _acquire(descriptor, root)
+            if _is_open_file(descriptor, path):
+                return descriptor
+        except BaseException:
+            os.close(descriptor)
+            raise
+        os.close(descriptor)
+    raise LockedError(f"{str(root)!r}: its lock file was replaced {REOPENS} times while this job took it; try again")
 
 
 def check_unlocked(directory: str | os.PathLike[str]) -> None:

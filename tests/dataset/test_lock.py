@@ -98,3 +98,36 @@ def test_a_second_job_on_a_running_jobs_out_refuses_and_the_first_finishes(tmp_p
     assert first.returncode == 0, stderr[-3000:]
     assert_session_ends(first.pid)
     assert json.loads((out / "manifest.json").read_text())["games_read"] == 100
+
+
+def test_a_released_lock_leaves_no_file_and_a_file_removed_under_a_taker_is_taken_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44: every output folder kept an empty `.lock`. The holder now removes it as it
+    releases; a job that opened the file just before that removal, and locked it just after,
+    holds a file no other job can see, so it checks and opens the name again (the removal is
+    injected between its open and its lock)."""
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "job.json").write_text("{}")
+    with output_lock(out) as path:
+        assert path.is_file()
+    assert sorted(p.name for p in out.iterdir()) == ["job.json"]
+    import pipeline.dataset.lock as lock
+
+    real_acquire, removed = lock._acquire, []
+
+    def holder_releases_first(descriptor: int, root: Path) -> None:
+        if not removed:  # the previous holder's release: its file goes before this job's lock lands
+            (root / LOCK_FILE).unlink()
+            removed.append(os.fstat(descriptor).st_ino)
+        real_acquire(descriptor, root)
+
+    monkeypatch.setattr(lock, "_acquire", holder_releases_first)
+    with output_lock(out) as path:
+        assert removed and path.is_file()
+        held = path.stat().st_ino
+        with pytest.raises(LockedError), output_lock(out):  # the file of that name is the one held
+            pass
+        assert path.stat().st_ino == held
+    assert not (out / LOCK_FILE).exists()

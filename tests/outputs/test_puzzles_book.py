@@ -5,6 +5,7 @@ no network access and one script. The puzzles are hand-made (Legal's trap), so n
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,9 @@ import pytest
 
 from pipeline.outputs.puzzles import GameInfo, Puzzle, SolverCheck, render_html
 from pipeline.outputs.puzzles.book import play_data
+from pipeline.outputs.puzzles.pgn_out import render_pgn, site_text
+from pipeline.outputs.puzzles.words import role
+from search.values import MATE
 from tests.conftest import CHROMIUM, needs_chromium, require_playwright
 
 pytestmark = needs_chromium
@@ -130,6 +134,35 @@ def test_a_reader_solves_by_click_drag_and_keyboard_and_a_wrong_move_is_refused(
     section.locator('button[data-square="d5"]').click()
     assert "Solved" in status(section) and "solved" in (section.get_attribute("class") or "")
     assert page.errors == [] and all(url.startswith(("file:", "data:")) for url in page.requests), page.requests
+
+
+def test_the_themes_wait_for_the_solution(browser: object, book: Path) -> None:
+    """Issue 44: "mate mateIn3" above the board gave the answer away. The themes are in the
+    closed solution: not visible until the reader opens it."""
+    page = open_book(browser, book)
+    section = page.locator('section[id="0123456789"]')  # type: ignore[attr-defined]
+    themes = section.get_by_text("Themes: mate mateIn3")
+    assert themes.count() == 1 and not themes.is_visible()
+    assert "mateIn3" not in str(section.locator(".meta").inner_text())
+    section.locator("details summary").click()
+    assert themes.is_visible()
+
+
+def test_the_set_puzzles_trap_reply_says_pawns_or_mate_never_the_marker() -> None:
+    set_puzzle = dataclasses.replace(legal_puzzle(), kind="set", practical_trap=True, dip=140)
+    assert role(set_puzzle, 2) == "the trap reply: it gives up 1.40 pawns"
+    mate = dataclasses.replace(set_puzzle, dip=MATE - 4 - (-35))  # a mate in 2 against a best of -0.35
+    assert role(mate, 2) == "the trap reply: it allows a forced mate"
+    assert "999" not in render_pgn([mate]) and "999" not in render_html([mate])
+
+
+@pytest.mark.parametrize(
+    ("site", "tag"),
+    [("Chess.com", "Chess.com"), ("https://lichess.org/abcdefgh", "https://lichess.org/abcdefgh"),
+     ("javascript:alert(1)", ""), ("?", "?"), (None, "")],
+)  # fmt: skip
+def test_the_pgn_site_keeps_a_place_and_a_url_and_drops_any_other_scheme(site: str | None, tag: str) -> None:
+    assert site_text(site) == tag
 
 
 def test_the_solution_is_revealed_and_arrow_keys_move_between_squares(browser: object, book: Path) -> None:

@@ -180,7 +180,6 @@ def _meta(p: Puzzle) -> Html:
     if p.rating is not None:
         meta.append(f"rating {p.rating} ± {p.rating_deviation}")
     meta.append(f"standard: {p.standard}" + (f", {p.set_rule} setting move" if p.set_rule else ""))
-    meta.append(" ".join(p.themes))
     return tag("p", join(meta, " · "), class_="meta")
 
 
@@ -227,7 +226,8 @@ def _puzzle_html(number: int, p: Puzzle) -> Html:
         _meta(p),
         play,
         tag("div", steps, class_="steps", aria_label="steps of the solution"),
-        tag("details", tag("summary", "Solution"), tag("ol", solution)),
+        # The themes name the answer ("mateIn2", "fork"): inside the solution, never above the board.
+        tag("details", tag("summary", "Solution"), tag("ol", solution), tag("p", "Themes: ", " ".join(p.themes))),
         _data_block(data),
     ]
     return tag("section", Html("\n"), join(parts, Html("\n")), Html("\n"), class_="puzzle", id=p.puzzle_id)

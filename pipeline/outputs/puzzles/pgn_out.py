@@ -7,9 +7,18 @@ from collections.abc import Sequence
 import chess
 import chess.pgn
 
-from pipeline.common.sanitize import pgn_value, safe_url
+from pipeline.common.sanitize import clean_text, pgn_value, safe_url
 from pipeline.outputs.puzzles.records import Puzzle
 from pipeline.outputs.puzzles.words import role
+
+
+def site_text(site: str | None) -> str:
+    """The Site tag: an http(s) URL, or plain text such as "Chess.com"; anything else with a scheme
+    (`javascript:`) is dropped, so no viewer that links the tag runs it."""
+    if safe_url(site):
+        return safe_url(site)
+    text = clean_text(site)
+    return "" if ":" in text else text
 
 
 def render_pgn(puzzles: Sequence[Puzzle]) -> str:
@@ -19,7 +28,7 @@ def render_pgn(puzzles: Sequence[Puzzle]) -> str:
         g = p.game
         tags = [
             ("Event", pgn_value(g.event)),
-            ("Site", pgn_value(safe_url(g.site))),
+            ("Site", pgn_value(site_text(g.site))),
             ("Date", pgn_value(g.date, "????.??.??")),
             ("Round", "-"),
             ("White", pgn_value(g.white)),

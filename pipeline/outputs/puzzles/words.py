@@ -7,6 +7,7 @@ import chess
 import chess.engine
 
 from pipeline.outputs.puzzles.records import Puzzle, SolverCheck
+from search.values import is_mate_score
 
 
 def format_score(score: chess.engine.Score | None) -> str:
@@ -33,8 +34,17 @@ def practical_words(p: Puzzle) -> str:
     runner = f" ({p.practical.runner_up_move})" if p.practical.runner_up_move else ""
     return (
         f"sets the likeliest trap: a {p.practical.chance:.0%} chance the opponent falls into one, "
-        f"next safe move {p.practical.runner_up:.0%}{runner}; gives up {p.practical.loss / 100:.2f}"
+        f"next safe move {p.practical.runner_up:.0%}{runner}; gives up {p.practical.loss / 100:.2f} pawns"
     )
+
+
+def trap_reply_words(p: Puzzle) -> str:
+    """The set puzzle's trap reply with what the miner found it loses: pawns, or the mate it allows
+    (the mined dip of a mate is a marker near 1,000 pawns, never shown)."""
+    reply = "the trap reply" if p.practical_trap else "the reply"
+    if is_mate_score(p.dip):
+        return f"{reply}: it allows a forced mate"
+    return f"{reply}: it gives up {p.dip / 100:.2f} pawns"
 
 
 def role(p: Puzzle, index: int) -> str:
@@ -45,8 +55,7 @@ def role(p: Puzzle, index: int) -> str:
             return "the opponent's move"
         return "the trap" if p.practical_trap else "the opponent's mistake"
     if p.kind == "set" and index == 2:
-        reply = "the trap reply" if p.practical_trap else "the reply"
-        return f"{reply} (dip {p.dip / 100:.2f} mined)"
+        return trap_reply_words(p)
     if p.kind == "set" and index == 1 and p.set_rule == "practical" and p.practical is not None:
         return practical_words(p)
     check = next((c for c in p.checks if c.index == index), None)
