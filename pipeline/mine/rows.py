@@ -163,11 +163,16 @@ def trap_rows(judgement: Judgement, board: chess.Board, setter: chess.Color, roo
 
 
 def played_class(response: dict[str, Any], move_played: str) -> tuple[str | None, dict[str, Any] | None]:
-    """What the human's move was at this root by the dip judge's classes (best, trap, reasonable,
-    unreasonable, excluded, out_of_scope; None without the dip judge), and its response entry."""
+    """What the human's move was at this root, and its response entry. With the dip judge, the
+    seed's classes (best, trap, reasonable, unreasonable, excluded, out_of_scope); without it, the
+    primary judge's: best, trap (a candidate it names), excluded, and for the others unreasonable
+    or reasonable by whether the move lost at least the practical judge's drop (`fall_drop`: None
+    where that is unknown, or the move has no value)."""
     entry = next((r for r in response["responses"] if r["move"] == move_played), None)
-    if "dip" not in response["judges"] or entry is None:
+    if entry is None:
         return None, entry
+    if "dip" not in response["judges"]:
+        return _primary_class(response, move_played, entry), entry
     if move_played == response["best_move"]:
         return "best", entry
     if entry["excluded"]:
@@ -179,6 +184,20 @@ def played_class(response: dict[str, Any], move_played: str) -> tuple[str | None
     if not entry["in_scope"]:
         return "out_of_scope", entry
     return "reasonable", entry
+
+
+def _primary_class(response: dict[str, Any], move_played: str, entry: dict[str, Any]) -> str | None:
+    """`played_class` by the primary judge (a dataset mined without the dip judge)."""
+    if move_played == response["best_move"]:
+        return "best"
+    if entry["excluded"]:
+        return "excluded"
+    if entry.get(f"by_{response['primary_judge']}"):
+        return "trap"
+    drop, lost = response.get("fall_drop"), entry.get("win_drop")
+    if drop is None or lost is None:
+        return None
+    return "unreasonable" if lost >= drop else "reasonable"
 
 
 # Columns of a RESPONSES / TRAPS row that belong to one occurrence, not to the position.

@@ -199,3 +199,22 @@ def test_setter_choices_record_trap_setting_moves(tmp_path):
     assert result.rows and result.rows[0][0] > 0
     with pytest.raises(ValueError, match="needs --depth 2"):
         MineConfig(inputs=(SAMPLE,), out=str(tmp_path / "x"), setter_choices=True, settings=DiffiMaxSettings(depth=1))
+
+
+@pytest.mark.parametrize(
+    ("move", "entry", "kind"),
+    [
+        ("e2e4", {"excluded": False, "by_practical": False, "win_drop": 0.0}, "best"),
+        ("d2d4", {"excluded": False, "by_practical": True, "win_drop": 0.4}, "trap"),
+        ("g2g4", {"excluded": False, "by_practical": False, "win_drop": 0.4}, "unreasonable"),
+        ("c2c4", {"excluded": False, "by_practical": False, "win_drop": 0.05}, "reasonable"),
+        ("c2c3", {"excluded": False, "by_practical": False, "win_drop": None}, None),
+        ("a2a3", {"excluded": True, "by_practical": False, "win_drop": 0.9}, "excluded"),
+    ],
+)
+def test_without_the_dip_judge_the_played_class_is_the_primary_judges(move, entry, kind):
+    """Issue 44: mined with the defaults (no dip judge), `played_class` was empty in every row."""
+    response = {"judges": ["human", "model", "practical"], "primary_judge": "practical", "best_move": "e2e4",
+                "fall_drop": 0.15, "responses": [{"move": move, **entry}]}  # fmt: skip
+    assert played_class(response, move) == (kind, {"move": move, **entry})
+    assert played_class(response, "h2h4") == (None, None)  # a move with no entry
