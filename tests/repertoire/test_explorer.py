@@ -119,3 +119,33 @@ def test_a_reader_clicks_three_plies_and_sees_the_rows_figures(browser: Any, rep
     assert exported.startswith("1. e4 ")
     assert page.locator("script").count() == 1
     assert errors == [] and all(url.startswith(("file:", "data:")) for url in requests), requests
+
+
+def test_the_pieces_sit_on_the_boards_squares_and_clear_of_its_coordinates(
+    browser: Any, repertoire: tuple[Path, list]
+) -> None:
+    """Issue 44: the explorer's file letters overlapped the pieces. The board under the square
+    buttons was python-chess's, with a border: its squares lay 4 % inside the buttons. Now every
+    button covers its own square of the drawn board, and each coordinate lies in one square's
+    corner."""
+    out, _ = repertoire
+    page = browser.new_page()
+    page.goto((out / HTML_FILE).as_uri())
+    page.locator("table.moves tbody tr td.move button").first.wait_for()
+    board = page.locator(".stage svg.board").bounding_box()
+    assert board is not None
+    side = board["width"] / 8
+    for name in ("a1", "h8", "e4"):
+        square = chess.parse_square(name)
+        column, row = 7 - chess.square_file(square), chess.square_rank(square)  # Black below
+        box = page.locator(f'button[data-square="{name}"]').bounding_box()
+        assert box is not None
+        assert abs(box["x"] - (board["x"] + column * side)) < 1 and abs(box["y"] - (board["y"] + row * side)) < 1
+        assert abs(box["width"] - side) < 1 and abs(box["height"] - side) < 1
+    # The coordinates are drawn through a <use> of the page's shared shapes: the board shows the
+    # ones of its orientation, in glyphs a small part of a square.
+    assert page.locator('.stage svg.board use[href="#cb"]').count() == 1
+    letters = page.locator("svg.defs #cb text").all()
+    assert len(letters) == 16
+    size = page.evaluate("() => getComputedStyle(document.querySelector('svg.defs #cb')).fontSize")
+    assert 0 < float(size.removesuffix("px")) < 1 / 3, size  # a square is 1 (the board's viewBox is 8)

@@ -24,7 +24,7 @@ import chess.svg
 
 from pipeline.common.sanitize import clean_text
 from pipeline.outputs.html import BOARD_SCRIPT, Html, document, tag
-from pipeline.outputs.puzzles.book import BOARD_PX, STYLE
+from pipeline.outputs.puzzles.book import STYLE, board_svg, shared_defs
 from search.values import format_pawns
 
 HERE = Path(__file__).resolve().parent
@@ -56,11 +56,6 @@ def piece_images() -> dict[str, str]:
             svg = chess.svg.piece(piece, size=45)
             found[piece.symbol()] = "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode("ascii")
     return found
-
-
-def empty_board(orientation: chess.Color) -> str:
-    svg = chess.svg.board(chess.Board(None), size=BOARD_PX, orientation=orientation, coordinates=True)
-    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode("ascii")
 
 
 def label(row: Mapping[str, Any]) -> str:
@@ -172,7 +167,10 @@ def render_explorer(rows: Sequence[Mapping[str, Any]], start: chess.Board, *, ti
     )
     stage = tag(
         "div",
-        tag("img", src=empty_board(color), alt="board", width=BOARD_PX, height=BOARD_PX),
+        # The book's board: its squares fill the stage the square buttons cover, and the coordinates
+        # sit in the squares' corners (python-chess's bordered board put its squares 4 % inside the
+        # buttons, and its file letters under the pieces of the first rank).
+        board_svg(chess.Board(None), None, color == chess.WHITE, "board"),
         tag("div", class_="grid", role="grid", aria_label="board"),
         class_="stage",
     )
@@ -180,7 +178,7 @@ def render_explorer(rows: Sequence[Mapping[str, Any]], start: chess.Board, *, ti
     section = tag("section", tag("div", stage, controls, class_="play"), class_="explorer", data_tree=data)
     return document(
         heading,
-        [tag("h1", heading), about, section, tag("script", Html(SCRIPT))],
+        [shared_defs(), tag("h1", heading), about, section, tag("script", Html(SCRIPT))],
         csp=csp,
         style=Html(STYLE + EXPLORER_STYLE),
         meta=[tag("meta", name="referrer", content="no-referrer")],
