@@ -37,6 +37,7 @@ from pipeline.outputs.puzzles import (
     STANDARDS,
     VERIFY_BATCH,
     Analyse,
+    Checked,
     EngineVerifier,
     GameInfo,
     MultiPvLine,
@@ -59,7 +60,7 @@ from pipeline.outputs.puzzles import (
     score_win_chances,
     themes_for,
 )
-from pipeline.outputs.puzzles.rules import regains_only
+from pipeline.outputs.puzzles.rules import final_recapture, regains_only
 from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings
 from tests.conftest import (
@@ -296,6 +297,7 @@ def test_the_practical_setting_rule_is_asked_last_and_only_for_a_line_that_stand
     line = ["c8g4", "b1c3", "g7g6", "f3e5"]
     table = {
         epd_after(fen, "c8g4"): [("b1c3 g7g6", cp(60)), ("h2h3", cp(40))],  # not the only good move
+        epd_after(fen, "c8g4", "b1c3"): [("g7g6", cp(-60))],  # the setting move's own value: it gives up nothing
         epd_after(fen, "c8g4", "b1c3", "g7g6"): [("f3e5 g4d1", cp(400)), ("h2h3", cp(50))],
         epd_after(fen, *line, "g4d1"): [("c4f7 e8e7", cp(500)), ("c3d1", cp(-300))],
         epd_after(fen, *line, "g4d1", "c4f7", "e8e7"): [("c3d5", cp(650)), ("h2h3", cp(600))],
@@ -308,13 +310,83 @@ def test_the_practical_setting_rule_is_asked_last_and_only_for_a_line_that_stand
         return verdict
 
     checked = check_candidate(fen, line, 3, scripted(table), DEFAULT, judge)
-    assert not isinstance(checked, str) and checked.set_rule == "practical" and checked.practical == verdict
+    assert not isinstance(checked, str) and checked.set_rule == "practical"
+    assert checked.practical == dataclasses.replace(verdict, loss=0)  # the loss at the verification budget
+    assert checked.checks[0] == SolverCheck(1, cp(60), cp(60))
     assert asked == ["b1c3"]
     assert check_candidate(fen, line, 3, scripted(table), DEFAULT, lambda board, move: None) == "not_practical"
     # The refutation fails: the costly rule is never asked.
     asked.clear()
     failing = {**table, epd_after(fen, "c8g4", "b1c3", "g7g6"): [("h2h3", cp(400)), ("f3e5", cp(50))]}
     assert check_candidate(fen, line, 3, scripted(failing), DEFAULT, judge) == "not_best" and asked == []
+
+
+SET_FEN = "rnbqkbnr/ppp2ppp/3p4/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R b KQkq - 1 3"  # 3...Bg4 4.Nc3 g6? 5.Nxe5
+SET_LINE = ["c8g4", "b1c3", "g7g6", "f3e5"]
+
+
+def practical_table(best: int, setting: int) -> dict[str, list[tuple[str, chess.engine.Score]]]:
+    """The practical setting rule's line with the engine's best worth `best` and 4.Nc3 `setting`
+    (centipawns, the setter's view)."""
+    cp = chess.engine.Cp
+    return {
+        epd_after(SET_FEN, "c8g4"): [("h2h3", cp(best)), ("b1c3 g7g6", cp(setting))],
+        epd_after(SET_FEN, "c8g4", "b1c3"): [("g7g6", cp(-setting))],
+        epd_after(SET_FEN, "c8g4", "b1c3", "g7g6"): [("f3e5 g4d1", cp(400)), ("h2h3", cp(50))],
+        epd_after(SET_FEN, *SET_LINE, "g4d1"): [("c4f7 e8e7", cp(500)), ("c3d1", cp(-300))],
+        epd_after(SET_FEN, *SET_LINE, "g4d1", "c4f7", "e8e7"): [("c3d5", cp(650)), ("h2h3", cp(600))],
+    }
+
+
+def test_a_practical_setting_move_keeps_the_safety_margin_at_the_verification_budget() -> None:
+    """Issue 44: "13... Bb5 ... gives up 0.00" where Stockfish gave Be6 +2.62 and Bb5 +1.63. The
+    practical rule judged the margin at the mining budget; the verifier now measures it at its own
+    budget, searches a narrow pass again deeper, and says the loss it measured."""
+
+    def judge(board: chess.Board, move: chess.Move) -> PracticalCheck | None:
+        return PracticalCheck(0.41, 0.12, "h2h3", 0)
+
+    assert check_candidate(SET_FEN, SET_LINE, 3, scripted(practical_table(160, 60)), DEFAULT, judge) == "not_safe"
+    checked = check_candidate(SET_FEN, SET_LINE, 3, scripted(practical_table(80, 60)), DEFAULT, judge)
+    assert not isinstance(checked, str) and checked.practical is not None and checked.practical.loss == 20
+    # 40 centipawns passes by less than half the margin: the deeper search decides, either way.
+    narrow = scripted(practical_table(100, 60))
+    assert check_candidate(
+        SET_FEN, SET_LINE, 3, narrow, DEFAULT, judge, confirm=scripted(practical_table(130, 60))
+    ) == ("not_safe")
+    held = check_candidate(SET_FEN, SET_LINE, 3, narrow, DEFAULT, judge, confirm=scripted(practical_table(70, 60)))
+    assert not isinstance(held, str) and held.practical is not None and held.practical.loss == 10
+    # A written puzzle's setting move is held to the margin again on another budget.
+    moves = ("c8g4", "b1c3", "g7g6", "f3e5", "g4d1", "c4f7")
+    assert recheck(SET_FEN, moves, 3, scripted(practical_table(80, 60)), DEFAULT, "advantage", True)
+    assert not recheck(SET_FEN, moves, 3, scripted(practical_table(160, 60)), DEFAULT, "advantage", True)
+
+
+def test_a_line_that_ends_in_a_recapture_is_cut_before_it() -> None:
+    """Issue 44: a line whose last solver move only takes back a piece (5.Nxe5 Bxd1 6.Nxd1) ends
+    before the trade; here that leaves one solver move, no puzzle."""
+    cp = chess.engine.Cp
+    table = {
+        epd_after(BEFORE_TRAP, "g7g6"): [("f3e5 g4d1", cp(400)), ("h2h3", cp(0))],
+        epd_after(BEFORE_TRAP, "g7g6", "f3e5", "g4d1"): [("c3d1 h7h6", cp(300)), ("h2h3", cp(-600))],
+    }
+    line = ["g7g6", "f3e5", "g4d1", "c3d1"]
+    assert check_candidate(BEFORE_TRAP, line, 1, scripted(table), DEFAULT, extend=False) == "too_short"
+    assert final_recapture(BEFORE_TRAP, [chess.Move.from_uci(m) for m in line], 3)
+    assert not final_recapture(BEFORE_TRAP, [chess.Move.from_uci(m) for m in (*line[:3], "c4f7")], 3)
+
+
+def test_a_set_puzzle_is_tagged_mate_only_when_the_setting_move_forces_it() -> None:
+    """Issue 44: set puzzles were tagged `mate mateIn2` where the mate needs the opponent's error."""
+    cp, mate = chess.engine.Cp, chess.engine.Mate
+    line = ("c8g4", "b1c3", "g7g6", "f3e5", "g4d1", "c4f7", "e8e7", "c3d5")  # Legal's mate after 4...g6?
+    later = (SolverCheck(3, cp(400), cp(50)), SolverCheck(5, mate(2), cp(-300)), SolverCheck(7, mate(1), cp(100)))
+    unforced = Checked(line, (SolverCheck(1, cp(60), cp(40)), *later), False, True, "only")
+    themes = themes_for("set", unforced, SET_FEN)
+    assert "diffimaxSet" in themes and not [t for t in themes if t == "mate" or "Mate" in t or t.startswith("mateIn")]
+    forced = dataclasses.replace(unforced, checks=(SolverCheck(1, mate(4), cp(40)), *later))
+    assert {"mate", "mateIn4"} & set(themes_for("set", forced, SET_FEN))
+    assert "mate" in themes_for("punish", unforced, SET_FEN)  # a punish puzzle's mate is forced by its checks
 
 
 @pytest.mark.parametrize("prefix", ["=", "+", "-", "@", "\t", "\r"])

@@ -57,11 +57,26 @@ def themes_for(kind: PuzzleKind, checked: Checked, fen: str, standard: str = "de
     the kind, the practical setting rule, the standard met. Sorted."""
     final = cp_of(checked.checks[-1].best)
     tags = set(cook(PuzzleLine(fen, checked.moves, None if checked.mate else final)))
+    if kind == "set" and not _mate_forced_by_setting(checked):
+        tags = {tag for tag in tags if not is_mate_theme(tag)}
     tags.add(KIND_THEMES[kind])
     if checked.set_rule == "practical":
         tags.add("diffimaxPractical")
     tags.add("diffimaxStandardLichess" if standard == "lichess" else "diffimaxStandardDefault")
     return tuple(sorted(tags))
+
+
+def is_mate_theme(theme: str) -> bool:
+    """Lichess's mate themes: `mate`, `mateIn1`..`mateIn5` and the patterns (`backRankMate`, ...)."""
+    return theme == "mate" or theme.startswith("mateIn") or theme.endswith("Mate")
+
+
+def _mate_forced_by_setting(checked: Checked) -> bool:
+    """A set puzzle's mate is forced against every defence only when the setting move itself mates
+    by force (its score at the verification budget); after any other, the mate needs the
+    opponent's error, and a mate theme would promise what the position does not hold."""
+    setting = next((check for check in checked.checks if check.index == 1), None)
+    return setting is not None and (setting.best.mate() or 0) > 0
 
 
 def parse_kind(text: str | Sequence[str]) -> tuple[PuzzleKind, ...]:

@@ -35,6 +35,7 @@ DropReason = Literal[
     "not_best",
     "not_unique",
     "not_practical",
+    "not_safe",
     "not_winning",
     "too_short",
     "recapture",
@@ -56,6 +57,8 @@ DROP_REASONS: dict[DropReason, str] = {
     "not_best": "the engine prefers another move at the first solver move (or the setting move)",
     "not_unique": "the engine agrees, but the second best is within the margin",
     "not_practical": "set: the setting move is neither the only good move nor the clear practical best",
+    "not_safe": "set: a practical setting move gives up more than half a pawn against the engine's best at the "
+    "verification budget (searched again deeper when it passes by less than a quarter pawn)",
     "not_winning": "the line ends below +2 pawns without mate and is no defensive puzzle asked for (lichess "
     "standard: also any solver move below +2)",
     "too_short": "a line without mate has one solver move (a one-mover)",

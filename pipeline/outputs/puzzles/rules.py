@@ -20,6 +20,7 @@ from pipeline.outputs.puzzles.records import (
     SetRule,
     SolverCheck,
 )
+from pipeline.outputs.puzzles.setting_move import SAFETY_CP
 from pipeline.outputs.puzzles.standards import (
     ADVANTAGE_CP,
     BEHIND_CP,
@@ -163,6 +164,9 @@ class _Walk:
     deferred: tuple[chess.Board, chess.Move] | None = None
     """A setting move left to the practical rule, judged once the rest of the line stands (the
     rule costs a judging of every safe move; most lines fail before it would matter)."""
+    setting_loss: int | None = None
+    """What a practical setting move gives up against the engine's best, centipawns, at the
+    verification budget (the practical rule's own figure is at the mining budget)."""
 
     def play(self, move: chess.Move) -> None:
         self.board.push(move)
@@ -228,7 +232,9 @@ def check_candidate(
     if isinstance(checked, str) or walk.deferred is None or rules.judge_setting is None:
         return checked
     practical = rules.judge_setting(*walk.deferred)
-    return "not_practical" if practical is None else replace(checked, practical=practical)
+    if practical is None:
+        return "not_practical"
+    return replace(checked, practical=replace(practical, loss=walk.setting_loss or 0))
 
 
 def _walk_line(walk: _Walk, mined: list[chess.Move], rules: _Rules) -> DropReason | None:
@@ -289,8 +295,15 @@ def _solver_move(walk: _Walk, planned: chess.Move | None, index: int, rules: _Ru
         if passed:
             walk.set_rule = "only"
         elif "practical" in rules.standard.set_rules and rules.judge_setting is not None:
+            safe = setting_within_margin(walk.board, move, rules.analyse, rules.confirm)
+            if safe is None:
+                return "not_safe"
+            score, walk.setting_loss = safe
             walk.deferred = (walk.board.copy(), move)  # judged last (`check_candidate`)
-            passed, walk.set_rule = True, "practical"
+            walk.set_rule = "practical"
+            walk.checks.append(SolverCheck(index, score, best.score))  # its own score; the best's beside it
+            walk.pv = (move,)  # the next move is the given trap reply, not the engine's
+            return move
     if not passed:
         if required:
             return "not_best" if best.move != move else "not_unique"
@@ -303,12 +316,56 @@ def _solver_move(walk: _Walk, planned: chess.Move | None, index: int, rules: _Ru
     return move
 
 
+def setting_within_margin(
+    board: chess.Board, move: chess.Move, analyse: Analyse, confirm: Analyse | None
+) -> tuple[chess.engine.Score, int] | None:
+    """A practical setting move's own score (the setter's view) and what it gives up against the
+    engine's best, centipawns, if that is at most SAFETY_CP at the verification budget: the
+    practical rule chose it at the mining budget, where "gives up 0.00" became a pawn at the
+    verifier's. A move that passes by less than half the margin is searched again on `confirm`
+    (the deeper search), whose answer decides, as for the solver's moves. None: not safe."""
+    searches = (analyse,) if confirm is None else (analyse, confirm)
+    found: tuple[chess.engine.Score, int] | None = None
+    for search in searches:
+        best = search(board, 1)[0].score
+        after = board.copy()
+        after.push(move)
+        score = -search(after, 1)[0].score if not after.is_game_over() else _ended_score(after)
+        loss = max(0, cp_of(best) - cp_of(score))
+        found = (score, loss) if loss <= SAFETY_CP else None
+        if found is None or loss <= SAFETY_CP // 2:
+            break
+    return found
+
+
+def _ended_score(board: chess.Board) -> chess.engine.Score:
+    """The setter's score when its move ended the game: a mate it gave, else a draw."""
+    return chess.engine.MateGiven if board.is_checkmate() else chess.engine.Cp(0)
+
+
+def final_recapture(fen: str, moves: Sequence[chess.Move], index: int) -> bool:
+    """Is the solver's move at `index` a recapture on the square the opponent just captured on (a
+    forced trade, no puzzle move to end on)?"""
+    board = chess.Board(fen)
+    for move in moves[: index - 1]:
+        board.push(move)
+    taken, retaken = moves[index - 1], moves[index]
+    if not board.is_capture(taken):
+        return False
+    board.push(taken)
+    return retaken.to_square == taken.to_square and board.is_capture(retaken)
+
+
 def _finish(fen: str, walk: _Walk, rules: _Rules) -> Checked | DropReason:
     """The puzzle rules on the whole verified line (see `check_candidate`)."""
     full, checks = walk.moves, walk.checks
     practical_index = 1 if walk.set_rule == "practical" else None
-    while len(checks) > 1 and checks[-1].second is None and checks[-1].index > rules.fixed:
-        cut = checks.pop().index  # a final only-legal move is no puzzle move
+    while (
+        len(checks) > 1
+        and checks[-1].index > rules.fixed
+        and (checks[-1].second is None or final_recapture(fen, full, checks[-1].index))
+    ):
+        cut = checks.pop().index  # a final only-legal move, or a final recapture, is no puzzle move
         del full[cut - 1 :]
         walk.trimmed = True
     final = chess.Board(fen)
@@ -340,13 +397,17 @@ def recheck(fen: str, moves: Sequence[str], fixed: int, analyse: Analyse, standa
             outcome: Outcome, practical_setting: bool = False) -> bool:  # fmt: skip
     """Does a written puzzle still pass on another engine budget? Every solver move of `moves`
     must be the engine's best by the margin (a practical setting move, judged by its trap chance,
-    is taken as given), and the line must still end as `outcome` said: in mate, ADVANTAGE_CP ahead,
-    or (a defensive puzzle) at LEVEL_CP or better. The replies are the puzzle's own."""
+    must give up at most SAFETY_CP against the best), and the line must still end as `outcome`
+    said: in mate, ADVANTAGE_CP ahead, or (a defensive puzzle) at LEVEL_CP or better. The replies
+    are the puzzle's own."""
     board = chess.Board(fen)
     last: chess.engine.Score | None = None
     for index, uci in enumerate(moves):
         move = chess.Move.from_uci(uci)
-        if index % 2 == 1 and not (practical_setting and fixed == 3 and index == 1):
+        if practical_setting and fixed == 3 and index == 1:
+            if setting_within_margin(board, move, analyse, None) is None:
+                return False
+        elif index % 2 == 1:
             lines = analyse(board, 2)
             best, second = lines[0], (lines[1] if len(lines) > 1 else None)
             passed = best.move == move and is_only_move(best.score, second.score if second else None, standard.margin)
