@@ -97,3 +97,10 @@ def test_help_answers_itself() -> None:
     assert not [(flag, command) for flag, rows in uses.items() for command, text, _ in rows if "see --help" in text]
     mine_help = " ".join((commands_of(typer.main.get_command(app))["mine"].help or "").split())
     assert "s3://" in mine_help
+
+
+def test_the_puzzles_per_game_default_is_the_generators() -> None:
+    from pipeline.outputs.puzzles.verify import DEFAULT_PER_GAME
+
+    [(_, _, default)] = vocabulary()["--per-game"]
+    assert default == DEFAULT_PER_GAME

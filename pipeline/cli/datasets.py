@@ -140,10 +140,15 @@ def puzzles(
     ] = None,
     workers: WorkersOpt = None,
     human_model: HumanModelOpt = "default",
+    per_game: Annotated[
+        int,
+        typer.Option("--per-game", help="The most puzzles one game gives (the lichess standard keeps one)."),
+    ] = 2,  # pipeline.outputs.puzzles.verify.DEFAULT_PER_GAME (not imported here: it starts Ray's import)
 ) -> None:
     """Engine-verified puzzles from a dataset's traps: Lichess CSV, PGN and an interactive HTML
     puzzle book (--files: csv, pgn, html). --nodes per verification search defaults to the
-    standard's; --workers verifying engines on Ray (1: serially, no Ray)."""
+    standard's; --workers verifying engines on Ray (1: serially, no Ray). One puzzle per moment of
+    a game (two within two plies of each other, or ending in one position, are one)."""
     from pipeline.common.progress import Progress
     from pipeline.dataset.lock import output_lock
     from pipeline.outputs.puzzles import generate_puzzles, parse_formats, parse_kind
@@ -152,7 +157,7 @@ def puzzles(
         report = generate_puzzles(
             data, out, kind=parse_kind(kind), min_dip=min_dip, limit=limit, formats=parse_formats(files),
             engine=uci_engine(engine, "puzzles"), standard=standard, nodes=nodes, margin=margin, workers=workers,
-            human_model=None if human_model.lower() == "none" else human_model, progress=progress,
+            human_model=None if human_model.lower() == "none" else human_model, per_game=per_game, progress=progress,
         )  # fmt: skip
     typer.echo(report.summary())
 

@@ -162,6 +162,7 @@ BOUNDS: dict[str, FlagRange] = {
     "--table-mb": MEMORY,
     # Puzzles.
     "--min-dip": DIP,
+    "--per-game": counted(1, "a count of puzzles"),
     "--margin": FlagRange(0.0, 2.0, "a difference of win chances on the -1..1 scale"),
     # The repertoire (its nodes.parquet columns).
     "repertoire --rating": column(repertoire.NODES, "opponent_rating", "nodes", 0, dataset.RATING_MAX, RATING_WHY),

@@ -18,10 +18,11 @@ from pipeline.ingest.openings import opening_table
 from pipeline.outputs.puzzles import STANDARDS, LineError, MultiPvLine, PuzzleError, PuzzleLine, cook, tag_csv
 from pipeline.outputs.puzzles.openings import puzzle_opening_tags
 from pipeline.outputs.puzzles.rating import CALIBRATION, fit_calibration, rating_of
+from pipeline.outputs.puzzles.records import Checked
 from pipeline.outputs.puzzles.rules import check_candidate
 from pipeline.outputs.puzzles.setting_move import PRACTICAL_FLOOR, practical_verdict
 from pipeline.outputs.puzzles.themes import THEMES
-from pipeline.outputs.puzzles.verify import Collector, VerifyTask
+from pipeline.outputs.puzzles.verify import Collector, Verification, VerifyTask
 from tests.conftest import PUZZLES, require_data
 
 HELD_OUT = PUZZLES / "lichess_puzzles_sample_1499.csv"
@@ -121,16 +122,40 @@ def test_the_lichess_standard_is_stricter_than_the_default() -> None:
     assert not isinstance(checked, str) and checked.mate
 
 
+START = chess.STARTING_FEN
+
+
+def collected(tasks: list[VerifyTask], per_game: int | None) -> list[str]:
+    """Each task's fate in a Collector, every one verified (its own moves, no engine)."""
+    collector = Collector(tasks, None, per_game)
+    for task in tasks:
+        collector.take(Checked(task.moves, (), False, False))
+    return [v if isinstance(v, str) else "kept" for v in collector.verdicts]
+
+
 def test_at_most_one_puzzle_per_game_under_the_lichess_standard() -> None:
     tasks = [
-        VerifyTask("f", ("a",), 1, ("g1",)),
-        VerifyTask("f", ("b",), 1, ("g1", "g2")),
-        VerifyTask("f", ("c",), 1, ("g2",)),
+        VerifyTask(START, ("e2e4",), 1, ("g1",), (("g1", 10),)),
+        VerifyTask(START, ("d2d4",), 1, ("g1", "g2"), (("g1", 30), ("g2", 30))),
+        VerifyTask(START, ("c2c4",), 1, ("g2",), (("g2", 50),)),
     ]
-    collector = Collector(tasks, None, one_per_game=True)
-    for _ in tasks:
-        collector.take(object())  # type: ignore[arg-type]  # any verdict that is not a drop reason
-    assert [v if isinstance(v, str) else "kept" for v in collector.verdicts] == ["kept", "same_game", "kept"]
+    assert collected(tasks, 1) == ["kept", "per_game", "kept"]
+    assert Verification("stockfish", STANDARDS["lichess"], per_game=5).game_cap() == 1
+
+
+def test_one_puzzle_per_game_moment_and_a_cap_per_game() -> None:
+    """Issue 44: the same fork found twice two plies apart, the same final position from two
+    games, and five puzzles from one game."""
+    tasks = [
+        VerifyTask(START, ("e2e4",), 1, ("g1",), (("g1", 20),)),
+        VerifyTask(START, ("d2d4",), 1, ("g1",), (("g1", 22),)),  # two plies later in g1: one moment
+        VerifyTask(START, ("g1f3", "g8f6", "b1c3"), 1, ("g2",), (("g2", 9),)),
+        VerifyTask(START, ("b1c3", "g8f6", "g1f3"), 1, ("g3",), (("g3", 40),)),  # g2's final position
+        VerifyTask(START, ("c2c4",), 1, ("g1",), (("g1", 23),)),  # three plies after g1's first: kept
+        VerifyTask(START, ("a2a3",), 1, ("g1",), (("g1", 60),)),  # g1's third: over the cap of 2
+    ]
+    assert collected(tasks, 2) == ["kept", "same_moment", "kept", "same_moment", "kept", "per_game"]
+    assert collected(tasks, None)[-1] == "kept"
 
 
 def test_the_practical_rule_wants_a_safe_clear_best() -> None:

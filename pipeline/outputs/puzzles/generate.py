@@ -40,7 +40,7 @@ from pipeline.outputs.puzzles.rules import cp_of
 from pipeline.outputs.puzzles.setting_move import PRACTICAL_FLOOR, SAFETY_CP
 from pipeline.outputs.puzzles.standards import BEHIND_CP, Standard, standard_of
 from pipeline.outputs.puzzles.themes import cook
-from pipeline.outputs.puzzles.verify import Verification, VerifyTask, run_verification
+from pipeline.outputs.puzzles.verify import DEFAULT_PER_GAME, Verification, VerifyTask, run_verification
 
 
 def puzzle_id(key: tuple[str, tuple[str, ...]]) -> str:
@@ -103,9 +103,11 @@ def _count(table: dict[str, int], key: str, amount: int = 1) -> None:
     table[key] = table.get(key, 0) + amount
 
 
-def _check_settings(limit: int | None, min_dip: float, workers: int | None) -> None:
+def _check_settings(limit: int | None, min_dip: float, workers: int | None, per_game: int | None) -> None:
     if limit is not None and limit < 1:
         raise PuzzleError(f"invalid limit {limit!r}: expected at least 1")
+    if per_game is not None and per_game < 1:
+        raise PuzzleError(f"invalid --per-game {per_game!r}: expected at least 1")
     if min_dip < 0 or not math.isfinite(min_dip):
         raise PuzzleError(f"invalid min dip {min_dip!r}: expected pawns >= 0")
     if workers is not None and workers < 1:
@@ -127,6 +129,7 @@ def generate_puzzles(
     title: str = "diffimax puzzles",
     workers: int | None = None,
     human_model: str | None = "default",
+    per_game: int | None = DEFAULT_PER_GAME,
     progress: Progress | None = None,
 ) -> PuzzleReport:
     """Verified puzzles from the dataset `data`, written to `out` as puzzles.csv / .pgn / .html
@@ -139,11 +142,13 @@ def generate_puzzles(
     fall, `evidence_order`, and verification stops at the limit). `workers` engines verify (see
     `run_verification`); the output is the same whatever their number. `human_model` judges
     practical setting moves; the rating is `RATING_MODEL`'s, the model its knots were fitted on
-    (None: no rating, set puzzles by the only-move rule alone). `progress` shows the work.
+    (None: no rating, set puzzles by the only-move rule alone). A collection keeps one puzzle per
+    moment of a game and at most `per_game` puzzles of one game (None: any number; the lichess
+    standard keeps one), the first in the evidence order (`Collector`). `progress` shows the work.
     """
     started = time.monotonic()
     shown = progress or Progress.quiet()
-    _check_settings(limit, min_dip, workers)
+    _check_settings(limit, min_dip, workers, per_game)
     kinds = parse_kind(kind)
     chosen = parse_formats(formats)
     rules = standard_of(standard, margin=margin, nodes=nodes)
@@ -169,7 +174,7 @@ def generate_puzzles(
         report.duplicates_merged[name] = report.verified[name] = report.trimmed[name] = 0
     ordered = _groups(candidates, kinds, report)
     tasks = [_task(members, kinds) for _, members in ordered]
-    how = Verification(engine, rules, human_model)
+    how = Verification(engine, rules, human_model, per_game)
     shown.start("verified", "candidates", len(tasks), "0 puzzles")
     verdicts, report.discarded, report.workers = run_verification(tasks, how, limit, workers, shown)
     shown.finish_step()
@@ -227,14 +232,15 @@ def _write(report: PuzzleReport, out: Path, chosen: Sequence[OutputFormat], titl
 def _task(members: Sequence[PuzzleCandidate], kinds: Sequence[PuzzleKind]) -> VerifyTask:
     first = members[0]
     games = tuple(sorted({c.game.game_id for c in members}))
+    moments = tuple(sorted({(c.game.game_id, c.ply) for c in members}))
     setting = first.setting
     if setting is None:
         defending = "defend" in kinds
         start = first.start_cp if defending else None
-        return VerifyTask(first.fen, first.moves, first.fixed, games, defence_from=start,
+        return VerifyTask(first.fen, first.moves, first.fixed, games, moments, defence_from=start,
                           defence_only=defending and "punish" not in kinds)  # fmt: skip
     practical = setting.dip is not None and setting.dip <= SAFETY_CP and setting.trap_chance >= PRACTICAL_FLOOR
-    return VerifyTask(first.fen, first.moves, first.fixed, games, setting.opponent_rating, practical)
+    return VerifyTask(first.fen, first.moves, first.fixed, games, moments, setting.opponent_rating, practical)
 
 
 def _puzzles(

@@ -41,7 +41,8 @@ DropReason = Literal[
     "recapture",
     "not_behind",
     "wins",
-    "same_game",
+    "same_moment",
+    "per_game",
 ]
 
 KINDS: tuple[PuzzleKind, ...] = ("punish", "set", "defend")
@@ -65,7 +66,8 @@ DROP_REASONS: dict[DropReason, str] = {
     "recapture": "the first solver move only wins back what the opponent's move just took, and the line wins no more",
     "not_behind": "defend: the solver was not two pawns down before the opponent's move",
     "wins": "defend: the line wins (+2 or mate), which makes a punish puzzle, not asked for",
-    "same_game": "lichess standard: the source game already gave a puzzle (at most one per game)",
+    "same_moment": "within two plies of a puzzle already kept from the same game, or ending where one ends",
+    "per_game": "the source game already gave --per-game puzzles (the lichess standard: one)",
 }
 
 LICHESS_COLUMNS = (

@@ -10,8 +10,9 @@ wins back what the opponent's move just took makes no puzzle unless the line win
 
 `default` is this project's: Lichess's *blunder* margin (0.3 win chances) at 500,000 nodes (a
 solver move that passes by less than CONFIRM_BAND is searched again at twice the nodes, and the
-deeper search decides), any number of puzzles per game, and set puzzles whose setting move is either
-the only good move or the clear practical best (`setting_move.py`). `lichess` is lichess-puzzler's:
+deeper search decides), one puzzle per moment of a game and at most --per-game of one game, and set
+puzzles whose setting move is either the only good move or the clear practical best
+(`setting_move.py`). `lichess` is lichess-puzzler's:
 margin 0.7 at its node budget (25,000,000 per MultiPV-2 search), several mates in one allowed when
 the best non-mating move keeps at most 0.6, every solver move of a line without mate still >= 200
 cp, and at most one puzzle per game; its set puzzles need the only-move rule (and nothing is

@@ -24,6 +24,12 @@ ENGINE_HASH_MB = 16  # UCI Hash per engine; cleared (ucinewgame) before every ca
 VERIFY_BATCH = 2  # distinct candidates per call to a verification actor (a call costs ~1 ms; a candidate >= 2 searches)
 BATCHES_PER_WORKER = 2  # calls queued per actor, so that none waits for the driver between two calls
 WORKER_RESTARTS = 3  # times a verification actor whose process died is restarted (its batch re-verified)
+# Two puzzles of one game whose roots are this many plies apart or fewer are one moment of the game
+# (the same fork found from the move before it, or the two halves of one combination).
+MOMENT_PLIES = 2
+# The most puzzles one game gives a collection by default (`--per-game`): a coach's 27 puzzles came
+# from 12 games, five from one.
+DEFAULT_PER_GAME = 2
 
 
 class EngineVerifier:
@@ -89,7 +95,10 @@ class VerifyTask:
     moves: tuple[str, ...]
     fixed: int
     games: tuple[str, ...] = ()
-    """The games the candidate was found in (the lichess standard keeps one puzzle per game)."""
+    """The games the candidate was found in (a collection caps the puzzles of one game)."""
+    moments: tuple[tuple[str, int], ...] = ()
+    """Each game's ply of the candidate's root: two puzzles of one game within MOMENT_PLIES are one
+    moment of it."""
     opponent_rating: int | None = None
     """Set puzzles: the rating of the player replying to the setting move (the practical rule)."""
     practical: bool = False
@@ -114,6 +123,11 @@ class Verification:
     standard: Standard
     model: str | None = "default"
     """The human-move model of the practical set rule (`load_move_model`), None: no practical rule."""
+    per_game: int | None = None
+    """The most puzzles one game gives (None: any number); the lichess standard's is one."""
+
+    def game_cap(self) -> int | None:
+        return 1 if self.standard.one_per_game else self.per_game
 
 
 class Verifier:
@@ -161,20 +175,24 @@ class Verifier:
 
 
 class Collector:
-    """Takes verdicts in task order: the standard's one-puzzle-per-game rule, and the `limit` of
-    puzzles kept, applied to that order (so a pool cuts where the serial run cuts); shows each
-    verdict on `progress`."""
+    """Takes verdicts in task order, and applies to that order (so a pool cuts where the serial run
+    cuts) what makes a collection rather than a heap of lines: one puzzle per game moment (a
+    puzzle within MOMENT_PLIES of one already kept from the same game, or ending in the position
+    one ends in, is `same_moment`), at most `per_game` puzzles of one game (`per_game`), and the
+    `limit` of puzzles kept. Shows each verdict on `progress`."""
 
     def __init__(
-        self, tasks: Sequence[VerifyTask], limit: int | None, one_per_game: bool, progress: Progress | None = None
+        self, tasks: Sequence[VerifyTask], limit: int | None, per_game: int | None, progress: Progress | None = None
     ) -> None:
         self.tasks = tasks
         self.limit = limit
-        self.one_per_game = one_per_game
+        self.per_game = per_game
         self.progress = progress or Progress.quiet()
         self.verdicts: list[Verdict] = []
         self.kept = 0
-        self.games: set[str] = set()
+        self.of_game: dict[str, int] = {}
+        self.plies: dict[str, list[int]] = {}
+        self.finals: set[str] = set()
 
     @property
     def full(self) -> bool:
@@ -182,14 +200,28 @@ class Collector:
 
     def take(self, verdict: Verdict) -> None:
         task = self.tasks[len(self.verdicts)]
-        if not isinstance(verdict, str) and self.one_per_game:
-            if self.games.intersection(task.games):
-                verdict = "same_game"
-            else:
-                self.games.update(task.games)
+        if not isinstance(verdict, str):
+            verdict = self._collected(task, verdict)
         self.verdicts.append(verdict)
         self.kept += not isinstance(verdict, str)
         self.progress.advance(detail=f"{self.kept:,} puzzles")
+
+    def _collected(self, task: VerifyTask, checked: Checked) -> Verdict:
+        """`checked`, or why the collection leaves it out."""
+        final = chess.Board(task.fen)
+        for move in checked.moves:
+            final.push_uci(move)
+        near = any(abs(ply - kept) <= MOMENT_PLIES for game, ply in task.moments for kept in self.plies.get(game, ()))
+        if near or final.epd() in self.finals:
+            return "same_moment"
+        if self.per_game is not None and any(self.of_game.get(game, 0) >= self.per_game for game in task.games):
+            return "per_game"
+        self.finals.add(final.epd())
+        for game, ply in task.moments:
+            self.plies.setdefault(game, []).append(ply)
+        for game in task.games:
+            self.of_game[game] = self.of_game.get(game, 0) + 1
+        return checked
 
 
 @dataclass(frozen=True)
@@ -229,7 +261,7 @@ def verify_serial(
     tasks: Sequence[VerifyTask], how: Verification, limit: int | None, progress: Progress | None = None
 ) -> list[Verdict]:
     """Verify `tasks` in order on one engine here, stopping once `limit` of them are kept."""
-    collector = Collector(tasks, limit, how.standard.one_per_game, progress)
+    collector = Collector(tasks, limit, how.game_cap(), progress)
     with Verifier(how) as verifier:
         for task in tasks:
             if collector.full:
@@ -256,7 +288,7 @@ def verify_on_pool(
         VerifyWorker
     )
     actors = [actor_class.remote(how) for _ in range(workers)]
-    collector = Collector(tasks, limit, how.standard.one_per_game, progress)
+    collector = Collector(tasks, limit, how.game_cap(), progress)
     load = [0] * workers  # calls queued per actor
     in_flight: dict[Any, tuple[int, int]] = {}  # call -> (batch index, actor index)
     finished: dict[int, tuple[Verdict, ...]] = {}  # batch index -> its verdicts, until taken in order
