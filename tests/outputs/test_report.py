@@ -41,7 +41,7 @@ from pipeline.outputs.report.plots import (
     plot_rating,
 )
 from pipeline.outputs.report.sections import plots_section
-from tests.conftest import CHROMIUM, GAMES, needs_chromium
+from tests.conftest import CHROMIUM, GAMES, needs_chromium, require_playwright
 from tests.mining_helpers import EVERY_JUDGE, mine
 
 SAMPLE = GAMES / "lichess_100.pgn"  # no clock comments
@@ -117,7 +117,7 @@ def hostile(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Repo
 
 def board_fens(markup: str) -> list[str]:
     """The FENs under the boards, in page order."""
-    return [html.unescape(fen) for fen in re.findall(r"<dt>FEN</dt><dd><code>(.*?)</code></dd>", markup)]
+    return [html.unescape(fen) for fen in re.findall(r'<dt>position</dt><dd><a href="[^"]*" title="([^"]*)"', markup)]
 
 
 class Page(HTMLParser):
@@ -489,6 +489,39 @@ def test_chromium_decodes_every_image_and_lays_out_every_board(sample: Report, t
     # The fall section: its plot among the images, every small board laid out, the section as tall as they need.
     assert minis == min(TRICKIEST_SHOWN, len(trickiest.rows)) > 0
     assert falls > 360 + minis * 150
+
+
+@needs_chromium
+def test_the_tables_fit_the_page_and_read_in_san(sample: Report, tmp_path: Path) -> None:
+    """Issue 44: a coach's 40-game report was 54,000 px tall at 1,400 px, 28,000 of them the
+    practical-traps table, whose FEN column was squeezed to 2-3 characters a line; refutations
+    printed as Python lists of coordinates; the judges' table scrolled sideways. Now no table
+    scrolls sideways at 1,280 px, the page is under 15,000 px at 1,400 px, and the moves read in
+    SAN, each FEN a short link."""
+    require_playwright()
+    from playwright import sync_api
+
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"], headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(sample.path.as_uri())
+            wide = page.evaluate(
+                "[...document.querySelectorAll('.table-wrap')].filter(w => w.scrollWidth > w.clientWidth + 1).length"
+            )
+            page.set_viewport_size({"width": 1400, "height": 900})
+            height = page.evaluate("document.documentElement.scrollHeight")
+            refutations = page.locator("td.col-refutation").all_inner_texts()
+            positions = page.locator("td.col-fen a, td.col-node-fen a").all()
+        finally:
+            browser.close()
+    assert wide == 0 and height < 15_000, (wide, height)
+    assert refutations and not [r for r in refutations if "[" in r or re.search(r"\b[a-h][1-8][a-h][1-8]\b", r)]
+    assert positions
+    practical = run_saved(sample.dataset, "practical-traps")
+    first = dict(zip(practical.columns, practical.rows[0], strict=True))
+    board = chess.Board(first["fen"])
+    assert f">{board.san(chess.Move.from_uci(first['move']))}</td>" in sample.html
 
 
 @needs_chromium

@@ -15,7 +15,7 @@ from pipeline.common.words import quantity
 from pipeline.dataset.queries import QueryResult
 from pipeline.outputs.html import Html, tag
 from pipeline.outputs.report.data import Details, number, shown_positions
-from pipeline.outputs.report.sections import facts, table
+from pipeline.outputs.report.sections import facts, fen_link, table
 
 # Width and height of a board, in CSS pixels.
 BOARD_PIXELS: Final = 300
@@ -145,7 +145,7 @@ def position_card(index: int, row: dict[str, Any], details: Details) -> Html:
     ]
     lines = facts(
         [
-            ("FEN", tag("code", row["fen"])),
+            ("position", fen_link(str(row["fen"]))),  # the FEN in the link's title: the board is above
             ("to move", f"{_side(board.turn)} (the responder); {_side(not board.turn)} set the trap"),
             ("best reply", tag("span", uci_as_san(board, row["best_move"]), class_="best")),
             ("trap candidates", tag("ol", candidate_items, class_="plain") if candidate_items else "none recorded"),

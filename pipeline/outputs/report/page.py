@@ -69,9 +69,11 @@ dl.facts dd { margin: 0; }
 ul.plain, ol.plain { margin: 0; padding-left: 18px; }
 .table-wrap { overflow-x: auto; }
 table { border-collapse: collapse; font-size: 13px; margin: 4px 0 8px; }
-th, td { padding: 3px 10px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
+th, td { padding: 3px 6px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
 th { background: #eef1f4; font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.col-fen a, td.col-node-fen a, td.col-move, td.col-best-move, td.col-move-played { white-space: nowrap; }
+td.col-opening, td.col-refutation { min-width: 12em; }
 .plots { display: grid; grid-template-columns: repeat(auto-fit, minmax(540px, 1fr)); gap: 18px; }
 figure { margin: 0; }
 figure.plot img { display: block; max-width: 100%; height: auto; border: 1px solid var(--line); }

@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, Final
 
+import chess
+
 from pipeline.common.sanitize import safe_url
 from pipeline.common.words import quantity
 from pipeline.dataset.objects import Where
@@ -41,7 +43,19 @@ RATE_COLUMNS: Final = frozenset(
 )
 
 
-def cell(column: str, value: Any) -> Html:
+# Columns that hold a FEN: shown as a short link to the position on Lichess's analysis board, the
+# FEN in its title (sixty characters in a column squeezed the coach's table to 28,000 px).
+FEN_COLUMNS: Final = frozenset({"fen", "node_fen"})
+# Columns that hold one move in UCI at the row's position: shown in SAN.
+MOVE_COLUMNS: Final = frozenset({"move", "best_move", "move_played", "best_reply"})
+# Columns that hold a line of UCI moves played after the row's `move`: shown in SAN.
+LINE_COLUMNS: Final = frozenset({"refutation"})
+ANALYSIS_URL: Final = "https://lichess.org/analysis/standard/"
+
+
+def cell(column: str, value: Any, board: chess.Board | None = None, move: str | None = None) -> Html:
+    """One cell as a person reads it; `board` is the row's position and `move` its move (UCI), for
+    the columns shown in SAN."""
     if value is None:
         return Html("")
     if isinstance(value, bool):
@@ -50,28 +64,83 @@ def cell(column: str, value: Any) -> Html:
         return text(f"{value:.1%}")
     if isinstance(value, float):
         return text(f"{value:.4g}")
-    if column in ("fen", "node_fen"):
-        return tag("code", value)
+    if column in FEN_COLUMNS:
+        return fen_link(str(value))
     if column in LINK_COLUMNS and safe_url(str(value)):
         return tag("a", "game", href=safe_url(str(value)), rel="noopener noreferrer nofollow")
+    if board is not None and column in MOVE_COLUMNS and isinstance(value, str):
+        return text(san_line(board, [value]))
+    if board is not None and column in LINE_COLUMNS and isinstance(value, list | tuple) and move:
+        after = board.copy(stack=False)
+        if chess.Move.from_uci(move) in after.legal_moves:
+            after.push_uci(move)
+            return text(san_line(after, [str(item) for item in value]))
+    if isinstance(value, list | tuple):
+        return text(" ".join(str(item) for item in value))
     return text(value)
 
 
+def fen_link(fen: str) -> Html:
+    """A position as a short link: "13... board" (the move number and side to move), opening it on
+    Lichess's analysis board; the FEN is the link's title. An unreadable FEN stays text."""
+    try:
+        board = chess.Board(fen)
+    except ValueError:
+        return tag("code", fen)
+    label = f"{board.fullmove_number}{'.' if board.turn == chess.WHITE else '...'} board"
+    href = ANALYSIS_URL + board.fen().replace(" ", "_")
+    return tag("a", label, href=href, title=board.fen(), rel="noopener noreferrer nofollow")
+
+
+def san_line(board: chess.Board, moves: list[str]) -> str:
+    """UCI moves played from `board` in SAN, space-separated; from the first one that is not legal
+    there (a damaged row), the rest as they are."""
+    played = board.copy(stack=False)
+    words = []
+    for index, uci in enumerate(moves):
+        try:
+            move = chess.Move.from_uci(uci)
+            if not played.is_legal(move):
+                raise ValueError(uci)
+        except ValueError:
+            words.extend(moves[index:])
+            break
+        words.append(played.san(move))
+        played.push(move)
+    return " ".join(words)
+
+
+def heading(column: str) -> Html:
+    """A column's name with a break opportunity after each underscore, so a table of many long
+    names wraps its headings rather than scroll sideways."""
+    return join(column.split("_"), Html("_<wbr />"))
+
+
 def table(result: QueryResult, *, empty: str = "No rows.") -> Html:
+    """A query's rows as a person reads them (`cell`); the machines' keys (`*_key`: 64-bit hashes)
+    are left out, and a column's cells carry its name as a class (`col-opening`) for the page's
+    widths."""
     if not result.rows:
         return tag("p", empty, class_="note")
-    head = tag("tr", [tag("th", column) for column in result.columns])
-    body = [
-        tag(
-            "tr",
-            [
-                tag("td", cell(column, value), class_="num" if _isnumber(value) else None)
-                for column, value in zip(result.columns, row, strict=True)
-            ],
-        )
-        for row in result.rows
-    ]
+    shown = [column for column in result.columns if not column.endswith("_key")]
+    head = tag("tr", [tag("th", heading(column)) for column in shown])
+    body = [tag("tr", _row_cells(result.columns, row, shown)) for row in result.rows]
     return tag("div", tag("table", tag("thead", head), tag("tbody", body)), class_="table-wrap")
+
+
+def _row_cells(columns: list[str], row: tuple[Any, ...], shown: list[str]) -> list[Html]:
+    values = dict(zip(columns, row, strict=True))
+    fen = next((values[c] for c in ("node_fen", "fen") if isinstance(values.get(c), str)), None)
+    try:
+        board = chess.Board(fen) if fen else None
+    except ValueError:
+        board = None
+    move = values.get("move") if isinstance(values.get("move"), str) and len(values["move"]) in (4, 5) else None
+    return [
+        tag("td", cell(column, values[column], board, move),
+            class_=("num " if _isnumber(values[column]) else "") + f"col-{column.replace('_', '-')}")
+        for column in shown
+    ]  # fmt: skip
 
 
 def _isnumber(value: Any) -> bool:
