@@ -256,7 +256,7 @@ VALUE_RULES: dict[str, dict[str, tuple[float | None, float | None] | tuple[str, 
     "responses": {
         "ply": (0, None), "setter": SIDES, "responder": SIDES, "legal": (1, None), "meaningful": (0, None),
         "played_class": PLAYED_CLASSES, "primary_judge": JUDGE_NAMES, "nodes": (0, None),
-        "fall_p": (0, 1), "fall_p_low": (0, 1), "fall_p_high": (0, 1), "expected_loss": (0, None),
+        "fall_p": (0, 1), "fall_p_low": (0, 1), "fall_p_high": (0, 1), "expected_loss": (0, 2),
         "fall_drop": (0, 2),
     },
     "traps": {"ply": (0, None), "node_ply": (0, None), "setter": SIDES, "responder": SIDES},

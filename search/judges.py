@@ -401,7 +401,7 @@ def fall_estimate(evidence: NodeEvidence, settings: JudgeSettings) -> FallEstima
         return calibrate_fall(clip(mass), settings.calibration_of(evidence.pool))
 
     return FallEstimate(
-        calibrated(fall), calibrated(low), calibrated(low + unsearched), loss, clip(searched),
+        calibrated(fall), calibrated(low), calibrated(low + unsearched), min(loss, 2.0), clip(searched),
         tuple(move for _, move in falling), clip(fall),
     )  # fmt: skip
 
