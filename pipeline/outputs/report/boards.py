@@ -15,7 +15,7 @@ from pipeline.common.words import quantity
 from pipeline.dataset.queries import QueryResult
 from pipeline.outputs.html import Html, tag
 from pipeline.outputs.report.data import Details, number, shown_positions
-from pipeline.outputs.report.sections import facts, fen_link, table
+from pipeline.outputs.report.sections import facts, fen_link, legal_move, table, uci_as_san
 
 # Width and height of a board, in CSS pixels.
 BOARD_PIXELS: Final = 300
@@ -27,21 +27,6 @@ TRAP_ARROW: Final = "red"
 
 # Element ids and references inside a chess.svg board (made unique per board).
 _SVG_ID = re.compile(r'(\bid="|href="#|url\(#)')
-
-
-def _move(board: chess.Board, uci: Any) -> chess.Move | None:
-    """`uci` as a legal move of `board`, or None."""
-    try:
-        move = chess.Move.from_uci(str(uci))
-    except ValueError:
-        return None
-    return move if board.is_legal(move) else None
-
-
-def uci_as_san(board: chess.Board, uci: Any) -> str:
-    """A UCI move of the data in SAN on `board` (as it is, when it is no legal move there)."""
-    move = _move(board, uci)
-    return board.san(move) if move is not None else str(uci)
 
 
 def reply_board_svg(
@@ -61,7 +46,7 @@ def reply_board_svg(
     board goes without its coordinates (half the markup)."""
     arrows = []
     for uci, color in ((best, BEST_ARROW), (trap, TRAP_ARROW)):
-        move = _move(board, uci)
+        move = legal_move(board, uci)
         if move is not None:
             arrows.append(chess.svg.Arrow(move.from_square, move.to_square, color=color))
     try:

@@ -11,10 +11,10 @@ import chess
 
 from pipeline.dataset.queries import QueryResult
 from pipeline.outputs.html import Html, tag
-from pipeline.outputs.report.boards import game_link, reply_board_svg, uci_as_san
+from pipeline.outputs.report.boards import game_link, reply_board_svg
 from pipeline.outputs.report.data import SavedResults, number, records
 from pipeline.outputs.report.plots import PLOT_DPI, PLOT_INCHES, plot_calibration, png_data_uri
-from pipeline.outputs.report.sections import table
+from pipeline.outputs.report.sections import table, uci_as_san
 
 # Rows of trickiest-positions shown (the saved query lists up to 50).
 TRICKIEST_SHOWN: Final = 10

@@ -69,12 +69,12 @@ def cell(column: str, value: Any, board: chess.Board | None = None, move: str | 
     if column in LINK_COLUMNS and safe_url(str(value)):
         return tag("a", "game", href=safe_url(str(value)), rel="noopener noreferrer nofollow")
     if board is not None and column in MOVE_COLUMNS and isinstance(value, str):
-        return text(san_line(board, [value]))
-    if board is not None and column in LINE_COLUMNS and isinstance(value, list | tuple) and move:
+        return text(uci_as_san(board, value))
+    played = None if board is None or move is None else legal_move(board, move)
+    if board is not None and played is not None and column in LINE_COLUMNS and isinstance(value, list | tuple):
         after = board.copy(stack=False)
-        if chess.Move.from_uci(move) in after.legal_moves:
-            after.push_uci(move)
-            return text(san_line(after, [str(item) for item in value]))
+        after.push(played)
+        return text(san_line(after, [str(item) for item in value]))
     if isinstance(value, list | tuple):
         return text(" ".join(str(item) for item in value))
     return text(value)
@@ -92,17 +92,29 @@ def fen_link(fen: str) -> Html:
     return tag("a", label, href=href, title=board.fen(), rel="noopener noreferrer nofollow")
 
 
+def legal_move(board: chess.Board, uci: Any) -> chess.Move | None:
+    """`uci` as a legal move of `board`, or None (a damaged row, or not a move at all)."""
+    try:
+        move = chess.Move.from_uci(str(uci))
+    except ValueError:
+        return None
+    return move if board.is_legal(move) else None
+
+
+def uci_as_san(board: chess.Board, uci: Any) -> str:
+    """A UCI move of the data in SAN on `board` (as it is, when it is no legal move there)."""
+    move = legal_move(board, uci)
+    return board.san(move) if move is not None else str(uci)
+
+
 def san_line(board: chess.Board, moves: list[str]) -> str:
     """UCI moves played from `board` in SAN, space-separated; from the first one that is not legal
     there (a damaged row), the rest as they are."""
     played = board.copy(stack=False)
     words = []
     for index, uci in enumerate(moves):
-        try:
-            move = chess.Move.from_uci(uci)
-            if not played.is_legal(move):
-                raise ValueError(uci)
-        except ValueError:
+        move = legal_move(played, uci)
+        if move is None:
             words.extend(moves[index:])
             break
         words.append(played.san(move))
@@ -135,7 +147,7 @@ def _row_cells(columns: list[str], row: tuple[Any, ...], shown: list[str]) -> li
         board = chess.Board(fen) if fen else None
     except ValueError:
         board = None
-    move = values.get("move") if isinstance(values.get("move"), str) and len(values["move"]) in (4, 5) else None
+    move = values.get("move") if isinstance(values.get("move"), str) else None
     return [
         tag("td", cell(column, values[column], board, move),
             class_=("num " if _isnumber(values[column]) else "") + f"col-{column.replace('_', '-')}")
