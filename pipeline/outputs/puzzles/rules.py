@@ -282,6 +282,7 @@ def _solver_move(walk: _Walk, planned: chess.Move | None, index: int, rules: _Ru
     line ends or is not the only good move); a drop reason for a required move that fails; None
     where the line ends before it."""
     lines = rules.analyse(walk.board, 2)
+    best_at_budget = lines[0].score  # the setting move's loss is measured against it (no search again)
     if rules.confirm is not None and passes_narrowly(lines, rules.standard):
         lines = rules.confirm(walk.board, 2)
     best, second = lines[0], (lines[1] if len(lines) > 1 else None)
@@ -295,7 +296,7 @@ def _solver_move(walk: _Walk, planned: chess.Move | None, index: int, rules: _Ru
         if passed:
             walk.set_rule = "only"
         elif "practical" in rules.standard.set_rules and rules.judge_setting is not None:
-            safe = setting_within_margin(walk.board, move, rules.analyse, rules.confirm)
+            safe = setting_within_margin(walk.board, move, rules.analyse, rules.confirm, best_at_budget)
             if safe is None:
                 return "not_safe"
             score, walk.setting_loss = safe
@@ -317,21 +318,26 @@ def _solver_move(walk: _Walk, planned: chess.Move | None, index: int, rules: _Ru
 
 
 def setting_within_margin(
-    board: chess.Board, move: chess.Move, analyse: Analyse, confirm: Analyse | None
+    board: chess.Board,
+    move: chess.Move,
+    analyse: Analyse,
+    confirm: Analyse | None,
+    best: chess.engine.Score | None = None,
 ) -> tuple[chess.engine.Score, int] | None:
     """A practical setting move's own score (the setter's view) and what it gives up against the
     engine's best, centipawns, if that is at most SAFETY_CP at the verification budget: the
     practical rule chose it at the mining budget, where "gives up 0.00" became a pawn at the
     verifier's. A move that passes by less than half the margin is searched again on `confirm`
-    (the deeper search), whose answer decides, as for the solver's moves. None: not safe."""
-    searches = (analyse,) if confirm is None else (analyse, confirm)
+    (the deeper search), whose answer decides, as for the solver's moves. None: not safe. `best`
+    is the best move's score `analyse` already gave here (searched for when not given)."""
+    after = board.copy()
+    after.push(move)
+    searches = [(analyse, best)] if confirm is None else [(analyse, best), (confirm, None)]
     found: tuple[chess.engine.Score, int] | None = None
-    for search in searches:
-        best = search(board, 1)[0].score
-        after = board.copy()
-        after.push(move)
+    for search, known in searches:
+        best_score = known if known is not None else search(board, 1)[0].score
         score = -search(after, 1)[0].score if not after.is_game_over() else _ended_score(after)
-        loss = max(0, cp_of(best) - cp_of(score))
+        loss = max(0, cp_of(best_score) - cp_of(score))
         found = (score, loss) if loss <= SAFETY_CP else None
         if found is None or loss <= SAFETY_CP // 2:
             break
