@@ -66,7 +66,7 @@ def plan_text(plan: Plan) -> str:
     where = "on this machine" if plan.runs_here else "a core per worker"
     timed_games = len({t.game_id for t in sample.timed})
     few = (
-        f"no interval: {timed_games} game{'s' if timed_games != 1 else ''} timed, an interval needs at least "
+        f"no interval: {quantity(timed_games, 'game')} timed, an interval needs at least "
         f"{MIN_TIMED_GAMES} (--sample-positions, more games)"
         if timed_games < MIN_TIMED_GAMES
         else ""
@@ -88,7 +88,7 @@ def plan_text(plan: Plan) -> str:
         f"engine time:         {_range(plan.engine_seconds, _duration, few)}",
         f"engine core-hours:   {_range(plan.engine_core_hours, _hours, few)}",
         f"pipeline:            ingest {_duration(plan.ingest_seconds.value)} of cores, driver "
-        f"{_duration(plan.driver_seconds.value)} serial ({plan.shards:,} shard{'s' if plan.shards != 1 else ''} "
+        f"{_duration(plan.driver_seconds.value)} serial ({quantity(plan.shards, 'shard')} "
         f"of --shard-games {plan.shard_games:,})",
         f"wall time:           {_range(plan.wall_seconds, _duration, few)} with {quantity(plan.workers, 'worker')}",
         "on clusters:         a core per worker, from the CPU-seconds per position",

@@ -23,6 +23,7 @@ import chess
 import chess.svg
 
 from pipeline.common.sanitize import clean_text
+from pipeline.common.words import quantity
 from pipeline.outputs.html import BOARD_SCRIPT, Html, document, join, tag
 from pipeline.outputs.puzzles.records import Puzzle
 from pipeline.outputs.puzzles.rules import mates_in_one
@@ -149,7 +150,7 @@ def render_html(puzzles: Sequence[Puzzle], *, title: str = "diffimax puzzles") -
     standards = sorted({p.standard for p in puzzles})
     about = tag(
         "p",
-        f"{len(puzzles)} puzzle{'' if len(puzzles) == 1 else 's'}. Play the solution on the board: click a piece "
+        f"{quantity(len(puzzles), 'puzzle')}. Play the solution on the board: click a piece "
         "and its square, drag it, or type the move (Nf3 or g1f3) and press Enter; arrow keys move between "
         "squares. A wrong move is refused; Hint names the piece; Solution shows the line; the step buttons "
         "below a board replay it. ",
@@ -176,7 +177,7 @@ def _meta(p: Puzzle) -> Html:
     meta += [clean_text(value) for value in (g.event, g.date, g.opening) if value]
     if p.game_url:
         meta.append(tag("a", "game", href=p.game_url, rel="noopener noreferrer nofollow"))
-    meta.append(f"found in {len(p.game_ids)} game{'s' if len(p.game_ids) != 1 else ''}")
+    meta.append(f"found in {quantity(len(p.game_ids), 'game')}")
     if p.rating is not None:
         meta.append(f"rating {p.rating} ± {p.rating_deviation}")
     meta.append(f"standard: {p.standard}" + (f", {p.set_rule} setting move" if p.set_rule else ""))
