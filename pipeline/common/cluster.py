@@ -67,11 +67,15 @@ def start_ray(
         options["num_cpus"] = num_cpus
     if runtime_env is not None:
         options["runtime_env"] = runtime_env
-    # Ray's processes share the driver's process group, so a Ctrl-C in the terminal would reach
-    # them all and they would die under the driver while it winds the job down. They inherit an
-    # ignored SIGINT instead; the driver alone answers it, and stops them cleanly.
+    # Ray's processes share the driver's process group, so a Ctrl-C in the terminal, or a
+    # supervisor's SIGTERM to the group, would reach them all: the raylet would die under the
+    # driver, and Ray's core worker would end the driver (exit 1, no word) before its handler could
+    # wind the job down. They inherit an ignored SIGINT and a blocked SIGTERM instead (a mask
+    # survives exec, and the raylet's own SIGTERM handler cannot undo it); the driver alone
+    # answers, and stops them itself (ray.shutdown's SIGTERM stays pending, its SIGKILL follows).
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
+    previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM}) if main_thread else None
     try:
         for attempt in range(1, CLUSTER_START_ATTEMPTS + 1):
             try:
@@ -95,6 +99,8 @@ def start_ray(
                         f"Ray's local cluster did not start in time, {attempt} tries (machine overloaded?): {error}"
                     ) from None
     finally:
+        if previous_mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
 
@@ -127,20 +133,55 @@ class StderrAside:
 def stop_ray(*, quietly: bool = False) -> None:
     """`ray.shutdown()`, and when this process started the cluster, none of its processes left.
     Ray stops the processes it knows of; a worker the raylet was still starting when the cluster
-    went down (a SIGTERM to the whole process group, on a loaded machine) is not among them, and
-    would live on for the ~10 s of its connection retries plus its imports. `quietly` keeps the
-    dying processes' complaints out of the terminal (an interrupt)."""
-    node = ray._private.worker._global_node  # Ray's handle on the cluster, if this process started it
-    session_dir = node.get_session_dir_path() if node is not None and node.head else None
+    went down (on a loaded machine) is not among them, and would live on for the ~10 s of its
+    connection retries plus its imports. `quietly` keeps the dying processes' complaints out of the
+    terminal (an interrupt)."""
+    worker = ray._private.worker
+    node = worker._global_node  # Ray's handle on the cluster, if this process started it
     aside = StderrAside()
     if quietly:
         aside.start()
     try:
-        ray.shutdown()
+        if node is not None and node.head:
+            # The cluster's processes block SIGTERM (start_ray), so Ray's graceful stop would send
+            # each a SIGTERM that stays pending and wait 1 s before its SIGKILL: 5 s a job. Ray
+            # disconnects the driver first (its core worker must not outlive the raylet), then we
+            # stop the processes at once, in Ray's order.
+            worker._global_node = None
+            ray.shutdown()
+            # The raylet's own children (its agents, renamed `ray::...`, and the workers) would
+            # otherwise outlive a raylet that had no time to stop them, for up to a minute.
+            children = descendants([info.process.pid for infos in node.all_processes.values() for info in infos])
+            node.destroy_external_storage()
+            node.kill_all_processes(check_alive=False, allow_graceful=False)
+            for pid in children:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            kill_processes_mentioning(node.get_session_dir_path())
+        else:
+            ray.shutdown()
     finally:
         aside.end()
-    if session_dir is not None:
-        kill_processes_mentioning(session_dir)
+
+
+def descendants(pids: list[int]) -> list[int]:
+    """The pids of every living descendant of `pids` (children, their children, ...), from /proc."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # The parent is the second field after the command name, which may hold spaces.
+            parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+    found: list[int] = []
+    frontier = set(pids)
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        found.extend(children)
+        frontier = set(children)
+    return found
 
 
 def kill_processes_matching(pattern: str, signum: int = signal.SIGKILL) -> list[int]:
@@ -165,17 +206,7 @@ def kill_processes_mentioning(text: str, signum: int = signal.SIGKILL) -> list[i
     """Signal (SIGKILL by default) every process but this one whose command line contains `text`,
     such as a Ray session's directory, which each of its processes is started with; returns their
     pids."""
-    killed = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if text.encode() in (entry / "cmdline").read_bytes():
-                os.kill(int(entry.name), signum)
-                killed.append(int(entry.name))
-        except OSError:
-            continue  # gone meanwhile, or not ours to read
-    return killed
+    return kill_processes_matching(re.escape(text), signum)
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import ray
 
-from pipeline.common.cluster import fan_out, ray_session
+from pipeline.common.cluster import descendants, fan_out, ray_session
 
 
 def square(value: int, last_done: str | None, offset: int) -> tuple[int, int]:
@@ -75,3 +75,36 @@ def test_a_process_of_the_cluster_that_ray_does_not_know_of_ends_with_it() -> No
         )
     assert straggler.wait(timeout=10) == -signal.SIGKILL
     assert not ray.is_initialized()
+
+
+def blocks_sigterm(pid: int) -> bool:
+    """Whether process `pid`'s main thread has SIGTERM in its blocked mask (/proc's SigBlk)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigBlk:"):
+            return bool(int(line.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+    raise AssertionError(f"no SigBlk for {pid}")
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.cluster
+def test_a_sigterm_to_the_group_is_the_drivers_alone_and_every_process_of_the_cluster_ends_with_it() -> None:
+    with ray_session(num_cpus=1) as started:
+        assert started
+        ray.get(ray.remote(square).remote(1, None, 0))  # a worker of the raylet's, to end with it
+        node = ray._private.worker._global_node
+        started_by_ray = [info.process.pid for infos in node.all_processes.values() for info in infos]
+        cluster = started_by_ray + descendants(started_by_ray)
+        # A supervisor's SIGTERM to the job's group must not kill the raylet under the driver (Ray's
+        # core worker would end the driver, exit 1, before it could stop the job in order).
+        assert not blocks_sigterm(os.getpid())
+        assert len(cluster) >= 5 and all(blocks_sigterm(pid) for pid in cluster if alive(pid))
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in cluster) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [pid for pid in cluster if alive(pid)] == []
