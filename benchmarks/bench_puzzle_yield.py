@@ -41,11 +41,11 @@ with fell as (
 ),
 starts as (
     select r.*, coalesce(f.fell_primary, false) as fell_primary,
-           r.played_win_drop > $jump and r.played_value >= $winning as starts
+           r.played_win_pct_lost > 50 * $jump and r.played_value >= $winning as starts
     from responses r left join fell f using (game_id, ply)
 ),
 punish as (
-    select win_drop, value from root_candidates where by_primary and fell and dip >= 100
+    select win_pct_lost, value from root_candidates where by_primary and fell and dip >= 100
 ),
 final as (
     select (select count(*) from starts) as positions,
@@ -55,8 +55,9 @@ final as (
                as played_move_not_valued,
            (select median(played_dip) from starts where starts) as median_dip_cp_of_starts,
            (select count(*) from punish) as punish_candidates,
-           (select count(*) from punish where win_drop > $jump and value >= $winning) as punish_candidates_lichess_jump,
-           (select median(win_drop) from punish) as median_win_drop_of_punish_candidates
+           (select count(*) from punish where win_pct_lost > 50 * $jump and value >= $winning)
+               as punish_candidates_lichess_jump,
+           (select median(win_pct_lost) from punish) as median_win_pct_lost_of_punish_candidates
 )
 select * from final
 """

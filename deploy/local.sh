@@ -99,11 +99,10 @@ case "${1:-}" in
         echo "== the practical traps the humans fell for, most telling first (diffimax query --data $OUT ...)"
         "$VENV/bin/diffimax" query --data "$OUT" "
             select g.event as game, (o.ply + 2) // 2 as move, o.responder, o.move_san as played,
-                   round(o.played_model_p, 2) as human_p, round(o.played_win_drop, 2) as win_chances_lost,
-                   case when o.played_dip >= 90000 then 'mate' else round(o.played_dip / 100, 2)::varchar end
-                       as dip_pawns
+                   round(100 * o.played_model_p) as human_pct, round(o.played_win_pct_lost, 1) as win_pct_lost,
+                   o.played_dip_pawns as dip_pawns
             from outcomes o join games g using (game_id)
-            where o.fell order by o.played_model_p * o.played_win_drop desc, g.event, o.ply"
+            where o.fell order by o.played_model_p * o.played_win_pct_lost desc, g.event, o.ply"
         echo
         echo "== the judges side by side on these positions (diffimax query --data $OUT --saved judge-comparison)"
         "$VENV/bin/diffimax" query --data "$OUT" "

@@ -86,10 +86,10 @@ final as (
 select * from final;
 
 -- name: top-trap-positions
--- Trap positions where humans fell, by the Wilson lower bound of the fall rate, then the larger mean loss of those who fell (win chances, 0-2), games, the earliest ply, the FEN; positions reached fewer than 3 times are marked few_occurrences and come last; with an opening and a game to see it in.
+-- Trap positions where humans fell, by the Wilson lower bound of the fall rate, then the larger mean loss of those who fell (points of Win%), games, the earliest ply, the FEN; positions reached fewer than 3 times are marked few_occurrences and come last; with an opening and a game to see it in.
 with nodes as (
     select position_key, min(fen) as fen, count(*) as games, sum(fell::int) as fell,
-           avg(played_win_drop) filter (where fell) as fallen_win_drop,
+           avg(played_win_pct_lost) filter (where fell) as fallen_win_pct_lost,
            min(trap_count) as trap_candidates, min(best_move) as best_move, min(ply) as ply,
            mode(opening) as opening, arg_min(link, (not fell, game_id)) as example_game
     from outcomes where trap_node group by position_key
@@ -100,7 +100,7 @@ final as (
     from nodes
 )
 select * from final where fell > 0
-order by few_occurrences, wilson_low desc, fallen_win_drop desc nulls last, games desc, ply, fen limit 25;
+order by few_occurrences, wilson_low desc, fallen_win_pct_lost desc nulls last, games desc, ply, fen limit 25;
 
 -- name: top-players
 -- Players who set and who fell for the most traps (as setter: the responder fell; as responder: they fell).
@@ -142,7 +142,7 @@ final as (
 select * from final;
 
 -- name: judge-comparison
--- Each judge side by side on the same positions: trap-node share, candidates, fall rate and lift over chance (Wilson 95%).
+-- Each judge side by side on the same positions: trap-node share, candidates, fall rate and lift over chance (Wilson 95%), the median loss in pawns of those who fell and how many fell into a mate.
 with judged as (
     -- positions where every judge the dataset computed gave a verdict
     select game_id, ply from judge_outcomes group by game_id, ply
@@ -166,16 +166,18 @@ final as (
                / nullif(avg(chance) filter (where trap_node), 0) as lift_low,
            wilson_high(sum(fell::int), count(*) filter (where trap_node))
                / nullif(avg(chance) filter (where trap_node), 0) as lift_high,
-           median(played_dip) filter (where fell) / 100.0 as median_dip_fallen_pawns
+           -- a dip into a mate is no number of pawns (the mate score is 99,9xx): counted apart
+           median(played_dip) filter (where fell and played_dip < 90000) / 100.0 as median_dip_fallen_pawns,
+           count(*) filter (where fell and played_dip >= 90000) as fell_into_mate
     from nodes group by judge
 )
 select * from final order by lift desc nulls last, judge;
 
 -- name: practical-traps
--- The practical judge's trap candidates by the Wilson lower bound of how often humans fell for them, then the larger loss (win_drop: win chances, 0-2), games, the FEN, the move; candidates met fewer than 3 times are marked few_occurrences and come last; with their evidence, opening and a game.
+-- The practical judge's trap candidates by the Wilson lower bound of how often humans fell for them, then the larger loss (win_pct_lost: points of Win%), games, the FEN, the move; candidates met fewer than 3 times are marked few_occurrences and come last; with their evidence, opening and a game.
 with candidates as (
     select root_key as position_key, move, min(node_fen) as fen, min(best_move) as best_move,
-           count(*) as games, sum(fell::int) as fell, avg(model_p) as model_p, min(win_drop) as win_drop,
+           count(*) as games, sum(fell::int) as fell, avg(model_p) as model_p, min(win_pct_lost) as win_pct_lost,
            min(dip) as dip, dip_pawns(min(dip), arg_min(best_value, dip), arg_min(value, dip)) as dip_pawns,
            min(refutation) as refutation, mode(opening) as opening,
            arg_min(link, (not coalesce(fell, false), game_id)) as example_game
@@ -188,7 +190,7 @@ final as (
     from candidates
 )
 select * exclude (dip) from final
-order by few_occurrences, wilson_low desc, win_drop desc, games desc, fen, move limit 50;
+order by few_occurrences, wilson_low desc, win_pct_lost desc, games desc, fen, move limit 50;
 
 -- name: traps-by-opening
 -- Trap nodes and falls by opening (Lichess's name from the moves) and the responder's rating band (200 points), with Wilson 95% intervals; ties by opening and band.
@@ -260,9 +262,9 @@ select * exclude (grouping_order, band_order, tenth) from final
 order by grouping_order, band_order nulls first, group_value, tenth nulls first;
 
 -- name: trickiest-positions
--- Positions by how often humans fell there (played_fell), per 200-point rating band and clock, with the mean fall_p beside the observed rate: by the rate's Wilson lower bound, then the larger expected loss; groups of fewer than 3 occurrences are marked few_occurrences and come last.
+-- Positions by how often humans fell there (played_fell), per 200-point rating band and clock, with the mean fall_p beside the observed rate: by the rate's Wilson lower bound, then the larger expected loss (expected_win_pct_lost, points of Win%); groups of fewer than 3 occurrences are marked few_occurrences and come last.
 with judged as (
-    select position_key, fen, ply, game_id, link, opening, best_move, move_san, played_fell, fall_p, expected_loss,
+    select position_key, fen, ply, game_id, link, opening, best_move, move_san, played_fell, fall_p, expected_win_pct_lost,
            (mover_rating // 200) * 200 as rating_band, clock_bucket(clock_seconds) as clock
     from outcomes where fall_p is not null and played_fell is not null
 ),
@@ -277,7 +279,7 @@ fallen as (
 ),
 groups as (
     select position_key, rating_band, clock, min(fen) as fen, count(*) as occurrences,
-           count(*) filter (where played_fell) as fell, avg(fall_p) as fall_p, avg(expected_loss) as expected_loss,
+           count(*) filter (where played_fell) as fell, avg(fall_p) as fall_p, avg(expected_win_pct_lost) as expected_win_pct_lost,
            min(best_move) as best_move, min(ply) as ply, mode(opening) as opening,
            arg_min(link, (not played_fell, game_id, ply)) as example_game
     from judged group by position_key, rating_band, clock
@@ -285,13 +287,13 @@ groups as (
 final as (
     select g.fen, g.rating_band, g.clock, g.occurrences, g.fell, wilson_low(g.fell, g.occurrences) as wilson_low,
            g.fell / g.occurrences as fall_rate, wilson_high(g.fell, g.occurrences) as wilson_high, g.fall_p,
-           g.expected_loss, g.best_move, f.fell_with, g.opening, g.example_game,
+           g.expected_win_pct_lost, g.best_move, f.fell_with, g.opening, g.example_game,
            few_occurrences(g.occurrences) as few_occurrences, g.ply
     from groups g
     join fallen f on f.position_key = g.position_key and f.rating_band is not distinct from g.rating_band
         and f.clock is not distinct from g.clock
 )
 select * exclude (ply) from final
-order by few_occurrences, wilson_low desc, expected_loss desc, occurrences desc, ply, fen, rating_band nulls last,
+order by few_occurrences, wilson_low desc, expected_win_pct_lost desc, occurrences desc, ply, fen, rating_band nulls last,
          clock nulls last
 limit 50;

@@ -53,6 +53,10 @@ create or replace macro dip_pawns(dip, best, value) as
         when abs(best) >= 90000 or abs(value) >= 90000 then pawns(value)
         else printf('%.2f', dip / 100.0)
     end;
+-- A loss of win chances for people: the tables' 0..2 (a difference of Lichess's win chances on
+-- [-1, 1]) in points of Lichess's Win% (0-100), as search/values.py's win_percent_points says. The
+-- views show losses on this scale only, in columns named `*_win_pct_lost`.
+create or replace macro win_pct_lost(drop) as round(drop::double * 50, 2);  -- the rows' float32, widened first
 -- Where a reader sees the game at a ply: its address (games.url) with the move where the site
 -- takes one (lichess.org: `#ply`, `/black` when Black is to move; chess.com: `?move=ply`).
 create or replace macro game_link(url, ply) as
@@ -73,16 +77,23 @@ create or replace macro game_name(white, white_elo, black, black_elo, event, dat
 create or replace view games as
 select * from {games};
 
+-- Each analysed position with its fall estimate where the practical judge made one (issue 43): how
+-- likely a human of the responder's rating was to go wrong there, its bounds and the expected loss.
 create or replace view positions as
-select * from {positions};
+select p.*, r.fall_p, r.fall_p_low, r.fall_p_high, win_pct_lost(r.expected_loss) as expected_win_pct_lost
+from {positions} p left join {responses} r using (game_id, ply);
 
+-- `played_fell`: the played move lost at least `fall_drop` (compared before rounding to Win%).
 create or replace view responses as
-select *, pawns(value) as value_pawns, dip_pawns(played_dip, value, played_value) as played_dip_pawns
+select * exclude (played_win_drop, expected_loss, fall_drop),
+       pawns(value) as value_pawns, dip_pawns(played_dip, value, played_value) as played_dip_pawns,
+       win_pct_lost(played_win_drop) as played_win_pct_lost, win_pct_lost(expected_loss) as expected_win_pct_lost,
+       win_pct_lost(fall_drop) as fall_win_pct_lost, played_win_drop >= fall_drop as played_fell
 from {responses};
 
 create or replace view traps as
-select *, dip_pawns(dip, best_value, value) as dip_pawns, pawns(best_value) as best_value_pawns,
-       pawns(value) as value_pawns
+select * exclude (win_drop), dip_pawns(dip, best_value, value) as dip_pawns,
+       pawns(best_value) as best_value_pawns, pawns(value) as value_pawns, win_pct_lost(win_drop) as win_pct_lost
 from {traps};
 
 create or replace view errors as
@@ -125,11 +136,11 @@ with verdicts as (
 final as (
     select v.judge, v.game_id, v.ply, r.position_key, v.trap_node, v.trap_count, coalesce(v.fell, false) as fell,
            r.meaningful, v.trap_count::double / nullif(r.meaningful, 0) as chance,
-           r.move_played, r.best_move, r.played_dip, r.played_win_drop, r.played_model_p,
+           r.move_played, r.best_move, r.played_dip, r.played_win_pct_lost, r.played_model_p,
            p.mover_rating, p.clock_seconds, g.time_control_class
     from verdicts v
     join responses r using (game_id, ply)
-    join positions p using (game_id, ply)
+    join {positions} p using (game_id, ply)
     join games g using (game_id)
 )
 select * from final;
@@ -138,16 +149,16 @@ select * from final;
 -- dataset's primary judge (`trap_node`, `trap_count`, `fell`; the practical judge where the dataset
 -- has human evidence): best reply, fell (a candidate), a mistake it did not name (dip >= T), another
 -- reply, an excluded reply, or a reply no judge needed valued (unmeasured). Where the practical
--- judge ran with human evidence: the fall estimate (`fall_p`, its bounds, `expected_loss`) and
--- whether the human really fell by its rule (`played_fell`: the played move lost at least
--- `fall_drop` win chances; null where either is unknown).
+-- judge ran with human evidence: the fall estimate (`fall_p`, its bounds, `expected_win_pct_lost`)
+-- and whether the human really fell by its rule (`played_fell`: the played move lost at least
+-- `fall_win_pct_lost`; null where either is unknown).
 create or replace view outcomes as
 with joined as (
     select
         r.game_id, r.ply, r.position_key, r.setter, r.responder, r.best_move, r.move_played, r.primary_judge,
-        r.played_class, r.played_dip, r.played_win_drop, r.played_model_p, r.value, r.reasonable_count,
-        r.trap_ratio, r.meaningful, r.trap_dip, r.fall_p, r.fall_p_low, r.fall_p_high, r.expected_loss,
-        r.fall_drop, r.played_win_drop >= r.fall_drop as played_fell,
+        r.played_class, r.played_dip, r.played_dip_pawns, r.played_win_pct_lost, r.played_model_p, r.value, r.reasonable_count,
+        r.trap_ratio, r.meaningful, r.trap_dip, r.fall_p, r.fall_p_low, r.fall_p_high, r.expected_win_pct_lost,
+        r.fall_win_pct_lost, r.played_fell,
         p.fen, p.move_san, p.mover_rating, p.clock_seconds,
         g.white, g.black, g.white_elo, g.black_elo, g.time_control_class, g.result, g.eco, g.opening, g.event, g.date,
         game_link(g.url, r.ply) as link,
@@ -170,7 +181,7 @@ with joined as (
         end is true as fell,
         r.played_excluded is not null as played_excluded
     from responses r
-    join positions p using (game_id, ply)
+    join {positions} p using (game_id, ply)
     join games g using (game_id)
 ),
 final as (

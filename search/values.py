@@ -2,6 +2,11 @@
 
 Every value is an integer in centipawns from the setter's point of view (higher is better for
 the setter). Values are shown to people in pawns.
+
+A loss of win chances (`search.judges.win_drop`, on [0, 2]: a difference of Lichess's win chances
+on [-1, 1]) is shown to people on one scale only, the points of Lichess's Win% (0-100, the figure
+its analysis board shows): `win_percent_points`. An expected score on [0, 1] is on the same scale
+times 100, so a repertoire's score drop and a judge's win drop read alike.
 """
 
 from __future__ import annotations
@@ -54,3 +59,28 @@ def format_dip(dip: Value, best: Value, value: Value, *, setter_moves_first: boo
     if is_mate_score(best) or is_mate_score(value):
         return format_pawns(value, setter_moves_first=setter_moves_first)
     return f"{dip / 100:.2f}"
+
+
+def win_percent_points(win_drop: float) -> float:
+    """A loss of win chances on [0, 2] in points of Win% (0-100): 0.15 -> 7.5."""
+    return 50.0 * win_drop
+
+
+def format_percent_points(points: float, *, signed: bool = False) -> str:
+    """Points of Win% (or of an expected score in percent) as people read them: `7.5 %`, `30 %`;
+    one decimal below 10, where it still says something."""
+    size = abs(points)
+    digits = 1 if 0 < size < 9.95 else 0
+    text = f"{points:+.{digits}f}" if signed else f"{points:.{digits}f}"
+    return f"{text} %"
+
+
+def format_win_loss(win_drop: float) -> str:
+    """A loss of win chances on [0, 2] for people (`win_percent_points`): `7.5 %`."""
+    return format_percent_points(win_percent_points(win_drop))
+
+
+def format_percent(score: float, *, signed: bool = False) -> str:
+    """An expected score on [0, 1] (or a difference of two, or a probability) in percent, on the
+    scale of `format_win_loss`: `58 %`, `+6.1 %`, `9.7 %`."""
+    return format_percent_points(100.0 * score, signed=signed)

@@ -17,7 +17,7 @@ from search.analysis import Response, ResponseAnalysis, analysis_json, trap_json
 from search.diffimax import DiffiMaxResult
 from search.judges import JUDGES, Judge, JudgeSettings, plausible_share
 from search.settings import DiffiMaxSettings
-from search.values import cp_to_pawns, format_dip, format_pawns
+from search.values import cp_to_pawns, format_dip, format_pawns, format_win_loss
 
 # Length of the best response's bar in the explain chart, in characters.
 BAR_WIDTH = 20
@@ -283,7 +283,7 @@ def judged_text(
     rows = {row["move"]: row for row in reply_rows(judgement)}
     width = max(len(name(r.move)) for r in analysis.responses)
     span = max(2 * settings.reasonable_cp, max(r.dip for r in analysis.responses) + settings.reasonable_cp // 2)
-    head = f"{'#':>3} {'reply':<{width}} {'value':>8} {'dip':>6} {'win drop':>8} {'shallow':>7} {'human p':>7} "
+    head = f"{'#':>3} {'reply':<{width}} {'value':>8} {'dip':>6} {'win lost':>8} {'shallow':>7} {'human p':>7} "
     head += f"{'corpus':>6}  "
     lines += ["", "Opponent responses (each once)", "------------------------------",
               head + " ".join(f"{j:<9}" for j in shown) + " bar (longest: the best)"]  # fmt: skip
@@ -293,7 +293,7 @@ def judged_text(
         dip = "" if r.best else format_dip(r.dip, analysis.best_value, r.value)
         drop, p, corpus = row.get("win_drop"), row.get("model_p"), row.get("corpus_count")
         cells = [_judge_cell(j, r, row, computed) for j in shown]
-        drop_text = "" if drop is None else format(drop, ".2f")
+        drop_text = "" if drop is None else format_win_loss(drop)
         lines.append(
             f"{r.rank:>2}. {name(r.move):<{width}} {value:>8} {dip:>6} {drop_text:>8} "
             f"{'' if row.get('shallow_rank') is None else row['shallow_rank']:>7} "
@@ -348,8 +348,8 @@ def fall_lines(
         bounds += f"; the falling replies' share {rounded_percent(fall.mass)} before the calibration"
     return [
         f"Fall probability ({who}): {rounded_percent(fall.fall_p)} of humans play a reply that loses at least "
-        f"{judges.practical_drop:.2f} win chances (bounds {bounds}); expected loss {fall.expected_loss:.2f} win "
-        f"chances; the falling replies: {falling}"
+        f"{format_win_loss(judges.practical_drop)} win chance (bounds {bounds}); expected loss "
+        f"{format_win_loss(fall.expected_loss)} win chance; the falling replies: {falling}"
     ]
 
 

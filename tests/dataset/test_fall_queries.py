@@ -139,6 +139,11 @@ def without_falls(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # The same numbers in Python, from the Parquet files
 
 
+def win_pct_lost(drop: float | None) -> float | None:
+    """schemas/views.sql's `win_pct_lost`: a loss of win chances (0..2) in points of Win%."""
+    return None if drop is None else round(drop * 50.0, 2)
+
+
 def occurrences(dataset: Path) -> list[dict[str, Any]]:
     """Every responses row with its position's rating, clock and FEN, read back from the files
     (float32 values as Python floats, exactly what DuckDB compares)."""
@@ -240,7 +245,8 @@ def assert_numbers_equal(found: dict[str, Any], expected: dict[str, Any], where:
 def test_outcomes_says_whether_the_human_fell_by_the_estimates_own_threshold(dataset: Path) -> None:
     result = run_query(
         dataset,
-        "select game_id, ply, fall_p, fall_p_low, fall_p_high, expected_loss, fall_drop, played_fell from outcomes",
+        "select game_id, ply, fall_p, fall_p_low, fall_p_high, expected_win_pct_lost, fall_win_pct_lost, played_fell "
+        "from outcomes",
     )
     found = {(row["game_id"], row["ply"]): row for row in records(result.columns, result.rows)}
     rows = occurrences(dataset)
@@ -248,8 +254,19 @@ def test_outcomes_says_whether_the_human_fell_by_the_estimates_own_threshold(dat
     for row in rows:
         seen = found[row["game_id"], row["ply"]]
         assert seen["played_fell"] == row["fell"]
-        for column in ("fall_p", "fall_p_low", "fall_p_high", "expected_loss", "fall_drop"):
+        for column in ("fall_p", "fall_p_low", "fall_p_high"):
             assert seen[column] == row[column]
+        # Losses for people: points of Win%, one scale, and the 0..2 columns left out of the view.
+        assert seen["expected_win_pct_lost"] == win_pct_lost(row["expected_loss"])
+        assert seen["fall_win_pct_lost"] == win_pct_lost(row["fall_drop"])
+    assert not {"expected_loss", "fall_drop", "played_win_drop"} & set(result.columns)
+    # The positions view carries the same estimate (issue 43: a column of positions and of outcomes).
+    columns = "game_id, ply, fall_p, fall_p_low, fall_p_high, expected_win_pct_lost"
+    positions = run_query(dataset, f"select {columns} from positions")
+    assert len(positions.rows) == len(rows)
+    for row in records(positions.columns, positions.rows):
+        seen = found[row["game_id"], row["ply"]]
+        assert all(row[column] == seen[column] for column in columns.split(", ")[2:])
     # The threshold itself is a fall (>=), an unvalued move or no estimate is no answer.
     assert any(row["played_win_drop"] == row["fall_drop"] and row["fell"] for row in rows)
     assert any(row["fall_p"] is not None and row["fell"] is None for row in rows)
@@ -344,7 +361,7 @@ def expected_trickiest(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "position_key": key,
             "rating_band": rating_band,
             "clock": clock,
-            "expected_loss": sum(row["expected_loss"] for row in members) / len(members),
+            "expected_win_pct_lost": sum(win_pct_lost(row["expected_loss"]) or 0.0 for row in members) / len(members),
             "few_occurrences": len(members) < MIN_OCCURRENCES,
             "ply": min(row["ply"] for row in members),
             "fen": min(row["fen"] for row in members),
@@ -354,7 +371,7 @@ def expected_trickiest(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         key=lambda s: (
             s["few_occurrences"],
             -s["wilson_low"],
-            -s["expected_loss"],
+            -s["expected_win_pct_lost"],
             -s["occurrences"],
             s["ply"],
             s["fen"],

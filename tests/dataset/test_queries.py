@@ -114,7 +114,9 @@ def test_every_saved_query_runs_and_returns_rows(dataset):
                 assert 0 <= low <= rate <= high <= 1
 
 
-@pytest.mark.parametrize(("name", "loss"), [("practical-traps", "win_drop"), ("top-trap-positions", "fallen_win_drop")])
+@pytest.mark.parametrize(
+    ("name", "loss"), [("practical-traps", "win_pct_lost"), ("top-trap-positions", "fallen_win_pct_lost")]
+)
 def test_rankings_rest_on_the_lower_bound_and_mark_the_rows_of_few_occurrences(dataset, name, loss):
     """Issue 44: on small data every trap reads "1 of 1 fell, 100 %", so a ranking by falls or by
     the rate puts the least-attested rows first. The rows of 3 occurrences or more come first, by

@@ -7,6 +7,7 @@ estimate in the JSON."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import chess
@@ -18,6 +19,7 @@ from pipeline.outputs.explain_input import ExplainInput, ExplainInputError, expl
 from search.chessgame import MovesError, numbered_line, play_moves
 from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence, Verdicts, fall_estimate
 from tests.conftest import cli_in_process, needs_maia3, needs_stockfish, one_error_line
+from tests.reading import mate_markers, two_scales_in_words
 
 # Blackburne's trap (4.Nxe5?? Qg5!): the moves to the trap position, and the position itself.
 BLACKBURNE_MOVES = "1. e4 e5 2. Nf3 Nc6 3. Bc4 Nd4"
@@ -226,10 +228,12 @@ def test_the_fall_estimate_reads_as_a_coach_reads_it_and_its_json_keeps_both_nam
     # The default calibration (Lichess's: sigmoid(1.21 logit m + 0.60)) moves 50 % to 65 % and
     # 60 % to 75 %; the line says the replies' own share beside it, so its shares add up.
     assert line == (
-        "Fall probability (rating 1200): 65 % of humans play a reply that loses at least 0.15 win chances "
+        "Fall probability (rating 1200): 65 % of humans play a reply that loses at least 7.5 % win chance "
         "(bounds 65-75 %; the falling replies' share 50 % before the calibration); "
-        f"expected loss {fall.expected_loss:.2f} win chances; the falling replies: Nxe5 30 %, Nxd4 20 %"
+        "expected loss 14 % win chance; the falling replies: Nxe5 30 %, Nxd4 20 %"
     )
+    # One scale for a loss, points of Win%: 0.15 win chances on -1..1 is 7.5, the expected 0.277 is 14.
+    assert fall.expected_loss == pytest.approx(0.2766, abs=1e-4)
     uncalibrated = JudgeSettings(judges=frozenset({"practical"}), fall_calibration=(("lichess", 1.0, 0.0),))
     raw = fall_estimate(evidence, uncalibrated)
     assert raw is not None and (raw.fall_p, raw.low, raw.high) == (0.5, 0.5, 0.6) == (fall.mass, 0.5, 0.6)
@@ -286,3 +290,17 @@ def test_a_pgn_ply_is_explained_with_the_games_rating_and_says_so(games: str) ->
     assert "Responder: rating 1510 (WhiteElo); clock 171 s (White's %clk after 3.Bc4)" in text
     fall = next(line for line in text.splitlines() if line.startswith("Fall probability"))
     assert fall.startswith("Fall probability (rating 1510): ") and "of humans play a reply that loses at least" in fall
+
+
+@pytest.mark.stockfish
+@needs_stockfish
+@needs_maia3
+def test_explain_reads_a_loss_on_one_scale_and_a_mate_as_a_mate() -> None:
+    """Issue 44, item 6 (`tests.reading`): after 3.Qh5, 3...Nf6?? allows Qxf7#. The text shows the
+    mate as "#1", never the internal mate score, and every loss of win chances in points of Win%."""
+    text = cli_in_process("explain", "--moves", "1. e4 e5 2. Bc4 Nc6 3. Qh5", *CHEAP, check=True).stdout
+    assert two_scales_in_words(text) == [] and mate_markers(text) == []
+    (nf6,) = [line for line in text.splitlines() if re.match(r"\s*\d+\. \.\.\.Nf6 ", line)]
+    # Mated from a level position: the setter's Win% goes from about 50 to 100.
+    assert " #1 " in nf6 and 40 <= int(re.findall(r" (\d+) % ", nf6)[0]) <= 60, nf6
+    assert re.search(r"loses at least 7\.5 % win chance .*; expected loss \d+(\.\d)? % win chance", text)

@@ -78,6 +78,7 @@ from tests.conftest import (
 from tests.fake_engines import DIES_ON_GO, ONLY_ON_THE_DRIVER, fake_engine
 from tests.mining_helpers import mine
 from tests.processes import assert_session_ends, session_processes
+from tests.reading import mate_markers, two_scales_in_words
 
 SAMPLE = GAMES / "lichess_100.pgn"
 # Engine budget of the tests: per MultiPV-2 search, for the generator and the independent check.
@@ -812,6 +813,18 @@ def test_every_puzzle_passes_a_fresh_engine_and_matches_the_game(generated: Puzz
 
 
 @pytest.mark.stockfish
+def test_csv_pgn_and_html_read_a_mate_as_a_mate_and_a_loss_on_one_scale(generated: PuzzleReport) -> None:
+    """Issue 44, item 6 (`tests.reading`): no internal mate score (99,9xx cp, 999.9x pawns) and no
+    loss of win chances on the rows' 0..2 in any of the three outputs."""
+    found = {}
+    for kind in ("csv", "pgn", "html"):
+        text = generated.written[kind].read_text(encoding="utf-8")
+        if kind == "html":  # the words, not the board's drawing numbers or the script
+            text = re.sub(r"<(svg|script|style)\b.*?</\1>", "", text, flags=re.DOTALL)
+        found[kind] = mate_markers(text) + two_scales_in_words(text)
+    assert found == {"csv": [], "pgn": [], "html": []}
+
+
 def test_csv_pgn_and_html_agree_and_are_well_formed(generated: PuzzleReport) -> None:
     csv_text = generated.written["csv"].read_text(encoding="utf-8")
     rows = list(csv.DictReader(io.StringIO(csv_text)))

@@ -23,7 +23,15 @@ import pytest
 
 from pipeline.common.sanitize import terminal_visible
 from pipeline.dataset.integrity import DatasetError, IncompleteDatasetError
-from pipeline.dataset.queries import CSV_KEEPS, QueryResult, render, run_query, run_saved
+from pipeline.dataset.queries import (
+    CSV_KEEPS,
+    QueryResult,
+    RequirementError,
+    render,
+    run_query,
+    run_saved,
+    saved_queries,
+)
 from pipeline.ingest.headers import GameFilter
 from pipeline.outputs.html import tag, text
 from pipeline.outputs.report import REPORT_NAME, ReportError, write_report
@@ -43,6 +51,7 @@ from pipeline.outputs.report.plots import (
 from pipeline.outputs.report.sections import plots_section
 from tests.conftest import CHROMIUM, GAMES, needs_chromium, require_playwright
 from tests.mining_helpers import EVERY_JUDGE, mine
+from tests.reading import MACHINE_LOSS_COLUMNS, mate_markers, two_scales, two_scales_in_words
 
 SAMPLE = GAMES / "lichess_100.pgn"  # no clock comments
 CLOCKS = GAMES / "lichess_eval_clk_10024.pgn.zst"  # %clk and %eval on every move
@@ -352,7 +361,43 @@ def test_the_fall_section_sets_predictions_beside_real_falls_readably(sample: Re
         assert board.parse_san(best).uci() == row["best_move"] and board.parse_san(fell_with)
         assert f"{row['fell']} of {row['occurrences']}" in " ".join(cells[6])
         assert cells[7][0] == f"{row['fall_rate']:.0%}" and cells[8][0] == f"{row['fall_p']:.0%}"
+        # The expected loss in points of Win% (the one scale of a loss), never on the rows' 0..2.
+        loss = " ".join(cells[9])
+        assert loss.endswith(" %") and float(loss.removesuffix(" %")) == pytest.approx(
+            row["expected_win_pct_lost"], abs=0.51
+        )
         assert row["fen"] not in words and row["fen"].split()[0] not in section
+
+
+VIEWS = ("games", "positions", "responses", "traps", "errors", "root_candidates", "judge_outcomes", "outcomes")
+
+
+def test_every_view_query_and_the_page_read_a_loss_on_one_scale_and_no_mate_marker(sample: Report) -> None:
+    """Issue 44, item 6 (`tests.reading`): what a person reads of a dataset, the views, every saved
+    query and the report, shows a loss of win chances in points of Win% only and a mate as "#N"."""
+    found: dict[str, list[str]] = {}
+    for view in VIEWS:
+        result = run_query(sample.dataset, f"select * from {view}")
+        found[view] = two_scales(result.columns, result.rows)
+        # Values are centipawns for machines (a mate is MATE - n); the *_pawns columns are for people.
+        shown = [i for i, name in enumerate(result.columns) if name.endswith("_pawns")]
+        found[view] += [m for row in result.rows for i in shown for m in mate_markers(str(row[i] or ""))]
+    for name in saved_queries():
+        try:
+            result = run_saved(sample.dataset, name)
+        except RequirementError:
+            continue
+        found[name] = two_scales(result.columns, result.rows)
+        found[name] += [m for row in result.rows for value in row for m in mate_markers(str(value))]
+    page = Page(re.sub(r'<section id="manifest">.*?</section>', "", sample.html, flags=re.DOTALL))  # a JSON dump
+    words = page.all_text()
+    found["report"] = two_scales_in_words(words) + mate_markers(words)
+    heads = [head.replace("<wbr />", "") for head in re.findall(r"<th>(.*?)</th>", sample.html)]
+    found["report"] += [head for head in heads if head in MACHINE_LOSS_COLUMNS]
+    assert {where: what for where, what in found.items() if what} == {}
+    # The dataset reads losses at all: the practical judge's and the fall estimate's columns.
+    losses = run_query(sample.dataset, "select max(played_win_pct_lost), max(expected_win_pct_lost) from outcomes")
+    assert all(value is not None and value > 0 for value in losses.rows[0])
 
 
 def test_report_of_a_dataset_with_a_broken_manifest(sample: Report, tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ figure shown is the Parquet row's; the page has no network access and one script
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from pipeline.repertoire.records import NODES_FILE, Labels
 from pipeline.repertoire.settings import RepertoireSettings, parse_start
 from search.values import format_pawns
 from tests.conftest import CHROMIUM, STOCKFISH, needs_chromium, needs_stockfish, require_playwright
+from tests.reading import PERCENT, shows_percent
 
 pytestmark = [needs_chromium, needs_stockfish]
 ARGS = [
@@ -75,13 +77,14 @@ def check_table(page: Any, rows: list[dict[str, Any]], node_id: int) -> None:
     assert sorted(shown) == sorted(r["move_san"] for r in children)
     for row in children:
         cells = shown[row["move_san"]]
-        assert cells["expected"] == f"{row['expected']:.3f}"
-        assert cells["gain"] == f"{row['move_gain']:+.3f}"
+        # Scores, their gains and probabilities in percent (a score's points are Win%'s).
+        assert shows_percent(cells["expected"], row["expected"]), (cells, row["expected"])
+        assert shows_percent(cells["gain"], row["move_gain"]) and cells["gain"][0] in "+-", (cells, row["move_gain"])
         assert cells["value"] == format_pawns(row["value_cp"])
         if row["mover"] == "opponent":
-            assert float(cells["p"]) == round(row["probability"], 3)
+            assert shows_percent(cells["p"], row["probability"]), (cells, row["probability"])
         elif row["trap_probability"]:
-            assert cells["works"] == f"{100 * row['trap_probability']:.1f}%"
+            assert shows_percent(cells["works"], row["trap_probability"]), (cells, row["trap_probability"])
             assert cells["traps"] == str(row["traps"])
 
 
@@ -109,7 +112,9 @@ def test_a_reader_clicks_three_plies_and_sees_the_rows_figures(browser: Any, rep
             page.locator(f'table.moves button.go[data-node="{chosen["node_id"]}"]').click()
         node = chosen
         assert page.locator(".line button.step").count() == ply + 2
-        assert f"{node['expected']:.3f}" in page.locator(".status").inner_text()
+        status = page.locator(".status").inner_text()
+        shown = re.search(rf"Expected score ({PERCENT})", status)
+        assert shown and shows_percent(shown[1], node["expected"]), status
         check_table(page, rows, node["node_id"])
     assert node["depth"] >= 2
     # Back goes up a ply; Export shows the line from the start as PGN.

@@ -34,6 +34,7 @@ from pipeline.repertoire.settings import RepertoireSettings, Start, parse_start
 from search.settings import DiffiMaxSettings
 from tests.conftest import GAMES, STOCKFISH, needs_stockfish, run_cli
 from tests.mining_helpers import mine
+from tests.reading import PERCENT, shows_percent
 
 pytestmark = needs_stockfish
 
@@ -102,9 +103,6 @@ def test_every_node_keeps_the_invariants(built: dict[str, Any]) -> None:
             assert row["source"] == "model" and row["replies"]
 
 
-NUMBER = r"[-+]?\d+\.\d+"
-
-
 def test_the_pgn_parses_its_main_lines_are_legal_and_its_figures_are_the_rows(built: dict[str, Any]) -> None:
     out, rows = built["ray"]["out"], built["ray"]["rows"]
     by_path = {tuple(row["path_uci"]): row for row in rows}
@@ -164,21 +162,22 @@ def tree_path(board: chess.Board) -> tuple[str, ...]:
 def check_comment(comment: str, row: dict[str, Any], rows: list[dict[str, Any]]) -> int:
     """Assert the comment's figures are the row's (to the digits shown), and the traps it names
     are its node's trap replies with their figures; 1 if it had any figures."""
-    figures = {name: float(value) for name, value in re.findall(rf"(?:^|; )(gain|expected|p) ({NUMBER})", comment)}
+    figures = dict(re.findall(rf"(?:^|; )(gain|expected|p) ({PERCENT})", comment))
     if not figures:
         return 0
+    # Scores, gains, drops and probabilities in percent (a score's points are Win%'s), never 0..1.
     for name, column in (("gain", "move_gain"), ("expected", "expected"), ("p", "probability")):
         if name in figures:
-            assert figures[name] == round(row[column], 3), (comment, row[column])
-    named = re.findall(rf"(\S+) p ({NUMBER}) drop ({NUMBER})", comment)
-    traps = [r for r in rows if r["parent_id"] == row["node_id"] and r["trap"]]
-    assert sorted((san, float(p), float(d)) for san, p, d in named) == sorted(
-        (t["move_san"], round(t["probability"], 3), round(t["drop"], 3)) for t in traps
-    )
-    works = re.search(r"works (\d+\.\d)%", comment)
+            assert shows_percent(figures[name], row[column]), (comment, row[column])
+    named = re.findall(rf"(\S+) p ({PERCENT}) drop ({PERCENT})", comment)
+    traps = {r["move_san"]: r for r in rows if r["parent_id"] == row["node_id"] and r["trap"]}
+    assert sorted(san for san, _, _ in named) == sorted(traps), comment
+    for san, p, drop in named:
+        assert shows_percent(p, traps[san]["probability"]) and shows_percent(drop, traps[san]["drop"]), comment
+    works = re.search(rf"works ({PERCENT})", comment)
     assert (works is None) == (not traps)
     if works:
-        assert float(works[1]) == round(100 * row["trap_probability"], 1)
+        assert shows_percent(works[1], row["trap_probability"]), comment
     seen = re.search(r"seen (\d+)/(\d+)", comment)
     if seen:
         assert (int(seen[1]), int(seen[2])) == (row["observed_count"], row["observed_games"])

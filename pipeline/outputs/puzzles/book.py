@@ -27,7 +27,9 @@ from pipeline.common.words import quantity
 from pipeline.outputs.html import BOARD_SCRIPT, Html, document, join, tag
 from pipeline.outputs.puzzles.records import Puzzle
 from pipeline.outputs.puzzles.rules import mates_in_one
+from pipeline.outputs.puzzles.standards import DEFAULT_MARGIN, DEFAULT_NODES, LICHESS_MARGIN
 from pipeline.outputs.puzzles.words import colour_names, role, task
+from search.values import format_win_loss
 
 BOARD_PX = 360  # size of a board in the HTML book
 HERE = Path(__file__).resolve().parent
@@ -37,11 +39,12 @@ PIECE_NAMES = {chess.PAWN: "pawn", chess.KNIGHT: "knight", chess.BISHOP: "bishop
                chess.QUEEN: "queen", chess.KING: "king"}  # fmt: skip
 LIGHT, DARK, LAST = "#f0d9b5", "#b58863", "#cdd26a"  # python-chess's board colours; the last move's squares
 STANDARD_WORDS = {
-    "default": "diffimax's standard: every solver move is the engine's best by 0.3 win chances (Lichess's "
-    "blunder margin) at 500,000 nodes, and the line ends in mate or two pawns ahead (a defensive puzzle: from "
-    "two pawns down to level); a set puzzle's first move may instead be the safe move that sets the likeliest trap",
-    "lichess": "lichess-puzzler's standard: every solver move is the engine's best by 0.7 win chances and keeps "
-    "two pawns, at most one puzzle per game",
+    "default": f"diffimax's standard: every solver move is the engine's best by {format_win_loss(DEFAULT_MARGIN)} "
+    f"win chance (Lichess's blunder margin) at {DEFAULT_NODES:,} nodes, and the line ends in mate or two pawns "
+    "ahead (a defensive puzzle: from two pawns down to level); a set puzzle's first move may instead be the safe "
+    "move that sets the likeliest trap",
+    "lichess": f"lichess-puzzler's standard: every solver move is the engine's best by "
+    f"{format_win_loss(LICHESS_MARGIN)} win chance and keeps two pawns, at most one puzzle per game",
 }
 
 

@@ -25,7 +25,7 @@ import chess.svg
 from pipeline.common.sanitize import clean_text
 from pipeline.outputs.html import BOARD_SCRIPT, Html, document, tag
 from pipeline.outputs.puzzles.book import STYLE, board_svg, shared_defs
-from search.values import format_pawns
+from search.values import format_pawns, format_percent
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = BOARD_SCRIPT + (HERE / "explorer.js").read_text(encoding="utf-8")
@@ -73,25 +73,27 @@ def cells(row: Mapping[str, Any]) -> dict[str, str]:
     seen = ""
     if row.get("observed_games") is not None:
         share = row["observed_share"]
-        seen = f"{row['observed_count']}/{row['observed_games']}" + ("" if share is None else f" {100 * share:.1f}%")
+        seen = f"{row['observed_count']}/{row['observed_games']}"
+        seen += "" if share is None else f" {format_percent(share)}"
     return {
-        "p": "" if row["probability"] is None else f"{row['probability']:.3f}",
+        "p": "" if row["probability"] is None else format_percent(row["probability"]),
         "value": "" if row["value_cp"] is None else format_pawns(row["value_cp"]),
-        "expected": "" if row["expected"] is None else f"{row['expected']:.3f}",
-        "gain": "" if row["move_gain"] is None else f"{row['move_gain']:+.3f}",
+        "expected": "" if row["expected"] is None else format_percent(row["expected"]),
+        "gain": "" if row["move_gain"] is None else format_percent(row["move_gain"], signed=True),
         "traps": str(row["traps"] or 0) if player else ("trap" if row["trap"] else ""),
-        "works": f"{100 * row['trap_probability']:.1f}%" if player and row["trap_probability"] else "",
+        "works": format_percent(row["trap_probability"]) if player and row["trap_probability"] else "",
         "seen": seen,
-        "score": "" if row.get("observed_score") is None else f"{row['observed_score']:.3f}",
+        "score": "" if row.get("observed_score") is None else format_percent(row["observed_score"]),
         "mark": "recommended" if row["recommended"] else ("trap" if row["trap"] else ""),
     }
 
 
 def summary(row: Mapping[str, Any], player: str, opponent: str) -> str:
     who = player if row["to_move"] == "player" else opponent
-    text = f"{who} to move. Expected score {row['expected']:.3f}, practical gain {row['gain']:+.3f}"
+    text = f"{who} to move. Expected score {format_percent(row['expected'])}, practical gain "
+    text += format_percent(row["gain"], signed=True)
     if row["to_move"] == "opponent" and row["source"]:
-        text += f"; replies from the {row['source']}, {100 * (row['unexplored'] or 0.0):.1f}% unexplored"
+        text += f"; replies from the {row['source']}, {format_percent(row['unexplored'] or 0.0)} unexplored"
     if row["status"] != "expanded":
         text += f"; not grown further ({row['status']})"
     return text + "."
@@ -103,8 +105,8 @@ def trap_lines(row: Mapping[str, Any], children: Sequence[Mapping[str, Any]]) ->
     for child in sorted(children, key=lambda c: (-(c["probability"] or 0.0), c["move_uci"])):
         if child["trap"]:
             found.append(
-                f"{label(child)}? p {child['probability']:.3f}, drop {child['drop']:.3f}; punished by "
-                f"{clean_text(child['punishment_san'] or '(no line)')}"
+                f"{label(child)}? p {format_percent(child['probability'])}, drop {format_percent(child['drop'])}; "
+                f"punished by {clean_text(child['punishment_san'] or '(no line)')}"
             )
     return found
 
@@ -147,9 +149,10 @@ def render_explorer(rows: Sequence[Mapping[str, Any]], start: chess.Board, *, ti
         f"{len(rows)} positions; opponents rated {root['opponent_rating']}"
         f"{' (' + root['pool'] + ')' if root['pool'] else ''}; plies {root['plies']}, floor {root['floor']}, "
         f"width {root['width']}, engine {root['engine']}. Click a move in the table, or a piece and its square. "
-        "Expected: the expected score against humans (Lichess's win-chance curve); gain: what the move adds "
-        "over best play by both sides; p: how likely a human of the rating plays the reply; works: how often "
-        "one of the traps it sets is played; seen / score: the real games of --data.",
+        "Expected: the expected score against humans (Lichess's win-chance curve, in percent: the points of "
+        "Win%); gain: what the move adds over best play by both sides; drop: the score a trap reply gives up; "
+        "p: how likely a human of the rating plays the reply; works: how often one of the traps it sets is "
+        "played; seen / score: the real games of --data.",
         class_="about",
     )
     head_row = tag("tr", [tag("th", name) for name in HEADINGS])

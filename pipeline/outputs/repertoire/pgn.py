@@ -7,11 +7,14 @@ reach come first. Every move is commented with figures formatted from the nodes'
 (`pipeline.repertoire.records`), never computed again:
 
 - the player's move: `gain` (what it adds over the minimax line), `expected` (the expected score
-  against humans), the traps it sets with their probability and drop, and how often one works
+  against humans), the traps it sets with their probability and drop (the score the opponent gives
+  up), and how often one works
   (`works`: the traps' total probability), then what the dataset's games did (`--data`);
 - the opponent's move: its probability `p` (and where it came from) and the dataset's share;
 - a trap reply off the line: a variation of the reply and its punishment (the engine's line).
 
+Scores, their differences and probabilities are all percents (`search.values.format_percent`): a
+score's points are Win%'s, the one scale every output gives a loss of win chances on.
 Comments are text python-chess writes into braces; a brace in them is replaced, so every game
 parses (`tests/repertoire`).
 """
@@ -25,6 +28,7 @@ import chess
 import chess.pgn
 
 from pipeline.repertoire.settings import MAX_CHAPTERS
+from search.values import format_percent
 
 Row = Mapping[str, Any]
 
@@ -66,42 +70,48 @@ def main_lines(rows: Sequence[Row], limit: int = MAX_CHAPTERS) -> tuple[list[lis
     return lines[:limit], len(lines)
 
 
-def percent(share: float) -> str:
-    return f"{100 * share:.1f}%"
-
-
 def observed_words(row: Row) -> str:
     """What the dataset's games did with the move, or nothing without `--data`."""
     if row.get("observed_games") is None:
         return ""
     text = f"; seen {row['observed_count']}/{row['observed_games']}"
     if row["observed_share"] is not None:
-        text += f" {percent(row['observed_share'])} [{percent(row['share_low'])}, {percent(row['share_high'])}]"
+        text += " " + with_interval(row["observed_share"], row["share_low"], row["share_high"])
     if row["observed_score"] is not None:
-        text += f", score {row['observed_score']:.3f} [{row['score_low']:.3f}, {row['score_high']:.3f}]"
+        text += ", score " + with_interval(row["observed_score"], row["score_low"], row["score_high"])
     return text
+
+
+def with_interval(value: float, low: float, high: float) -> str:
+    """A share or a score with its 95 % interval: `58 % [42 %, 71 %]`."""
+    return f"{format_percent(value)} [{format_percent(low)}, {format_percent(high)}]"
 
 
 def player_comment(row: Row, traps: Sequence[Row]) -> str:
     """The comment on a player's move (see the module docstring)."""
-    text = f"gain {row['move_gain']:+.3f}; expected {row['expected']:.3f}"
+    text = f"gain {format_percent(row['move_gain'], signed=True)}; expected {format_percent(row['expected'])}"
     if traps:
-        named = ", ".join(f"{t['move_san']} p {t['probability']:.3f} drop {t['drop']:.3f}" for t in traps)
-        text += f"; traps {named}; works {percent(row['trap_probability'])}"
+        named = ", ".join(
+            f"{t['move_san']} p {format_percent(t['probability'])} drop {format_percent(t['drop'])}" for t in traps
+        )
+        text += f"; traps {named}; works {format_percent(row['trap_probability'])}"
     return text + observed_words(row)
 
 
 def reply_comment(row: Row, source: str | None) -> str:
     """The comment on an opponent's move: its probability and where it came from."""
-    text = f"p {row['probability']:.3f} ({source or 'none'})"
+    text = f"p {format_percent(row['probability'])} ({source or 'none'})"
     if row["trap"]:
-        text += f"; trap, drop {row['drop']:.3f}"
+        text += f"; trap, drop {format_percent(row['drop'])}"
     return text + observed_words(row)
 
 
 def trap_comment(row: Row, source: str | None) -> str:
     """The comment on a trap reply off the line (its punishment follows)."""
-    return f"trap: p {row['probability']:.3f} ({source or 'none'}), drop {row['drop']:.3f}" + observed_words(row)
+    return (
+        f"trap: p {format_percent(row['probability'])} ({source or 'none'}), drop {format_percent(row['drop'])}"
+        + observed_words(row)
+    )
 
 
 def clean(text: str) -> str:

@@ -15,6 +15,7 @@ from pipeline.outputs.report.boards import game_link, reply_board_svg
 from pipeline.outputs.report.data import SavedResults, number, records
 from pipeline.outputs.report.plots import PLOT_DPI, PLOT_INCHES, plot_calibration, png_data_uri
 from pipeline.outputs.report.sections import table, uci_as_san
+from search.values import format_percent_points
 
 # Rows of trickiest-positions shown (the saved query lists up to 50).
 TRICKIEST_SHOWN: Final = 10
@@ -37,11 +38,12 @@ TOTAL_COLUMNS: Final = (
 
 READING: Final = (
     "At every judged position where the practical judge had human evidence, the judging estimates fall_p: the "
-    "probability that a human of the responder's rating plays a reply losing at least fall_drop win chances "
-    "(the practical judge's --practical-drop). The human fell there when the move played lost that much (an "
-    "occurrence whose played move has no value is left out: played_unvalued). Perfectly calibrated estimates "
-    "lie on the diagonal; the ECE is the mean distance from it, weighted by occurrences, and the Brier score the "
-    "mean squared error of fall_p against the fall (0 is perfect, 0.25 a constant 50%)."
+    "probability that a human of the responder's rating plays a reply losing at least the practical judge's "
+    "--practical-drop of win chance (losses here are points of Lichess's Win%, 0-100). The human fell there "
+    "when the move played lost that much (an occurrence whose played move has no value is left out: "
+    "played_unvalued). Perfectly calibrated estimates lie on the diagonal; the ECE is the mean distance from "
+    "it, weighted by occurrences, and the Brier score the mean squared error of fall_p against the fall (0 is "
+    "perfect, 0.25 a constant 50%)."
 )
 
 
@@ -103,7 +105,7 @@ def _trickiest_row(index: int, row: dict[str, Any]) -> Html:
         tag("td", f"{row['fell']} of {row['occurrences']}", few, class_="num"),
         tag("td", _interval(row), class_="num"),
         tag("td", _percent(row["fall_p"]), class_="num"),
-        tag("td", f"{number(row['expected_loss']) or 0:.2f}", class_="num"),
+        tag("td", format_percent_points(number(row["expected_win_pct_lost"]) or 0.0), class_="num"),
     )
 
 
@@ -118,7 +120,7 @@ TRICKIEST_HEADS: Final = (
     "fell",
     "observed (95% interval)",
     "predicted fall_p",
-    "expected loss",
+    "expected loss of win chance",
 )
 
 

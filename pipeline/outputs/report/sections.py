@@ -19,6 +19,7 @@ from pipeline.engines.backends import describe_engine
 from pipeline.outputs.html import Content, Html, join, tag, text
 from pipeline.outputs.report.data import ErrorRows, SavedResults, number, records
 from pipeline.outputs.report.plots import PLOT_DPI, PLOT_INCHES, PLOTS, png_data_uri
+from search.values import format_percent_points
 
 # Saved queries with a section of their own; every other saved query is a table under "Saved queries".
 OWN_SECTION: Final = frozenset(
@@ -43,6 +44,10 @@ RATE_COLUMNS: Final = frozenset(
 )
 
 
+# Columns that hold a loss of win chances in points of Win% (schemas/views.sql's `win_pct_lost`).
+WIN_LOSS_SUFFIX: Final = "win_pct_lost"
+
+
 # Columns that hold a FEN: shown as a short link to the position on Lichess's analysis board, the
 # FEN in its title (sixty characters in a column squeezed the coach's table to 28,000 px).
 FEN_COLUMNS: Final = frozenset({"fen", "node_fen"})
@@ -62,6 +67,8 @@ def cell(column: str, value: Any, board: chess.Board | None = None, move: str | 
         return text("yes" if value else "no")
     if isinstance(value, float) and column in RATE_COLUMNS:
         return text(f"{value:.1%}")
+    if isinstance(value, float) and column.endswith(WIN_LOSS_SUFFIX):
+        return text(format_percent_points(value))
     if isinstance(value, float):
         return text(f"{value:.4g}")
     if column in FEN_COLUMNS:
