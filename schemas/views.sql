@@ -156,8 +156,8 @@ create or replace view outcomes as
 with joined as (
     select
         r.game_id, r.ply, r.position_key, r.setter, r.responder, r.best_move, r.move_played, r.primary_judge,
-        r.played_class, r.played_dip, r.played_dip_pawns, r.played_win_pct_lost, r.played_model_p, r.value, r.reasonable_count,
-        r.trap_ratio, r.meaningful, r.trap_dip, r.fall_p, r.fall_p_low, r.fall_p_high, r.expected_win_pct_lost,
+        r.played_class, r.played_dip, r.played_dip_pawns, r.played_win_pct_lost, r.played_model_p, r.value,
+        r.reasonable_count, r.trap_ratio, r.meaningful, r.trap_dip, r.fall_p, r.fall_p_low, r.fall_p_high, r.expected_win_pct_lost,
         r.fall_win_pct_lost, r.played_fell,
         p.fen, p.move_san, p.mover_rating, p.clock_seconds,
         g.white, g.black, g.white_elo, g.black_elo, g.time_control_class, g.result, g.eco, g.opening, g.event, g.date,
