@@ -98,7 +98,7 @@ case "${1:-}" in
         echo
         echo "== the practical traps the humans fell for, most telling first (diffimax query --data $OUT ...)"
         "$VENV/bin/diffimax" query --data "$OUT" "
-            select g.event as game, (o.ply + 2) // 2 as move, o.responder, o.move_san as played,
+            select g.event as game, (o.ply + 2) // 2 as move, o.responder, o.move_played as played,
                    round(100 * o.played_model_p) as human_pct, round(o.played_win_pct_lost, 1) as win_pct_lost,
                    o.played_dip_pawns as dip_pawns
             from outcomes o join games g using (game_id)

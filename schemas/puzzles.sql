@@ -1,16 +1,17 @@
 -- Candidates of `diffimax puzzles` (views from views.sql).
 -- Each block: `-- name: NAME`, one description line, then one statement ending in `;`.
--- $min_dip_cp is the smallest trap dip asked for, in centipawns (setter's view).
+-- $min_dip_cp is the smallest trap dip asked for, in centipawns (setter's view). Moves are UCI:
+-- the puzzles replay them (the views' `*_uci`).
 
 -- name: punish-candidates
 -- Root trap records the human fell into, with the root position, the setter's value there before the trap move, and whether the practical judge names the move.
 with final as (
-    select t.game_id, t.ply, p.fen, t.move, t.dip, t.refutation, r.value as start_cp,
+    select t.game_id, t.ply, p.fen, t.move_uci as move, t.dip, t.refutation_uci as refutation, r.value as start_cp,
            coalesce(t.by_practical, false) as by_practical, t.link
     from root_candidates t
     join positions p on p.game_id = t.game_id and p.ply = t.ply
     join responses r on r.game_id = t.game_id and r.ply = t.ply
-    where t.by_primary and t.fell and t.dip >= $min_dip_cp and p.move_uci = t.move
+    where t.by_primary and t.fell and t.dip >= $min_dip_cp and p.move_uci = t.move_uci
 )
 select * from final order by game_id, ply;
 
@@ -18,7 +19,7 @@ select * from final order by game_id, ply;
 -- One trap per root (the one the human played, else the deepest dip), the two plies before it, the miner's own view of the setting move (the setter's turn at ply - 1) and the root's practical trap chance.
 with picked as (
     select t.*, row_number() over (
-        partition by t.game_id, t.ply order by t.fell desc nulls last, t.dip desc, t.move
+        partition by t.game_id, t.ply order by t.fell desc nulls last, t.dip desc, t.move_uci
     ) as pick
     from root_candidates t
     where t.by_primary and t.dip >= $min_dip_cp
@@ -29,10 +30,10 @@ chances as (
     group by game_id, ply
 ),
 final as (
-    select c.game_id, c.ply, c.move, c.dip, c.refutation, c.fell, coalesce(c.by_practical, false) as by_practical,
+    select c.game_id, c.ply, c.move_uci as move, c.dip, c.refutation_uci as refutation, c.fell, coalesce(c.by_practical, false) as by_practical,
            before.fen as fen, before.move_uci as prior_move, setting.move_uci as setting_move,
-           screen.move_played = screen.best_move as setting_best,
-           list_min([r.dip for r in screen.responses if r.move <> screen.best_move and r.excluded is null])
+           screen.move_played_uci = screen.best_move_uci as setting_best,
+           list_min([r.dip for r in screen.responses if r.move <> screen.best_move_uci and r.excluded is null])
                as second_dip,
            screen.played_dip as setting_dip, root.mover_rating as opponent_rating, k.trap_chance,
            game_link(g.url, c.ply - 2) as link

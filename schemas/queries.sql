@@ -90,7 +90,7 @@ select * from final;
 with nodes as (
     select position_key, min(fen) as fen, count(*) as games, sum(fell::int) as fell,
            avg(played_win_pct_lost) filter (where fell) as fallen_win_pct_lost,
-           min(trap_count) as trap_candidates, min(best_move) as best_move, min(ply) as ply,
+           min(trap_count) as trap_candidates, min(best_move_uci) as best_move, min(ply) as ply,
            mode(opening) as opening, arg_min(link, (not fell, game_id)) as example_game
     from outcomes where trap_node group by position_key
 ),
@@ -99,8 +99,12 @@ final as (
            few_occurrences(games) as few_occurrences
     from nodes
 )
-select * from final where fell > 0
-order by few_occurrences, wilson_low desc, fallen_win_pct_lost desc nulls last, games desc, ply, fen limit 25;
+-- the moves named in SAN for the rows kept (the UCI beside them)
+select * replace (san(fen, best_move) as best_move), best_move as best_move_uci
+from (
+    select * from final where fell > 0
+    order by few_occurrences, wilson_low desc, fallen_win_pct_lost desc nulls last, games desc, ply, fen limit 25
+);
 
 -- name: top-players
 -- Players who set and who fell for the most traps (as setter: the responder fell; as responder: they fell).
@@ -176,21 +180,27 @@ select * from final order by lift desc nulls last, judge;
 -- name: practical-traps
 -- The practical judge's trap candidates by the Wilson lower bound of how often humans fell for them, then the larger loss (win_pct_lost: points of Win%), games, the FEN, the move; candidates met fewer than 3 times are marked few_occurrences and come last; with their evidence, opening and a game.
 with candidates as (
-    select root_key as position_key, move, min(node_fen) as fen, min(best_move) as best_move,
+    select root_key as position_key, move_uci as move, min(node_fen) as fen, min(best_move_uci) as best_move,
            count(*) as games, sum(fell::int) as fell, avg(model_p) as model_p, min(win_pct_lost) as win_pct_lost,
            min(dip) as dip, dip_pawns(min(dip), arg_min(best_value, dip), arg_min(value, dip)) as dip_pawns,
-           min(refutation) as refutation, mode(opening) as opening,
+           min(refutation_uci) as refutation, mode(opening) as opening,
            arg_min(link, (not coalesce(fell, false), game_id)) as example_game
     from root_candidates where by_practical
-    group by root_key, move
+    group by root_key, move_uci
 ),
 final as (
     select *, wilson_low(fell, games) as wilson_low, fell / games as fall_rate, wilson_high(fell, games) as wilson_high,
            few_occurrences(games) as few_occurrences
     from candidates
 )
-select * exclude (dip) from final
-order by few_occurrences, wilson_low desc, win_pct_lost desc, games desc, fen, move limit 50;
+-- the moves named in SAN for the rows kept (the UCI beside them)
+select * replace (san(fen, move) as move, san(fen, best_move) as best_move,
+                  san_line_after(fen, move, refutation) as refutation),
+       move as move_uci, best_move as best_move_uci, refutation as refutation_uci
+from (
+    select * exclude (dip) from final
+    order by few_occurrences, wilson_low desc, win_pct_lost desc, games desc, fen, move limit 50
+);
 
 -- name: traps-by-opening
 -- Trap nodes and falls by opening (Lichess's name from the moves) and the responder's rating band (200 points), with Wilson 95% intervals; ties by opening and band.
@@ -264,23 +274,24 @@ order by grouping_order, band_order nulls first, group_value, tenth nulls first;
 -- name: trickiest-positions
 -- Positions by how often humans fell there (played_fell), per 200-point rating band and clock, with the mean fall_p beside the observed rate: by the rate's Wilson lower bound, then the larger expected loss (expected_win_pct_lost, points of Win%); groups of fewer than 3 occurrences are marked few_occurrences and come last.
 with judged as (
-    select position_key, fen, ply, game_id, link, opening, best_move, move_san, played_fell, fall_p, expected_win_pct_lost,
+    select position_key, fen, ply, game_id, link, opening, best_move_uci, move_played_uci, played_fell, fall_p,
+           expected_win_pct_lost,
            (mover_rating // 200) * 200 as rating_band, clock_bucket(clock_seconds) as clock
     from outcomes where fall_p is not null and played_fell is not null
 ),
 fallen as (
-    -- the move humans fell with most often in each group (ties: the first in SAN's order)
-    select position_key, rating_band, clock, arg_min(move_san, (-times, move_san)) as fell_with
+    -- the move humans fell with most often in each group (ties: the first in UCI's order)
+    select position_key, rating_band, clock, arg_min(move_played_uci, (-times, move_played_uci)) as fell_with
     from (
-        select position_key, rating_band, clock, move_san, count(*) as times
-        from judged where played_fell group by position_key, rating_band, clock, move_san
+        select position_key, rating_band, clock, move_played_uci, count(*) as times
+        from judged where played_fell group by position_key, rating_band, clock, move_played_uci
     )
     group by position_key, rating_band, clock
 ),
 groups as (
     select position_key, rating_band, clock, min(fen) as fen, count(*) as occurrences,
            count(*) filter (where played_fell) as fell, avg(fall_p) as fall_p, avg(expected_win_pct_lost) as expected_win_pct_lost,
-           min(best_move) as best_move, min(ply) as ply, mode(opening) as opening,
+           min(best_move_uci) as best_move, min(ply) as ply, mode(opening) as opening,
            arg_min(link, (not played_fell, game_id, ply)) as example_game
     from judged group by position_key, rating_band, clock
 ),
@@ -293,7 +304,12 @@ final as (
     join fallen f on f.position_key = g.position_key and f.rating_band is not distinct from g.rating_band
         and f.clock is not distinct from g.clock
 )
-select * exclude (ply) from final
-order by few_occurrences, wilson_low desc, expected_win_pct_lost desc, occurrences desc, ply, fen, rating_band nulls last,
-         clock nulls last
-limit 50;
+-- the moves named in SAN for the rows kept (the UCI beside them)
+select * replace (san(fen, best_move) as best_move, san(fen, fell_with) as fell_with),
+       best_move as best_move_uci, fell_with as fell_with_uci
+from (
+    select * exclude (ply) from final
+    order by few_occurrences, wilson_low desc, expected_win_pct_lost desc, occurrences desc, ply, fen,
+             rating_band nulls last, clock nulls last
+    limit 50
+);

@@ -84,17 +84,34 @@ select p.*, r.fall_p, r.fall_p_low, r.fall_p_high, win_pct_lost(r.expected_loss)
 from {positions} p left join {responses} r using (game_id, ply);
 
 -- `played_fell`: the played move lost at least `fall_drop` (compared before rounding to Win%).
+-- Moves a person reads are SAN at the row's position (`san`, search/notation.py); the rows' UCI
+-- is beside them as `*_uci`. Queries over many rows group and join on the `*_uci` columns and
+-- name the moves of the rows they keep (SAN costs python-chess ~20 us a move). The per-reply
+-- evidence (`responses`: a list of every reply's values and verdicts) keeps its moves in UCI.
 create or replace view responses as
-select * exclude (played_win_drop, expected_loss, fall_drop),
-       pawns(value) as value_pawns, dip_pawns(played_dip, value, played_value) as played_dip_pawns,
-       win_pct_lost(played_win_drop) as played_win_pct_lost, win_pct_lost(expected_loss) as expected_win_pct_lost,
-       win_pct_lost(fall_drop) as fall_win_pct_lost, played_win_drop >= fall_drop as played_fell
-from {responses};
+select r.* exclude (played_win_drop, expected_loss, fall_drop)
+           replace (san(p.fen, r.best_move) as best_move, san(p.fen, r.move_played) as move_played,
+                    list_transform(r.choice_moves, lambda m: san(p.fen, m)) as choice_moves,
+                    list_transform(r.choice_trap_moves, lambda m: san(p.fen, m)) as choice_trap_moves),
+       r.best_move as best_move_uci, r.move_played as move_played_uci, r.choice_moves as choice_moves_uci,
+       r.choice_trap_moves as choice_trap_moves_uci,
+       pawns(r.value) as value_pawns, dip_pawns(r.played_dip, r.value, r.played_value) as played_dip_pawns,
+       win_pct_lost(r.played_win_drop) as played_win_pct_lost, win_pct_lost(r.expected_loss) as expected_win_pct_lost,
+       win_pct_lost(r.fall_drop) as fall_win_pct_lost, r.played_win_drop >= r.fall_drop as played_fell
+from {responses} r left join {positions} p using (game_id, ply);
 
+-- A trap record's moves in SAN: `move`, `best_move` and `move_played` at its node, `refutation`
+-- after the trap move and `path` from the analysed root; the rows' UCI beside them as `*_uci`.
 create or replace view traps as
-select * exclude (win_drop), dip_pawns(dip, best_value, value) as dip_pawns,
-       pawns(best_value) as best_value_pawns, pawns(value) as value_pawns, win_pct_lost(win_drop) as win_pct_lost
-from {traps};
+select t.* exclude (win_drop)
+           replace (san(t.node_fen, t.move) as move, san(t.node_fen, t.best_move) as best_move,
+                    san_line_after(t.node_fen, t.move, t.refutation) as refutation, san_line(p.fen, t.path) as path,
+                    san(t.node_fen, t.move_played) as move_played),
+       t.move as move_uci, t.best_move as best_move_uci, t.refutation as refutation_uci, t.path as path_uci,
+       t.move_played as move_played_uci,
+       dip_pawns(t.dip, t.best_value, t.value) as dip_pawns, pawns(t.best_value) as best_value_pawns,
+       pawns(t.value) as value_pawns, win_pct_lost(t.win_drop) as win_pct_lost
+from {traps} t left join {positions} p using (game_id, ply);
 
 create or replace view errors as
 select * from {errors};
@@ -111,7 +128,7 @@ select t.*,
 from traps t
 join responses r using (game_id, ply)
 join games g using (game_id)
-where t.path = [];
+where len(t.path_uci) = 0;
 
 -- One row per analysed position and judge that gave a verdict there: was it a trap node by that
 -- judge, how many candidates, did the human play one, and how often a uniformly random meaningful
@@ -136,7 +153,8 @@ with verdicts as (
 final as (
     select v.judge, v.game_id, v.ply, r.position_key, v.trap_node, v.trap_count, coalesce(v.fell, false) as fell,
            r.meaningful, v.trap_count::double / nullif(r.meaningful, 0) as chance,
-           r.move_played, r.best_move, r.played_dip, r.played_win_pct_lost, r.played_model_p,
+           r.move_played, r.best_move, r.move_played_uci, r.best_move_uci, r.played_dip, r.played_win_pct_lost,
+           r.played_model_p,
            p.mover_rating, p.clock_seconds, g.time_control_class
     from verdicts v
     join responses r using (game_id, ply)
@@ -155,11 +173,12 @@ select * from final;
 create or replace view outcomes as
 with joined as (
     select
-        r.game_id, r.ply, r.position_key, r.setter, r.responder, r.best_move, r.move_played, r.primary_judge,
+        r.game_id, r.ply, r.position_key, r.setter, r.responder, r.best_move, r.move_played, r.best_move_uci,
+        r.move_played_uci, r.primary_judge,
         r.played_class, r.played_dip, r.played_dip_pawns, r.played_win_pct_lost, r.played_model_p, r.value,
         r.reasonable_count, r.trap_ratio, r.meaningful, r.trap_dip, r.fall_p, r.fall_p_low, r.fall_p_high, r.expected_win_pct_lost,
         r.fall_win_pct_lost, r.played_fell,
-        p.fen, p.move_san, p.mover_rating, p.clock_seconds,
+        p.fen, p.mover_rating, p.clock_seconds,
         g.white, g.black, g.white_elo, g.black_elo, g.time_control_class, g.result, g.eco, g.opening, g.event, g.date,
         game_link(g.url, r.ply) as link,
         game_name(g.white, g.white_elo, g.black, g.black_elo, g.event, g.date) as game,
@@ -188,7 +207,7 @@ final as (
     select
         *,
         case
-            when move_played = best_move then 'best'
+            when move_played_uci = best_move_uci then 'best'
             when fell then 'fell'
             when played_excluded then 'excluded'
             when played_dip is null then 'unmeasured'

@@ -66,6 +66,11 @@ def win_percent_points(win_drop: float) -> float:
     return 50.0 * win_drop
 
 
+def win_drop_of_points(points: float) -> float:
+    """Points of Win% (0-100), as people give a loss (the flags), on the rows' [0, 2]: 7.5 -> 0.15."""
+    return points / 50.0
+
+
 def format_percent_points(points: float, *, signed: bool = False) -> str:
     """Points of Win% (or of an expected score in percent) as people read them: `7.5 %`, `30 %`;
     one decimal below 10, where it still says something."""

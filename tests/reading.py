@@ -7,8 +7,10 @@ chances, and no internal mate marker.
   machines and never reaches a reader, nor does a loss written as a small decimal of "win chances".
 - **A mate** reads "#N" or "mate": never the internal mate score (MATE - n = 99,9xx centipawns) nor
   it divided into pawns (999.9x).
+- **A move** reads in SAN: a coordinate move (UCI, `g1f3`) only in a column for machines, named
+  `*_uci`, or inside the per-reply evidence list `responses`.
 
-`two_scales` and `mate_markers` return what they found, so a failing test names it.
+`two_scales`, `mate_markers` and `coordinate_moves` return what they found, so a failing test names it.
 """
 
 from __future__ import annotations
@@ -47,6 +49,32 @@ def two_scales_in_words(text: str) -> list[str]:
 def mate_markers(text: str) -> list[str]:
     """The internal mate scores a text shows (99998, 999.98)."""
     return MATE_MARKER.findall(text)
+
+
+# A move in coordinates standing alone: not part of a word, a FEN's rank ("1b1b4/"), a link or a key.
+UCI_MOVE = re.compile(r"(?<![\w/#.-])[a-h][1-8][a-h][1-8][qrbn]?(?![\w/.-])")
+# Columns whose moves are for machines: the UCI beside a SAN column, and the per-reply evidence.
+MACHINE_MOVE_COLUMNS = frozenset({"responses"})
+
+
+def coordinate_moves(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    """Where a table shows a move in coordinates in a reader's column (`column: value`)."""
+    read = [
+        i for i, name in enumerate(columns) if not name.endswith(("_uci", "_key")) and name not in MACHINE_MOVE_COLUMNS
+    ]
+    found = []
+    for row in rows:
+        for index in read:
+            value = row[index]
+            for item in value if isinstance(value, list | tuple) else [value]:
+                if isinstance(item, str) and UCI_MOVE.search(item):
+                    found.append(f"{columns[index]}: {item}")
+    return found
+
+
+def coordinate_moves_in_words(text: str) -> list[str]:
+    """The coordinate moves a text for people shows."""
+    return UCI_MOVE.findall(text)
 
 
 PERCENT = r"[-+]?\d+(?:\.\d)? %"

@@ -104,3 +104,16 @@ def test_the_puzzles_per_game_default_is_the_generators() -> None:
 
     [(_, _, default)] = vocabulary()["--per-game"]
     assert default == DEFAULT_PER_GAME
+
+
+def test_a_loss_flag_takes_points_of_win_percent_and_the_judges_keep_the_rows_scale() -> None:
+    """Issue 44, item 6: `--practical-drop` is given as people read a loss (points of Lichess's Win%,
+    as the views' `*_win_pct_lost` show it); the judges and the rows hold it on 0..2."""
+    from pipeline.cli.options import ThresholdFlags, build_judges
+    from search.judges import JudgeSettings
+
+    practical = frozenset({"practical"})
+    assert build_judges(None, practical, ThresholdFlags()).practical_drop == JudgeSettings().practical_drop
+    assert build_judges(None, practical, ThresholdFlags(practical_drop=10.0)).practical_drop == 0.2
+    defaults = {flag: default for _, flag, _, default in flags_of(typer.main.get_group(app))}
+    assert defaults["--practical-drop"] == 50 * JudgeSettings().practical_drop == 7.5

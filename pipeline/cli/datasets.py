@@ -24,6 +24,7 @@ from pipeline.cli.options import (
     WorkersOpt,
     uci_engine,
 )
+from search.values import win_drop_of_points
 
 
 def query(
@@ -129,13 +130,17 @@ def puzzles(
     files: FilesOpt = "all",
     engine: EngineOpt = None,
     standard: Annotated[
-        str, typer.Option("--standard", help="default (margin 0.3, 500k nodes) or lichess (lichess-puzzler's rules).")
+        str,
+        typer.Option(
+            "--standard", help="default (margin 15 points of Win%, 500k nodes) or lichess (lichess-puzzler's rules)."
+        ),
     ] = "default",
     nodes: NodesOpt = None,
     margin: Annotated[
         float | None,
         typer.Option(
-            "--margin", help="Win chances (-1..1) the best must beat the second by (default: the standard's)."
+            "--margin",
+            help="Points of Lichess's Win% (0-100) the best must beat the second by (default: the standard's).",
         ),
     ] = None,
     workers: WorkersOpt = None,
@@ -156,7 +161,8 @@ def puzzles(
     with output_lock(local_out(out)), Progress() as progress:
         report = generate_puzzles(
             data, out, kind=parse_kind(kind), min_dip=min_dip, limit=limit, formats=parse_formats(files),
-            engine=uci_engine(engine, "puzzles"), standard=standard, nodes=nodes, margin=margin, workers=workers,
+            engine=uci_engine(engine, "puzzles"), standard=standard, nodes=nodes,
+            margin=None if margin is None else win_drop_of_points(margin), workers=workers,
             human_model=None if human_model.lower() == "none" else human_model, per_game=per_game, progress=progress,
         )  # fmt: skip
     typer.echo(report.summary())

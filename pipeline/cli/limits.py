@@ -134,7 +134,7 @@ BOUNDS: dict[str, FlagRange] = {
     "--practical-fall-p": PROBABILITY,
     "--practical-shallow-p": PROBABILITY,
     "--corpus-share": PROBABILITY,
-    "--practical-drop": FlagRange(0.0, 2.0, "a loss of win chances on the -1..1 scale", above=True),
+    "--practical-drop": FlagRange(0.0, 100.0, "a loss of win chance in points of Win% (0-100)", above=True),
     "--corpus-min-games": column(dataset.RESPONSES, "corpus_games", "responses", low=1),
     # Reading games and sampling them.
     "--seed": SEED,
@@ -163,7 +163,7 @@ BOUNDS: dict[str, FlagRange] = {
     # Puzzles.
     "--min-dip": DIP,
     "--per-game": counted(1, "a count of puzzles"),
-    "--margin": FlagRange(0.0, 2.0, "a difference of win chances on the -1..1 scale"),
+    "--margin": FlagRange(0.0, 100.0, "a difference of win chance in points of Win% (0-100)"),
     # The repertoire (its nodes.parquet columns).
     "repertoire --rating": column(repertoire.NODES, "opponent_rating", "nodes", 0, dataset.RATING_MAX, RATING_WHY),
     "repertoire --player-rating": column(repertoire.NODES, "player_rating", "nodes", 0, dataset.RATING_MAX, RATING_WHY),

@@ -18,7 +18,7 @@ import os
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Final, TypeVar
 
 import typer
 
@@ -27,6 +27,7 @@ from pipeline.human.models import MODEL_HELP
 from search.errors import DiffimaxError
 from search.judges import Judge, JudgeSettings, parse_judges
 from search.settings import NATIVE_DEFAULT_DEPTH, UCI_DEFAULT_DEPTH, DiffiMaxSettings, parse_scope
+from search.values import win_drop_of_points, win_percent_points
 
 
 class UsageError(DiffimaxError, ValueError):
@@ -143,7 +144,10 @@ PracticalPOpt = Annotated[
     float, typer.Option("--practical-p", help="Practical judge, reply rule: smallest human probability.")
 ]
 PracticalDropOpt = Annotated[
-    float, typer.Option("--practical-drop", help="Practical judge: smallest loss of win chances (-1..1 scale).")
+    float,
+    typer.Option(
+        "--practical-drop", help="Practical judge: smallest loss of win chance, in points of Lichess's Win% (0-100)."
+    ),
 ]
 PracticalShallowKOpt = Annotated[
     int, typer.Option("--practical-shallow-k", help="Practical judge: the shallow pass's k best need less evidence.")
@@ -258,6 +262,10 @@ class EvidenceFlags:
     human_corpus: HumanCorpusOpt = None
 
 
+# The practical judge's drop as its flag takes it, in points of Win% (7.5).
+PRACTICAL_DROP_POINTS: Final = win_percent_points(JudgeSettings.practical_drop)
+
+
 @dataclass(frozen=True)
 class ThresholdFlags:
     """The judges' thresholds (explain, mine, plan); defaults: `JudgeSettings`'."""
@@ -267,7 +275,7 @@ class ThresholdFlags:
     practical_rule: PracticalRuleOpt = JudgeSettings.practical_rule
     practical_fall_p: PracticalFallPOpt = JudgeSettings.practical_fall_p
     practical_p: PracticalPOpt = JudgeSettings.practical_p
-    practical_drop: PracticalDropOpt = JudgeSettings.practical_drop
+    practical_drop: PracticalDropOpt = PRACTICAL_DROP_POINTS
     practical_shallow_k: PracticalShallowKOpt = JudgeSettings.practical_shallow_k
     practical_shallow_p: PracticalShallowPOpt = JudgeSettings.practical_shallow_p
     corpus_share: CorpusShareOpt = JudgeSettings.corpus_share
@@ -276,7 +284,10 @@ class ThresholdFlags:
 
 def build_judges(judges: str | None, default: frozenset[Judge], thresholds: ThresholdFlags) -> JudgeSettings:
     """The judge settings of `--judges` (`default` when not given) and the thresholds."""
-    return JudgeSettings(judges=default if judges is None else parse_judges(judges), **dataclasses.asdict(thresholds))
+    given = dataclasses.asdict(thresholds)
+    # People give a loss in points of Win%; the judges (and the rows) hold it on [0, 2].
+    given["practical_drop"] = win_drop_of_points(thresholds.practical_drop)
+    return JudgeSettings(judges=default if judges is None else parse_judges(judges), **given)
 
 
 FLAG_GROUPS: tuple[type, ...] = (SearchFlags, EngineFlags, EvidenceFlags, ThresholdFlags)

@@ -19,6 +19,7 @@ from pipeline.dataset.integrity import DatasetError, DatasetState, check_dataset
 from pipeline.dataset.objects import ObjectPath, Where, dataset_path
 from pipeline.dataset.sql import sql_text
 from schemas.dataset import TABLES, versioned
+from search.notation import san_at, san_line_at
 
 
 def table_files(state: DatasetState, table: str) -> list[Where]:
@@ -55,6 +56,25 @@ def open_dataset(dataset: str | Path | ObjectPath, *, allow_partial: bool = Fals
     return state
 
 
+def define_notation(connection: duckdb.DuckDBPyConnection) -> None:
+    """The views' SAN functions (`search.notation`): `san(fen, uci)`, a move at a position;
+    `san_line(fen, moves)`, a UCI line from it; `san_line_after(fen, move, moves)`, a line after
+    its first move (a refutation after its trap move). Null in, null out."""
+    line = duckdb.list_type(duckdb.sqltypes.VARCHAR)
+    text = duckdb.sqltypes.VARCHAR
+    connection.create_function("san", san_at, [text, text], text, side_effects=False)
+    connection.create_function("san_line", _san_line, [text, line], text, side_effects=False)
+    connection.create_function("san_line_after", _san_line_after, [text, text, line], text, side_effects=False)
+
+
+def _san_line(fen: str, moves: list[str]) -> str:
+    return san_line_at(fen, moves)
+
+
+def _san_line_after(fen: str, move: str, moves: list[str]) -> str:
+    return san_line_at(fen, moves, after=move)
+
+
 def connect(
     dataset: str | Path | ObjectPath | DatasetState, *, allow_partial: bool = False
 ) -> duckdb.DuckDBPyConnection:
@@ -66,6 +86,7 @@ def connect(
     # No progress bar: DuckDB draws it on stdout, into a long query's CSV or JSON.
     connection = duckdb.connect()
     connection.execute("set enable_progress_bar = false")
+    define_notation(connection)
     views = sql_text("views")
     for table, files in files_of.items():
         name = f"scan_{table}"

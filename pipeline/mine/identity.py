@@ -24,6 +24,7 @@ from pipeline.judging import HumanEvidence
 from pipeline.mine.config import MineConfig
 from schemas.dataset import SCHEMA_VERSION
 from search.errors import DiffimaxError
+from search.values import win_percent_points
 
 
 class ResumeError(DiffimaxError, ValueError):
@@ -89,6 +90,12 @@ FLAGS: dict[str, str] = {
     "shard_games": "--shard-games",
     "max_game_bytes": "--max-game-mb",
     "pool": "--pool",
+}
+
+
+# Settings a flag gives on another scale than the identity's: shown as the flag takes them.
+SHOWN: dict[str, Any] = {
+    "practical_drop": lambda drop: "?" if drop is None else f"{win_percent_points(drop):g} points of Win%"
 }
 
 
@@ -158,8 +165,9 @@ def check_resume(out: str, started_with: dict[str, Any] | None, now: dict[str, A
         if name in started_with or name in now:
             was, given = started_with.get(name), now.get(name)
             if was != given:
+                shown = SHOWN.get(name, repr)
                 raise ResumeError(
-                    f"cannot --resume {out!r}: {FLAGS[name]} differs ({name} was {was!r}, now {given!r}); "
+                    f"cannot --resume {out!r}: {FLAGS[name]} differs ({name} was {shown(was)}, now {shown(given)}); "
                     "resume with the settings the run started with, or start a new --out"
                 )
 

@@ -795,15 +795,15 @@ def test_every_puzzle_passes_a_fresh_engine_and_matches_the_game(generated: Puzz
             if "diffimaxPunish" in row["Themes"]:
                 sql = """
                     select count(*) from traps t join positions p using (game_id, ply)
-                    where p.fen = ? and len(t.path) = 0 and t.fell and t.move = ? and p.move_uci = t.move
+                    where p.fen = ? and len(t.path_uci) = 0 and t.fell and t.move_uci = ? and p.move_uci = t.move_uci
                 """
                 params = [row["FEN"], moves[0]]
             else:
                 sql = """
                     select count(*) from positions a
                     join positions b on b.game_id = a.game_id and b.ply = a.ply + 1
-                    join traps t on t.game_id = a.game_id and t.ply = a.ply + 2 and len(t.path) = 0
-                    where a.fen = ? and a.move_uci = ? and b.move_uci = ? and t.move = ?
+                    join traps t on t.game_id = a.game_id and t.ply = a.ply + 2 and len(t.path_uci) = 0
+                    where a.fen = ? and a.move_uci = ? and b.move_uci = ? and t.move_uci = ?
                 """
                 params = [row["FEN"], *moves[:3]]
             found = connection.execute(sql, params).fetchone()

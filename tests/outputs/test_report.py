@@ -51,7 +51,14 @@ from pipeline.outputs.report.plots import (
 from pipeline.outputs.report.sections import plots_section
 from tests.conftest import CHROMIUM, GAMES, needs_chromium, require_playwright
 from tests.mining_helpers import EVERY_JUDGE, mine
-from tests.reading import MACHINE_LOSS_COLUMNS, mate_markers, two_scales, two_scales_in_words
+from tests.reading import (
+    MACHINE_LOSS_COLUMNS,
+    coordinate_moves,
+    coordinate_moves_in_words,
+    mate_markers,
+    two_scales,
+    two_scales_in_words,
+)
 
 SAMPLE = GAMES / "lichess_100.pgn"  # no clock comments
 CLOCKS = GAMES / "lichess_eval_clk_10024.pgn.zst"  # %clk and %eval on every move
@@ -358,7 +365,8 @@ def test_the_fall_section_sets_predictions_beside_real_falls_readably(sample: Re
         board = chess.Board(row["fen"])
         cells = [cell_words(cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", markup, re.DOTALL)]
         best, fell_with = cells[2][0], cells[3][0]
-        assert board.parse_san(best).uci() == row["best_move"] and board.parse_san(fell_with)
+        assert board.parse_san(best).uci() == row["best_move_uci"] and best == row["best_move"]
+        assert board.parse_san(fell_with).uci() == row["fell_with_uci"] and fell_with == row["fell_with"]
         assert f"{row['fell']} of {row['occurrences']}" in " ".join(cells[6])
         assert cells[7][0] == f"{row['fall_rate']:.0%}" and cells[8][0] == f"{row['fall_p']:.0%}"
         # The expected loss in points of Win% (the one scale of a loss), never on the rows' 0..2.
@@ -372,13 +380,14 @@ def test_the_fall_section_sets_predictions_beside_real_falls_readably(sample: Re
 VIEWS = ("games", "positions", "responses", "traps", "errors", "root_candidates", "judge_outcomes", "outcomes")
 
 
-def test_every_view_query_and_the_page_read_a_loss_on_one_scale_and_no_mate_marker(sample: Report) -> None:
+def test_every_view_query_and_the_page_read_a_loss_on_one_scale_no_mate_marker_and_moves_in_san(sample: Report) -> None:
     """Issue 44, item 6 (`tests.reading`): what a person reads of a dataset, the views, every saved
-    query and the report, shows a loss of win chances in points of Win% only and a mate as "#N"."""
+    query and the report, shows a loss of win chances in points of Win% only, a mate as "#N" and
+    moves in SAN (the UCI in `*_uci` columns beside)."""
     found: dict[str, list[str]] = {}
     for view in VIEWS:
         result = run_query(sample.dataset, f"select * from {view}")
-        found[view] = two_scales(result.columns, result.rows)
+        found[view] = two_scales(result.columns, result.rows) + coordinate_moves(result.columns, result.rows)
         # Values are centipawns for machines (a mate is MATE - n); the *_pawns columns are for people.
         shown = [i for i, name in enumerate(result.columns) if name.endswith("_pawns")]
         found[view] += [m for row in result.rows for i in shown for m in mate_markers(str(row[i] or ""))]
@@ -387,17 +396,29 @@ def test_every_view_query_and_the_page_read_a_loss_on_one_scale_and_no_mate_mark
             result = run_saved(sample.dataset, name)
         except RequirementError:
             continue
-        found[name] = two_scales(result.columns, result.rows)
+        found[name] = two_scales(result.columns, result.rows) + coordinate_moves(result.columns, result.rows)
         found[name] += [m for row in result.rows for value in row for m in mate_markers(str(value))]
     page = Page(re.sub(r'<section id="manifest">.*?</section>', "", sample.html, flags=re.DOTALL))  # a JSON dump
     words = page.all_text()
-    found["report"] = two_scales_in_words(words) + mate_markers(words)
+    found["report"] = two_scales_in_words(words) + mate_markers(words) + coordinate_moves_in_words(words)
     heads = [head.replace("<wbr />", "") for head in re.findall(r"<th>(.*?)</th>", sample.html)]
     found["report"] += [head for head in heads if head in MACHINE_LOSS_COLUMNS]
     assert {where: what for where, what in found.items() if what} == {}
     # The dataset reads losses at all: the practical judge's and the fall estimate's columns.
     losses = run_query(sample.dataset, "select max(played_win_pct_lost), max(expected_win_pct_lost) from outcomes")
     assert all(value is not None and value > 0 for value in losses.rows[0])
+    # ... and names moves, each SAN the move its UCI says at the row's position.
+    named = run_query(sample.dataset, "select node_fen, move, move_uci, refutation, refutation_uci from traps")
+    assert named.rows
+    for fen, san, uci, refutation, refutation_uci in named.rows:
+        board = chess.Board(fen)
+        assert board.parse_san(san) == chess.Move.from_uci(uci)
+        board.push_uci(uci)
+        expected = []
+        for step in refutation_uci:
+            expected.append(board.san(chess.Move.from_uci(step)))
+            board.push_uci(step)
+        assert refutation.split() == expected
 
 
 def test_report_of_a_dataset_with_a_broken_manifest(sample: Report, tmp_path: Path) -> None:
@@ -566,7 +587,8 @@ def test_the_tables_fit_the_page_and_read_in_san(sample: Report, tmp_path: Path)
     practical = run_saved(sample.dataset, "practical-traps")
     first = dict(zip(practical.columns, practical.rows[0], strict=True))
     board = chess.Board(first["fen"])
-    assert f">{board.san(chess.Move.from_uci(first['move']))}</td>" in sample.html
+    assert board.san(chess.Move.from_uci(first["move_uci"])) == first["move"]
+    assert f">{first['move']}</td>" in sample.html
 
 
 @needs_chromium

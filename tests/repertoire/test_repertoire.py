@@ -196,6 +196,23 @@ def test_the_view_and_the_saved_queries_read_the_nodes(built: dict[str, Any]) ->
         assert len(best) == min(50, len(recommended))
         (count,) = connection.execute("select count(*) from repertoire_nodes").fetchone() or (0,)
         assert count == len(built["ray"]["rows"])
+        # Issue 44, item 6: the view reads scores in percent (the PGN's and the explorer's unit) and a
+        # reply's loss as `win_pct_lost`, the name every output gives it; never the files' 0..1.
+        view = connection.execute("select * from repertoire_nodes")
+        columns = [d[0] for d in view.description]
+        assert not {"score", "gain", "expected", "move_gain", "drop", "trap_gain", "observed_score"} & set(columns)
+        shown = [dict(zip(columns, row, strict=True)) for row in view.fetchall()]
+        by_id = {r["node_id"]: r for r in built["ray"]["rows"]}
+        for row in shown:
+            node = by_id[row["node_id"]]
+            for column, field in (
+                ("expected_pct", "expected"),
+                ("move_gain_pct", "move_gain"),
+                ("win_pct_lost", "drop"),
+            ):
+                if node[field] is not None:
+                    assert row[column] == pytest.approx(100 * node[field], abs=0.05)
+        assert any(row["win_pct_lost"] for row in shown) and any(row["expected_pct"] for row in shown)
     finally:
         connection.close()
 

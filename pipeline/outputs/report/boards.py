@@ -15,7 +15,8 @@ from pipeline.common.words import quantity
 from pipeline.dataset.queries import QueryResult
 from pipeline.outputs.html import Html, tag
 from pipeline.outputs.report.data import Details, number, shown_positions
-from pipeline.outputs.report.sections import facts, fen_link, legal_move, table, uci_as_san
+from pipeline.outputs.report.sections import facts, fen_link, table
+from search.notation import legal_move, uci_as_san
 
 # Width and height of a board, in CSS pixels.
 BOARD_PIXELS: Final = 300
@@ -99,7 +100,7 @@ def position_card(index: int, row: dict[str, Any], details: Details) -> Html:
     trap = candidates[0]["move"] if candidates else None
     drawing = tag(
         "figure",
-        reply_board_svg(board, index, best=row["best_move"], trap=trap, last=last[0]["move_uci"] if last else None),
+        reply_board_svg(board, index, best=row["best_move_uci"], trap=trap, last=last[0]["move_uci"] if last else None),
         class_="board",
     )
     candidate_items = [
@@ -113,7 +114,7 @@ def position_card(index: int, row: dict[str, Any], details: Details) -> Html:
     more = len(candidates) - CANDIDATES_SHOWN
     if more > 0:
         candidate_items.append(tag("li", f"and {more} more", class_="note"))
-    humans = ", ".join(f"{p['move_san']} x{p['times']} ({p['outcome']})" for p in played)
+    humans = ", ".join(f"{p['move_played']} x{p['times']} ({p['outcome']})" for p in played)
     game_items = [
         tag(
             "li",
@@ -122,7 +123,7 @@ def position_card(index: int, row: dict[str, Any], details: Details) -> Html:
             tag(
                 "span",
                 (f"{g['opening']}; " if g["opening"] else "")
-                + f"ply {g['ply']}, played {g['move_san']} ({g['outcome']})",
+                + f"ply {g['ply']}, played {g['move_played']} ({g['outcome']})",
                 class_="meta",
             ),
         )
@@ -132,7 +133,7 @@ def position_card(index: int, row: dict[str, Any], details: Details) -> Html:
         [
             ("position", fen_link(str(row["fen"]))),  # the FEN in the link's title: the board is above
             ("to move", f"{_side(board.turn)} (the responder); {_side(not board.turn)} set the trap"),
-            ("best reply", tag("span", uci_as_san(board, row["best_move"]), class_="best")),
+            ("best reply", tag("span", row["best_move"], class_="best")),
             ("trap candidates", tag("ol", candidate_items, class_="plain") if candidate_items else "none recorded"),
             ("humans played", humans or "?"),
             (

@@ -14,7 +14,7 @@ from pipeline.outputs.html import Html, tag
 from pipeline.outputs.report.boards import game_link, reply_board_svg
 from pipeline.outputs.report.data import SavedResults, number, records
 from pipeline.outputs.report.plots import PLOT_DPI, PLOT_INCHES, plot_calibration, png_data_uri
-from pipeline.outputs.report.sections import table, uci_as_san
+from pipeline.outputs.report.sections import table
 from search.values import format_percent_points
 
 # Rows of trickiest-positions shown (the saved query lists up to 50).
@@ -56,13 +56,6 @@ def _interval(row: dict[str, Any]) -> str:
     return f"{_percent(row['fall_rate'])} ({_percent(row['wilson_low'])} to {_percent(row['wilson_high'])})"
 
 
-def _san_to_uci(board: chess.Board, san: Any) -> str | None:
-    try:
-        return board.parse_san(str(san)).uci() if san else None
-    except ValueError:
-        return None
-
-
 def _position_cells(index: int, row: dict[str, Any]) -> list[Html]:
     """The board and the moves of one row (their FEN is the board, never shown as text)."""
     try:
@@ -72,8 +65,8 @@ def _position_cells(index: int, row: dict[str, Any]) -> list[Html]:
     drawing = reply_board_svg(
         board,
         index,
-        best=row["best_move"],
-        trap=_san_to_uci(board, row["fell_with"]),
+        best=row["best_move_uci"],
+        trap=row["fell_with_uci"],
         last=None,
         size=MINI_BOARD_PIXELS,
         prefix="f",
@@ -82,7 +75,7 @@ def _position_cells(index: int, row: dict[str, Any]) -> list[Html]:
     mover = "White" if board.turn == chess.WHITE else "Black"
     return [
         tag("td", tag("figure", drawing, class_="mini-board"), tag("span", f"{mover} to move", class_="meta")),
-        tag("td", tag("span", uci_as_san(board, row["best_move"]), class_="best")),
+        tag("td", tag("span", row["best_move"], class_="best")),
         tag("td", tag("span", row["fell_with"] or "", class_="trap")),
     ]
 

@@ -51,16 +51,13 @@ WIN_LOSS_SUFFIX: Final = "win_pct_lost"
 # Columns that hold a FEN: shown as a short link to the position on Lichess's analysis board, the
 # FEN in its title (sixty characters in a column squeezed the coach's table to 28,000 px).
 FEN_COLUMNS: Final = frozenset({"fen", "node_fen"})
-# Columns that hold one move in UCI at the row's position: shown in SAN.
-MOVE_COLUMNS: Final = frozenset({"move", "best_move", "move_played", "best_reply"})
-# Columns that hold a line of UCI moves played after the row's `move`: shown in SAN.
-LINE_COLUMNS: Final = frozenset({"refutation"})
+# Column suffixes for machines, left out of the tables.
+MACHINE_SUFFIXES: Final = ("_key", "_uci")
 ANALYSIS_URL: Final = "https://lichess.org/analysis/standard/"
 
 
-def cell(column: str, value: Any, board: chess.Board | None = None, move: str | None = None) -> Html:
-    """One cell as a person reads it; `board` is the row's position and `move` its move (UCI), for
-    the columns shown in SAN."""
+def cell(column: str, value: Any) -> Html:
+    """One cell as a person reads it (the views and saved queries name moves in SAN already)."""
     if value is None:
         return Html("")
     if isinstance(value, bool):
@@ -75,13 +72,6 @@ def cell(column: str, value: Any, board: chess.Board | None = None, move: str | 
         return fen_link(str(value))
     if column in LINK_COLUMNS and safe_url(str(value)):
         return tag("a", "game", href=safe_url(str(value)), rel="noopener noreferrer nofollow")
-    if board is not None and column in MOVE_COLUMNS and isinstance(value, str):
-        return text(uci_as_san(board, value))
-    played = None if board is None or move is None else legal_move(board, move)
-    if board is not None and played is not None and column in LINE_COLUMNS and isinstance(value, list | tuple):
-        after = board.copy(stack=False)
-        after.push(played)
-        return text(san_line(after, [str(item) for item in value]))
     if isinstance(value, list | tuple):
         return text(" ".join(str(item) for item in value))
     return text(value)
@@ -99,36 +89,6 @@ def fen_link(fen: str) -> Html:
     return tag("a", label, href=href, title=board.fen(), rel="noopener noreferrer nofollow")
 
 
-def legal_move(board: chess.Board, uci: Any) -> chess.Move | None:
-    """`uci` as a legal move of `board`, or None (a damaged row, or not a move at all)."""
-    try:
-        move = chess.Move.from_uci(str(uci))
-    except ValueError:
-        return None
-    return move if board.is_legal(move) else None
-
-
-def uci_as_san(board: chess.Board, uci: Any) -> str:
-    """A UCI move of the data in SAN on `board` (as it is, when it is no legal move there)."""
-    move = legal_move(board, uci)
-    return board.san(move) if move is not None else str(uci)
-
-
-def san_line(board: chess.Board, moves: list[str]) -> str:
-    """UCI moves played from `board` in SAN, space-separated; from the first one that is not legal
-    there (a damaged row), the rest as they are."""
-    played = board.copy(stack=False)
-    words = []
-    for index, uci in enumerate(moves):
-        move = legal_move(played, uci)
-        if move is None:
-            words.extend(moves[index:])
-            break
-        words.append(played.san(move))
-        played.push(move)
-    return " ".join(words)
-
-
 def heading(column: str) -> Html:
     """A column's name with a break opportunity after each underscore, so a table of many long
     names wraps its headings rather than scroll sideways."""
@@ -136,12 +96,12 @@ def heading(column: str) -> Html:
 
 
 def table(result: QueryResult, *, empty: str = "No rows.") -> Html:
-    """A query's rows as a person reads them (`cell`); the machines' keys (`*_key`: 64-bit hashes)
-    are left out, and a column's cells carry its name as a class (`col-opening`) for the page's
-    widths."""
+    """A query's rows as a person reads them (`cell`); what is there for machines is left out (the
+    keys, `*_key`: 64-bit hashes; the moves in UCI, `*_uci`, beside their SAN), and a column's
+    cells carry its name as a class (`col-opening`) for the page's widths."""
     if not result.rows:
         return tag("p", empty, class_="note")
-    shown = [column for column in result.columns if not column.endswith("_key")]
+    shown = [column for column in result.columns if not column.endswith(MACHINE_SUFFIXES)]
     head = tag("tr", [tag("th", heading(column)) for column in shown])
     body = [tag("tr", _row_cells(result.columns, row, shown)) for row in result.rows]
     return tag("div", tag("table", tag("thead", head), tag("tbody", body)), class_="table-wrap")
@@ -149,14 +109,8 @@ def table(result: QueryResult, *, empty: str = "No rows.") -> Html:
 
 def _row_cells(columns: list[str], row: tuple[Any, ...], shown: list[str]) -> list[Html]:
     values = dict(zip(columns, row, strict=True))
-    fen = next((values[c] for c in ("node_fen", "fen") if isinstance(values.get(c), str)), None)
-    try:
-        board = chess.Board(fen) if fen else None
-    except ValueError:
-        board = None
-    move = values.get("move") if isinstance(values.get("move"), str) else None
     return [
-        tag("td", cell(column, values[column], board, move),
+        tag("td", cell(column, values[column]),
             class_=("num " if _isnumber(values[column]) else "") + f"col-{column.replace('_', '-')}")
         for column in shown
     ]  # fmt: skip
