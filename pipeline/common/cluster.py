@@ -120,6 +120,9 @@ class StderrAside:
         self.saved = os.dup(2)
         with tempfile.NamedTemporaryFile("wb", prefix="diffimax-ray-shutdown-", suffix=".log", delete=False) as log:
             os.dup2(log.fileno(), 2)
+            # Nobody reads it: the name goes at once (the open file takes what is written until
+            # `end`), so an interrupted job leaves no file behind (404 were left in /tmp).
+            os.unlink(log.name)
 
     def end(self) -> None:
         if self.saved is None:

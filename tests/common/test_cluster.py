@@ -7,13 +7,14 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 import ray
 
-from pipeline.common.cluster import fan_out, ray_session
+from pipeline.common.cluster import StderrAside, fan_out, ray_session
 from tests.processes import descendants
 
 
@@ -109,3 +110,21 @@ def test_a_sigterm_to_the_group_is_the_drivers_alone_and_every_process_of_the_cl
     while any(alive(pid) for pid in cluster) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert [pid for pid in cluster if alive(pid)] == []
+
+
+def test_the_stderr_set_aside_during_a_shutdown_leaves_no_file_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An interrupted job puts its stderr aside while its cluster dies (`StderrAside`); the file
+    took what was written and is gone with it (one was left in /tmp for every interrupted job)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    before = os.readlink("/proc/self/fd/2")
+    aside = StderrAside()
+    aside.start()
+    try:
+        os.write(2, b"a dying process's complaint\n")
+        assert "diffimax-ray-shutdown-" in os.readlink("/proc/self/fd/2")
+    finally:
+        aside.end()
+    assert os.readlink("/proc/self/fd/2") == before
+    assert list(tmp_path.iterdir()) == []
