@@ -6,7 +6,9 @@
 For each mined dataset and each standard: `generate_puzzles` with the defaults (kind both), the
 drop reasons, the share of written puzzles that are non-mating one-movers or end below +2 pawns
 without mate (the defensive kind aside), and the share that passes `recheck` by a fresh engine at
-`--recheck` times the standard's nodes. Beside the lichess standard: the positions of the mined
+`--recheck` times the standard's nodes (the set puzzles that fail it apart: issue 44 wants none),
+the yield before the merge of game moments and the per-game cap (the puzzles written plus those
+the two dropped), and the most puzzles one game gave. Beside the lichess standard: the positions of the mined
 games where lichess-puzzler's generator would start a puzzle (the human's move lost more than 0.6
 win chances and left the other side >= +2), and how many of them the dataset's primary judge calls
 a trap the human fell into (the only punish candidates the puzzles read). With `--baseline`, a
@@ -101,6 +103,26 @@ def recheck_all(puzzles: list[Puzzle], standard: Standard, engine: str, factor: 
     return len(puzzles) - len(failed), failed
 
 
+def spread(report: PuzzleReport) -> dict[str, Any]:
+    """The merge of game moments and the per-game cap (issue 44, item 4): what they dropped, the
+    yield without them, and the most puzzles one game gave (a puzzle merged from several games
+    counts for its first)."""
+    same_moment = sum(reasons.get("same_moment", 0) for reasons in report.dropped.values())
+    capped = sum(reasons.get("per_game", 0) for reasons in report.dropped.values())
+    before = len(report.puzzles) + same_moment + capped
+    by_game: dict[str, int] = {}
+    for puzzle in report.puzzles:
+        by_game[puzzle.game_ids[0]] = by_game.get(puzzle.game_ids[0], 0) + 1
+    return {
+        "dropped_same_moment": same_moment,
+        "dropped_per_game": capped,
+        "puzzles_before_merge": before,
+        "per_100_games_before_merge": round(100 * before / report.games, 2) if report.games else None,
+        "most_from_one_game": max(by_game.values(), default=0),
+        "games_with_puzzles": len(by_game),
+    }
+
+
 def measure(data: Path, out: Path, rules: Standard, variant: str, args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     with Progress() as progress:
@@ -111,6 +133,7 @@ def measure(data: Path, out: Path, rules: Standard, variant: str, args: argparse
     seconds = time.monotonic() - started
     puzzles = report.puzzles
     passed, failed = recheck_all(puzzles, rules, args.engine, args.recheck) if args.recheck else (0, [])
+    set_ids = {p.puzzle_id for p in puzzles if p.kind == "set"}
     result = {
         "dataset": str(data),
         "standard": rules.name,
@@ -129,6 +152,9 @@ def measure(data: Path, out: Path, rules: Standard, variant: str, args: argparse
         "recheck_nodes": rules.nodes * args.recheck,
         "recheck_passed": passed,
         "recheck_failed": failed,
+        "set_puzzles": len(set_ids),
+        "set_recheck_failed": [puzzle_id for puzzle_id in failed if puzzle_id in set_ids],
+        **spread(report),
         "seconds": round(seconds, 1),
     }
     if rules.name == "lichess":
