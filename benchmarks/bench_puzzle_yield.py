@@ -1,7 +1,8 @@
 """Puzzles per 100 games at each standard, and whether they are puzzles a puzzle maker keeps.
 
   python -m benchmarks.bench_puzzle_yield DATA [DATA ...] --out DIR [--standards default,lichess]
-         [--lichess-nodes N] [--recheck 4] [--workers N] [--engine stockfish] [--baseline]
+         [--lichess-nodes N] [--recheck 4] [--recheck-kinds all|set,...] [--workers N] [--engine stockfish]
+         [--baseline]
 
 For each mined dataset and each standard: `generate_puzzles` with the defaults (kind both), the
 drop reasons, the share of written puzzles that are non-mating one-movers or end below +2 pawns
@@ -132,7 +133,8 @@ def measure(data: Path, out: Path, rules: Standard, variant: str, args: argparse
         )  # fmt: skip
     seconds = time.monotonic() - started
     puzzles = report.puzzles
-    passed, failed = recheck_all(puzzles, rules, args.engine, args.recheck) if args.recheck else (0, [])
+    rechecked = [p for p in puzzles if args.recheck_kinds == "all" or p.kind in args.recheck_kinds.split(",")]
+    passed, failed = recheck_all(rechecked, rules, args.engine, args.recheck) if args.recheck else (0, [])
     set_ids = {p.puzzle_id for p in puzzles if p.kind == "set"}
     result = {
         "dataset": str(data),
@@ -150,6 +152,7 @@ def measure(data: Path, out: Path, rules: Standard, variant: str, args: argparse
         "non_mating_one_movers": one_movers(puzzles),
         "below_plus_2_without_mate": below_advantage(puzzles),
         "recheck_nodes": rules.nodes * args.recheck,
+        "rechecked": len(rechecked) if args.recheck else 0,
         "recheck_passed": passed,
         "recheck_failed": failed,
         "set_puzzles": len(set_ids),
@@ -169,6 +172,7 @@ def main() -> None:
     parser.add_argument("--standards", default=",".join(STANDARDS))
     parser.add_argument("--lichess-nodes", type=int, default=None, help="the lichess standard's budget (say so)")
     parser.add_argument("--recheck", type=int, default=4, help="re-verify at this many times the nodes (0: not)")
+    parser.add_argument("--recheck-kinds", default="all", help="kinds rechecked: punish,set,defend or all")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--engine", default="stockfish")
     parser.add_argument(
