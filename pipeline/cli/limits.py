@@ -163,7 +163,7 @@ BOUNDS: dict[str, FlagRange] = {
     # Puzzles.
     "--min-dip": DIP,
     "--per-game": counted(1, "a count of puzzles"),
-    "--margin": FlagRange(0.0, 100.0, "a difference of win chance in points of Win% (0-100)"),
+    "--margin": FlagRange(0.0, 100.0, "a difference of win chance in points of Win% (0-100)", above=True),
     # The repertoire (its nodes.parquet columns).
     "repertoire --rating": column(repertoire.NODES, "opponent_rating", "nodes", 0, dataset.RATING_MAX, RATING_WHY),
     "repertoire --player-rating": column(repertoire.NODES, "player_rating", "nodes", 0, dataset.RATING_MAX, RATING_WHY),

@@ -63,6 +63,7 @@ from pipeline.outputs.puzzles import (
 from pipeline.outputs.puzzles.rules import final_recapture, regains_only
 from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings
+from search.values import format_win_loss
 from tests.conftest import (
     CHROMIUM,
     GAMES,
@@ -762,6 +763,8 @@ def test_real_games_give_puzzles_of_both_kinds_and_the_counts_add_up(generated: 
     assert report.engine.startswith("Stockfish") and report.workers == 2
     summary = report.summary()
     assert f"punish: {report.candidates['punish']:,} candidates" in summary and "wrote " in summary
+    # The margin on the one scale of a loss of win chances (it read "margin 0.3"): issue 44, item 6.
+    assert f"margin {format_win_loss(report.margin)} win chance" in summary and not two_scales_in_words(summary)
     ids = [p.puzzle_id for p in report.puzzles]
     assert len(ids) == len(set(ids))
 

@@ -12,6 +12,7 @@ import chess.engine
 
 from pipeline.common.words import quantity
 from search.errors import DiffimaxError
+from search.values import format_win_loss
 
 # punish and set as mined; defend: a punish candidate whose solver, at least two pawns down, escapes
 # to level (written only when asked for by name).
@@ -319,7 +320,7 @@ class PuzzleReport:
         where = "on the driver" if self.workers == 1 else f"on {self.workers} workers"
         lines.append(
             f"standard {self.standard}: engine {self.engine}, {self.nodes:,} nodes per search, "
-            f"margin {self.margin:g}, {where}; {self.seconds:.1f} s"
+            f"margin {format_win_loss(self.margin)} win chance, {where}; {self.seconds:.1f} s"
         )
         lines += [f"wrote {path}" for path in self.written.values()]
         if not self.puzzles:
