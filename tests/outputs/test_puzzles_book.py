@@ -148,6 +148,18 @@ def test_the_themes_wait_for_the_solution(browser: object, book: Path) -> None:
     assert themes.is_visible()
 
 
+def test_a_pgn_unknown_reads_as_nothing_above_the_board() -> None:
+    """chess.com's games carry `Date "????.??.??"`: the coach's book printed it above every board."""
+    unknown = dataclasses.replace(
+        legal_puzzle(), game=GameInfo("g1", white="W", black="B", event="?", date="????.??.??")
+    )
+    known = dataclasses.replace(
+        legal_puzzle(), game=GameInfo("g1", white="W", black="B", event="Club", date="2024.01.31")
+    )
+    assert "?" not in re.sub(r"<[^>]*>", "", render_html([unknown]).split('class="meta"')[1].split("</p>")[0])
+    assert "Club · 2024.01.31" in render_html([known])
+
+
 def test_the_set_puzzles_trap_reply_says_pawns_or_mate_never_the_marker() -> None:
     set_puzzle = dataclasses.replace(legal_puzzle(), kind="set", practical_trap=True, dip=140)
     assert role(set_puzzle, 2) == "the trap reply: it gives up 1.40 pawns"

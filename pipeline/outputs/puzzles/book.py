@@ -177,7 +177,8 @@ def render_html(puzzles: Sequence[Puzzle], *, title: str = "diffimax puzzles") -
 def _meta(p: Puzzle) -> Html:
     g = p.game
     meta: list[Html | str] = [f"{clean_text(g.white) or '?'} vs {clean_text(g.black) or '?'}"]
-    meta += [clean_text(value) for value in (g.event, g.date, g.opening) if value]
+    # PGN's "unknown" ("?", "????.??.??") says nothing to a reader: left out, as the views' game_name does.
+    meta += [clean_text(value) for value in (g.event, g.date, g.opening) if value and value.strip("?.")]
     if p.game_url:
         meta.append(tag("a", "game", href=p.game_url, rel="noopener noreferrer nofollow"))
     meta.append(f"found in {quantity(len(p.game_ids), 'game')}")
