@@ -395,6 +395,40 @@ def test_one_hashing_loop_and_one_mib() -> None:
 
 
 FILES = next(source for source in CODE if source.relative == "pipeline/common/files.py")
+# 2^20 that is no MiB: the native search's cap on a history score.
+NOT_A_MIB = frozenset({"search/alphabeta.py: HISTORY_CAP"})
+
+
+def power_of_a_mib(node: ast.AST) -> bool:
+    """2^20 written out: `1 << 20`, `1024 * 1024` or 1048576 (issue 46, item 6: the name-only
+    check missed three `1 << 20`)."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) is int and node.value == 1 << 20
+    if not isinstance(node, ast.BinOp) or not all(isinstance(side, ast.Constant) for side in (node.left, node.right)):
+        return False
+    left, right = node.left.value, node.right.value  # type: ignore[attr-defined]
+    return (isinstance(node.op, ast.LShift) and (left, right) == (1, 20)) or (
+        isinstance(node.op, ast.Mult) and (left, right) == (1024, 1024)
+    )
+
+
+def test_a_mib_is_written_out_once() -> None:
+    """`MIB` (and `TIB_IN_MIB`, the same power) in `pipeline/common/files.py` are the only places
+    that spell 2^20; every other size in MiB uses them."""
+    spelled = []
+    for source in CODE:
+        for statement in source.tree.body:
+            names = [
+                target.id
+                for target in (
+                    statement.targets if isinstance(statement, ast.Assign) else [getattr(statement, "target", None)]
+                )
+                if isinstance(target, ast.Name)
+            ]
+            if source is FILES or f"{source.relative}: {names[0] if names else ''}" in NOT_A_MIB:
+                continue
+            spelled += [f"{source.relative}:{node.lineno}" for node in ast.walk(statement) if power_of_a_mib(node)]
+    assert spelled == [], spelled
 
 
 def test_mining_counts_are_typed_not_probed() -> None:

@@ -28,6 +28,7 @@ from pipeline.cli.options import (
     emit,
     with_flags,
 )
+from pipeline.common.files import MIB
 from pipeline.common.sanitize import shell_word, terminal_visible
 from pipeline.human.context import parse_pool
 from pipeline.human.maia3_files import FETCH_COMMAND
@@ -70,7 +71,7 @@ def mine_config(
     max_game_mb: Annotated[
         float,
         typer.Option("--max-game-mb", help="Largest game (headers and movetext); a larger one is an error row."),
-    ] = MAX_GAME_BYTES / (1 << 20),
+    ] = MAX_GAME_BYTES / MIB,
     url_timeout: Annotated[
         float,
         typer.Option("--url-timeout", help="Seconds a URL may send nothing before it is resumed (HTTP Range)."),

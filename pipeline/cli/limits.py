@@ -26,6 +26,7 @@ import pyarrow as pa
 import typer
 
 from pipeline.cli.options import UsageError
+from pipeline.common.files import TIB_IN_MIB
 from pipeline.engines.process import MOVETIME_MAX, NODES_MAX
 from pipeline.mine.config import SIZE_MIB_MAX
 from pipeline.play.uci_options import OPTIONS
@@ -86,7 +87,7 @@ def counted(low: int, reason: str = "a count is int64 where the dataset and Duck
 
 C_INT = integer_range(pa.int32())[1]
 # Memory-sane sizes: no machine holds a terabyte for one table, one engine's hash or one game.
-MEMORY_MIB_MAX = 1 << 20
+MEMORY_MIB_MAX = TIB_IN_MIB
 # Processes one command starts (one per worker, each with its own engine and tables).
 WORKERS_MAX = 10_000
 # The most legal moves a chess position has.

@@ -110,6 +110,8 @@ def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> Path:
 
 # Bytes in a MiB (sizes on the command line are in MiB: --shard-mb, --table-mb, --max-game-mb).
 MIB = 1 << 20
+# MiB in a TiB: the most memory one setting may ask (a table, an engine's hash, one game).
+TIB_IN_MIB = 1 << 20
 
 
 def file_sha256(path: str | os.PathLike[str], chunk_bytes: int = MIB) -> str:

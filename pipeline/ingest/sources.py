@@ -39,6 +39,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Literal, cast
 
+from pipeline.common.files import MIB
 from pipeline.common.storage import ObjectReader, is_object_url, parse_url, redact
 from pipeline.ingest.objects import expand_object_input, object_size
 from pipeline.ingest.pinned import FilePin, PinnedFile
@@ -76,7 +77,7 @@ NEWLINE_GAME_START = b"\n" + GAME_START
 # recorded as an error and skipped up to the next game start, so that the reader's memory stays
 # bounded whatever the input (a decompression bomb of one endless game or header line). The
 # longest real games hold a few thousand plies, under 100 KB.
-MAX_GAME_BYTES = 1 << 20
+MAX_GAME_BYTES = MIB
 # A stream shard is cut before `shard_games` games or once its complete games pass this many
 # bytes, whichever comes first: what the reader holds stays bounded (this, plus one game).
 STREAM_SHARD_MAX_BYTES = 64 << 20

@@ -15,11 +15,12 @@ from typing import Any, BinaryIO
 
 import zstandard
 
+from pipeline.common.files import MIB
 from pipeline.common.storage import describe_pin
 from search.errors import InputChanged
 
 # Decompressed bytes read per call while streaming.
-READ_BLOCK = 1 << 20
+READ_BLOCK = MIB
 # Seconds a URL may send nothing before its connection is given up (`--url-timeout`), and resumed.
 URL_TIMEOUT = 60.0
 # Seconds waited before each try to resume a URL that broke off (a Range request): the k-th try

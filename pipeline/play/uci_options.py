@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from pipeline.common.files import TIB_IN_MIB
 from pipeline.engines.backends import EMBEDDED, EngineOptions
 from pipeline.human.models import resolve_model
 from pipeline.judging import HumanEvidence
@@ -184,7 +185,7 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
     ),
     _spin("Engine Depth", "setup.options.depth", "engine depth per line (UCI engines); 0: none", 0, 200, none_at=0),
     _spin("Threads", "setup.options.threads", "the engine's UCI Threads (1 keeps play reproducible)", 1, 1024),
-    _spin("Hash", "setup.options.hash_mb", "the engine's UCI Hash, MiB", 1, 1 << 20),
+    _spin("Hash", "setup.options.hash_mb", "the engine's UCI Hash, MiB", 1, TIB_IN_MIB),
     _spin(
         "Shallow Depth", "setup.options.shallow_depth", "the shallow pass: engine depth (UCI) or plies (native)", 1, 100
     ),
