@@ -90,7 +90,10 @@ from {positions} p left join {responses} r using (game_id, ply);
 -- evidence (`responses`: a list of every reply's values and verdicts) keeps its moves in UCI.
 create or replace view responses as
 select r.* exclude (played_win_drop, expected_loss, fall_drop)
-           replace (san(p.fen, r.best_move) as best_move, san(p.fen, r.move_played) as move_played,
+           replace (san(p.fen, r.best_move) as best_move,
+                    -- the position's row already holds the played move's SAN (ingest writes it)
+                    case when r.move_played = p.move_uci then p.move_san else san(p.fen, r.move_played) end
+                        as move_played,
                     list_transform(r.choice_moves, lambda m: san(p.fen, m)) as choice_moves,
                     list_transform(r.choice_trap_moves, lambda m: san(p.fen, m)) as choice_trap_moves),
        r.best_move as best_move_uci, r.move_played as move_played_uci, r.choice_moves as choice_moves_uci,

@@ -14,6 +14,7 @@ import chess.polyglot
 
 from search import pesto
 from search.errors import DiffimaxError
+from search.notation import san_line
 from search.values import INFINITY, MATE, Value
 
 # Polyglot's random numbers, so keys equal `chess.polyglot.zobrist_hash` (a test checks it).
@@ -95,19 +96,10 @@ def numbered_line(board: chess.Board, last: int | None = None) -> str:
     replay = board.root()
     stack = board.move_stack
     skip = 0 if last is None else max(0, len(stack) - last)
-    words: list[str] = ["..."] if skip else []
-    for index, move in enumerate(stack):
-        if index >= skip:
-            numbered = replay.turn == chess.WHITE or index == skip
-            words.append(numbered_san(replay, move) if numbered else replay.san(move))
+    for move in stack[:skip]:
         replay.push(move)
-    return " ".join(words)
-
-
-def numbered_san(board: chess.Board, move: chess.Move) -> str:
-    """`move` in SAN with its move number, as it stands alone: "17.Qh5" or "17...Rd8"."""
-    dots = "." if board.turn == chess.WHITE else "..."
-    return f"{board.fullmove_number}{dots}{board.san(move)}"
+    line = san_line(replay, [move.uci() for move in stack[skip:]], numbered=True)
+    return " ".join(part for part in ("..." if skip else "", line) if part)
 
 
 def piece_key(piece_type: int, color: bool, square: int) -> int:

@@ -30,9 +30,9 @@ def uci_as_san(board: chess.Board, uci: Any) -> str:
     return board.san(move) if move is not None else str(uci)
 
 
-def san_line(board: chess.Board, moves: Sequence[str]) -> str:
-    """UCI moves played from `board` in SAN, space-separated; from the first one that is not legal
-    there (a damaged row), the rest as they are."""
+def san_moves(board: chess.Board, moves: Sequence[str]) -> list[str]:
+    """Each of the UCI moves played from `board` in SAN; from the first one that is not legal there
+    (a damaged row), the rest as they are."""
     played = board.copy(stack=False)
     words: list[str] = []
     for index, uci in enumerate(moves):
@@ -42,7 +42,31 @@ def san_line(board: chess.Board, moves: Sequence[str]) -> str:
             break
         words.append(played.san(move))
         played.push(move)
-    return " ".join(words)
+    return words
+
+
+def san_line(board: chess.Board, moves: Sequence[str], *, numbered: bool = False) -> str:
+    """UCI moves played from `board` in SAN, space-separated (`san_moves`); `numbered`, with the
+    move numbers a line is read with: "1.e4 e5 2.Nf3", and "3...Nc6 4.Bc4" from Black's move."""
+    words = san_moves(board, moves)
+    if not numbered:
+        return " ".join(words)
+    white_first = board.turn == chess.WHITE
+    numbered_words = []
+    for index, word in enumerate(words):
+        white = white_first == (index % 2 == 0)
+        number = board.fullmove_number + (index + (0 if white_first else 1)) // 2
+        if white:
+            numbered_words.append(f"{number}.{word}")
+        else:
+            numbered_words.append(f"{number}...{word}" if index == 0 else word)
+    return " ".join(numbered_words)
+
+
+def numbered_san(board: chess.Board, move: chess.Move) -> str:
+    """`move` in SAN with its move number, as it stands alone: "17.Qh5" or "17...Rd8"."""
+    dots = "." if board.turn == chess.WHITE else "..."
+    return f"{board.fullmove_number}{dots}{board.san(move)}"
 
 
 @lru_cache(maxsize=4096)
@@ -62,9 +86,15 @@ def san_at(fen: str, uci: str) -> str:
     return uci if board is None else uci_as_san(board, uci)
 
 
-def san_line_at(fen: str, moves: Sequence[str], *, after: str | None = None) -> str:
-    """The UCI line `moves` in SAN from the position `fen`, after `after` where given (a
-    refutation follows its trap move). Unreadable parts are shown as they are."""
+def san_line_at(fen: str, moves: Sequence[str]) -> str:
+    """The UCI line `moves` in SAN from the position `fen` (unreadable parts as they are)."""
+    return san_line_after_at(fen, None, moves)
+
+
+def san_line_after_at(fen: str, after: str | None, moves: Sequence[str]) -> str:
+    """The UCI line `moves` in SAN from the position `fen` after its move `after` (a refutation
+    follows its trap move; the arguments in the order of the views' `san_line_after`). Unreadable
+    parts are shown as they are."""
     board = _board(fen)
     if board is None:
         return " ".join(moves)

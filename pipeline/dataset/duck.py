@@ -19,7 +19,7 @@ from pipeline.dataset.integrity import DatasetError, DatasetState, check_dataset
 from pipeline.dataset.objects import ObjectPath, Where, dataset_path
 from pipeline.dataset.sql import sql_text
 from schemas.dataset import TABLES, versioned
-from search.notation import san_at, san_line_at
+from search.notation import san_at, san_line_after_at, san_line_at
 
 
 def table_files(state: DatasetState, table: str) -> list[Where]:
@@ -63,16 +63,8 @@ def define_notation(connection: duckdb.DuckDBPyConnection) -> None:
     line = duckdb.list_type(duckdb.sqltypes.VARCHAR)
     text = duckdb.sqltypes.VARCHAR
     connection.create_function("san", san_at, [text, text], text, side_effects=False)
-    connection.create_function("san_line", _san_line, [text, line], text, side_effects=False)
-    connection.create_function("san_line_after", _san_line_after, [text, text, line], text, side_effects=False)
-
-
-def _san_line(fen: str, moves: list[str]) -> str:
-    return san_line_at(fen, moves)
-
-
-def _san_line_after(fen: str, move: str, moves: list[str]) -> str:
-    return san_line_at(fen, moves, after=move)
+    connection.create_function("san_line", san_line_at, [text, line], text, side_effects=False)
+    connection.create_function("san_line_after", san_line_after_at, [text, text, line], text, side_effects=False)
 
 
 def connect(

@@ -16,6 +16,7 @@ from pipeline.outputs.explain_input import ExplainInput
 from search.analysis import Response, ResponseAnalysis, analysis_json, trap_json
 from search.diffimax import DiffiMaxResult
 from search.judges import JUDGES, Judge, JudgeSettings, plausible_share
+from search.notation import san_line, san_moves, uci_as_san
 from search.settings import DiffiMaxSettings
 from search.values import cp_to_pawns, format_dip, format_pawns, format_win_loss
 
@@ -165,31 +166,17 @@ def _deeper_and_work(
 def san_namer(board: chess.Board) -> Callable[[str], str]:
     """Names a root move as `...Nf6` / `Nf6` in SAN, as the seed's report does."""
     prefix = "..." if board.turn == chess.BLACK else ""
-
-    def name(uci: str) -> str:
-        return prefix + board.san(chess.Move.from_uci(uci))
-
-    return name
+    return lambda uci: prefix + uci_as_san(board, uci)
 
 
 def san_after(board: chess.Board) -> Callable[[tuple[str, ...], str], str]:
     """Names `move` in SAN in the position reached by playing `path` from `board`."""
-
-    def name(path: tuple[str, ...], move: str) -> str:
-        replay = board.copy(stack=False)
-        for step in path:
-            replay.push(chess.Move.from_uci(step))
-        return replay.san(chess.Move.from_uci(move))
-
-    return name
+    return lambda path, move: san_moves(board, (*path, move))[-1]
 
 
 def variation_namer(board: chess.Board) -> Callable[[tuple[str, ...]], str]:
-    def name(path: tuple[str, ...]) -> str:
-        replay = board.copy(stack=False)
-        return replay.variation_san([chess.Move.from_uci(move) for move in path])
-
-    return name
+    """Names a line from `board` in numbered SAN ("12...Nxe4 13.Bxf7+")."""
+    return lambda path: san_line(board, path, numbered=True)
 
 
 # -- the trap judges side by side ----------------------------------------------------------------

@@ -27,8 +27,9 @@ from pipeline.human.maia3 import HISTORY
 from pipeline.ingest.games import Selected
 from pipeline.ingest.one_game import GameNumberError, game_number
 from pipeline.ingest.sources import InputError
-from search.chessgame import FenError, board_from_fen, numbered_line, numbered_san, play_moves
+from search.chessgame import FenError, board_from_fen, numbered_line, play_moves
 from search.errors import DiffimaxError
+from search.notation import numbered_san
 
 
 class ExplainInputError(DiffimaxError, ValueError):

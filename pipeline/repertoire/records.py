@@ -31,6 +31,7 @@ from schemas.dataset import to_signed64
 from schemas.repertoire import NODES
 from search.chessgame import zobrist
 from search.expectimax import score
+from search.notation import san_line, san_moves
 
 # The file of a repertoire's nodes in its output directory.
 NODES_FILE = "nodes.parquet"
@@ -49,23 +50,6 @@ def repertoire_id(settings: RepertoireSettings, start_fen: str, start_moves: Seq
     """A short id of the settings and the start (the same request, the same id)."""
     text = json.dumps([settings.describe(), start_fen, list(start_moves)], sort_keys=True, default=str)
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
-
-
-def line_san(board: chess.Board, path: Sequence[str]) -> tuple[str, list[str]]:
-    """The moves of `path` from `board` as a numbered SAN line ("1.e4 e5 2.Nf3", "3...Nc6 4.Bc4"),
-    and each move's SAN."""
-    board = board.copy()
-    parts, sans = [], []
-    for index, uci in enumerate(path):
-        move = chess.Move.from_uci(uci)
-        san = board.san(move)
-        sans.append(san)
-        if board.turn == chess.WHITE:
-            parts.append(f"{board.fullmove_number}.{san}")
-        else:
-            parts.append(f"{board.fullmove_number}...{san}" if index == 0 else san)
-        board.push(move)
-    return " ".join(parts), sans
 
 
 def node_rows(growth: Growth, labels: Labels, evidence: PositionGames | None = None) -> list[dict[str, Any]]:
@@ -89,11 +73,12 @@ def node_rows(growth: Growth, labels: Labels, evidence: PositionGames | None = N
     for node in ordered:
         board = start.board(node.path)
         parent = None if node.parent is None else growth.nodes[node.parent]
-        line, sans = line_san(root_board, node.path)
+        sans = san_moves(root_board, node.path)
         row = common | {
             "node_id": number[node.id], "parent_id": None if node.parent is None else number[node.parent],
             "depth": node.depth, "path_uci": list(node.path),
-            "line_san": line, "move_uci": node.move, "move_san": sans[-1] if sans else None,
+            "line_san": san_line(root_board, node.path, numbered=True),
+            "move_uci": node.move, "move_san": sans[-1] if sans else None,
             "mover": None if parent is None else parent.to_move, "to_move": node.to_move, "fen": board.fen(),
             "position_key": to_signed64(zobrist(board)), "status": node.leaf or "expanded",
             "error": None if node.result is None else node.result.error,
@@ -130,21 +115,8 @@ def reply_columns(node: Node, parent: Node | None, root_board: chess.Board) -> d
         "explored": move in result.explored,
         "trap": trap,
         "punishment_uci": punishment,
-        "punishment_san": legal_prefix_san(after, punishment) if punishment else None,
+        "punishment_san": san_line(after, punishment, numbered=True) if punishment else None,
     }
-
-
-def legal_prefix_san(board: chess.Board, line: Sequence[str]) -> str:
-    """The SAN line of `line` from `board`, as far as its moves are legal (an engine's PV is)."""
-    legal: list[str] = []
-    probe = board.copy()
-    for uci in line:
-        move = chess.Move.from_uci(uci)
-        if move not in probe.legal_moves:
-            break
-        legal.append(uci)
-        probe.push(move)
-    return line_san(board, legal)[0]
 
 
 def opponent_columns(node: Node) -> dict[str, Any]:
