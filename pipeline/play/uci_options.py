@@ -20,6 +20,7 @@ from pipeline.play.clock import TimeSettings
 from pipeline.play.styles import STYLES, PlaySettings, check_whole, parse_style
 from search.errors import DiffimaxError
 from search.settings import SettingsError
+from search.values import win_drop_of_points, win_percent_points
 
 # Per-line node limit of play's engine searches: ~30-70 ms of Stockfish 15.1 on this machine,
 # enough for a trap-style move in about a second of a 1+0 game.
@@ -95,8 +96,9 @@ class OptionSpec:
     minimum: int = 0
     maximum: int = SPIN_MAX
     choices: tuple[str, ...] = ()
-    value: Literal["int", "float", "pawns", "text", "style", "bool"] = "int"
-    """How the text is read: a whole number, a number, pawns or inf, free text, a style, a bool."""
+    value: Literal["int", "float", "pawns", "win_pct", "text", "style", "bool"] = "int"
+    """How the text is read: a whole number, a number, pawns or inf, points of Win% (a loss of win
+    chances, as the CLI's flags take it; the field holds it on [0, 2]), free text, a style, a bool."""
     none_at: int | str | None = None
     """The UCI value that stands for None in the field (0 for "no limit", <empty> for "none")."""
 
@@ -111,6 +113,8 @@ class OptionSpec:
             return "true" if current else "false"
         if self.value == "float":
             return f"{current:g}"
+        if self.value == "win_pct":
+            return f"{round(win_percent_points(current), 9):g}"
         text = str(current)
         return text or "<empty>"
 
@@ -141,11 +145,11 @@ class OptionSpec:
                 if not self.minimum <= number <= self.maximum:
                     raise ValueError(f"expected a whole number from {self.minimum} to {self.maximum}")
                 return number
-            if self.value in ("float", "pawns"):
+            if self.value in ("float", "pawns", "win_pct"):
                 amount = float(raw)
                 if math.isnan(amount) or (math.isinf(amount) and self.value != "pawns"):
                     raise ValueError("expected a finite number")
-                return amount
+                return win_drop_of_points(amount) if self.value == "win_pct" else amount
             return raw
         except (ValueError, SettingsError) as error:
             reason = str(error)
@@ -169,6 +173,10 @@ def _spin(
 
 def _number(name: str, path: str, help: str) -> OptionSpec:
     return OptionSpec(name, "string", path, help, value="float")
+
+
+def _win_pct(name: str, path: str, help: str) -> OptionSpec:
+    return OptionSpec(name, "string", path, help, value="win_pct")
 
 
 # Every option, in the order `uci` announces them. Defaults come from the dataclasses.
@@ -221,8 +229,10 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         "Practical Shallow K", "play.judges.practical_shallow_k", "practical judge: shallow ranks needing less", 0, 500
     ),
     _number("Practical Shallow P", "play.judges.practical_shallow_p", "practical judge: probability enough for those"),
-    _number("Practical Drop", "play.judges.practical_drop", "practical judge: smallest loss of win chances (0-2)"),
-    _number("Stability Margin", "play.judges.stability_margin", "practical judge: searched deeper this near the drop"),
+    _win_pct("Practical Drop", "play.judges.practical_drop", "practical judge: smallest loss, points of Win% (0-100)"),
+    _win_pct(
+        "Stability Margin", "play.judges.stability_margin", "practical judge: Win% points near the drop searched deeper"
+    ),
     _spin("Trappy K", "play.judges.trappy_k", "trappy judge: among the shallow pass's k best", 1, 500),
     _spin("Corpus Min Games", "play.judges.corpus_min_games", "corpus games a position needs to count", 1),
     _spin("Rating Band", "play.judges.rating_band", "corpus: width of the band of mover ratings", 0, 4000),

@@ -36,7 +36,7 @@ from pipeline.play.player import Player, instant_move
 from pipeline.play.styles import PlaySettings, TutorSettings
 from pipeline.play.trap import trap_chance, trap_pick
 from pipeline.play.tutor import adapt_epsilon, choice_rng, decided_endgame, draw, effective_epsilon, tutor_weights
-from pipeline.play.uci_options import OPTIONS, Config, OptionError, set_option
+from pipeline.play.uci_options import BY_NAME, OPTIONS, Config, OptionError, set_option
 from search.expectimax import within_margin
 from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence, Verdicts, win_drop
 from search.settings import DiffiMaxSettings, SettingsError
@@ -318,6 +318,10 @@ def test_options_set_their_fields() -> None:
     assert set_option(config, "Human Corpus", "<empty>").setup.human.corpus is None
     assert set_option(config, "Exclude Checks", "true").play.diffimax.exclude_checks
     assert set_option(config, "Epsilon", "0.1").play.tutor.epsilon == 0.1
+    # A loss of win chances in points of Win%, as --practical-drop takes it; held on [0, 2].
+    assert set_option(config, "Practical Drop", "10").play.judges.practical_drop == 0.2
+    assert BY_NAME["practical drop"].show(config) == "7.5"
+    assert set_option(config, "Stability Margin", "2.5").play.judges.stability_margin == 0.05
     assert set_option(config, "UCI_Opponent", "GM 2700 human Someone Strong").play.opponent_rating == 2700
     assert set_option(config, "UCI_Opponent", "none none computer X").play.opponent_rating == 1500
 
