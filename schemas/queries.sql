@@ -1,6 +1,6 @@
 -- Saved queries for `diffimax query --saved NAME` (views from views.sql).
 -- Each block: `-- name: NAME`, one description line, then one statement ending in `;`.
--- Rates carry a Wilson 95% interval (wilson_low / wilson_high) and the count behind them.
+-- Rates carry a Wilson 95 % interval (wilson_low / wilson_high) and the count behind them.
 
 -- name: fall-rate-by-rating
 -- Fall rate at trap nodes by the responder's rating band (200 points).
@@ -146,7 +146,7 @@ final as (
 select * from final;
 
 -- name: judge-comparison
--- Each judge side by side on the same positions: trap-node share, candidates, fall rate and lift over chance (Wilson 95%), the median loss in pawns of those who fell and how many fell into a mate.
+-- Each judge side by side on the same positions: trap-node share, candidates, fall rate and lift over chance (Wilson 95 %), the median loss in pawns of those who fell and how many fell into a mate.
 with judged as (
     -- positions where every judge the dataset computed gave a verdict
     select game_id, ply from judge_outcomes group by game_id, ply
@@ -203,7 +203,7 @@ from (
 );
 
 -- name: traps-by-opening
--- Trap nodes and falls by opening (Lichess's name from the moves) and the responder's rating band (200 points), with Wilson 95% intervals; ties by opening and band.
+-- Trap nodes and falls by opening (Lichess's name from the moves) and the responder's rating band (200 points), with Wilson 95 % intervals; ties by opening and band.
 with nodes as (
     select coalesce(eco, '?') as eco, coalesce(opening, '(unnamed)') as opening,
            (mover_rating // 200) * 200 as rating_band, fell
@@ -219,7 +219,7 @@ final as (
 select * from final order by trap_nodes desc, fell desc, opening, rating_band nulls last;
 
 -- name: calibration
--- The fall probability against how often humans fell (played_fell), by tenth of fall_p: occurrences, mean fall_p, observed fall rate (Wilson 95%); a row 'all' per group (overall, 200-point rating band, clock) with its expected calibration error (ece) and Brier score.
+-- The fall probability against how often humans fell (played_fell), by tenth of fall_p: occurrences, mean fall_p, observed fall rate (Wilson 95 %); a row 'all' per group (overall, 200-point rating band, clock) with its expected calibration error (ece) and Brier score.
 with judged as (
     -- every occurrence with a fall estimate; `played_fell` is null where the played move has no value
     select fall_p::double as fall_p, played_fell::int as fell, (mover_rating // 200) * 200 as rating_band,

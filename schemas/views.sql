@@ -5,7 +5,7 @@
 -- Values are centipawns from the setter's view in the tables; *_pawns columns are for people: text,
 -- '+1.80' pawns or '#3' / '#-3' for a mate in 3 moves by the setter / against it (pawns, dip_pawns).
 
--- Wilson score interval (95%) for k successes in n trials.
+-- Wilson score interval (95 %) for k successes in n trials.
 create or replace macro wilson_low(k, n) as
     case when n = 0 then null else greatest(0.0, least(k::double / n,
         ((k::double / n) + 1.96 ^ 2 / (2 * n)

@@ -75,6 +75,8 @@ def format_percent_points(points: float, *, signed: bool = False) -> str:
     """Points of Win% (or of an expected score in percent) as people read them: `7.5 %`, `30 %`;
     one decimal below 10, where it still says something."""
     size = abs(points)
+    if 0 < size < 0.05 and not signed:
+        return "<0.1 %"  # not 0 when it is not
     digits = 1 if 0 < size < 9.95 else 0
     text = f"{points:+.{digits}f}" if signed else f"{points:.{digits}f}"
     return f"{text} %"

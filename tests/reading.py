@@ -41,6 +41,16 @@ def two_scales(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[st
     return found
 
 
+# A percentage written without its space ("24%", "95% interval"): people read one writing,
+# `search.values.format_percent`'s "24 %" (Win% and the PGN's %clk are names, not numbers).
+PERCENT_WITHOUT_SPACE = re.compile(r"\d%")
+
+
+def percents_without_space(text: str) -> list[str]:
+    """The percentages of a text for people not written as `format_percent` writes them."""
+    return [text[max(0, m.start() - 12) : m.end() + 8] for m in PERCENT_WITHOUT_SPACE.finditer(text)]
+
+
 def two_scales_in_words(text: str) -> list[str]:
     """A loss of win chances written on the rows' 0..2 scale in a text for people."""
     return DECIMAL_WIN_LOSS.findall(text)

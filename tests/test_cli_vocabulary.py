@@ -10,6 +10,7 @@ from typing import Any
 import typer.main
 
 from pipeline.cli import app
+from search.values import format_percent, format_percent_points, format_win_loss
 
 # A flag whose help names what this command writes: its meaning (where the output goes) is the same.
 PER_COMMAND_HELP = frozenset({"--out"})
@@ -117,3 +118,11 @@ def test_a_loss_flag_takes_points_of_win_percent_and_the_judges_keep_the_rows_sc
     assert build_judges(None, practical, ThresholdFlags(practical_drop=10.0)).practical_drop == 0.2
     defaults = {flag: default for _, flag, _, default in flags_of(typer.main.get_group(app))}
     assert defaults["--practical-drop"] == 50 * JudgeSettings().practical_drop == 7.5
+
+
+def test_a_percentage_is_written_one_way() -> None:
+    """Issue 44, item 6: a probability, a score and a loss of Win% read alike everywhere ("24 %",
+    one decimal below 10), and a small one never as 0."""
+    assert [format_percent(p) for p in (0.24, 0.097, 0.0, 1.0)] == ["24 %", "9.7 %", "0 %", "100 %"]
+    assert format_percent(0.0003) == "<0.1 %" and format_percent(0.061, signed=True) == "+6.1 %"
+    assert format_percent_points(7.5) == "7.5 %" == format_win_loss(0.15)

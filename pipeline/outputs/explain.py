@@ -18,7 +18,7 @@ from search.diffimax import DiffiMaxResult
 from search.judges import JUDGES, Judge, JudgeSettings, plausible_share
 from search.notation import san_line, san_moves, uci_as_san
 from search.settings import DiffiMaxSettings
-from search.values import cp_to_pawns, format_dip, format_pawns, format_win_loss
+from search.values import cp_to_pawns, format_dip, format_pawns, format_percent, format_win_loss
 
 # Length of the best response's bar in the explain chart, in characters.
 BAR_WIDTH = 20
@@ -284,7 +284,7 @@ def judged_text(
         lines.append(
             f"{r.rank:>2}. {name(r.move):<{width}} {value:>8} {dip:>6} {drop_text:>8} "
             f"{'' if row.get('shallow_rank') is None else row['shallow_rank']:>7} "
-            f"{'' if p is None else format(p, '.0%'):>7} {'' if corpus is None else corpus:>6}  "
+            f"{'' if p is None else format_percent(p):>7} {'' if corpus is None else corpus:>6}  "
             + " ".join(f"{c:<9}" for c in cells)
             + " "
             + "█" * bar_length(r.dip, span)
@@ -293,11 +293,6 @@ def judged_text(
     lines += _judge_lines(judgement, judges, shown, name)
     lines += _deeper_and_work(result, path_name, move_name)
     return "\n".join(lines)
-
-
-def rounded_percent(p: float) -> str:
-    """A probability as people read it: "24 %", "<1 %" (not 0 when it is not)."""
-    return "<1 %" if 0 < p < 0.005 else f"{100 * p:.0f} %"
 
 
 def falling_shares(judgement: Judgement, judges: JudgeSettings) -> list[tuple[str, float]]:
@@ -323,18 +318,18 @@ def fall_lines(
     who = "rating not given" if rating is None else f"rating {rating}"
     shares = falling_shares(judgement, judges)
     named = [(move, share) for move, share in shares[:FALLING_SHOWN] if share >= FALLING_SHOWN_P]
-    falling = ", ".join(f"{name(move)} {rounded_percent(share)}" for move, share in named)
+    falling = ", ".join(f"{name(move)} {format_percent(share)}" for move, share in named)
     falling = falling or "none of those searched"
     if len(shares) > len(named):
         rest = shares[len(named) :]
-        falling += f" and {len(rest)} more ({rounded_percent(sum(share for _, share in rest))} together)"
-    bounds = f"{rounded_percent(fall.low).removesuffix(' %')}-{rounded_percent(fall.high)}"
-    if rounded_percent(fall.mass) != rounded_percent(fall.fall_p):
+        falling += f" and {len(rest)} more ({format_percent(sum(share for _, share in rest))} together)"
+    bounds = f"{format_percent(fall.low).removesuffix(' %')}-{format_percent(fall.high)}"
+    if format_percent(fall.mass) != format_percent(fall.fall_p):
         # The calibration moves the probability off the replies' own shares; say both, so the
         # shares listed below add up to a figure the line shows.
-        bounds += f"; the falling replies' share {rounded_percent(fall.mass)} before the calibration"
+        bounds += f"; the falling replies' share {format_percent(fall.mass)} before the calibration"
     return [
-        f"Fall probability ({who}): {rounded_percent(fall.fall_p)} of humans play a reply that loses at least "
+        f"Fall probability ({who}): {format_percent(fall.fall_p)} of humans play a reply that loses at least "
         f"{format_win_loss(judges.practical_drop)} win chance (bounds {bounds}); expected loss "
         f"{format_win_loss(fall.expected_loss)} win chance; the falling replies: {falling}"
     ]

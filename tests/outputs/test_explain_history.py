@@ -19,7 +19,7 @@ from pipeline.outputs.explain_input import ExplainInput, ExplainInputError, expl
 from search.chessgame import MovesError, numbered_line, play_moves
 from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence, Verdicts, fall_estimate
 from tests.conftest import cli_in_process, needs_maia3, needs_stockfish, one_error_line
-from tests.reading import mate_markers, two_scales_in_words
+from tests.reading import mate_markers, percents_without_space, two_scales_in_words
 
 # Blackburne's trap (4.Nxe5?? Qg5!): the moves to the trap position, and the position itself.
 BLACKBURNE_MOVES = "1. e4 e5 2. Nf3 Nc6 3. Bc4 Nd4"
@@ -299,7 +299,7 @@ def test_explain_reads_a_loss_on_one_scale_and_a_mate_as_a_mate() -> None:
     """Issue 44, item 6 (`tests.reading`): after 3.Qh5, 3...Nf6?? allows Qxf7#. The text shows the
     mate as "#1", never the internal mate score, and every loss of win chances in points of Win%."""
     text = cli_in_process("explain", "--moves", "1. e4 e5 2. Bc4 Nc6 3. Qh5", *CHEAP, check=True).stdout
-    assert two_scales_in_words(text) == [] and mate_markers(text) == []
+    assert two_scales_in_words(text) == [] and mate_markers(text) == [] and percents_without_space(text) == []
     (nf6,) = [line for line in text.splitlines() if re.match(r"\s*\d+\. \.\.\.Nf6 ", line)]
     # Mated from a level position: the setter's Win% goes from about 50 to 100.
     assert " #1 " in nf6 and 40 <= int(re.findall(r" (\d+) % ", nf6)[0]) <= 60, nf6

@@ -49,6 +49,7 @@ from pipeline.outputs.report.plots import (
     plot_rating,
 )
 from pipeline.outputs.report.sections import plots_section
+from search.values import format_percent
 from tests.conftest import CHROMIUM, GAMES, needs_chromium, require_playwright
 from tests.mining_helpers import EVERY_JUDGE, mine
 from tests.reading import (
@@ -56,6 +57,7 @@ from tests.reading import (
     coordinate_moves,
     coordinate_moves_in_words,
     mate_markers,
+    percents_without_space,
     two_scales,
     two_scales_in_words,
 )
@@ -354,7 +356,7 @@ def test_the_fall_section_sets_predictions_beside_real_falls_readably(sample: Re
     words = page.all_text()
     calibration = run_saved(sample.dataset, "calibration")
     (overall,) = [row for row in calibration.rows if row[:3] == ("overall", "all", "all")]
-    assert f"{overall[7]:.1%}" in words  # the observed fall rate of every occurrence
+    assert format_percent(overall[7]) in words  # the observed fall rate of every occurrence
     result = run_saved(sample.dataset, "trickiest-positions")
     trickiest = [dict(zip(result.columns, row, strict=True)) for row in result.rows][:TRICKIEST_SHOWN]
     shown = re.findall(r'<table class="trickiest">.*?</table>', section, re.DOTALL)
@@ -368,7 +370,9 @@ def test_the_fall_section_sets_predictions_beside_real_falls_readably(sample: Re
         assert board.parse_san(best).uci() == row["best_move_uci"] and best == row["best_move"]
         assert board.parse_san(fell_with).uci() == row["fell_with_uci"] and fell_with == row["fell_with"]
         assert f"{row['fell']} of {row['occurrences']}" in " ".join(cells[6])
-        assert cells[7][0] == f"{row['fall_rate']:.0%}" and cells[8][0] == f"{row['fall_p']:.0%}"
+        assert " ".join(cells[7]) == format_percent(row["fall_rate"]) and " ".join(cells[8]) == format_percent(
+            row["fall_p"]
+        )
         # The expected loss in points of Win% (the one scale of a loss), never on the rows' 0..2.
         loss = " ".join(cells[9])
         assert loss.endswith(" %") and float(loss.removesuffix(" %")) == pytest.approx(
@@ -401,6 +405,7 @@ def test_every_view_query_and_the_page_read_a_loss_on_one_scale_no_mate_marker_a
     page = Page(re.sub(r'<section id="manifest">.*?</section>', "", sample.html, flags=re.DOTALL))  # a JSON dump
     words = page.all_text()
     found["report"] = two_scales_in_words(words) + mate_markers(words) + coordinate_moves_in_words(words)
+    found["report"] += percents_without_space(words)
     heads = [head.replace("<wbr />", "") for head in re.findall(r"<th>(.*?)</th>", sample.html)]
     found["report"] += [head for head in heads if head in MACHINE_LOSS_COLUMNS]
     assert {where: what for where, what in found.items() if what} == {}

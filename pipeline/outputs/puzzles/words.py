@@ -7,7 +7,7 @@ import chess
 import chess.engine
 
 from pipeline.outputs.puzzles.records import Puzzle, SolverCheck
-from search.values import is_mate_score
+from search.values import format_percent, is_mate_score
 
 
 def format_score(score: chess.engine.Score | None) -> str:
@@ -33,8 +33,8 @@ def practical_words(p: Puzzle) -> str:
     assert p.practical is not None
     runner = f" ({p.practical.runner_up_move})" if p.practical.runner_up_move else ""
     return (
-        f"sets the likeliest trap: a {p.practical.chance:.0%} chance the opponent falls into one, "
-        f"next safe move {p.practical.runner_up:.0%}{runner}; gives up {p.practical.loss / 100:.2f} pawns"
+        f"sets the likeliest trap: a {format_percent(p.practical.chance)} chance the opponent falls into one, "
+        f"next safe move {format_percent(p.practical.runner_up)}{runner}; gives up {p.practical.loss / 100:.2f} pawns"
     )
 
 

@@ -17,6 +17,7 @@ from pipeline.outputs.html import Html, tag
 from pipeline.outputs.report.data import Details, number, shown_positions
 from pipeline.outputs.report.sections import facts, fen_link, table
 from search.notation import legal_move, uci_as_san
+from search.values import format_percent
 
 # Width and height of a board, in CSS pixels.
 BOARD_PIXELS: Final = 300
@@ -87,7 +88,9 @@ def position_card(index: int, row: dict[str, Any], details: Details) -> Html:
     rate = number(row["fall_rate"]) or 0.0
     few = " (too few to rank)" if row.get("few_occurrences") else ""
     heading = tag(
-        "h3", f"#{index} ", tag("span", f"{quantity(row['games'], 'game')}, fell {row['fell']} ({rate:.0%}){few}")
+        "h3",
+        f"#{index} ",
+        tag("span", f"{quantity(row['games'], 'game')}, fell {row['fell']} ({format_percent(rate)}){few}"),
     )
     try:
         board: chess.Board | None = chess.Board(str(row["fen"]))
@@ -138,8 +141,8 @@ def position_card(index: int, row: dict[str, Any], details: Details) -> Html:
             ("humans played", humans or "?"),
             (
                 "fall rate",
-                f"{rate:.1%} (95% interval {(number(row['wilson_low']) or 0):.1%} to "
-                f"{(number(row['wilson_high']) or 0):.1%})",
+                f"{format_percent(rate)} (95 % interval {format_percent(number(row['wilson_low']) or 0)} to "
+                f"{format_percent(number(row['wilson_high']) or 0)})",
             ),
             ("games", tag("ul", game_items, class_="plain")),
         ]

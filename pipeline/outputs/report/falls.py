@@ -15,7 +15,7 @@ from pipeline.outputs.report.boards import game_link, reply_board_svg
 from pipeline.outputs.report.data import SavedResults, number, records
 from pipeline.outputs.report.plots import PLOT_DPI, PLOT_INCHES, plot_calibration, png_data_uri
 from pipeline.outputs.report.sections import table
-from search.values import format_percent_points
+from search.values import format_percent, format_percent_points
 
 # Rows of trickiest-positions shown (the saved query lists up to 50).
 TRICKIEST_SHOWN: Final = 10
@@ -43,13 +43,13 @@ READING: Final = (
     "when the move played lost that much (an occurrence whose played move has no value is left out: "
     "played_unvalued). Perfectly calibrated estimates lie on the diagonal; the ECE is the mean distance from "
     "it, weighted by occurrences, and the Brier score the mean squared error of fall_p against the fall (0 is "
-    "perfect, 0.25 a constant 50%)."
+    "perfect, 0.25 a constant 50 %)."
 )
 
 
 def _percent(value: Any) -> str:
     found = number(value)
-    return "" if found is None else f"{found:.0%}"
+    return "" if found is None else f"{format_percent(found)}"
 
 
 def _interval(row: dict[str, Any]) -> str:
@@ -111,7 +111,7 @@ TRICKIEST_HEADS: Final = (
     "rating, clock",
     "opening and a game",
     "fell",
-    "observed (95% interval)",
+    "observed (95 % interval)",
     "predicted fall_p",
     "expected loss of win chance",
 )
@@ -147,7 +147,7 @@ def falls_section(saved: SavedResults) -> Html:
             "figcaption",
             tag("strong", "Reliability"),
             " Each point is a tenth of fall_p: its mean prediction "
-            "against how often humans fell there, with a Wilson 95% interval; n is the occurrences. ",
+            "against how often humans fell there, with a Wilson 95 % interval; n is the occurrences. ",
             tag("code", "calibration"),
         )
         figure = tag(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pipeline.dataset.queries import QueryResult
 from pipeline.outputs.report.data import number, records
+from search.values import format_percent
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -75,7 +76,7 @@ def _interval(row: dict[str, Any], rate: str) -> tuple[float, float, float]:
 
 
 def _rates(axes: Axes, x: list[float], rows: list[dict[str, Any]], rate: str, count: str) -> None:
-    """Points with their Wilson 95% interval, each labelled with the count behind it."""
+    """Points with their Wilson 95 % interval, each labelled with the count behind it."""
     from matplotlib.ticker import PercentFormatter
 
     y, low, high = (list(values) for values in zip(*(_interval(row, rate) for row in rows), strict=True))
@@ -187,7 +188,8 @@ def plot_calibration(result: QueryResult) -> Drawer | str:
         axes.set_xlabel("predicted fall probability (mean fall_p of each tenth)")
         axes.set_ylabel("observed fall rate")
         ece, brier = number(total["ece"]) or 0.0, number(total["brier"]) or 0.0
-        axes.set_title(f"ECE {ece:.1%}, Brier {brier:.3f}, over {total['occurrences']:,} occurrences", fontsize=10)
+        title = f"ECE {format_percent(ece)}, Brier {brier:.3f}, over {total['occurrences']:,} occurrences"
+        axes.set_title(title, fontsize=10)
         axes.legend(loc="upper left", fontsize=8, frameon=False)
 
     return draw
@@ -199,7 +201,7 @@ PLOTS: Final[tuple[tuple[str, str, str, Callable[[QueryResult], Drawer | str]], 
         "fall-rate-by-rating",
         "Fall rate by rating",
         "Share of trap nodes where the responder played a trap candidate, by the responder's rating; bars are "
-        "Wilson 95% intervals, n is the number of trap nodes.",
+        "Wilson 95 % intervals, n is the number of trap nodes.",
         plot_rating,
     ),
     (

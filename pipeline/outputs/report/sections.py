@@ -19,7 +19,7 @@ from pipeline.engines.backends import describe_engine
 from pipeline.outputs.html import Content, Html, join, tag, text
 from pipeline.outputs.report.data import ErrorRows, SavedResults, number, records
 from pipeline.outputs.report.plots import PLOT_DPI, PLOT_INCHES, PLOTS, png_data_uri
-from search.values import format_percent_points
+from search.values import format_percent, format_percent_points
 
 # Saved queries with a section of their own; every other saved query is a table under "Saved queries".
 OWN_SECTION: Final = frozenset(
@@ -63,7 +63,7 @@ def cell(column: str, value: Any) -> Html:
     if isinstance(value, bool):
         return text("yes" if value else "no")
     if isinstance(value, float) and column in RATE_COLUMNS:
-        return text(f"{value:.1%}")
+        return text(format_percent(value))
     if isinstance(value, float) and column.endswith(WIN_LOSS_SUFFIX):
         return text(format_percent_points(value))
     if isinstance(value, float):
@@ -178,12 +178,12 @@ def summary_section(dataset: Where, manifest: dict[str, Any] | None, lift: Query
     rows = records(lift)
     if rows and rows[0]["trap_nodes"]:
         row = rows[0]
+        rate, low, high = (format_percent(number(row[key]) or 0) for key in ("fall_rate", "wilson_low", "wilson_high"))
         items.append(
             (
                 "trap nodes",
                 f"{row['trap_nodes']:,} positions had a trap candidate; the human fell {row['fell']:,} times "
-                f"({(number(row['fall_rate']) or 0):.1%}, 95% interval {(number(row['wilson_low']) or 0):.1%} to "
-                f"{(number(row['wilson_high']) or 0):.1%})",
+                f"({rate}, 95 % interval {low} to {high})",
             )
         )
     else:
