@@ -23,13 +23,14 @@ from typing import Any
 
 import chess
 
-from pipeline.cli.options import EngineFlags, SearchFlags, ThresholdFlags, build_judges, default_depth
+from pipeline.cli.options import EngineFlags, SearchFlags, ThresholdFlags, build_judges
 from pipeline.harness.known_traps import KnownTrap, load_known_traps
 from pipeline.human.context import MoverContext
 from pipeline.judging import reply_rows
 from pipeline.outputs.explain import explain_position
 from pipeline.outputs.explain_input import ExplainInput
 from search.judges import JUDGES
+from search.settings import default_depth
 
 
 def say(line: str) -> None:

@@ -18,6 +18,12 @@ NATIVE_DEFAULT_DEPTH = 3
 UCI_DEFAULT_DEPTH = 2
 
 
+def default_depth(engine: str) -> int:
+    """The search depth when none is given: the native engine's is deeper in plies (it searches
+    each line itself); a UCI engine's lines are searched by the engine below it."""
+    return NATIVE_DEFAULT_DEPTH if engine == "native" else UCI_DEFAULT_DEPTH
+
+
 def is_whole(value: object, minimum: int | None = None) -> bool:
     """Whether `value` is an int (a bool is not) and, when `minimum` is given, at least it: the one
     check behind every "a whole number >= N" setting."""

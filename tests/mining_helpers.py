@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pipeline.api import mine as run_job
 from pipeline.common.progress import Progress
 from pipeline.dataset.store import DatasetReader
 from pipeline.ingest.headers import GameFilter
 from pipeline.judging import HumanEvidence
 from pipeline.mine.config import MineConfig
-from pipeline.mine.driver import run
 from schemas.dataset import TABLES
 from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings
@@ -41,7 +41,7 @@ def mine(inputs: list[str], out: Path | str, **overrides: Any) -> dict[str, Any]
     overrides.setdefault("judges", MINING_JUDGES)
     game_filter = overrides.pop("game_filter", GameFilter(ply_from=10, ply_to=11))
     config = MineConfig(inputs=tuple(inputs), out=str(out), settings=settings, game_filter=game_filter, **overrides)
-    return run(config, Progress.quiet())
+    return run_job(config, progress=Progress.quiet())  # the seam `diffimax mine` and notebooks call
 
 
 def rows(out: Path) -> dict[str, list[dict[str, Any]]]:

@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pipeline.judging",),
     ("pipeline.harness", "pipeline.mine", "pipeline.repertoire"),
     ("pipeline.outputs", "pipeline.play"),
+    ("pipeline.api",),
     ("pipeline.cli",),
 )
 LAYER_OF = {package: depth for depth, packages in enumerate(LAYERS) for package in packages}
@@ -310,6 +311,9 @@ def top_level_definitions() -> dict[str, list[str]]:
 # command (`diffimax plan`, `diffimax evaluate`), whatever else bears the word.
 SHARED_NAMES = {
     "evaluate": {"pipeline/cli/evaluate.py", "pipeline/human/evaluate.py", "search/pesto.py"},
+    # `diffimax explain` and `mine` beside the Python API's functions they call (`diffimax.explain`).
+    "explain": {"pipeline/api.py", "pipeline/cli/analysis.py"},
+    "mine": {"pipeline/api.py", "pipeline/cli/jobs.py"},
     "plan": {"pipeline/cli/jobs.py", "pipeline/mine/plan/planner.py"},
     "query": {"pipeline/cli/datasets.py", "pipeline/dataset/sql.py"},
     # `diffimax tag` (the puzzle tagger) beside the HTML writer's element builder.

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from pipeline import api
 from pipeline.cli.options import (
     EngineFlags,
     EvidenceFlags,
@@ -22,18 +23,17 @@ from pipeline.cli.options import (
     TrapDip,
     UsageError,
     build_judges,
-    default_depth,
     emit,
     parse_margin,
     with_flags,
 )
-from pipeline.human.context import parse_pool
-from pipeline.outputs.explain import explain_position, explain_text, result_json
+from pipeline.judging import HumanEvidence
+from pipeline.outputs.explain import explain_text, result_json
 from pipeline.outputs.explain_input import explain_input
 from search.alphabeta import Searcher, minimax_decision
 from search.diffimax import DiffiMaxSearch
 from search.judges import JUDGES
-from search.settings import parse_scope
+from search.settings import default_depth, parse_scope
 from search.tree import TreeGame, parse_tree, tree_height
 from search.ttable import TranspositionTable
 from search.values import cp_to_pawns
@@ -125,21 +125,19 @@ def explain(
     model reads the moves before the position; from a PGN, the responder's rating, clock, time
     control and pool come from the game unless --rating, --clock or --pool say otherwise."""
     asked = explain_input(fen, moves=moves, start_fen=start_fen, pgn=pgn, ply=ply, game=game)
-    position = asked.given(rating=rating, clock=clock, pool=parse_pool(pool))
-    board = position.board
-    if setter is None:
-        setter_color = not board.turn
-    elif setter.lower() in ("white", "black"):
-        setter_color = setter.lower() == "white"
-    else:
-        raise UsageError(f"invalid setter {setter!r}: expected white or black")
     engine = engine_flags.name()
-    settings = search.settings(default_depth(engine))
-    judges = build_judges(evidence.judges, frozenset(JUDGES), thresholds)
-    explanation = explain_position(
-        position, setter_color, engine, engine_flags.options(evidence.shallow_depth), settings, judges,
-        model=evidence.human_model, corpus=evidence.human_corpus,
-    )  # fmt: skip
+    explanation = api.explain(
+        asked,
+        rating=rating,
+        clock=clock,
+        pool=pool,
+        setter=setter,
+        engine=engine,
+        engine_options=engine_flags.options(evidence.shallow_depth),
+        search=search.settings(default_depth(engine)),
+        judges=build_judges(evidence.judges, frozenset(JUDGES), thresholds),
+        human=HumanEvidence(evidence.human_model, evidence.human_corpus),
+    )
     if as_json:
         emit(explanation.json(), "", True)
     else:

@@ -22,11 +22,10 @@ from pipeline.cli.options import (
     ThreadsOpt,
     UsageError,
     WorkersOpt,
-    default_depth,
     emit,
     workers_or_cpus,
 )
-from search.settings import DiffiMaxSettings
+from search.settings import DiffiMaxSettings, default_depth
 
 
 def evaluate(

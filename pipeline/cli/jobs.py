@@ -24,7 +24,6 @@ from pipeline.cli.options import (
     UsageError,
     WorkersOpt,
     build_judges,
-    default_depth,
     emit,
     with_flags,
 )
@@ -38,6 +37,7 @@ from pipeline.mine.config import MineConfig
 from pipeline.mine.plan import SAMPLE_GAMES, SAMPLE_POSITIONS
 from pipeline.mine.table import DEFAULT_TABLE_MB
 from search.judges import JudgeSettings
+from search.settings import default_depth
 
 
 @with_flags
@@ -172,11 +172,11 @@ def mine(
     Inputs are PGN files (.pgn, .pgn.zst, .pgn.gz, .pgn.bz2), directories, globs, http(s) URLs or
     s3:// and gs:// objects; --out is a directory, s3:// or gs://. --workers N starts N Ray
     workers (1 is one worker, still on Ray); --address joins a running cluster instead."""
-    from pipeline.mine.driver import run
+    from pipeline import api
 
     if repair and not resume:
         raise UsageError("--repair continues a run: give it with --resume")
-    manifest = run(job(out, resume), verbose=verbose, repair=repair)
+    manifest = api.mine(job(out, resume), verbose=verbose, repair=repair)
     typer.echo(summary_text(manifest, out))
 
 

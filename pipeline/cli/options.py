@@ -26,7 +26,7 @@ from pipeline.engines.backends import EMBEDDED, EngineOptions, default_engine
 from pipeline.human.models import MODEL_HELP
 from search.errors import DiffimaxError
 from search.judges import Judge, JudgeSettings, parse_judges
-from search.settings import NATIVE_DEFAULT_DEPTH, UCI_DEFAULT_DEPTH, DiffiMaxSettings, parse_scope
+from search.settings import DiffiMaxSettings, parse_scope
 from search.values import win_drop_of_points, win_percent_points
 
 
@@ -181,11 +181,6 @@ def uci_engine(engine: str | None, command: str) -> str:
     if name in EMBEDDED:
         raise UsageError(f"{command} needs a UCI engine: --engine stockfish or a UCI engine's path, not {name!r}")
     return name
-
-
-def default_depth(engine: str) -> int:
-    """The search depth when --depth is not given: the native engine's is shallower (it is slower)."""
-    return NATIVE_DEFAULT_DEPTH if engine == "native" else UCI_DEFAULT_DEPTH
 
 
 def parse_margin(safety_margin: str) -> float:

@@ -27,7 +27,6 @@ from pipeline.cli.options import (
     UsageError,
     WorkersOpt,
     build_judges,
-    default_depth,
     with_flags,
     workers_or_cpus,
 )
@@ -44,6 +43,7 @@ from pipeline.repertoire.settings import (
     RepertoireSettings,
     parse_start,
 )
+from search.settings import default_depth
 
 
 def parse_color(text: str) -> chess.Color:

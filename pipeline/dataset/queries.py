@@ -145,21 +145,68 @@ def run_query(
 
 def run_saved(dataset: str | Path | DatasetState, name: str, *, allow_partial: bool = False) -> QueryResult:
     """The saved query `name` over `dataset`; RequirementError when the dataset lacks what it needs."""
+    saved_query(name)  # an unknown name is said before the dataset is read
+    with Dataset.open(dataset, allow_partial=allow_partial) as data, damage_named(data.state):
+        relation = data.saved(name)
+        return QueryResult(list(relation.columns), relation.fetchall())
+
+
+def saved_query(name: str) -> NamedQuery:
+    """The saved query `name`; QueryError naming where the list is when there is none."""
     queries = saved_queries()
     if name not in queries:
         raise QueryError(f"no saved query {name!r}: `diffimax query --list` shows them")
-    state = dataset if isinstance(dataset, DatasetState) else open_dataset(dataset, allow_partial=allow_partial)
-    connection = connect(state)
-    try:
-        with damage_named(state):
-            need = requirements().get(name)
-            if need is not None:
-                ((met,),) = _execute(connection, need.sql).rows
-                if not met:
-                    raise RequirementError(f"saved query {name!r} {need.description}")
-            return _execute(connection, queries[name].sql)
-    finally:
-        connection.close()
+    return queries[name]
+
+
+class Dataset:
+    """A mined dataset open for SQL (`diffimax.open`, and `diffimax query --saved`): a DuckDB
+    connection over its checked shards with the views of `schemas/views.sql` and the SAN
+    functions, and its saved queries as DuckDB relations (`.df()`, `.arrow()`, `.fetchall()`).
+
+    A relation is read when it is asked for: a page damaged since the check fails that read with
+    DuckDB's error, which `pipeline.dataset.integrity.damage_named(dataset.state)` names by shard."""
+
+    def __init__(self, state: DatasetState) -> None:
+        self.state = state
+        self.connection = connect(state)
+
+    @classmethod
+    def open(cls, dataset: str | Path | DatasetState, *, allow_partial: bool = False) -> Dataset:
+        """`dataset` (a directory, `s3://` or `gs://` prefix), checked first (`open_dataset`: a job
+        that has not finished only with `allow_partial`)."""
+        state = dataset if isinstance(dataset, DatasetState) else open_dataset(dataset, allow_partial=allow_partial)
+        return cls(state)
+
+    def sql(self, query: str) -> duckdb.DuckDBPyRelation:
+        """Any SQL over the views (`traps`, `positions`, `responses`, `outcomes`, `games`, ...)."""
+        return self.connection.sql(query)
+
+    def saved(self, name: str) -> duckdb.DuckDBPyRelation:
+        """The saved query `name` (`diffimax query --list`); RequirementError when the dataset was
+        mined without what it needs (e.g. --setter-choices)."""
+        query = saved_query(name)
+        need = requirements().get(name)
+        if need is not None:
+            with damage_named(self.state):
+                ((met,),) = _execute(self.connection, need.sql).rows
+            if not met:
+                raise RequirementError(f"saved query {name!r} {need.description}")
+        return self.connection.sql(query.sql)
+
+    @staticmethod
+    def saved_names() -> list[str]:
+        """The saved queries' names, in the order `diffimax query --list` shows them."""
+        return list(saved_queries())
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def __enter__(self) -> Dataset:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _cell(value: Any) -> str:

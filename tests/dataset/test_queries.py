@@ -114,6 +114,34 @@ def test_every_saved_query_runs_and_returns_rows(dataset):
                 assert 0 <= low <= rate <= high <= 1
 
 
+def plain(value):
+    """A cell as Python compares it: pandas's arrays as lists, its NaN / NA as None."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    return None if value is None or value != value else value
+
+
+def test_a_notebook_opens_the_dataset_and_reads_a_saved_query_into_pandas(dataset):
+    """Issue 46, item 5 (docs/api.md): `diffimax.open` gives the views and the saved queries as
+    DuckDB relations; a saved query read into pandas is what `diffimax query --saved` answers."""
+    import diffimax
+
+    with diffimax.open(dataset) as ds:
+        frame = ds.saved("practical-traps").df()
+        traps = ds.sql("select count(*) as n, count(distinct game_id) as games from traps").df()
+        assert "practical-traps" in ds.saved_names()
+    answered = run_saved(dataset, "practical-traps")
+    assert list(frame.columns) == answered.columns and len(frame) == len(answered.rows) > 0
+    assert [[plain(value) for value in row] for row in frame.itertuples(index=False)] == [
+        [plain(value) for value in row] for row in answered.rows
+    ]
+    assert traps["n"][0] == run_query(dataset, "select count(*) from traps").rows[0][0] > 0
+    with diffimax.open(dataset) as ds, pytest.raises(QueryError, match="no saved query 'nope'"):
+        ds.saved("nope")
+
+
 @pytest.mark.parametrize(
     ("name", "loss"), [("practical-traps", "win_pct_lost"), ("top-trap-positions", "fallen_win_pct_lost")]
 )

@@ -55,13 +55,12 @@ class SettingJudge:
         from pipeline.engines.backends import EngineOptions
         from pipeline.judging import HumanEvidence, open_kit
         from search.judges import JudgeSettings
-        from search.settings import NATIVE_DEFAULT_DEPTH, UCI_DEFAULT_DEPTH, DiffiMaxSettings
+        from search.settings import DiffiMaxSettings, default_depth
 
         self.kit = open_kit(engine, EngineOptions(nodes=nodes), HumanEvidence(model))
         assert self.kit.backend is not None  # an engine that cannot start raised
         self.backend, self.model = self.kit.backend, self.kit.model
-        depth = NATIVE_DEFAULT_DEPTH if engine == "native" else UCI_DEFAULT_DEPTH
-        self.settings = DiffiMaxSettings(depth=depth)
+        self.settings = DiffiMaxSettings(depth=default_depth(engine))
         self.judges = JudgeSettings(judges=frozenset({"practical"}))
 
     def losses(self, board: chess.Board, setting: str) -> dict[str, int]:
