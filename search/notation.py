@@ -47,10 +47,14 @@ def san_moves(board: chess.Board, moves: Sequence[str]) -> list[str]:
 
 def san_line(board: chess.Board, moves: Sequence[str], *, numbered: bool = False) -> str:
     """UCI moves played from `board` in SAN, space-separated (`san_moves`); `numbered`, with the
-    move numbers a line is read with: "1.e4 e5 2.Nf3", and "3...Nc6 4.Bc4" from Black's move."""
+    move numbers a line is read with (`with_numbers`)."""
     words = san_moves(board, moves)
-    if not numbered:
-        return " ".join(words)
+    return with_numbers(board, words) if numbered else " ".join(words)
+
+
+def with_numbers(board: chess.Board, words: Sequence[str]) -> str:
+    """Moves played from `board`, already in SAN, with their numbers: "1.e4 e5 2.Nf3", and
+    "3...Nc6 4.Bc4" from Black's move."""
     white_first = board.turn == chess.WHITE
     numbered_words = []
     for index, word in enumerate(words):

@@ -31,7 +31,7 @@ from schemas.dataset import to_signed64
 from schemas.repertoire import NODES
 from search.chessgame import zobrist
 from search.expectimax import score
-from search.notation import san_line, san_moves
+from search.notation import san_line, san_moves, with_numbers
 
 # The file of a repertoire's nodes in its output directory.
 NODES_FILE = "nodes.parquet"
@@ -77,7 +77,7 @@ def node_rows(growth: Growth, labels: Labels, evidence: PositionGames | None = N
         row = common | {
             "node_id": number[node.id], "parent_id": None if node.parent is None else number[node.parent],
             "depth": node.depth, "path_uci": list(node.path),
-            "line_san": san_line(root_board, node.path, numbered=True),
+            "line_san": with_numbers(root_board, sans),
             "move_uci": node.move, "move_san": sans[-1] if sans else None,
             "mover": None if parent is None else parent.to_move, "to_move": node.to_move, "fen": board.fen(),
             "position_key": to_signed64(zobrist(board)), "status": node.leaf or "expanded",
