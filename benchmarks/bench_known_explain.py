@@ -26,7 +26,7 @@ import chess
 from pipeline.cli.options import EngineFlags, SearchFlags, ThresholdFlags, build_judges
 from pipeline.harness.known_traps import KnownTrap, load_known_traps
 from pipeline.human.context import MoverContext
-from pipeline.judging import reply_rows
+from pipeline.mine.rows import reply_rows
 from pipeline.outputs.explain import explain_position
 from pipeline.outputs.explain_input import ExplainInput
 from search.judges import JUDGES

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import chess
-import pyarrow as pa
 
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.engines.process import EngineStartError
@@ -37,7 +36,6 @@ from search.diffimax import DiffiMaxResult
 from search.errors import DiffimaxError
 from search.fall import FallEstimate
 from search.judges import (
-    JUDGES,
     Judge,
     JudgeSettings,
     NodeEvidence,
@@ -49,10 +47,9 @@ from search.judges import (
     needs_deeper,
     needs_refinement,
     shallow_ranks,
-    win_drop,
 )
 from search.settings import DiffiMaxSettings
-from search.values import Value, is_mate_score
+from search.values import Value
 
 
 @dataclass(frozen=True)
@@ -505,89 +502,3 @@ class _Records:
 
     def replies(self) -> tuple[ReplyEvidence, ...]:
         return tuple(self.reply(move) for move in self.fields)
-
-
-def verdict_columns(verdicts: Mapping[Judge, frozenset[str]], move: str) -> dict[str, bool | None]:
-    """`by_<judge>`: whether each judge names `move` (None where the judge gave no verdict)."""
-    return {f"by_{name}": (move in verdicts[name]) if name in verdicts else None for name in JUDGES}
-
-
-def reply_rows(judgement: Judgement) -> list[dict[str, Any]]:
-    """The one per-reply row of a judged position, for the dataset (`responses` of RESPONSES,
-    schemas/tables.py) and for `explain`: its value (measured where some judge needed it, else the
-    dip judge's seed value, `exact` False), dip and win drop against the node's value at the same
-    level, its evidence, the seed's rank and classes, and each judge's verdict (`by_<judge>`);
-    ordered by value, unvalued replies last."""
-    evidence = judgement.evidence
-    verdicts = judgement.verdicts.candidates
-    analysis = judgement.root_analysis
-    by_move = {} if analysis is None else {r.move: r for r in analysis.responses}
-    rows = []
-    for reply in evidence.replies:
-        seeded = by_move.get(reply.move)
-        measured = evidence.measured(reply)  # (value, the node's value at the same level)
-        value: Value | None = None if seeded is None else seeded.value
-        base = evidence.best_value
-        if measured is not None:
-            value, base = measured
-        rows.append(
-            {
-                "move": reply.move,
-                "value": value,
-                "exact": None if value is None else measured is not None,
-                "dip": None if value is None else value - base,
-                "win_drop": None if value is None else win_drop(base, value),
-                "probe_value": reply.probe_value,
-                "deeper_value": reply.deeper_value,
-                "shallow_value": reply.shallow_value,
-                "shallow_rank": reply.shallow_rank,
-                "model_p": reply.model_p,
-                "corpus_count": reply.corpus_count,
-                "excluded": reply.excluded,
-                "rank": None if seeded is None else seeded.rank,
-                "in_scope": None if seeded is None else seeded.in_scope,
-                "reasonable": None if seeded is None else seeded.reasonable,
-                **verdict_columns(verdicts, reply.move),
-            }
-        )
-    rows.sort(key=lambda row: (row["value"] is None, row["value"] or 0, row["move"]))
-    return rows
-
-
-# The played reply's columns `played_from_next` completes.
-PLAYED_COLUMNS = ("played_value", "played_dip", "played_exact", "played_win_drop")
-
-
-def played_from_next(responses: pa.Table) -> pa.Table:
-    """The played move's value, where no judge needed it searched in full at its position, taken from the
-    next position of the same game, whose node value it is (`Occurrence.next_judged`): the search
-    after the move, from the other side. A mate's distance counts one ply more from here."""
-    # Not exact: not searched at this node (None), or only by the shallow pass or the probe. With
-    # the dip judge the seed's analysis valued every reply (a bound outside the reasonable window):
-    # its played class rests on that value, which stays.
-    exact = responses.column("played_exact").to_pylist()
-    judges = responses.column("judges").to_pylist()
-    missing = [index for index, found in enumerate(exact) if not found and "dip" not in (judges[index] or ())]
-    if not missing:
-        return responses
-    game_ids = responses.column("game_id").to_pylist()
-    plies = responses.column("ply").to_pylist()
-    values = responses.column("value").to_pylist()
-    at = {(game, ply): index for index, (game, ply) in enumerate(zip(game_ids, plies, strict=True))}
-    columns = {name: responses.column(name).to_pylist() for name in PLAYED_COLUMNS}
-    for index in missing:
-        after = at.get((game_ids[index], plies[index] + 1))
-        if after is None:
-            continue
-        following = values[after]
-        value = -following + ((1 if following > 0 else -1) if is_mate_score(following) else 0)
-        columns["played_value"][index] = value
-        columns["played_dip"][index] = value - values[index]
-        columns["played_exact"][index] = True
-        columns["played_win_drop"][index] = win_drop(values[index], value)
-    for name, column in columns.items():
-        position = responses.schema.get_field_index(name)
-        responses = responses.set_column(
-            position, responses.schema.field(position), pa.array(column, responses.schema.field(position).type)
-        )
-    return responses

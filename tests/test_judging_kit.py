@@ -9,7 +9,8 @@ import pytest
 from pipeline.engines.backends import EngineOptions
 from pipeline.engines.process import EngineStartError
 from pipeline.human.models import ModelSpecError
-from pipeline.judging import HumanEvidence, judging_kit, open_kit, reply_rows
+from pipeline.judging import HumanEvidence, judging_kit, open_kit
+from pipeline.mine.rows import reply_rows
 from pipeline.outputs.explain import explain_position
 from pipeline.outputs.explain_input import ExplainInput
 from schemas.dataset import RESPONSE_ITEM

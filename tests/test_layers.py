@@ -362,12 +362,15 @@ def test_one_record_says_how_an_engine_runs() -> None:
     assert records == ["pipeline/engines/backends.py: EngineOptions"], records
 
 
-def test_per_reply_rows_and_their_rules_live_in_the_judging_kit() -> None:
-    """Item 3: the dataset's `responses` items and `explain`'s replies are built by one function,
-    beside the rule that reads the played reply from the next position."""
+def test_per_reply_rows_and_their_rules_live_with_the_rows() -> None:
+    """The dataset's `responses` items and `explain`'s replies are built by one function, beside
+    the rule that reads the played reply from the next position, in the mining layer where the
+    writer is (issue 46, item 1); the judging kit builds no rows and holds no pyarrow."""
     homes = top_level_definitions()
-    assert homes.get("reply_rows") == ["pipeline/judging.py"]
-    assert homes.get("played_from_next") == ["pipeline/judging.py"]
+    assert homes.get("reply_rows") == ["pipeline/mine/rows.py"]
+    assert homes.get("played_from_next") == ["pipeline/mine/rows.py"]
+    judging = next(source for source in CODE if source.relative == "pipeline/judging.py")
+    assert not [name for _, name, _ in imports(judging) if name.split(".")[0] == "pyarrow"]
 
 
 def loops_hashing_reads(source: Source) -> Iterator[int]:

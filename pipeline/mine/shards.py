@@ -24,11 +24,10 @@ from pipeline.ingest.games import Failed, Selected, read_games
 from pipeline.ingest.headers import GameFilter, identity_keys
 from pipeline.ingest.rows import GameRow, PositionRow
 from pipeline.ingest.sources import Shard
-from pipeline.judging import played_from_next
 from pipeline.mine.counts import Counts, Effort
 from pipeline.mine.duplicates import SeenGames, ordinal_of
 from pipeline.mine.occurrences import Occurrence, occurrences_of
-from pipeline.mine.rows import PartOutcome
+from pipeline.mine.rows import PartOutcome, played_from_next
 from pipeline.mine.table import partition_of
 
 

@@ -30,6 +30,7 @@ import chess
 
 from pipeline.common.files import MIB
 from schemas.dataset import to_signed64
+from schemas.rows import ChoiceColumns
 from search.backend import Backend, Level, ReplyValues
 from search.diffimax import DiffiMaxResult
 from search.settings import DiffiMaxSettings
@@ -72,7 +73,7 @@ class AnalysisEntry:
     best: dict[Level, ReplyValues] = field(default_factory=dict)
     lines: dict[tuple[str, Level], Line] = field(default_factory=dict)
     seed: DiffiMaxResult | None = None
-    choices: dict[str, object] | None = None
+    choices: ChoiceColumns | None = None
     """The side to move's setter choices (`--setter-choices`), when asked."""
 
 

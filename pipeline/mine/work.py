@@ -38,6 +38,7 @@ from pipeline.mine.rows import (
 )
 from pipeline.mine.table import DEFAULT_TABLE_MB, AnalysisEntry, AnalysisTable, TableLines
 from schemas.dataset import to_signed64
+from schemas.rows import ChoiceColumns, PositionResponse, ResponseRow, TrapRow
 from search.backend import Backend
 from search.chessgame import zobrist
 from search.errors import DiffimaxError
@@ -101,17 +102,18 @@ def analyse_position(
             model_probabilities=model_probabilities,
         )  # fmt: skip
         common = settings_columns(settings, backend.name)
-        result.response = (
-            response_columns(judgement, judging.judges, judging.primary, setter) | common | CHOICES_UNKNOWN
-        )
+        choices = CHOICES_UNKNOWN
         if judging.setter_choices:
             try:
-                result.response |= choice_columns(lines, board, settings)
+                choices = choice_columns(lines, board, settings)
             except EngineStartError:
                 raise
             except DiffimaxError as error:
                 result.error = f"setter choices: {type(error).__name__}: {error}"
-        result.traps = [row | common for row in trap_rows(judgement, board, setter, key)]
+        result.response = PositionResponse(
+            **response_columns(judgement, judging.judges, judging.primary, setter), **common, **choices
+        )
+        result.traps = trap_rows(judgement, board, setter, key, common)
     except EngineStartError:
         raise  # no position can be analysed any more: the job stops (see AnalysisWorker)
     except DiffimaxError as error:  # an engine that failed twice, an impossible position
@@ -126,7 +128,7 @@ class PositionError(DiffimaxError, ValueError):
     """A position that cannot be judged (the game is over there)."""
 
 
-def choice_columns(lines: TableLines, board: chess.Board, settings: DiffiMaxSettings) -> dict[str, Any]:
+def choice_columns(lines: TableLines, board: chess.Board, settings: DiffiMaxSettings) -> ChoiceColumns:
     """The side to move as a setter: which of its moves are within the safety margin of its best
     (the visited children of a setter root), and which of those lead to a trap node (by the dip
     judge, in the same tree). Needs depth >= 2, so that the nodes after those moves are analysed."""
@@ -139,11 +141,11 @@ def choice_columns(lines: TableLines, board: chess.Board, settings: DiffiMaxSett
         lines.changed = True
         found = lines.backend.analyse(board, board.turn, settings)
         children = {a.path[0]: a for a in found.analyses if len(a.path) == 1}
-        entry.choices = {
-            "choice_moves": sorted(children),
-            "choice_trap_moves": sorted(move for move, analysis in children.items() if analysis.trap_node),
-        }
-    return dict(entry.choices)
+        entry.choices = ChoiceColumns(
+            choice_moves=sorted(children),
+            choice_trap_moves=sorted(move for move, analysis in children.items() if analysis.trap_node),
+        )
+    return entry.choices.copy()
 
 
 class AnalysisWorker(KitWorker):
@@ -176,8 +178,8 @@ class AnalysisWorker(KitWorker):
         if self.backend is None:
             return PartOutcome(fatal=self.startup_error)
         outcome = PartOutcome()
-        responses: list[dict[str, Any]] = []
-        traps: list[dict[str, Any]] = []
+        responses: list[ResponseRow] = []
+        traps: list[TrapRow] = []
         reporter = None if self.progress is None else ProgressReporter(self.progress)
         boards = [occurrence.board() for occurrence in occurrences or ()]
         predicted = self.predict(occurrences or (), boards, outcome)
@@ -216,8 +218,8 @@ class AnalysisWorker(KitWorker):
         board: chess.Board,
         predicted: dict[str, float] | None,
         outcome: PartOutcome,
-        responses: list[dict[str, Any]],
-        traps: list[dict[str, Any]],
+        responses: list[ResponseRow],
+        traps: list[TrapRow],
     ) -> None:
         assert self.backend is not None
         table = self.table
@@ -238,8 +240,9 @@ class AnalysisWorker(KitWorker):
             return
         outcome.reused += reused
         outcome.analysed += not reused
-        row, trap_rows = occurrence_rows(result, occurrence.game_id, occurrence.ply, occurrence.played or "", reused)
-        row["analysis_key"] = occurrence.key
+        row, trap_rows = occurrence_rows(
+            result, occurrence.game_id, occurrence.ply, occurrence.played or "", reused, occurrence.key
+        )
         responses.append(row)
         outcome.response_seq.append(occurrence.seq)
         traps.extend(trap_rows)

@@ -11,8 +11,10 @@ from typing import Any
 import chess
 
 from pipeline.engines.backends import EngineOptions, describe_engine
-from pipeline.judging import HumanEvidence, Judgement, judge_position, judging_kit, reply_rows
+from pipeline.judging import HumanEvidence, Judgement, judge_position, judging_kit
+from pipeline.mine.rows import reply_rows
 from pipeline.outputs.explain_input import ExplainInput
+from schemas.rows import ReplyItem, verdict_of
 from search.analysis import Response, ResponseAnalysis, analysis_json, trap_json
 from search.diffimax import DiffiMaxResult
 from search.judges import JUDGES, Judge, JudgeSettings, plausible_share
@@ -207,19 +209,21 @@ def judgement_json(judgement: Judgement, judges: JudgeSettings, board: chess.Boa
         "best_value": cp_to_pawns(evidence.best_value),
         "corpus_games": evidence.corpus_games,
         "trap_candidates": {name: sorted(moves) for name, moves in judgement.verdicts.candidates.items()},
-        "replies": [
-            {
-                **row,
-                **{key: None if row[key] is None else cp_to_pawns(row[key]) for key in PAWN_FIELDS},
-            }
-            for row in reply_rows(judgement)
-        ],
+        "replies": [reply_json(row) for row in reply_rows(judgement)],
         "nodes": judgement.nodes,
     }
 
 
 # Fields of a reply row (`reply_rows`, the dataset's columns) that are centipawns (shown in pawns).
 PAWN_FIELDS = ("value", "dip", "probe_value", "deeper_value", "shallow_value")
+
+
+def reply_json(row: ReplyItem) -> dict[str, Any]:
+    """A reply's row as `--json` shows it: its centipawns in pawns."""
+    shown: dict[str, Any] = dict(row)
+    for key in PAWN_FIELDS:
+        shown[key] = None if shown[key] is None else cp_to_pawns(shown[key])
+    return shown
 
 
 # Whose verdict heads the report: the first of these with a verdict (the datasets' primary judge).
@@ -275,15 +279,16 @@ def judged_text(
     lines += ["", "Opponent responses (each once)", "------------------------------",
               head + " ".join(f"{j:<9}" for j in shown) + " bar (longest: the best)"]  # fmt: skip
     for r in analysis.responses:
-        row = rows.get(r.move, {})
+        row = rows.get(r.move)
         value = format_pawns(r.value) if r.exact else f">{format_pawns(r.value)}"
         dip = "" if r.best else format_dip(r.dip, analysis.best_value, r.value)
-        drop, p, corpus = row.get("win_drop"), row.get("model_p"), row.get("corpus_count")
+        drop, p, corpus = (None, None, None) if row is None else (row["win_drop"], row["model_p"], row["corpus_count"])
+        shallow_rank = None if row is None else row["shallow_rank"]
         cells = [_judge_cell(j, r, row, computed) for j in shown]
         drop_text = "" if drop is None else format_win_loss(drop)
         lines.append(
             f"{r.rank:>2}. {name(r.move):<{width}} {value:>8} {dip:>6} {drop_text:>8} "
-            f"{'' if row.get('shallow_rank') is None else row['shallow_rank']:>7} "
+            f"{'' if shallow_rank is None else shallow_rank:>7} "
             f"{'' if p is None else format_percent(p):>7} {'' if corpus is None else corpus:>6}  "
             + " ".join(f"{c:<9}" for c in cells)
             + " "
@@ -335,7 +340,7 @@ def fall_lines(
     ]
 
 
-def _judge_cell(judge: Judge, r: Response, row: dict[str, Any], computed: Any) -> str:
+def _judge_cell(judge: Judge, r: Response, row: ReplyItem | None, computed: Any) -> str:
     """A judge's verdict on one reply: best, TRAP, `-`, or `?` where it has no verdict here."""
     if r.best:
         return "best"
@@ -343,7 +348,7 @@ def _judge_cell(judge: Judge, r: Response, row: dict[str, Any], computed: Any) -
         return "TRAP" if r.trap else "-"
     if judge not in computed:
         return "?"
-    return "TRAP" if row.get(f"by_{judge}") else "-"
+    return "TRAP" if row is not None and verdict_of(row, judge) else "-"
 
 
 def _judge_lines(

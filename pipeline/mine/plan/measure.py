@@ -171,8 +171,10 @@ def time_commit(
         result = results[(row["game_id"], row["ply"])]
         if result.error is not None:
             continue
-        response, trap_rows = occurrence_rows(result, row["game_id"], row["ply"], row["move_uci"], False)
-        responses.append(response | {"analysis_key": row["position_key"]})
+        response, trap_rows = occurrence_rows(
+            result, row["game_id"], row["ply"], row["move_uci"], False, analysis_key=row["position_key"]
+        )
+        responses.append(response)
         traps.extend(trap_rows)
         trap_seq.extend([seq] * len(trap_rows))
     part = PartOutcome(table_of("responses", responses), list(range(len(responses))), table_of("traps", traps),
