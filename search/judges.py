@@ -45,7 +45,7 @@ from typing import Final, Literal
 
 from search.fall import FallEstimate, calibrate_fall
 from search.settings import DiffiMaxSettings, SettingsError, is_whole
-from search.values import MATE_BOUND, Value, is_mate_score
+from search.values import MATE_BOUND, Value, is_mate_score, win_percent_points
 
 Judge = Literal["dip", "trappy", "human", "model", "practical"]
 JUDGES: Final[tuple[Judge, ...]] = ("dip", "trappy", "human", "model", "practical")
@@ -203,9 +203,10 @@ class JudgeSettings:
                 "need 0 <= min p <= 1 and 0 <= margin <= 2"
             )
         if not (0.0 < self.practical_drop <= 2.0) or not (0.0 <= self.stability_margin < self.practical_drop):
-            raise SettingsError(
-                f"invalid practical drop {self.practical_drop!r} / margin {self.stability_margin!r}: "
-                "need 0 <= margin < drop <= 2"
+            drop, margin = (round(win_percent_points(x), 6) for x in (self.practical_drop, self.stability_margin))
+            raise SettingsError(  # in points of Win%, as the flags and the UCI options take them
+                f"invalid practical drop {drop:g} / stability margin {margin:g} (points of Win%): "
+                "need 0 <= margin < drop <= 100"
             )
 
     def calibration_of(self, pool: str | None) -> tuple[float, float]:

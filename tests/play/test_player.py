@@ -322,6 +322,9 @@ def test_options_set_their_fields() -> None:
     assert set_option(config, "Practical Drop", "10").play.judges.practical_drop == 0.2
     assert BY_NAME["practical drop"].show(config) == "7.5"
     assert set_option(config, "Stability Margin", "2.5").play.judges.stability_margin == 0.05
+    # A value refused is said in the points it was given in, never on the rows' 0..2.
+    with pytest.raises(OptionError, match=r"practical drop 2 / stability margin 2.5 \(points of Win%\)"):
+        set_option(config, "Practical Drop", "2")
     assert set_option(config, "UCI_Opponent", "GM 2700 human Someone Strong").play.opponent_rating == 2700
     assert set_option(config, "UCI_Opponent", "none none computer X").play.opponent_rating == 1500
 
