@@ -86,12 +86,12 @@ final as (
 select * from final;
 
 -- name: top-trap-positions
--- Trap positions where humans fell, by the Wilson lower bound of the fall rate, then the larger mean loss of those who fell (points of Win%), games, the earliest ply, the FEN; positions reached fewer than 3 times are marked few_occurrences and come last; with an opening and a game to see it in.
+-- Trap positions where humans fell, by the Wilson lower bound of the fall rate, then the larger mean loss of those who fell (points of Win%), games, the earliest ply, the FEN; positions reached fewer than 3 times are marked few_occurrences and come last; with a game to see it in and that game's opening.
 with nodes as (
     select position_key, min(fen) as fen, count(*) as games, sum(fell::int) as fell,
            avg(played_win_pct_lost) filter (where fell) as fallen_win_pct_lost,
            min(trap_count) as trap_candidates, min(best_move_uci) as best_move, min(ply) as ply,
-           mode(opening) as opening, arg_min(link, (not fell, game_id)) as example_game
+           arg_min(opening, (not fell, game_id)) as opening, arg_min(link, (not fell, game_id)) as example_game
     from outcomes where trap_node group by position_key
 ),
 final as (
@@ -183,7 +183,7 @@ with candidates as (
     select root_key as position_key, move_uci as move, min(node_fen) as fen, min(best_move_uci) as best_move,
            count(*) as games, sum(fell::int) as fell, avg(model_p) as model_p, min(win_pct_lost) as win_pct_lost,
            min(dip) as dip, dip_pawns(min(dip), arg_min(best_value, dip), arg_min(value, dip)) as dip_pawns,
-           min(refutation_uci) as refutation, mode(opening) as opening,
+           min(refutation_uci) as refutation, arg_min(opening, (not coalesce(fell, false), game_id)) as opening,
            arg_min(link, (not coalesce(fell, false), game_id)) as example_game
     from root_candidates where by_practical
     group by root_key, move_uci
@@ -291,7 +291,7 @@ fallen as (
 groups as (
     select position_key, rating_band, clock, min(fen) as fen, count(*) as occurrences,
            count(*) filter (where played_fell) as fell, avg(fall_p) as fall_p, avg(expected_win_pct_lost) as expected_win_pct_lost,
-           min(best_move_uci) as best_move, min(ply) as ply, mode(opening) as opening,
+           min(best_move_uci) as best_move, min(ply) as ply, arg_min(opening, (not played_fell, game_id, ply)) as opening,
            arg_min(link, (not played_fell, game_id, ply)) as example_game
     from judged group by position_key, rating_band, clock
 ),
