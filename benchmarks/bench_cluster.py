@@ -42,8 +42,18 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "games"
 PLAYER_A = DATA / "lichess_player_a_37221.pgn.zst"
 ROOT = Path(__file__).resolve().parent.parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-JOB = ["--engine", "material", "--judges", "trappy,practical", "--human-model", "none", "--plies", "0-60",
-       "--shard-games", "100"]  # fmt: skip
+JOB = [
+    "--engine",
+    "material",
+    "--judges",
+    "trappy,practical",
+    "--human-model",
+    "none",
+    "--plies",
+    "0-60",
+    "--shard-games",
+    "100",
+]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -105,10 +115,21 @@ def mine(checkout: Path, out: Path, games: int, workers: int, job: list[str] = J
     the CPU seconds of its processes by kind (the last reading of each process: a process that
     lives less than 0.2 s is missed)."""
     cli, env = cli_of(checkout)
-    command = [*cli, "mine", str(PLAYER_A), "--out", str(out), *job, "--workers", str(workers),
-               "--max-games", str(games)]  # fmt: skip
-    process = subprocess.Popen(command, cwd=checkout, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)  # fmt: skip
+    command = [
+        *cli,
+        "mine",
+        str(PLAYER_A),
+        "--out",
+        str(out),
+        *job,
+        "--workers",
+        str(workers),
+        "--max-games",
+        str(games),
+    ]
+    process = subprocess.Popen(
+        command, cwd=checkout, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     state = {"cpu": 0.0, "peak_kib": 0, "driver_peak_kib": 0}
     label_of: dict[int, str] = {}
     cpu_of: dict[int, float] = {}
@@ -207,8 +228,9 @@ def main() -> None:
                 report[f"workers_{name}"] = one_and_two_workers(checkout, work / f"{name}-w", args.games, args.rounds)
                 save()
         if "stockfish" not in skip:  # where the analysis is most of the work: this code only
-            report["workers_stockfish"] = one_and_two_workers(ROOT, work / "sf-w", args.stockfish_games, args.rounds,
-                                                              STOCKFISH_JOB)  # fmt: skip
+            report["workers_stockfish"] = one_and_two_workers(
+                ROOT, work / "sf-w", args.stockfish_games, args.rounds, STOCKFISH_JOB
+            )
             save()
 
 

@@ -137,16 +137,22 @@ def summarise(
 
 
 def print_report(report: dict[str, Any]) -> None:
-    print(f"\n{report['positions']} positions; reference: the judging before the probe at "
-          f"{report['reference_nodes']:,} nodes per line")  # fmt: skip
+    print(
+        f"\n{report['positions']} positions; reference: the judging before the probe at "
+        f"{report['reference_nodes']:,} nodes per line"
+    )
     for name in [name for name in report if name == "before" or name.startswith("probe")]:
         row = report[name]
-        print(f"  {name:>8}: {row['positions_per_second']:.2f} positions/s ({row['positions_per_cpu_second']:.2f} per "
-              f"CPU-second), {row['nodes_per_position']:,.0f} nodes per position, {row['mean_candidates']:.2f} "
-              f"candidates, same as the reference {row['same_candidates']:.1%}, mean Jaccard "
-              f"{row['mean_jaccard']:.3f}")  # fmt: skip
-    print(f"  probe / before: {report['speed_ratio']:.2f}x the positions per second, {report['cpu_ratio']:.2f}x per "
-          f"CPU-second, {report['nodes_ratio']:.2f}x fewer nodes")  # fmt: skip
+        print(
+            f"  {name:>8}: {row['positions_per_second']:.2f} positions/s ({row['positions_per_cpu_second']:.2f} per "
+            f"CPU-second), {row['nodes_per_position']:,.0f} nodes per position, {row['mean_candidates']:.2f} "
+            f"candidates, same as the reference {row['same_candidates']:.1%}, mean Jaccard "
+            f"{row['mean_jaccard']:.3f}"
+        )
+    print(
+        f"  probe / before: {report['speed_ratio']:.2f}x the positions per second, {report['cpu_ratio']:.2f}x per "
+        f"CPU-second, {report['nodes_ratio']:.2f}x fewer nodes"
+    )
 
 
 if __name__ == "__main__":
@@ -154,8 +160,13 @@ if __name__ == "__main__":
     parser.add_argument("--positions", type=int, default=100)
     parser.add_argument("--reference", type=int, default=600_000)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--also-divisor", type=int, action="append", default=[],
-                        help="also a probe at nodes / N (another probe divisor), beside the default's")  # fmt: skip
+    parser.add_argument(
+        "--also-divisor",
+        type=int,
+        action="append",
+        default=[],
+        help="also a probe at nodes / N (another probe divisor), beside the default's",
+    )
     arguments = parser.parse_args()
     result = main(arguments)
     print_report(result)

@@ -47,8 +47,9 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     assert model is not None
     methods = {"before": BEFORE, "now": NOW}
     engines = {name: backend(EngineLimits()) for name in methods}
-    runs: dict[str, dict[str, list[Any]]] = {name: {"seconds": [], "cpu": [], "nodes": [], "trap": [], "candidates": [],
-                                                    "levels": []} for name in methods}  # fmt: skip
+    runs: dict[str, dict[str, list[Any]]] = {
+        name: {"seconds": [], "cpu": [], "nodes": [], "trap": [], "candidates": [], "levels": []} for name in methods
+    }
     try:
         for index, (board, played) in enumerate(boards):
             for name, judges in methods.items():
@@ -88,9 +89,11 @@ def print_report(report: dict[str, Any]) -> None:
     for name in ("before", "now"):
         row = report[name]
         levels = ", ".join(f"{level} {nodes:,.0f}" for level, nodes in row["nodes_by_level"].items())
-        print(f"  {name:>6}: {row['nodes_per_position']:,.0f} nodes per position ({levels}); "
-              f"{row['seconds_per_position']:.2f} s wall, {row['cpu_seconds_per_position']:.2f} CPU-s per position; "
-              f"trap nodes {row['trap_node_share']:.0%}, {row['mean_candidates']:.2f} candidates each")  # fmt: skip
+        print(
+            f"  {name:>6}: {row['nodes_per_position']:,.0f} nodes per position ({levels}); "
+            f"{row['seconds_per_position']:.2f} s wall, {row['cpu_seconds_per_position']:.2f} CPU-s per position; "
+            f"trap nodes {row['trap_node_share']:.0%}, {row['mean_candidates']:.2f} candidates each"
+        )
     print(f"  now / before: {report['nodes_ratio']:.2f}x the nodes, {report['cpu_ratio']:.2f}x the CPU-seconds")
 
 

@@ -86,8 +86,18 @@ def subset(examples: Examples, groups: tuple[FeatureGroup, ...]) -> Examples:
 # "the rating in every interaction"): products the trees could in principle build from several
 # splits, given to them as one column to see whether, at this data size, it buys anything.
 RATING_SCALE = 400.0  # (rating - 1500) / 400: about one unit per rating band group
-INTERACTING = ("engine_gap", "engine_win_gap", "engine_rank", "see", "hanging_after", "hanging_change", "is_check",
-               "is_capture", "threat_change", "book_share")  # fmt: skip
+INTERACTING = (
+    "engine_gap",
+    "engine_win_gap",
+    "engine_rank",
+    "see",
+    "hanging_after",
+    "hanging_change",
+    "is_check",
+    "is_capture",
+    "threat_change",
+    "book_share",
+)
 
 
 def weak_miss_columns(column: dict[str, np.ndarray[Any, Any]]) -> dict[str, np.ndarray[Any, Any]]:
@@ -184,9 +194,15 @@ def select(examples: Examples, mask: np.ndarray[Any, np.dtype[np.bool_]]) -> tup
     """Positions under `mask` and the row mask that goes with them."""
     rows = np.repeat(mask, examples.sizes)
     chosen = Examples(
-        examples.values[rows], examples.sizes[mask], examples.labels[mask], examples.ratings[mask],
-        examples.orders[mask], [], [], [],
-    )  # fmt: skip
+        examples.values[rows],
+        examples.sizes[mask],
+        examples.labels[mask],
+        examples.ratings[mask],
+        examples.orders[mask],
+        [],
+        [],
+        [],
+    )
     return chosen, rows
 
 
@@ -257,10 +273,12 @@ def run_variants(args: argparse.Namespace) -> None:
             n = int(mask.sum())
             top1 = int((ranks[mask] == 0).sum())
             row[view] = {
-                "n": n, "top1": top1 / n if n else math.nan, "top3": float((ranks[mask] < 3).mean()) if n else math.nan,
+                "n": n,
+                "top1": top1 / n if n else math.nan,
+                "top3": float((ranks[mask] < 3).mean()) if n else math.nan,
                 "log_loss": float(-np.log(np.maximum(played[mask], 1e-9)).mean()) if n else math.nan,
                 "top1_interval": wilson(top1, n),
-            }  # fmt: skip
+            }
         results.append(row)
         say(f"{name}: tune top-1 {100 * row['all']['top1']:.1f} %, log-loss {row['all']['log_loss']:.3f}")
     print_variants(results, list(views))
@@ -304,8 +322,14 @@ def plot_calibration(rows: list[dict[str, float]], top1: list[dict[str, float]],
         used = [row for row in data if row[count] > 0]
         axis.plot([r["predicted"] for r in used], [r["observed"] for r in used], marker="o", color=color, label=label)
         for row in used:
-            axis.annotate(f"{int(row[count])}", (row["predicted"], row["observed"]), textcoords="offset points",
-                          xytext=(4, -10), fontsize=6, color=color)  # fmt: skip
+            axis.annotate(
+                f"{int(row[count])}",
+                (row["predicted"], row["observed"]),
+                textcoords="offset points",
+                xytext=(4, -10),
+                fontsize=6,
+                color=color,
+            )
     axis.set_xlabel("predicted probability (mean within a decile)")
     axis.set_ylabel("observed frequency")
     axis.set_xlim(0, 1)
@@ -371,9 +395,26 @@ def timed_train(data: Path, out: Path, args: argparse.Namespace) -> dict[str, An
 
     from benchmarks.bench_scale import rss_kib
 
-    command = [sys.executable, "-m", "pipeline.cli", "human", "train", "--games", str(data), "--out", str(out),
-               "--trainer", "ray", "--workers", str(args.workers), "--train-rate", str(args.scale_rate),
-               "--groups", args.scale_groups, "--json"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pipeline.cli",
+        "human",
+        "train",
+        "--games",
+        str(data),
+        "--out",
+        str(out),
+        "--trainer",
+        "ray",
+        "--workers",
+        str(args.workers),
+        "--train-rate",
+        str(args.scale_rate),
+        "--groups",
+        args.scale_groups,
+        "--json",
+    ]
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peaks = {"driver": 0, "ray": 0}
@@ -392,8 +433,12 @@ def timed_train(data: Path, out: Path, args: argparse.Namespace) -> dict[str, An
     if process.returncode != 0:
         raise SystemExit(f"train failed ({process.returncode}): {stderr[-2000:]}")
     summary = json.loads(stdout)
-    return {"wall": time.perf_counter() - started, "driver_mib": peaks["driver"] / 1024,
-            "ray_mib": peaks["ray"] / 1024, "train_positions": summary["train_positions"]}  # fmt: skip
+    return {
+        "wall": time.perf_counter() - started,
+        "driver_mib": peaks["driver"] / 1024,
+        "ray_mib": peaks["ray"] / 1024,
+        "train_positions": summary["train_positions"],
+    }
 
 
 def ray_pids() -> list[int]:
@@ -419,13 +464,18 @@ def run_scale(args: argparse.Namespace) -> None:
             say(f"{factor}x: {factor * args.scale_games} games")
             runs[factor] = timed_train(data, Path(directory) / f"model_{factor}x.json", args)
             run = runs[factor]
-            print(f"{factor}x ({factor * args.scale_games} games, {run['train_positions']} training positions): "
-                  f"{run['wall']:.0f} s, driver peak {run['driver_mib']:.0f} MiB, "
-                  f"largest Ray process {run['ray_mib']:.0f} MiB", flush=True)  # fmt: skip
+            print(
+                f"{factor}x ({factor * args.scale_games} games, {run['train_positions']} training positions): "
+                f"{run['wall']:.0f} s, driver peak {run['driver_mib']:.0f} MiB, "
+                f"largest Ray process {run['ray_mib']:.0f} MiB",
+                flush=True,
+            )
     small, big = runs[1], runs[4]
-    print(f"4x / 1x: time {big['wall'] / small['wall']:.2f}x, "
-          f"driver peak {big['driver_mib'] / small['driver_mib']:.2f}x, "
-          f"largest Ray process {big['ray_mib'] / small['ray_mib']:.2f}x")  # fmt: skip
+    print(
+        f"4x / 1x: time {big['wall'] / small['wall']:.2f}x, "
+        f"driver peak {big['driver_mib'] / small['driver_mib']:.2f}x, "
+        f"largest Ray process {big['ray_mib'] / small['ray_mib']:.2f}x"
+    )
 
 
 def run_main(args: argparse.Namespace) -> None:
@@ -438,31 +488,44 @@ def run_main(args: argparse.Namespace) -> None:
     inputs = [str(GAMES / name) for name in ALL_FILES]
     depths = tuple(int(d) for d in args.depths.split(",") if d)
     config = EvalConfig(
-        split="held_out", sample_rate=args.sample_rate, seed=args.seed,
-        corpus=tuple(str(GAMES / name) for name in TRAIN_FILES), engine_nodes=args.nodes or None,
-        engine_depths=depths, baseline_rate=args.baseline_rate, workers=args.workers,
-    )  # fmt: skip
+        split="held_out",
+        sample_rate=args.sample_rate,
+        seed=args.seed,
+        corpus=tuple(str(GAMES / name) for name in TRAIN_FILES),
+        engine_nodes=args.nodes or None,
+        engine_depths=depths,
+        baseline_rate=args.baseline_rate,
+        workers=args.workers,
+    )
     started = time.monotonic()
     result = evaluate(str(model_path), inputs, config, progress=SHOWN)
     eval_seconds = time.monotonic() - started
-    print(f"Model {model_path.name}: {description['kind']}, groups {', '.join(description['groups'])}, "
-          f"{model_path.stat().st_size / 1e6:.2f} MB, loaded in {load_seconds:.2f} s")  # fmt: skip
-    print(f"Held-out positions: {len(result.outcomes)} (sample rate {args.sample_rate:g}, seed {args.seed}); "
-          f"engine baselines on {sum(o.in_baseline for o in result.outcomes)} of them "
-          f"(nodes {args.nodes}, MultiPV 3; depths {args.depths}, MultiPV all); {eval_seconds:.0f} s")  # fmt: skip
+    print(
+        f"Model {model_path.name}: {description['kind']}, groups {', '.join(description['groups'])}, "
+        f"{model_path.stat().st_size / 1e6:.2f} MB, loaded in {load_seconds:.2f} s"
+    )
+    print(
+        f"Held-out positions: {len(result.outcomes)} (sample rate {args.sample_rate:g}, seed {args.seed}); "
+        f"engine baselines on {sum(o.in_baseline for o in result.outcomes)} of them "
+        f"(nodes {args.nodes}, MultiPV 3; depths {args.depths}, MultiPV all); {eval_seconds:.0f} s"
+    )
     print()
     print(report_text(result))
     plot_calibration(
-        calibration_rows(result), confidence_rows(result.outcomes), PLOT,
+        calibration_rows(result),
+        confidence_rows(result.outcomes),
+        PLOT,
         f"Calibration on {len(result.outcomes)} held-out positions (every legal move)",
-    )  # fmt: skip
+    )
     print(f"\nCalibration plot: {PLOT.relative_to(ROOT)}")
     figures: dict[str, Any] = {"load_seconds": load_seconds, "eval": report_json(result)}
     if args.retrain:
         say("retraining with the recorded command")
         figures["retrain"] = retrain(model_path)
-        print(f"\nTraining: {figures['retrain']['seconds']:.0f} s wall for `{figures['retrain']['command']}`; "
-              f"identical bytes: {figures['retrain']['identical_bytes']}")  # fmt: skip
+        print(
+            f"\nTraining: {figures['retrain']['seconds']:.0f} s wall for `{figures['retrain']['command']}`; "
+            f"identical bytes: {figures['retrain']['identical_bytes']}"
+        )
     if args.out:
         Path(args.out).write_text(json.dumps(figures, indent=1, default=str))
 

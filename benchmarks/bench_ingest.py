@@ -46,8 +46,9 @@ import chess
 import chess.pgn
 import zstandard
 
-from pipeline.ingest.games import Selected, read_games, read_pgn_bytes
+from pipeline.ingest.games import read_games, read_pgn_bytes
 from pipeline.ingest.headers import GameFilter
+from pipeline.ingest.outcomes import Selected
 from pipeline.ingest.sources import iter_shards
 from pipeline.mine.config import MineConfig
 from pipeline.mine.shards import prepare_shard
@@ -137,8 +138,10 @@ def readers(args: argparse.Namespace) -> None:
         (f"lichess_eval_clk (first {args.slice:,})", first_games(GAMES / "lichess_eval_clk_10024.pgn.zst", args.slice)),
     ]
     runs: list[tuple[str, Callable[[bytes], tuple[int, int]]]] = [
-        ("diffimax", diffimax), ("rows", python_chess_rows), ("plain", python_chess),
-    ]  # fmt: skip
+        ("diffimax", diffimax),
+        ("rows", python_chess_rows),
+        ("plain", python_chess),
+    ]
     print(f"games/s and positions/s on one core, best of {args.repeats} alternating runs")
     print("diffimax = read_games (rows with FEN, key, SAN, clock, eval); python-chess + rows = read_game, push,")
     print("FEN, key, SAN per position; python-chess = read_game and push only")
@@ -198,19 +201,31 @@ def job_share(datasets: list[str], repeats: int) -> None:
         wall, cpu = min(run[0] for run in runs), min(run[1] for run in runs)
         _, _, games, positions = runs[0]
         if (games, positions) != (manifest["games_read"], manifest["positions"]):
-            raise SystemExit(f"{dataset}: ingest gives {games} games, {positions} positions; the job had "
-                             f"{manifest['games_read']}, {manifest['positions']} (other shard sizes?)")  # fmt: skip
+            raise SystemExit(
+                f"{dataset}: ingest gives {games} games, {positions} positions; the job had "
+                f"{manifest['games_read']}, {manifest['positions']} (other shard sizes?)"
+            )
         analysis = manifest["analysis_seconds"]
-        print(json.dumps({
-            "dataset": dataset, "engine": manifest["engine"]["name"], "games_read": games, "positions": positions,
-            "positions_analysed": manifest["positions_analysed"], "ingest_wall_s": round(wall, 4),
-            "ingest_cpu_s": round(cpu, 4), "ingest_positions_per_s": round(positions / wall),
-            "job_wall_s": round(manifest["wall_seconds"], 2), "analysis_s": round(analysis, 2),
-            "engine_s": round(manifest["engine_seconds"], 2),
-            "analysed_positions_per_s": round(manifest["positions_analysed"] / analysis, 2),
-            "ingest_share_of_work_pct": round(100 * cpu / (cpu + analysis), 3),
-            "ingest_vs_job_wall_pct": round(100 * wall / manifest["wall_seconds"], 3),
-        }))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "dataset": dataset,
+                    "engine": manifest["engine"]["name"],
+                    "games_read": games,
+                    "positions": positions,
+                    "positions_analysed": manifest["positions_analysed"],
+                    "ingest_wall_s": round(wall, 4),
+                    "ingest_cpu_s": round(cpu, 4),
+                    "ingest_positions_per_s": round(positions / wall),
+                    "job_wall_s": round(manifest["wall_seconds"], 2),
+                    "analysis_s": round(analysis, 2),
+                    "engine_s": round(manifest["engine_seconds"], 2),
+                    "analysed_positions_per_s": round(manifest["positions_analysed"] / analysis, 2),
+                    "ingest_share_of_work_pct": round(100 * cpu / (cpu + analysis), 3),
+                    "ingest_vs_job_wall_pct": round(100 * wall / manifest["wall_seconds"], 3),
+                }
+            )
+        )
 
 
 def main(args: argparse.Namespace) -> None:

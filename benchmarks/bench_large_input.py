@@ -43,8 +43,12 @@ import zstandard
 from benchmarks.bench_scale import mine
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "games"
-SOURCES = ("lichess_player_a_37221.pgn.zst", "lichess_eval_clk_10024.pgn.zst", "lichess_player_b_1089.pgn",
-           "lichess_100.pgn")  # fmt: skip
+SOURCES = (
+    "lichess_player_a_37221.pgn.zst",
+    "lichess_eval_clk_10024.pgn.zst",
+    "lichess_player_b_1089.pgn",
+    "lichess_100.pgn",
+)
 ROOT = Path(__file__).resolve().parent.parent
 SITE = re.compile(r'^\[Site "[^"]*"\]$', re.MULTILINE)
 GAME_START = re.compile(r"^\[Event ", re.MULTILINE)
@@ -96,8 +100,12 @@ def generate(path: Path, size_mb: float) -> dict[str, Any]:
                 if handle.tell() >= target:
                     break
         writer.close()  # type: ignore[no-untyped-call]
-    return {"games": games, "compressed_bytes": path.stat().st_size, "uncompressed_bytes": plain,
-            "seconds": time.perf_counter() - started}  # fmt: skip
+    return {
+        "games": games,
+        "compressed_bytes": path.stat().st_size,
+        "uncompressed_bytes": plain,
+        "seconds": time.perf_counter() - started,
+    }
 
 
 def mine_large(source: str, out: Path, sample: float, workers: int) -> dict[str, Any]:
@@ -128,8 +136,9 @@ def serve(directory: Path) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(directory)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     for _ in range(100):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
@@ -144,15 +153,19 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(dir=args.work_dir) as tmp:
         work = Path(tmp)
         big = work / "generated.pgn.zst"
-        report: dict[str, Any] = {"generated": generate(big, args.size_mb), "sample": args.sample,
-                                  "workers": args.workers}  # fmt: skip
+        report: dict[str, Any] = {
+            "generated": generate(big, args.size_mb),
+            "sample": args.sample,
+            "workers": args.workers,
+        }
         print(f"generated: {report['generated']}", flush=True)
         report["from_file"] = mine_large(str(big), work / "from_file", args.sample, args.workers)
         print(f"from the file: {report['from_file']}", flush=True)
         server, port = serve(work)
         try:
-            report["from_http"] = mine_large(f"http://127.0.0.1:{port}/{big.name}", work / "from_http", args.sample,
-                                       args.workers)  # fmt: skip
+            report["from_http"] = mine_large(
+                f"http://127.0.0.1:{port}/{big.name}", work / "from_http", args.sample, args.workers
+            )
         finally:
             server.terminate()
             server.wait()

@@ -120,9 +120,11 @@ def ratings(args: argparse.Namespace) -> dict[str, Any]:
             by_band = {band: log_loss(model, items)[0] for band, items in sorted(bands.items()) if len(items) >= 200}
             figures[name] = {"log_loss": loss, "top1": top1, "by_band": by_band}
         result[split] = {"positions": len(sample), **figures}
-        say(f"{split} ({len(sample)}): identity {figures['identity']['log_loss']:.4f} / "
+        say(
+            f"{split} ({len(sample)}): identity {figures['identity']['log_loss']:.4f} / "
             f"{figures['identity']['top1']:.3f}, mapped {figures['mapped']['log_loss']:.4f} / "
-            f"{figures['mapped']['top1']:.3f}")  # fmt: skip
+            f"{figures['mapped']['top1']:.3f}"
+        )
     return result
 
 
@@ -194,10 +196,13 @@ def predictor_rows(maia3: Maia3Model, mine: Any, sample: Sequence[Position]) -> 
             per_band.setdefault(band_of(context.rating), []).append(outcome)
             per_band.setdefault("all", []).append(outcome)
         rows[name] = {
-            band: {"n": len(values), "log_loss": sum(v[0] for v in values) / len(values),
-                   "top1": sum(v[1] for v in values) / len(values)}
+            band: {
+                "n": len(values),
+                "log_loss": sum(v[0] for v in values) / len(values),
+                "top1": sum(v[1] for v in values) / len(values),
+            }
             for band, values in per_band.items()
-        }  # fmt: skip
+        }
         say(f"  {name}: log-loss {rows[name]['all']['log_loss']:.4f}, top-1 {rows[name]['all']['top1']:.3f}")
     return rows
 
@@ -267,9 +272,15 @@ def tokens(args: argparse.Namespace) -> dict[str, Any]:
             index_mismatches += sum(ours.get(uci) != index for uci, index in found["legal"])
             if ply < len(moves):
                 board.push_uci(moves[ply])
-    result = {"games": len(games), "vocabulary": len(theirs["vocab"]), "vocabulary_mismatches": vocabulary_mismatches,
-              "positions": positions_seen, "token_mismatches": token_mismatches, "legal_moves": legal_moves,
-              "index_mismatches": index_mismatches}  # fmt: skip
+    result = {
+        "games": len(games),
+        "vocabulary": len(theirs["vocab"]),
+        "vocabulary_mismatches": vocabulary_mismatches,
+        "positions": positions_seen,
+        "token_mismatches": token_mismatches,
+        "legal_moves": legal_moves,
+        "index_mismatches": index_mismatches,
+    }
     say(json.dumps(result))
     return result
 

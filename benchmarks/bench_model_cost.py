@@ -98,9 +98,19 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         predicted = model.batch_probabilities([(board, context) for board, _, context in samples])
         inference = time.process_time() - started
         engine, reference = backend(EngineLimits()), backend(EngineLimits(nodes=args.reference, **BEFORE))  # type: ignore[arg-type]
-        runs[setup.name] = {"inference": [inference / len(samples)], "cpu": [], "nodes": [], "probed": [],
-                            "searched": [], "candidates": [], "reference": [], "model": [setup.model],
-                            "engine": [engine], "reference_engine": [reference], "predicted": predicted}  # fmt: skip
+        runs[setup.name] = {
+            "inference": [inference / len(samples)],
+            "cpu": [],
+            "nodes": [],
+            "probed": [],
+            "searched": [],
+            "candidates": [],
+            "reference": [],
+            "model": [setup.model],
+            "engine": [engine],
+            "reference_engine": [reference],
+            "predicted": predicted,
+        }
         model.close()
     try:
         for index, (board, played, context) in enumerate(samples):
@@ -108,9 +118,15 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
                 run = runs[setup.name]
                 cpu = cpu_seconds()
                 found = judge_position(
-                    run["engine"][0], board, not board.turn, settings, setup.judges, context=context, also=[played],
+                    run["engine"][0],
+                    board,
+                    not board.turn,
+                    settings,
+                    setup.judges,
+                    context=context,
+                    also=[played],
                     model_probabilities=run["predicted"][index],
-                )  # fmt: skip
+                )
                 run["cpu"].append(cpu_seconds() - cpu)
                 run["nodes"].append(sum(found.nodes.values()))
                 replies = found.evidence.replies
@@ -118,9 +134,14 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
                 run["searched"].append(sum(r.deep_value is not None for r in replies))
                 run["candidates"].append(found.candidates("practical") or frozenset())
                 deep = judge_position(
-                    run["reference_engine"][0], board, not board.turn, settings, setup.judges, context=context,
+                    run["reference_engine"][0],
+                    board,
+                    not board.turn,
+                    settings,
+                    setup.judges,
+                    context=context,
                     model_probabilities=run["predicted"][index],
-                )  # fmt: skip
+                )
                 run["reference"].append(deep.candidates("practical") or frozenset())
             print(f"{index + 1}/{len(samples)} positions", flush=True)
     finally:
@@ -138,15 +159,20 @@ def summarise(runs: dict[str, dict[str, list[Any]]], setups: list[Setup]) -> dic
         pairs = list(zip(run["candidates"], run["reference"], strict=True))
         per_position = statistics.mean(run["cpu"]) + run["inference"][0]
         report["setups"][setup.name] = {
-            "model": setup.model, "judges": setup.judges.describe(), "positions": done,
-            "inference_seconds": run["inference"][0], "engine_cpu_seconds": statistics.mean(run["cpu"]),
-            "positions_per_cpu_second": 1 / per_position, "nodes_per_position": statistics.mean(run["nodes"]),
-            "replies_probed": statistics.mean(run["probed"]), "replies_searched": statistics.mean(run["searched"]),
+            "model": setup.model,
+            "judges": setup.judges.describe(),
+            "positions": done,
+            "inference_seconds": run["inference"][0],
+            "engine_cpu_seconds": statistics.mean(run["cpu"]),
+            "positions_per_cpu_second": 1 / per_position,
+            "nodes_per_position": statistics.mean(run["nodes"]),
+            "replies_probed": statistics.mean(run["probed"]),
+            "replies_searched": statistics.mean(run["searched"]),
             "mean_candidates": statistics.mean(len(c) for c in run["candidates"]),
             "trap_node_share": sum(bool(c) for c in run["candidates"]) / done,
             "same_as_reference": sum(a == b for a, b in pairs) / done,
             "mean_jaccard": statistics.mean(jaccard(a, b) for a, b in pairs),
-        }  # fmt: skip
+        }
     base = report["setups"][setups[0].name]
     for setup in setups[1:]:
         row = report["setups"][setup.name]

@@ -75,9 +75,19 @@ CHESSCOM = "chesscom_mixed_1187.pgn"
 HALF_SEED = 4242
 # Constant planes (per position scalars broadcast over the board).
 SCALARS = (
-    "castle_mover_k", "castle_mover_q", "castle_opponent_k", "castle_opponent_q", "rating", "rating_missing",
-    "pool_chesscom", "clock_fraction", "log_clock", "clock_missing", "ply", "log_base",
-)  # fmt: skip
+    "castle_mover_k",
+    "castle_mover_q",
+    "castle_opponent_k",
+    "castle_opponent_q",
+    "rating",
+    "rating_missing",
+    "pool_chesscom",
+    "clock_fraction",
+    "log_clock",
+    "clock_missing",
+    "ply",
+    "log_base",
+)
 # Share of a promotion cell given to each promotion piece (the network scores from x to cells).
 PROMOTION_SHARE = {chess.QUEEN: 0.97, chess.KNIGHT: 0.02, chess.ROOK: 0.005, chess.BISHOP: 0.005}
 EPS = 1e-9
@@ -105,14 +115,19 @@ def encode(
         last_from = last_to = -1
     base = record.base_seconds
     scalars = [
-        float(board.has_kingside_castling_rights(turn)), float(board.has_queenside_castling_rights(turn)),
-        float(board.has_kingside_castling_rights(not turn)), float(board.has_queenside_castling_rights(not turn)),
-        0.0 if rating is None else (rating - 1500) / 500, float(rating is None),
+        float(board.has_kingside_castling_rights(turn)),
+        float(board.has_queenside_castling_rights(turn)),
+        float(board.has_kingside_castling_rights(not turn)),
+        float(board.has_queenside_castling_rights(not turn)),
+        0.0 if rating is None else (rating - 1500) / 500,
+        float(rating is None),
         float(record.pool == "chesscom"),
         0.0 if clock is None or not base else min(clock / base, 2.0),
-        0.0 if clock is None else math.log1p(max(clock, 0.0)) / 5, float(clock is None),
-        min(ply, 300) / 100, 0.0 if not base else math.log1p(base) / 7,
-    ]  # fmt: skip
+        0.0 if clock is None else math.log1p(max(clock, 0.0)) / 5,
+        float(clock is None),
+        min(ply, 300) / 100,
+        0.0 if not base else math.log1p(base) / 7,
+    ]
     cells: list[int] = []
     promotions: list[int] = []
     ucis: list[str] = []
@@ -150,11 +165,14 @@ class Builder:
         self.labels.append(ucis.index(position.move))
         self.meta.append(
             (
-                record.pool or "unknown", game_key(record.source, record.game_id, record.byte_offset), position.ply,
+                record.pool or "unknown",
+                game_key(record.source, record.game_id, record.byte_offset),
+                position.ply,
                 -1 if position.rating is None else position.rating,
-                math.nan if position.clock_seconds is None else position.clock_seconds, half,
+                math.nan if position.clock_seconds is None else position.clock_seconds,
+                half,
             )
-        )  # fmt: skip
+        )
 
     def arrays(self) -> dict[str, Any]:
         return {
@@ -211,11 +229,14 @@ def stage_data(args: argparse.Namespace, cache: Path) -> None:
         np.savez(cache / f"{name}.npz", **builder.arrays())
     (cache / "tune_records.pkl").write_bytes(pickle.dumps(tune_records))
     info = {
-        "train_positions": len(train.sizes), "tune_positions": len(tune.sizes), "train_games": games["train"],
-        "tune_games": games["tune"], "seconds": round(time.time() - started, 1),
+        "train_positions": len(train.sizes),
+        "tune_positions": len(tune.sizes),
+        "train_games": games["train"],
+        "tune_games": games["tune"],
+        "seconds": round(time.time() - started, 1),
         "train_chesscom": sum(1 for m in train.meta if m[0] == "chesscom"),
         "tune_chesscom": sum(1 for m in tune.meta if m[0] == "chesscom"),
-    }  # fmt: skip
+    }
     (cache / "data.json").write_text(json.dumps(info))
     say(f"data: {info}")
 
@@ -275,18 +296,24 @@ def tensors(data: Any) -> dict[str, Any]:
     mask[owner, cells] = 1
     played = cells[offsets[:-1] + data["labels"]]
     return {
-        "squares": data["squares"], "marks": data["marks"], "scalars": data["scalars"],
-        "mask": np.packbits(mask, axis=1), "played": played, "offsets": offsets, "cells": cells,
-    }  # fmt: skip
+        "squares": data["squares"],
+        "marks": data["marks"],
+        "scalars": data["scalars"],
+        "mask": np.packbits(mask, axis=1),
+        "played": played,
+        "offsets": offsets,
+        "cells": cells,
+    }
 
 
 def batch_logits(net: Any, part: dict[str, Any], index: np.ndarray) -> tuple[Any, Any]:
     import torch
 
     logits = net(
-        torch.from_numpy(part["squares"][index]), torch.from_numpy(part["marks"][index]),
+        torch.from_numpy(part["squares"][index]),
+        torch.from_numpy(part["marks"][index]),
         torch.from_numpy(part["scalars"][index]),
-    )  # fmt: skip
+    )
     mask = torch.from_numpy(np.unpackbits(part["mask"][index], axis=1).astype(bool))
     return logits.masked_fill(~mask, -1e9), torch.from_numpy(part["played"][index])
 
@@ -367,9 +394,15 @@ def stage_train(args: argparse.Namespace, cache: Path) -> None:
         epoch_seconds = time.time() - epoch_start
         stop_loss = mean_loss(net, tune, stop_on)
         history.append(
-            {"epoch": epoch + 1, "positions": seen, "train_loss": running / max(seen, 1), "stop_loss": stop_loss,
-             "seconds": round(epoch_seconds, 1), "lr": optimiser.param_groups[0]["lr"]}
-        )  # fmt: skip
+            {
+                "epoch": epoch + 1,
+                "positions": seen,
+                "train_loss": running / max(seen, 1),
+                "stop_loss": stop_loss,
+                "seconds": round(epoch_seconds, 1),
+                "lr": optimiser.param_groups[0]["lr"],
+            }
+        )
         say(f"epoch {epoch + 1}: {history[-1]}")
         if stop_loss < best[0]:
             best = (stop_loss, epoch + 1)
@@ -387,10 +420,19 @@ def stage_train(args: argparse.Namespace, cache: Path) -> None:
     net.load_state_dict(torch.load(cache / "net.pt"))
     np.save(cache / "net_cell_logp.npy", cell_log_probs(net, tune))
     info = {
-        "blocks": args.blocks, "filters": args.filters, "parameters": parameters, "batch": args.batch,
-        "lr": args.lr, "threads": torch.get_num_threads(), "train_positions": n, "best_epoch": best[1],
-        "best_stop_loss": best[0], "seconds": round(seconds, 1), "out_of_time": out_of_time, "history": history,
-    }  # fmt: skip
+        "blocks": args.blocks,
+        "filters": args.filters,
+        "parameters": parameters,
+        "batch": args.batch,
+        "lr": args.lr,
+        "threads": torch.get_num_threads(),
+        "train_positions": n,
+        "best_epoch": best[1],
+        "best_stop_loss": best[0],
+        "seconds": round(seconds, 1),
+        "out_of_time": out_of_time,
+        "history": history,
+    }
     (cache / "train.json").write_text(json.dumps(info))
     say(f"train: {info}")
 
@@ -471,9 +513,11 @@ def summary(found: dict[str, np.ndarray], chosen: np.ndarray) -> dict[str, float
         return {"n": 0, "top1": math.nan, "top3": math.nan, "log_loss": math.nan}
     ranks, logp = found["rank"][chosen], found["logp"][chosen]
     return {
-        "n": n, "top1": float(np.mean(ranks == 0)), "top3": float(np.mean(ranks < 3)),
+        "n": n,
+        "top1": float(np.mean(ranks == 0)),
+        "top3": float(np.mean(ranks < 3)),
         "log_loss": float(-np.mean(np.maximum(logp, math.log(EPS)))),
-    }  # fmt: skip
+    }
 
 
 def table(
@@ -539,10 +583,15 @@ def paired_gain(
         samples.append(sums @ weights / (count @ weights))
     low, high = np.percentile(np.asarray(samples), [2.5, 97.5], axis=0)
     return {
-        "n": len(index), "games": len(count), "top1": float(top1.mean()), "top1_low": float(low[0]),
-        "top1_high": float(high[0]), "log_loss": float(loss.mean()), "log_loss_low": float(low[1]),
+        "n": len(index),
+        "games": len(count),
+        "top1": float(top1.mean()),
+        "top1_low": float(low[0]),
+        "top1_high": float(high[0]),
+        "log_loss": float(loss.mean()),
+        "log_loss_low": float(low[1]),
         "log_loss_high": float(high[1]),
-    }  # fmt: skip
+    }
 
 
 def subset(flat: np.ndarray, offsets: np.ndarray, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -589,10 +638,11 @@ def stage_report(args: argparse.Namespace, cache: Path) -> dict[str, Any]:
     product = renormalise(a_lgbm * lgbm + b_net * net, offsets)
     temperature = fit_temperature(fit_lgbm, fit_offsets, labels[halves == 0])
     found = {
-        "net": outcomes(net, offsets, labels), "lgbm": outcomes(lgbm, offsets, labels),
+        "net": outcomes(net, offsets, labels),
+        "lgbm": outcomes(lgbm, offsets, labels),
         "product": outcomes(product, offsets, labels),
         "lgbm_tempered": outcomes(renormalise(temperature * lgbm, offsets), offsets, labels),
-    }  # fmt: skip
+    }
     both = {name: found[name] for name in ("net", "lgbm")}
     half_b = halves == 1
     report: dict[str, Any] = {

@@ -164,8 +164,9 @@ def play_game(
         mover = board.turn
         if mover == colour:
             sent = {side: round(clocks[side] * 1000) / 1000 for side in clocks}
-            limit = chess.engine.Limit(white_clock=sent[chess.WHITE], black_clock=sent[chess.BLACK],
-                                       white_inc=increment, black_inc=increment)  # fmt: skip
+            limit = chess.engine.Limit(
+                white_clock=sent[chess.WHITE], black_clock=sent[chess.BLACK], white_inc=increment, black_inc=increment
+            )
             tick = time.perf_counter()
             try:
                 played = ours.play(board, limit, game=game, info=chess.engine.INFO_ALL)
@@ -182,8 +183,11 @@ def play_game(
                 record.result = "0-1" if colour == chess.WHITE else "1-0"
                 break
             clocks[mover] += increment
-            record.ours.append(MoveRecord(board.ply(), played.move.uci(), spent, sent[colour], sent[not colour],
-                                          played.info.get("string")))  # fmt: skip
+            record.ours.append(
+                MoveRecord(
+                    board.ply(), played.move.uci(), spent, sent[colour], sent[not colour], played.info.get("string")
+                )
+            )
             board.push(played.move)
         else:
             tick = time.perf_counter()
@@ -241,8 +245,12 @@ def measure_move(
     assert best is not None
     values = backend.reply_values(board, us, settings, sorted({best, move}), "deep").values
     top = max(values.values())
-    context = MoverContext(rating=referee.tutor_rating, clock_seconds=mine.clock,
-                           base_seconds=referee.base_seconds, increment_seconds=referee.increment_seconds)  # fmt: skip
+    context = MoverContext(
+        rating=referee.tutor_rating,
+        clock_seconds=mine.clock,
+        base_seconds=referee.base_seconds,
+        increment_seconds=referee.increment_seconds,
+    )
     plausible = referee.model.move_probabilities(board, context).get(move, 0.0)
     found: dict[str, Any] = {
         "cost_cp": loss_cp(top, values[move]),
@@ -257,8 +265,12 @@ def measure_move(
     after = board.copy()
     after.push_uci(move)
     if any(after.generate_legal_moves()):
-        them = MoverContext(rating=referee.opponent_rating, clock_seconds=mine.opponent_clock,
-                            base_seconds=referee.base_seconds, increment_seconds=referee.increment_seconds)  # fmt: skip
+        them = MoverContext(
+            rating=referee.opponent_rating,
+            clock_seconds=mine.opponent_clock,
+            base_seconds=referee.base_seconds,
+            increment_seconds=referee.increment_seconds,
+        )
         judgement = judge_position(backend, after, us, settings, referee.judges, model=referee.model, context=them)
         candidates = judgement.verdicts.candidates.get("practical", frozenset())
         found["trap"] = bool(candidates)
@@ -327,12 +339,14 @@ def table(summaries: dict[str, dict[str, Any]]) -> str:
         ("human plausibility (mean)", lambda s: f"{s['plausible_mean']:.3f}"),
         ("moves with an ε / share ≥ ε", lambda s: f"{s['moves_with_epsilon']} / {s['share_at_epsilon']:.1%}"),
         ("mean ε in force", lambda s: f"{s['epsilon_mean']:.3f}"),
-        ("seconds per move (mean / median / max)",
-         lambda s: f"{s['seconds_mean']:.2f} / {s['seconds_median']:.2f} / {s['seconds_max']:.2f}"),
+        (
+            "seconds per move (mean / median / max)",
+            lambda s: f"{s['seconds_mean']:.2f} / {s['seconds_median']:.2f} / {s['seconds_max']:.2f}",
+        ),
         ("least clock left (s)", lambda s: f"{s['clock_min']:.1f}"),
         ("illegal moves / time forfeits", lambda s: f"{s['illegal']} / {s['forfeits']}"),
         ("plies per game", lambda s: f"{s['plies_mean']:.0f}"),
-    ]  # fmt: skip
+    ]
     styles = list(summaries)
     lines = ["| | " + " | ".join(styles) + " |", "|---|" + "---|" * len(styles)]
     for label, cell in rows:
@@ -356,9 +370,12 @@ def main(argv: list[str] | None = None) -> None:
     starts = openings((args.games + 1) // 2)
     model = load_move_model("default")
     referee = Referee(
-        open_backend("stockfish", EngineOptions(nodes=args.ref_nodes)), model, DiffiMaxSettings(),
-        JudgeSettings(judges=frozenset({"practical"})), base_seconds=round(args.base),
-    )  # fmt: skip
+        open_backend("stockfish", EngineOptions(nodes=args.ref_nodes)),
+        model,
+        DiffiMaxSettings(),
+        JudgeSettings(judges=frozenset({"practical"})),
+        base_seconds=round(args.base),
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     records: dict[str, list[GameRecord]] = {style: [] for style in styles}
@@ -372,13 +389,21 @@ def main(argv: list[str] | None = None) -> None:
             players[style] = open_player("--style", style, "--nodes", str(args.nodes), "--seed", str(args.seed))
         for index in range(args.games):
             if deadline is not None and time.monotonic() > deadline:
-                print(f"stopped after {index} games per style: --max-minutes {args.max_minutes} reached",
-                      file=sys.stderr)  # fmt: skip
+                print(
+                    f"stopped after {index} games per style: --max-minutes {args.max_minutes} reached", file=sys.stderr
+                )
                 break
             colour = chess.WHITE if index % 2 == 0 else chess.BLACK
             for style in styles:
-                record = play_game(players[style], opponent, style, colour, starts[index // 2], base=args.base,
-                                   opponent_limit=chess.engine.Limit(nodes=args.opponent_nodes))  # fmt: skip
+                record = play_game(
+                    players[style],
+                    opponent,
+                    style,
+                    colour,
+                    starts[index // 2],
+                    base=args.base,
+                    opponent_limit=chess.engine.Limit(nodes=args.opponent_nodes),
+                )
                 tick = time.perf_counter()
                 measure_game(record, referee)
                 records[style].append(record)

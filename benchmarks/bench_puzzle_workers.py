@@ -119,13 +119,20 @@ def mine(out: Path, games: int, plies: str, depth: int) -> None:
     started = time.perf_counter()
     manifest = run(
         MineConfig(
-            inputs=(str(GAMES),), out=str(out), settings=DiffiMaxSettings(depth=depth), judges=SEED_ONLY,
-            game_filter=GameFilter(ply_from=first, ply_to=last), max_games=games, workers=2,
+            inputs=(str(GAMES),),
+            out=str(out),
+            settings=DiffiMaxSettings(depth=depth),
+            judges=SEED_ONLY,
+            game_filter=GameFilter(ply_from=first, ply_to=last),
+            max_games=games,
+            workers=2,
         ),
         Progress.quiet(),
-    )  # fmt: skip
-    print(f"mined {manifest['games_written']} games, {manifest['positions']:,} positions, "
-          f"{manifest['traps']:,} trap records in {time.perf_counter() - started:.0f} s")  # fmt: skip
+    )
+    print(
+        f"mined {manifest['games_written']} games, {manifest['positions']:,} positions, "
+        f"{manifest['traps']:,} trap records in {time.perf_counter() - started:.0f} s"
+    )
 
 
 def load() -> str:
@@ -143,37 +150,52 @@ def main(args: argparse.Namespace) -> None:
         data = Path(args.data) if args.data else workdir / "data"
         if not args.data:
             mine(data, args.games, args.plies, args.depth)
-        print(f"load average before (1, 5, 15 min): {load()}; {os.cpu_count()} CPUs, "
-              f"{WORKER_NICENESS}={os.environ[WORKER_NICENESS]}, niceness {os.nice(0)}")  # fmt: skip
+        print(
+            f"load average before (1, 5, 15 min): {load()}; {os.cpu_count()} CPUs, "
+            f"{WORKER_NICENESS}={os.environ[WORKER_NICENESS]}, niceness {os.nice(0)}"
+        )
         runs: list[tuple[int, float, PuzzleReport]] = []
         for number, workers in enumerate(counts):
             started = time.perf_counter()
             with CpuSampler() as sampler:
-                report = generate_puzzles(data, workdir / f"out-{number}", nodes=args.nodes, limit=args.limit,
-                                          workers=workers)  # fmt: skip
+                report = generate_puzzles(
+                    data, workdir / f"out-{number}", nodes=args.nodes, limit=args.limit, workers=workers
+                )
             seconds = time.perf_counter() - started
             runs.append((workers, seconds, report))
             ours, others = sampler.used()
             busiest = ", ".join(f"{name} {cpu:.0f}" for name, cpu in others.most_common(4) if cpu >= 1)
-            print(f"  run on {workers} worker(s): {seconds:.1f} s; CPU-s: ours {ours:.0f} ({ours / seconds:.2f} "
-                  f"CPUs), others {sum(others.values()):.0f} of {seconds * (os.cpu_count() or 1):.0f} available"
-                  f"{f' ({busiest})' if busiest else ''}")  # fmt: skip
+            print(
+                f"  run on {workers} worker(s): {seconds:.1f} s; CPU-s: ours {ours:.0f} ({ours / seconds:.2f} "
+                f"CPUs), others {sum(others.values()):.0f} of {seconds * (os.cpu_count() or 1):.0f} available"
+                f"{f' ({busiest})' if busiest else ''}"
+            )
         print(f"load average after: {load()}")
         _, reference_seconds, reference = runs[0]
         expected = {name: path.read_bytes() for name, path in reference.written.items()}
-        tasks = sum(reference.verified.values()) + sum(
-            n for kind in reference.dropped for reason, n in reference.dropped[kind].items()
-            if reason not in ("history_missing", "screened")
-        ) + reference.not_checked  # fmt: skip
-        print(f"{tasks} distinct candidates for the engine, {len(reference.puzzles)} puzzles, "
-              f"{args.nodes:,} nodes per search, limit {args.limit}")  # fmt: skip
+        tasks = (
+            sum(reference.verified.values())
+            + sum(
+                n
+                for kind in reference.dropped
+                for reason, n in reference.dropped[kind].items()
+                if reason not in ("history_missing", "screened")
+            )
+            + reference.not_checked
+        )
+        print(
+            f"{tasks} distinct candidates for the engine, {len(reference.puzzles)} puzzles, "
+            f"{args.nodes:,} nodes per search, limit {args.limit}"
+        )
         for line in reference.summary().splitlines()[: len(reference.candidates)]:
             print(f"  {line}")
         for workers, seconds, report in runs:
             same = {name: path.read_bytes() for name, path in report.written.items()} == expected
-            print(f"  {workers} worker{'s' if workers > 1 else ' '} ({report.workers} used): {seconds:7.1f} s wall, "
-                  f"{reference_seconds / seconds:4.2f}x; outputs {'identical' if same else 'DIFFER'}"
-                  f"{f', {report.discarded} verified past the limit' if report.discarded else ''}")  # fmt: skip
+            print(
+                f"  {workers} worker{'s' if workers > 1 else ' '} ({report.workers} used): {seconds:7.1f} s wall, "
+                f"{reference_seconds / seconds:4.2f}x; outputs {'identical' if same else 'DIFFER'}"
+                f"{f', {report.discarded} verified past the limit' if report.discarded else ''}"
+            )
             if not same:
                 raise SystemExit("the outputs differ from the first run's")
     finally:

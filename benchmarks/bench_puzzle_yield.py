@@ -128,9 +128,13 @@ def measure(data: Path, out: Path, rules: Standard, variant: str, args: argparse
     started = time.monotonic()
     with Progress() as progress:
         report: PuzzleReport = generate_puzzles(
-            data, out / f"{data.name}-{rules.name}-{variant}", standard=rules, workers=args.workers,
-            engine=args.engine, progress=progress,
-        )  # fmt: skip
+            data,
+            out / f"{data.name}-{rules.name}-{variant}",
+            standard=rules,
+            workers=args.workers,
+            engine=args.engine,
+            progress=progress,
+        )
     seconds = time.monotonic() - started
     puzzles = report.puzzles
     rechecked = [p for p in puzzles if args.recheck_kinds == "all" or p.kind in args.recheck_kinds.split(",")]
@@ -176,9 +180,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--engine", default="stockfish")
     parser.add_argument(
-        "--baseline", action="store_true",
+        "--baseline",
+        action="store_true",
         help="beside a standard that searches narrow passes again, the same standard without (confirm_band 0)",
-    )  # fmt: skip
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     results = []

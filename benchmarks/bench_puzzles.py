@@ -145,13 +145,17 @@ def rating_main(argv: list[str]) -> None:
         rho = spearmanr(surprisals, truth)[0]
         within = float(np.mean(np.abs(estimates - truth) <= deviations))
         mean_abs = np.mean(np.abs(estimates - truth))
-        print(f"{name}: n={len(truth)} Spearman rho {rho:.3f}; mean abs error {mean_abs:.0f}; "
-              f"|error| <= RatingDeviation for {within:.0%}")  # fmt: skip
+        print(
+            f"{name}: n={len(truth)} Spearman rho {rho:.3f}; mean abs error {mean_abs:.0f}; "
+            f"|error| <= RatingDeviation for {within:.0%}"
+        )
         order = np.argsort(truth)
         for decile, part in enumerate(np.array_split(order, 10), start=1):
             error = estimates[part] - truth[part]
-            print(f"  decile {decile:>2} (Lichess {truth[part].min():.0f}-{truth[part].max():.0f}): "
-                  f"mean error {error.mean():+.0f}, mean abs {np.abs(error).mean():.0f}")  # fmt: skip
+            print(
+                f"  decile {decile:>2} (Lichess {truth[part].min():.0f}-{truth[part].max():.0f}): "
+                f"mean error {error.mean():+.0f}, mean abs {np.abs(error).mean():.0f}"
+            )
 
 
 def judges_main(argv: list[str]) -> None:
@@ -182,9 +186,16 @@ def judges_main(argv: list[str]) -> None:
                 board = chess.Board(row["FEN"])
                 blunder = row["Moves"].split()[0]
                 judgement = judge_position(
-                    backend, board, not board.turn, settings, judges, model=model,
-                    context=MoverContext(rating=int(row["Rating"])), corpus=corpus, also=(blunder,),
-                )  # fmt: skip
+                    backend,
+                    board,
+                    not board.turn,
+                    settings,
+                    judges,
+                    model=model,
+                    context=MoverContext(rating=int(row["Rating"])),
+                    corpus=corpus,
+                    also=(blunder,),
+                )
                 count += 1
                 for judge in judges.judges:
                     found = judgement.candidates(judge)
@@ -198,15 +209,19 @@ def judges_main(argv: list[str]) -> None:
     finally:
         backend.close()
     elapsed = time.perf_counter() - start
-    print(f"{count} puzzles from {Path(args.file).name}, engine {args.engine}, depth {depth}, "
-          f"R {settings.reasonable_dip}, T {settings.trap_dip}; {elapsed:.0f} s")  # fmt: skip
+    print(
+        f"{count} puzzles from {Path(args.file).name}, engine {args.engine}, depth {depth}, "
+        f"R {settings.reasonable_dip}, T {settings.trap_dip}; {elapsed:.0f} s"
+    )
     for judge, tally in tallies.items():
         shares = ", ".join(f"{kind} {n} ({n / max(count, 1):.0%})" for kind, n in tally.most_common())
         print(f"  {judge:<9} {shares}")
     dips.sort()
     if dips:
-        print(f"  blunder dip: median {dips[len(dips) // 2]:.2f} pawns, "
-              f"{sum(d > settings.reasonable_dip for d in dips) / len(dips):.0%} beyond R")  # fmt: skip
+        print(
+            f"  blunder dip: median {dips[len(dips) // 2]:.2f} pawns, "
+            f"{sum(d > settings.reasonable_dip for d in dips) / len(dips):.0%} beyond R"
+        )
 
 
 if __name__ == "__main__":

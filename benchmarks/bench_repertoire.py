@@ -100,19 +100,30 @@ def say(line: str) -> None:
 
 def grow_command(args: argparse.Namespace) -> dict[str, Any]:
     settings = RepertoireSettings(
-        color=args.color == "white", rating=args.rating, pool=parse_pool(args.pool), plies=args.plies,
-        floor=args.floor, width=args.width,
-    )  # fmt: skip
+        color=args.color == "white",
+        rating=args.rating,
+        pool=parse_pool(args.pool),
+        plies=args.plies,
+        floor=args.floor,
+        width=args.width,
+    )
     human = HumanEvidence(model=None if args.human_model == "none" else args.human_model, corpus=args.human_corpus)
     spec = WorkerSpec("stockfish", EngineOptions(nodes=args.nodes), settings, parse_start(None, args.moves), human)
-    found: dict[str, Any] = {"settings": settings.describe(), "nodes_per_line": args.nodes or "default",
-                             "human_model": args.human_model, "human_corpus": args.human_corpus}  # fmt: skip
+    found: dict[str, Any] = {
+        "settings": settings.describe(),
+        "nodes_per_line": args.nodes or "default",
+        "human_model": args.human_model,
+        "human_corpus": args.human_corpus,
+    }
     if args.plan:
         started = time.perf_counter()
         plan = plan_repertoire(spec, (1, 2), progress=Progress(echo=say))
-        found["plan"] = {"text": repertoire_plan_text(plan), "seconds": time.perf_counter() - started,
-                         "core_hours": dataclasses.asdict(plan.core_hours),
-                         "walls": {n: dataclasses.asdict(w) for n, w in plan.walls.items()}}  # fmt: skip
+        found["plan"] = {
+            "text": repertoire_plan_text(plan),
+            "seconds": time.perf_counter() - started,
+            "core_hours": dataclasses.asdict(plan.core_hours),
+            "walls": {n: dataclasses.asdict(w) for n, w in plan.walls.items()},
+        }
         say(repertoire_plan_text(plan))
     asked = time.perf_counter()
     with polite_ray(args.workers):
@@ -123,9 +134,15 @@ def grow_command(args: argparse.Namespace) -> dict[str, Any]:
         report = write_repertoire(growth, stats, labels, args.out)
         wall = time.perf_counter() - started
         driver_cpu = _cpu() - cpu_before
-    found["run"] = {"wall_seconds": wall, "ray_start_seconds": started - asked, "driver_cpu_seconds": driver_cpu,
-                    "workers": args.workers, "stats": dataclasses.asdict(stats), "summary": report.summary(),
-                    "load_average": os.getloadavg()}  # fmt: skip
+    found["run"] = {
+        "wall_seconds": wall,
+        "ray_start_seconds": started - asked,
+        "driver_cpu_seconds": driver_cpu,
+        "workers": args.workers,
+        "stats": dataclasses.asdict(stats),
+        "summary": report.summary(),
+        "load_average": os.getloadavg(),
+    }
     say(report.summary())
     say(f"wall {wall:.0f} s, workers' CPU {stats.cpu_seconds / 3600:.3f} core-hours, {stats.expanded} nodes")
     if args.cache:
@@ -257,13 +274,25 @@ def choose_command(args: argparse.Namespace) -> dict[str, Any]:
                 root = growth.nodes[0]
                 line = recommended_line(growth)
                 expanded = [n for n in growth.nodes if n.result is not None]
-                rows.append({"plies": plies, "floor": floor, "width": width, "gain": root.gain,
-                             "expected": root.expected, "line": line, "nodes": len(expanded),
-                             "depth": max(n.depth for n in expanded), "engine_seconds": seconds,
-                             "missing": missing})  # fmt: skip
-                say(f"plies {plies:2d} floor {floor:.4f} width {width}: gain {root.gain:+.4f} expected "
+                rows.append(
+                    {
+                        "plies": plies,
+                        "floor": floor,
+                        "width": width,
+                        "gain": root.gain,
+                        "expected": root.expected,
+                        "line": line,
+                        "nodes": len(expanded),
+                        "depth": max(n.depth for n in expanded),
+                        "engine_seconds": seconds,
+                        "missing": missing,
+                    }
+                )
+                say(
+                    f"plies {plies:2d} floor {floor:.4f} width {width}: gain {root.gain:+.4f} expected "
                     f"{root.expected:.4f} {' '.join(line):30s} nodes {len(expanded):5d} seconds {seconds:7.0f} "
-                    f"missing {missing}")  # fmt: skip
+                    f"missing {missing}"
+                )
     if worker is not None:
         worker.close()
     return {"cache": args.cache, "rows": rows}
@@ -323,8 +352,10 @@ def traps_command(args: argparse.Namespace) -> dict[str, Any]:
         say(json.dumps(entry, default=str))
     in_tree = sum(1 for e in found if e.get("in_tree"))
     as_line = sum(1 for e in found if e.get("as_line"))
-    say(f"{in_tree}/27 trap positions in the trees; {as_line}/27 as lines of the recommended tree with the "
-        f"victim's move explored")  # fmt: skip
+    say(
+        f"{in_tree}/27 trap positions in the trees; {as_line}/27 as lines of the recommended tree with the "
+        f"victim's move explored"
+    )
     return {"traps": found, "in_tree": in_tree, "as_line": as_line}
 
 
@@ -347,21 +378,30 @@ def trap_in(rows: Sequence[dict[str, Any]], key: int, victim: str) -> dict[str, 
     node = min(at, key=lambda r: (r["node_id"] not in main, r["depth"]))
     reply = next((r for r in rows if r["parent_id"] == node["node_id"] and r["move_uci"] == victim), None)
     return {
-        "in_tree": True, "line": node["line_san"], "recommended": node["node_id"] in main,
-        "setter_move_gain": node["move_gain"], "node_gain": node["gain"], "reach": node["reach"],
-        "victim_explored": bool(reply and reply["explored"]), "victim_trap": bool(reply and reply["trap"]),
+        "in_tree": True,
+        "line": node["line_san"],
+        "recommended": node["node_id"] in main,
+        "setter_move_gain": node["move_gain"],
+        "node_gain": node["gain"],
+        "reach": node["reach"],
+        "victim_explored": bool(reply and reply["explored"]),
+        "victim_trap": bool(reply and reply["trap"]),
         "victim_p": None if reply is None else reply["probability"],
         "victim_drop": None if reply is None else reply["drop"],
         "as_line": node["node_id"] in main and bool(reply and reply["explored"]),
-    }  # fmt: skip
+    }
 
 
 # -- heldout ---------------------------------------------------------------------------------------
 
 
 def settings_of(row: dict[str, Any], band: int) -> RepertoireSettings:
-    return RepertoireSettings(color=row["color"] == "white", rating=row["opponent_rating"], pool=row["pool"],
-                              judges=JudgeSettings(judges=frozenset({"practical"}), rating_band=band))  # fmt: skip
+    return RepertoireSettings(
+        color=row["color"] == "white",
+        rating=row["opponent_rating"],
+        pool=row["pool"],
+        judges=JudgeSettings(judges=frozenset({"practical"}), rating_band=band),
+    )
 
 
 def heldout_command(args: argparse.Namespace) -> dict[str, Any]:
@@ -397,8 +437,9 @@ def reached(rows: Sequence[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
     return found
 
 
-def reply_figures(rows: Sequence[dict[str, Any]], games: Sequence[GameOpening], settings: RepertoireSettings,
-                  corpus: Corpus | None) -> dict[str, Any]:  # fmt: skip
+def reply_figures(
+    rows: Sequence[dict[str, Any]], games: Sequence[GameOpening], settings: RepertoireSettings, corpus: Corpus | None
+) -> dict[str, Any]:
     """Calibration by decile and log-loss at the opponent nodes the games reach."""
     nodes = {k: v[0] for k, v in reached(rows).items() if v[0]["to_move"] == "opponent"}
     opponent = not settings.color
@@ -433,11 +474,23 @@ def reply_figures(rows: Sequence[dict[str, Any]], games: Sequence[GameOpening], 
         if chosen:
             k = sum(chosen)
             n = len(chosen)
-            table.append({"decile": f"{low:.1f}-{high:.1f}", "n": n, "predicted": sum(predicted) / n,
-                          "observed": k / n, "wilson": wilson(k, n)})  # fmt: skip
+            table.append(
+                {
+                    "decile": f"{low:.1f}-{high:.1f}",
+                    "n": n,
+                    "predicted": sum(predicted) / n,
+                    "observed": k / n,
+                    "wilson": wilson(k, n),
+                }
+            )
     observations = len(losses["repertoire"])
-    return {"nodes_reached": len(reached_nodes), "observations": observations, "corpus_covered": covered,
-            "log_loss": {n: sum(v) / len(v) for n, v in losses.items() if v}, "calibration": table}  # fmt: skip
+    return {
+        "nodes_reached": len(reached_nodes),
+        "observations": observations,
+        "corpus_covered": covered,
+        "log_loss": {n: sum(v) / len(v) for n, v in losses.items() if v},
+        "calibration": table,
+    }
 
 
 def corpus_probabilities(corpus: Corpus | None, key: int, settings: RepertoireSettings, legal: int) -> tuple[Any, bool]:
@@ -450,8 +503,9 @@ def corpus_probabilities(corpus: Corpus | None, key: int, settings: RepertoireSe
     return (lambda move: 1.0 / legal), False
 
 
-def score_figures(rows: Sequence[dict[str, Any]], games: Sequence[GameOpening],
-                  settings: RepertoireSettings) -> dict[str, Any]:  # fmt: skip
+def score_figures(
+    rows: Sequence[dict[str, Any]], games: Sequence[GameOpening], settings: RepertoireSettings
+) -> dict[str, Any]:
     """The player's score in the games that kept to the repertoire's moves at every player node they
     reached, against the games that left it at one, each game once; and per decision."""
     players = {k: v[0] for k, v in reached(rows).items() if v[0]["to_move"] == "player"}
@@ -483,8 +537,12 @@ def score_figures(rows: Sequence[dict[str, Any]], games: Sequence[GameOpening],
         n = len(scores)
         return {"games": n, "score": sum(scores) / n if n else None, "wilson": wilson(sum(scores), n)}
 
-    return {"kept": figure(kept), "left": figure(left), "decisions_recommended": figure(decisions[True]),
-            "decisions_other": figure(decisions[False])}  # fmt: skip
+    return {
+        "kept": figure(kept),
+        "left": figure(left),
+        "decisions_recommended": figure(decisions[True]),
+        "decisions_other": figure(decisions[False]),
+    }
 
 
 # -- main ------------------------------------------------------------------------------------------

@@ -54,8 +54,11 @@ def rss_kib(pid: int) -> int:
 
 # Ray's processes by their titles: the analysis actors, the prepare and write tasks, the stream reader.
 RAY_KINDS = {
-    "ray::MiningWorker": "worker", "ray::prepare": "prepare", "ray::write": "write", "ray::read_stream": "reader",
-}  # fmt: skip
+    "ray::MiningWorker": "worker",
+    "ray::prepare": "prepare",
+    "ray::write": "write",
+    "ray::read_stream": "reader",
+}
 
 
 def ray_processes() -> dict[int, str]:
@@ -119,39 +122,80 @@ def main() -> None:
     parser.add_argument("--scale", type=int, default=10)
     parser.add_argument("--plies", default="0-60")
     parser.add_argument("--native-games", type=int, default=60)
-    parser.add_argument("--shard-games", type=int, default=100,
-                        help="games per shard (the driver holds a window of 3 shards per worker)")  # fmt: skip
+    parser.add_argument(
+        "--shard-games",
+        type=int,
+        default=100,
+        help="games per shard (the driver holds a window of 3 shards per worker)",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    cheap = ["--engine", "material", "--judges", "trappy,practical", "--human-model", "none", "--plies", args.plies,
-             "--shard-games", str(args.shard_games)]  # fmt: skip
+    cheap = [
+        "--engine",
+        "material",
+        "--judges",
+        "trappy,practical",
+        "--human-model",
+        "none",
+        "--plies",
+        args.plies,
+        "--shard-games",
+        str(args.shard_games),
+    ]
     cores = os.cpu_count() or 1
     report: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for workers in (1, 2):
-            run = mine(PLAYER_A, work / f"material{workers}",
-                       [*cheap, "--workers", str(workers), "--max-games", str(args.games)])  # fmt: skip
+            run = mine(
+                PLAYER_A,
+                work / f"material{workers}",
+                [*cheap, "--workers", str(workers), "--max-games", str(args.games)],
+            )
             m = run["manifest"]
             report[f"material_{workers}w"] = {
-                "positions": m["positions"], "analysed": m["positions_analysed"], "traps": m["traps"],
-                "positions_per_s": rate(run), "positions_per_s_per_core": rate(run) / min(cores, workers + 1),
-                "wall": run["wall"], **{k: v for k, v in run.items() if k.endswith("_mib")},
-            }  # fmt: skip
+                "positions": m["positions"],
+                "analysed": m["positions_analysed"],
+                "traps": m["traps"],
+                "positions_per_s": rate(run),
+                "positions_per_s_per_core": rate(run) / min(cores, workers + 1),
+                "wall": run["wall"],
+                **{k: v for k, v in run.items() if k.endswith("_mib")},
+            }
             print(f"material, {workers} worker(s): {report[f'material_{workers}w']}", flush=True)
-        big = mine(PLAYER_A, work / "material10x",
-                   [*cheap, "--workers", "2", "--max-games", str(args.games * args.scale)])  # fmt: skip
-        report["material_scaled"] = {"games": args.games * args.scale, "positions": big["manifest"]["positions"],
-                                     "positions_per_s": rate(big), "wall": big["wall"],
-                                     **{k: v for k, v in big.items() if k.endswith("_mib")}}  # fmt: skip
+        big = mine(
+            PLAYER_A, work / "material10x", [*cheap, "--workers", "2", "--max-games", str(args.games * args.scale)]
+        )
+        report["material_scaled"] = {
+            "games": args.games * args.scale,
+            "positions": big["manifest"]["positions"],
+            "positions_per_s": rate(big),
+            "wall": big["wall"],
+            **{k: v for k, v in big.items() if k.endswith("_mib")},
+        }
         print(f"material, {args.scale}x the games: {report['material_scaled']}", flush=True)
         report["driver_rss_ratio"] = big["driver_peak_mib"] / report["material_2w"]["driver_peak_mib"]
-        native = ["--engine", "native", "--depth", "1", "--plies", "10-19", "--judges", "dip,trappy",
-                  "--human-model", "none", "--max-games", str(args.native_games)]  # fmt: skip
+        native = [
+            "--engine",
+            "native",
+            "--depth",
+            "1",
+            "--plies",
+            "10-19",
+            "--judges",
+            "dip,trappy",
+            "--human-model",
+            "none",
+            "--max-games",
+            str(args.native_games),
+        ]
         for workers in (1, 2):
             run = mine(PLAYER_B, work / f"native{workers}", [*native, "--workers", str(workers)])
-            report[f"native_{workers}w"] = {"positions": run["manifest"]["positions"], "positions_per_s": rate(run),
-                                            "wall": run["wall"]}  # fmt: skip
+            report[f"native_{workers}w"] = {
+                "positions": run["manifest"]["positions"],
+                "positions_per_s": rate(run),
+                "wall": run["wall"],
+            }
             print(f"native, {workers} worker(s): {report[f'native_{workers}w']}", flush=True)
     report["material_speedup"] = report["material_2w"]["positions_per_s"] / report["material_1w"]["positions_per_s"]
     report["native_speedup"] = report["native_2w"]["positions_per_s"] / report["native_1w"]["positions_per_s"]

@@ -107,17 +107,38 @@ class Start:
 
 def mine_command(args: argparse.Namespace, out: Path) -> list[str]:
     inputs = [str(path) for path in args.input]
-    return [sys.executable, "-m", "pipeline.cli", "mine", *inputs, "--out", str(out), "--engine", "stockfish",
-            "--max-games", str(args.games), "--plies", args.plies, "--nodes", str(args.nodes), "--threads", "1",
-            "--workers", str(args.workers), "--shard-games", str(args.shard_games)]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "pipeline.cli",
+        "mine",
+        *inputs,
+        "--out",
+        str(out),
+        "--engine",
+        "stockfish",
+        "--max-games",
+        str(args.games),
+        "--plies",
+        args.plies,
+        "--nodes",
+        str(args.nodes),
+        "--threads",
+        "1",
+        "--workers",
+        str(args.workers),
+        "--shard-games",
+        str(args.shard_games),
+    ]
 
 
 def launch(args: argparse.Namespace, command: list[str], name: str, logs: Path) -> subprocess.Popen[bytes]:
     """`command` in a session of its own (as a terminal runs it), in `--checkout`, logs to `logs`."""
     env = os.environ | {"PYTHONPATH": str(args.checkout)}  # before the editable install's finder
     with open(logs / f"{name}.out", "wb") as stdout, open(logs / f"{name}.err", "wb") as stderr:
-        return subprocess.Popen(command, cwd=args.checkout, env=env, stdout=stdout, stderr=stderr,
-                                start_new_session=True)  # fmt: skip
+        return subprocess.Popen(
+            command, cwd=args.checkout, env=env, stdout=stdout, stderr=stderr, start_new_session=True
+        )
 
 
 def sessions(sids: set[int]) -> dict[int, dict[int, str]]:
@@ -292,8 +313,9 @@ def check(reference: Path, out: Path) -> tuple[dict[str, Any], list[str]]:
         assert_counts_add_up(json.loads((out / "manifest.json").read_text()), out)
     except AssertionError as error:
         problems.append(f"the disturbed run's counts do not add up: {error}")
-    verified = subprocess.run([sys.executable, "-m", "pipeline.cli", "verify", "--data", str(out)], cwd=ROOT,
-                              capture_output=True, text=True)  # fmt: skip
+    verified = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "verify", "--data", str(out)], cwd=ROOT, capture_output=True, text=True
+    )
     if verified.returncode != 0:
         problems.append(f"diffimax verify: {verified.stdout[-500:]}")
     tables = compare(reference, out)
@@ -349,8 +371,13 @@ def main() -> None:
     if out.exists():
         raise SystemExit(f"{out} exists: give another --work")
     command = " ".join(["diffimax", *mine_command(args, Path("OUT"))[3:]])
-    report: dict[str, Any] = {"command": command, "checkout": str(args.checkout), "interval": args.interval,
-                              "kinds": args.kinds, "seed": args.seed}  # fmt: skip
+    report: dict[str, Any] = {
+        "command": command,
+        "checkout": str(args.checkout),
+        "interval": args.interval,
+        "kinds": args.kinds,
+        "seed": args.seed,
+    }
     print(json.dumps(report), flush=True)
     runs: list[Start] = []
     if args.reference:

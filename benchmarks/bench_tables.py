@@ -27,8 +27,9 @@ from pathlib import Path
 
 from pipeline.cli import mine_config
 from pipeline.common.files import MIB
-from pipeline.ingest.games import Selected, read_games
+from pipeline.ingest.games import read_games
 from pipeline.ingest.headers import GameFilter
+from pipeline.ingest.outcomes import Selected
 from pipeline.ingest.sources import iter_shards
 from pipeline.mine.occurrences import Occurrence, occurrences_of
 from pipeline.mine.table import AnalysisEntry, AnalysisTable, partition_of
@@ -100,25 +101,40 @@ def main(argv: Sequence[str] | None = None) -> None:
     distinct = len(set(keys))
     exact = len(keys) - distinct
     took = time.perf_counter() - started
-    print(f"{args.games:,} games of {SOURCE.name}: {len(keys):,} positions, {distinct:,} distinct analysis keys; "
-          f"exact job-wide reuse {exact:,} ({exact / len(keys):.1%}) [read in {took:.0f} s]")  # fmt: skip
+    print(
+        f"{args.games:,} games of {SOURCE.name}: {len(keys):,} positions, {distinct:,} distinct analysis keys; "
+        f"exact job-wide reuse {exact:,} ({exact / len(keys):.1%}) [read in {took:.0f} s]"
+    )
     entries = sample_entries(occurrences, args.sample_positions, args.engine)
     sizes = [len(AnalysisTable.pack(entry)) for entry in entries]
-    print(f"entries: {len(entries)} judged at the defaults ({args.engine}), packed {statistics.mean(sizes):,.0f} "
-          f"bytes on average (min {min(sizes):,}, max {max(sizes):,})")  # fmt: skip
+    print(
+        f"entries: {len(entries)} judged at the defaults ({args.engine}), packed {statistics.mean(sizes):,.0f} "
+        f"bytes on average (min {min(sizes):,}, max {max(sizes):,})"
+    )
     results = []
     for workers in [int(value) for value in args.workers.split(",")]:
         for table_mb in [float(value) for value in args.table_mb.split(",")]:
             found = replay(keys, entries, workers, table_mb)
             share = found["hits"] / exact if exact else 1.0
             results.append({"workers": workers, "table_mb": table_mb, **found, "share_of_exact": share})
-            print(f"{workers:>3} workers x {table_mb:>5g} MiB: served {found['hits']:>9,.0f} = {share:6.1%} of exact "
-                  f"reuse; {found['entries_held']:,.0f} entries held, {found['evictions']:,.0f} evicted")  # fmt: skip
+            print(
+                f"{workers:>3} workers x {table_mb:>5g} MiB: served {found['hits']:>9,.0f} = {share:6.1%} of exact "
+                f"reuse; {found['entries_held']:,.0f} entries held, {found['evictions']:,.0f} evicted"
+            )
     if args.json:
-        args.json.write_text(json.dumps({
-            "games": args.games, "positions": len(keys), "distinct": distinct, "exact_reuse": exact,
-            "entry_bytes_mean": statistics.mean(sizes), "results": results,
-        }, indent=2))  # fmt: skip
+        args.json.write_text(
+            json.dumps(
+                {
+                    "games": args.games,
+                    "positions": len(keys),
+                    "distinct": distinct,
+                    "exact_reuse": exact,
+                    "entry_bytes_mean": statistics.mean(sizes),
+                    "results": results,
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

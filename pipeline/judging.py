@@ -267,9 +267,18 @@ def judge_position(
     the engine for every answer (`judge_lines`)."""
     lines = BackendLines(backend, board, setter, settings)
     return judge_lines(
-        lines, board, setter, settings, judges, model=model, context=context, corpus=corpus, also=also, key=key,
+        lines,
+        board,
+        setter,
+        settings,
+        judges,
+        model=model,
+        context=context,
+        corpus=corpus,
+        also=also,
+        key=key,
         model_probabilities=model_probabilities,
-    )  # fmt: skip
+    )
 
 
 def judge_lines(
@@ -358,9 +367,14 @@ class _Gathering:
 
     def evidence(self) -> NodeEvidence:
         return NodeEvidence(
-            self.records.replies(), self.best, self.v1, self.corpus_games, self.dip_candidates, self.probe_v1,
+            self.records.replies(),
+            self.best,
+            self.v1,
+            self.corpus_games,
+            self.dip_candidates,
+            self.probe_v1,
             self.pool,
-        )  # fmt: skip
+        )
 
     # -- evidence that needs no deep search -----------------------------------------------------
 

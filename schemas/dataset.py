@@ -245,23 +245,40 @@ SIDES = ("white", "black")
 # every file against them.
 VALUE_RULES: dict[str, dict[str, tuple[float | None, float | None] | tuple[str, ...]]] = {
     "games": {
-        "game_index": (0, None), "byte_offset": (0, None), "white_elo": (0, RATING_MAX), "black_elo": (0, RATING_MAX),
-        "base_seconds": (0, CLOCK_SECONDS_MAX), "increment_seconds": (0, INCREMENT_SECONDS_MAX), "plies": (1, None),
+        "game_index": (0, None),
+        "byte_offset": (0, None),
+        "white_elo": (0, RATING_MAX),
+        "black_elo": (0, RATING_MAX),
+        "base_seconds": (0, CLOCK_SECONDS_MAX),
+        "increment_seconds": (0, INCREMENT_SECONDS_MAX),
+        "plies": (1, None),
     },
     "positions": {
-        "ply": (0, None), "side_to_move": SIDES, "mover_rating": (0, RATING_MAX),
-        "clock_seconds": (0, CLOCK_SECONDS_MAX), "eval_cp": (-EVAL_CP_MAX, EVAL_CP_MAX),
+        "ply": (0, None),
+        "side_to_move": SIDES,
+        "mover_rating": (0, RATING_MAX),
+        "clock_seconds": (0, CLOCK_SECONDS_MAX),
+        "eval_cp": (-EVAL_CP_MAX, EVAL_CP_MAX),
         "eval_mate": (-MATE_MAX, MATE_MAX),
     },
     "responses": {
-        "ply": (0, None), "setter": SIDES, "responder": SIDES, "legal": (1, None), "meaningful": (0, None),
-        "played_class": PLAYED_CLASSES, "primary_judge": JUDGE_NAMES, "nodes": (0, None),
-        "fall_p": (0, 1), "fall_p_low": (0, 1), "fall_p_high": (0, 1), "expected_loss": (0, 2),
+        "ply": (0, None),
+        "setter": SIDES,
+        "responder": SIDES,
+        "legal": (1, None),
+        "meaningful": (0, None),
+        "played_class": PLAYED_CLASSES,
+        "primary_judge": JUDGE_NAMES,
+        "nodes": (0, None),
+        "fall_p": (0, 1),
+        "fall_p_low": (0, 1),
+        "fall_p_high": (0, 1),
+        "expected_loss": (0, 2),
         "fall_drop": (0, 2),
     },
     "traps": {"ply": (0, None), "node_ply": (0, None), "setter": SIDES, "responder": SIDES},
     "errors": {"game_index": (0, None), "byte_offset": (0, None), "ply": (0, None), "stage": ("parse", "analyse")},
-}  # fmt: skip
+}
 
 TABLES: dict[str, pa.Schema] = {
     "games": GAMES,

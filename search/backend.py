@@ -108,8 +108,12 @@ class NativeBackend:
     ) -> ReplyValues:
         """Full-window alpha-beta below each reply: `shallow_plies` for the shallow pass, the
         DiffiMax depth for the deep level, one ply more for the deeper one."""
-        plies = {"shallow": self.shallow_plies, "probe": settings.depth, "deep": settings.depth,
-                 "deeper": settings.depth + 1}[level]  # fmt: skip
+        plies = {
+            "shallow": self.shallow_plies,
+            "probe": settings.depth,
+            "deep": settings.depth,
+            "deeper": settings.depth + 1,
+        }[level]
         game = ChessGame(board, setter)
         searcher: Searcher[chess.Move] = Searcher(game, tt=self.tt)
         legal = {move.uci(): move for move in game.legal_moves()}

@@ -32,10 +32,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence, plausible_share, win_chances
-from search.values import Value
+from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence, plausible_share
+from search.values import Value, win_chances
 
-# A drop in win chances (on [-1, 1], `search.judges.win_drop`) is this much score (on [0, 1]).
+# A drop in win chances (on [-1, 1], `search.values.win_drop`) is this much score (on [0, 1]).
 SCORE_PER_WIN_CHANCE: Final = 0.5
 
 # Where an opponent node's reply probabilities come from.
@@ -44,7 +44,7 @@ Source = Literal["corpus", "model", "even", "none"]
 
 def score(value: Value) -> float:
     """The player's expected score in [0, 1] of a position worth `value` centipawns to the player,
-    on Lichess's win-chance curve (`search.judges.win_chances`)."""
+    on Lichess's win-chance curve (`search.values.win_chances`)."""
     return (win_chances(value) + 1.0) * SCORE_PER_WIN_CHANCE
 
 

@@ -38,23 +38,19 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from search.fall import FallEstimate, calibrate_fall
 from search.settings import DiffiMaxSettings, SettingsError, is_whole
-from search.values import MATE_BOUND, Value, is_mate_score, win_percent_points
+from search.values import Value, win_chances, win_drop, win_percent_points
 
 Judge = Literal["dip", "trappy", "human", "model", "practical"]
 JUDGES: Final[tuple[Judge, ...]] = ("dip", "trappy", "human", "model", "practical")
 
 # The practical judge's rules (`JudgeSettings.practical_rule`).
 PRACTICAL_RULES: Final = ("fall", "reply", "both")
-
-# Lichess's win-chance curve: 2 / (1 + exp(-k * cp)) - 1, in [-1, 1] (lila `WinPercent`).
-WIN_CHANCE_K: Final = 0.00368208
 
 
 def parse_judges(text: str | Iterable[str]) -> frozenset[Judge]:
@@ -66,28 +62,6 @@ def parse_judges(text: str | Iterable[str]) -> frozenset[Judge]:
     if unknown or not tokens:
         raise SettingsError(f"invalid judges {','.join(tokens) or '(none)'!r}: expected some of {', '.join(JUDGES)}")
     return frozenset(tokens)  # type: ignore[arg-type]
-
-
-def win_probability(cp: float) -> float:
-    """Lichess's win probability in [0, 1] of a centipawn score: the one definition of its
-    logistic curve (lila's `WinPercent`), which the judges, the human features and the puzzles share."""
-    return 1.0 / (1.0 + math.exp(-WIN_CHANCE_K * cp))
-
-
-@functools.lru_cache(maxsize=8192)
-def win_chances(value: Value) -> float:
-    """The setter's win chances in [-1, 1] for a value in centipawns (a mate counts as +-1).
-    Cached: a position asks it of every reply several times, and values repeat."""
-    if is_mate_score(value):
-        return 1.0 if value > 0 else -1.0
-    # 2p - 1: doubling is exact in floating point, so this equals 2 / (1 + e) - 1 to the bit.
-    return 2.0 * win_probability(max(-MATE_BOUND, min(MATE_BOUND, value))) - 1.0
-
-
-def win_drop(best: Value, value: Value) -> float:
-    """What the responder gives up by playing a reply worth `value` instead of the best (`best`):
-    the setter's gain in win chances, in [0, 2] (0 for the best reply)."""
-    return max(0.0, win_chances(value) - win_chances(best))
 
 
 @dataclass(frozen=True)
@@ -353,10 +327,11 @@ def as_searched(evidence: NodeEvidence, settings: JudgeSettings) -> NodeEvidence
     practical = dataclasses.replace(settings, judges=settings.judges | {"practical"})
     searched = needs_deep(evidence, practical) | {evidence.best}
     blind = tuple(
-        reply if reply.move in searched else dataclasses.replace(reply, deep_value=None, probe_value=None,
-                                                                 deeper_value=None)
+        reply
+        if reply.move in searched
+        else dataclasses.replace(reply, deep_value=None, probe_value=None, deeper_value=None)
         for reply in evidence.replies
-    )  # fmt: skip
+    )
     judged = dataclasses.replace(evidence, replies=blind)
     deeper = needs_deeper(judged, practical)
     replies = tuple(r if r.move in deeper else dataclasses.replace(r, deeper_value=None) for r in judged.replies)
@@ -402,9 +377,14 @@ def fall_estimate(evidence: NodeEvidence, settings: JudgeSettings) -> FallEstima
         return calibrate_fall(clip(mass), settings.calibration_of(evidence.pool))
 
     return FallEstimate(
-        calibrated(fall), calibrated(low), calibrated(low + unsearched), min(loss, 2.0), clip(searched),
-        tuple(move for _, move in falling), clip(fall),
-    )  # fmt: skip
+        calibrated(fall),
+        calibrated(low),
+        calibrated(low + unsearched),
+        min(loss, 2.0),
+        clip(searched),
+        tuple(move for _, move in falling),
+        clip(fall),
+    )
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,17 @@
 Every value is an integer in centipawns from the setter's point of view (higher is better for
 the setter). Values are shown to people in pawns.
 
-A loss of win chances (`search.judges.win_drop`, on [0, 2]: a difference of Lichess's win chances
+A loss of win chances (`win_drop`, on [0, 2]: a difference of Lichess's win chances
 on [-1, 1]) is shown to people on one scale only, the points of Lichess's Win% (0-100, the figure
 its analysis board shows): `win_percent_points`. An expected score on [0, 1] is on the same scale
 times 100, so a repertoire's score drop and a judge's win drop read alike.
 """
 
 from __future__ import annotations
+
+import functools
+import math
+from typing import Final
 
 # A mate for the setter in n plies from the root scores MATE - n (spec: MATE = 100_000 cp).
 MATE = 100_000
@@ -23,6 +27,32 @@ Value = int  # centipawns, setter's point of view
 
 def is_mate_score(value: Value) -> bool:
     return abs(value) >= MATE_BOUND
+
+
+# Lichess's win-chance curve: 2 / (1 + exp(-k * cp)) - 1, in [-1, 1] (lila `WinPercent`).
+WIN_CHANCE_K: Final = 0.00368208
+
+
+def win_probability(cp: float) -> float:
+    """Lichess's win probability in [0, 1] of a centipawn score: the one definition of its
+    logistic curve (lila's `WinPercent`), which the judges, the human features and the puzzles share."""
+    return 1.0 / (1.0 + math.exp(-WIN_CHANCE_K * cp))
+
+
+@functools.lru_cache(maxsize=8192)
+def win_chances(value: Value) -> float:
+    """The setter's win chances in [-1, 1] for a value in centipawns (a mate counts as +-1).
+    Cached: a position asks it of every reply several times, and values repeat."""
+    if is_mate_score(value):
+        return 1.0 if value > 0 else -1.0
+    # 2p - 1: doubling is exact in floating point, so this equals 2 / (1 + e) - 1 to the bit.
+    return 2.0 * win_probability(max(-MATE_BOUND, min(MATE_BOUND, value))) - 1.0
+
+
+def win_drop(best: Value, value: Value) -> float:
+    """What the responder gives up by playing a reply worth `value` instead of the best (`best`):
+    the setter's gain in win chances, in [0, 2] (0 for the best reply)."""
+    return max(0.0, win_chances(value) - win_chances(best))
 
 
 def pawns_to_cp(pawns: float) -> int:

@@ -200,11 +200,27 @@ def ray_session(request: pytest.FixtureRequest) -> Iterator[None]:
 # in their own session's (tests/processes.py), not at the other worker's.
 CLUSTER_MODULES = frozenset(
     {
-        "test_golden_rows", "test_hostile_inputs", "test_hostile_outputs", "test_hostile_paths", "test_hostile_pgn", "test_object_storage",
-        "test_driver", "test_datasets", "test_fuzz", "test_faults", "test_pinned_inputs", "test_puzzles", "test_queries", "test_ray_job", "test_reliability",
-        "test_report", "test_openings_links", "test_progress", "test_repertoire",
+        "test_golden_rows",
+        "test_hostile_inputs",
+        "test_hostile_outputs",
+        "test_hostile_paths",
+        "test_hostile_pgn",
+        "test_object_storage",
+        "test_driver",
+        "test_datasets",
+        "test_fuzz",
+        "test_faults",
+        "test_pinned_inputs",
+        "test_puzzles",
+        "test_queries",
+        "test_ray_job",
+        "test_reliability",
+        "test_report",
+        "test_openings_links",
+        "test_progress",
+        "test_repertoire",
     }
-)  # fmt: skip
+)
 
 
 def slow_reason(item: pytest.Item) -> str | None:
@@ -237,8 +253,10 @@ def pytest_report_collectionfinish(config: pytest.Config, start_path: Path, item
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     unexplained = [item.nodeid for item in items if slow_reason(item) == ""]
     if unexplained:
-        raise pytest.UsageError(f"{len(unexplained)} tests are marked slow without a reason (e.g. {unexplained[0]}): "
-                                "write @pytest.mark.slow(reason=...), saying why CI cannot run it")  # fmt: skip
+        raise pytest.UsageError(
+            f"{len(unexplained)} tests are marked slow without a reason (e.g. {unexplained[0]}): "
+            "write @pytest.mark.slow(reason=...), saying why CI cannot run it"
+        )
     for item in items:
         if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in CLUSTER_MODULES:
             item.add_marker(pytest.mark.cluster)
@@ -254,5 +272,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     ungrouped = [item.nodeid for item in session.items if item.get_closest_marker("cluster") and "@" not in item.nodeid]
     if ungrouped:
-        raise pytest.UsageError(f"{len(ungrouped)} cluster tests lost their xdist group (e.g. {ungrouped[0]}): "
-                                "pytest-xdist cannot group them with this pytest")  # fmt: skip
+        raise pytest.UsageError(
+            f"{len(ungrouped)} cluster tests lost their xdist group (e.g. {ungrouped[0]}): "
+            "pytest-xdist cannot group them with this pytest"
+        )

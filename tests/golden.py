@@ -41,20 +41,47 @@ LATER_GAME_COLUMNS = frozenset({"link", "digest", "opening_header", "url", "move
 SHARD_HASH = re.compile(r"-[0-9a-f]{8}-(\d{6})$")
 # Version 1's columns of the seed's analysis, and where version 2 keeps them.
 RESPONSE_COLUMNS = {
-    "game_id": "game_id", "ply": "ply", "position_key": "position_key", "setter": "setter",
-    "responder": "responder", "value": "value", "best_move": "best_move", "move_played": "move_played",
-    "played_class": "played_class", "played_value": "played_value", "played_dip": "played_dip",
-    "played_exact": "played_exact", "legal": "legal", "meaningful": "meaningful",
-    "reasonable_count": "reasonable_count", "trap_count": "trap_count_dip", "trap_ratio": "trap_ratio",
-    "trap_node": "trap_node_dip", "tree_traps": "tree_traps", "analysed_nodes": "analysed_nodes", "nodes": "nodes",
-    "choice_moves": "choice_moves", "choice_trap_moves": "choice_trap_moves",
-    "chose_trap_move": "chose_trap_move", "reasonable_dip": "reasonable_dip", "trap_dip": "trap_dip",
-    "scope": "scope", "depth": "depth", "backend": "backend",
-}  # fmt: skip
+    "game_id": "game_id",
+    "ply": "ply",
+    "position_key": "position_key",
+    "setter": "setter",
+    "responder": "responder",
+    "value": "value",
+    "best_move": "best_move",
+    "move_played": "move_played",
+    "played_class": "played_class",
+    "played_value": "played_value",
+    "played_dip": "played_dip",
+    "played_exact": "played_exact",
+    "legal": "legal",
+    "meaningful": "meaningful",
+    "reasonable_count": "reasonable_count",
+    "trap_count": "trap_count_dip",
+    "trap_ratio": "trap_ratio",
+    "trap_node": "trap_node_dip",
+    "tree_traps": "tree_traps",
+    "analysed_nodes": "analysed_nodes",
+    "nodes": "nodes",
+    "choice_moves": "choice_moves",
+    "choice_trap_moves": "choice_trap_moves",
+    "chose_trap_move": "chose_trap_move",
+    "reasonable_dip": "reasonable_dip",
+    "trap_dip": "trap_dip",
+    "scope": "scope",
+    "depth": "depth",
+    "backend": "backend",
+}
 ITEM_COLUMNS = {
-    "move": "move", "value": "value", "exact": "exact", "dip": "dip", "rank": "rank", "excluded": "excluded",
-    "in_scope": "in_scope", "reasonable": "reasonable", "trap": "by_dip",
-}  # fmt: skip
+    "move": "move",
+    "value": "value",
+    "exact": "exact",
+    "dip": "dip",
+    "rank": "rank",
+    "excluded": "excluded",
+    "in_scope": "in_scope",
+    "reasonable": "reasonable",
+    "trap": "by_dip",
+}
 TRAP_COLUMNS = {
     name: name
     for name in (

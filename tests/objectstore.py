@@ -24,8 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # The credentials of the local server (moto accepts any): what the standard chain finds.
-CREDENTIALS = {"AWS_ACCESS_KEY_ID": "diffimaxtestkey", "AWS_SECRET_ACCESS_KEY": "diffimax-test-secret-0123456789",
-               "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
+CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "diffimaxtestkey",
+    "AWS_SECRET_ACCESS_KEY": "diffimax-test-secret-0123456789",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
 # Seconds the server may take to say where it listens.
 START_SECONDS = 30.0
 

@@ -45,10 +45,30 @@ def settings(draw: st.DrawFn, depth: int) -> DiffiMaxSettings:
 # -- hostile PGN: headers, comments and annotations -------------------------------------------
 
 KNOWN_TAGS = (
-    "Event", "Site", "Date", "UTCDate", "UTCTime", "Round", "White", "Black", "Result", "WhiteElo", "BlackElo",
-    "WhiteRatingDiff", "TimeControl", "GameId", "Link", "ECO", "Opening", "Termination", "Variant", "FEN", "SetUp",
-    "TimeClass", "WhiteTitle",
-)  # fmt: skip
+    "Event",
+    "Site",
+    "Date",
+    "UTCDate",
+    "UTCTime",
+    "Round",
+    "White",
+    "Black",
+    "Result",
+    "WhiteElo",
+    "BlackElo",
+    "WhiteRatingDiff",
+    "TimeControl",
+    "GameId",
+    "Link",
+    "ECO",
+    "Opening",
+    "Termination",
+    "Variant",
+    "FEN",
+    "SetUp",
+    "TimeClass",
+    "WhiteTitle",
+)
 HUGE = st.integers(min_value=-(2**80), max_value=2**80).map(str)
 # The characters that break lines, quote or bracket in PGN and its readers, drawn often (plain
 # st.text draws them rarely: a lone CR inside a FEN tag ended a job, found once in CI).
@@ -59,13 +79,39 @@ PGN_SPECIAL = '\r\n\t\x00\x0b\x0c\x1b\x7f\x85\u2028\u2029\ufeff"\\[]{}();%$!?#+=
 TEXT = st.one_of(
     st.text(max_size=40),
     st.text(alphabet=st.sampled_from(PGN_SPECIAL + "aKQRBNP18w"), max_size=24),
-    st.builds("{}{}{}".format, st.sampled_from(["8/8/8/8/8/8/8/8 w - - 0 1", chess.STARTING_FEN]),
-              st.sampled_from(PGN_SPECIAL), st.sampled_from(["", "x", chess.STARTING_FEN])),
+    st.builds(
+        "{}{}{}".format,
+        st.sampled_from(["8/8/8/8/8/8/8/8 w - - 0 1", chess.STARTING_FEN]),
+        st.sampled_from(PGN_SPECIAL),
+        st.sampled_from(["", "x", chess.STARTING_FEN]),
+    ),
     HUGE,
-    st.sampled_from(["", "?", "-", "9999.99.99", "2023.02.30", "0000.00.00", "1500", "-1", "1e309", "nan",
-                     "180+2", "99999999999+0", "-0:00:01", "99:99:99", "1-0", "*", "Chess960", "Crazyhouse",
-                     "https://lichess.org/abcdefgh", "8/8/8/8/8/8/8/8 w - - 0 1", "x" * 300]),
-)  # fmt: skip
+    st.sampled_from(
+        [
+            "",
+            "?",
+            "-",
+            "9999.99.99",
+            "2023.02.30",
+            "0000.00.00",
+            "1500",
+            "-1",
+            "1e309",
+            "nan",
+            "180+2",
+            "99999999999+0",
+            "-0:00:01",
+            "99:99:99",
+            "1-0",
+            "*",
+            "Chess960",
+            "Crazyhouse",
+            "https://lichess.org/abcdefgh",
+            "8/8/8/8/8/8/8/8 w - - 0 1",
+            "x" * 300,
+        ]
+    ),
+)
 EVAL = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(str),
     HUGE,

@@ -5,9 +5,9 @@ curve written with another spelling of its slope (0.0036821, 1 / 271.6) passed i
 
 - every function of `search`, `schemas` and `pipeline` that takes one number and returns a float
   is called; one that answers as the curve does (in any of its forms: a probability on [0, 1],
-  chances on [-1, 1], Win% on [0, 100]) must follow `search.judges.win_probability` when that
+  chances on [-1, 1], Win% on [0, 100]) must follow `search.values.win_probability` when that
   changes, so it is a use of the one curve, not a copy;
-- no `exp(...)` outside `search/judges.py` carries the curve's slope, however it is written.
+- no `exp(...)` outside `search/values.py` carries the curve's slope, however it is written.
 """
 
 from __future__ import annotations
@@ -74,19 +74,21 @@ def answers_as_the_curve(function: Callable[[float], float]) -> bool:
     except Exception:
         return False
     # Near enough to be a copy with its slope rounded (0.0036821, 1 / 271.59), not a curve of its own.
-    return any(all(math.isclose(a, form(int(cp)), rel_tol=1e-3, abs_tol=1e-4) for a, cp in zip(answers, PROBES, strict=True))
-               for form in FORMS.values())  # fmt: skip
+    return any(
+        all(math.isclose(a, form(int(cp)), rel_tol=1e-3, abs_tol=1e-4) for a, cp in zip(answers, PROBES, strict=True))
+        for form in FORMS.values()
+    )
 
 
 def test_every_function_that_answers_as_the_curve_uses_the_one_definition(monkeypatch: pytest.MonkeyPatch) -> None:
-    import search.judges
+    import search.values
 
     functions = numeric_functions()
     curves = {name: f for name, f in functions.items() if answers_as_the_curve(f)}
     # The walk finds the curve itself and its forms (else it proves nothing).
-    assert {"search.judges.win_probability", "search.judges.win_chances", "search.expectimax.score"} <= set(curves)
+    assert {"search.values.win_probability", "search.values.win_chances", "search.expectimax.score"} <= set(curves)
     # Another curve in its place (twice the slope): a use follows it, a copy does not.
-    canonical = search.judges.win_probability
+    canonical = search.values.win_probability
     steeper = lambda cp: 1 / (1 + math.exp(-2 * SLOPE * cp))
     for module in modules():
         for name, value in list(vars(module).items()):
@@ -97,7 +99,7 @@ def test_every_function_that_answers_as_the_curve_uses_the_one_definition(monkey
         if clear is not None:
             clear()
     copies = sorted(
-        name for name, f in curves.items() if name != "search.judges.win_probability" and answers_as_the_curve(f)
+        name for name, f in curves.items() if name != "search.values.win_probability" and answers_as_the_curve(f)
     )
     for function in curves.values():
         clear = getattr(function, "cache_clear", None)

@@ -52,31 +52,68 @@ PACKAGES = ("search", "pipeline", "jobs", "schemas")
 # The flags of `python -m jobs.mine` (= `diffimax mine`) that deployment commands may use.
 JOB_FLAGS = frozenset(
     {
-        "--out", "--engine", "--depth", "--scope", "--reasonable-dip", "--trap-dip", "--safety-margin",
-        "--min-elo", "--max-elo", "--time-control", "--plies", "--game-rate", "--seed", "--max-games",
-        "--workers", "--address", "--resume",
+        "--out",
+        "--engine",
+        "--depth",
+        "--scope",
+        "--reasonable-dip",
+        "--trap-dip",
+        "--safety-margin",
+        "--min-elo",
+        "--max-elo",
+        "--time-control",
+        "--plies",
+        "--game-rate",
+        "--seed",
+        "--max-games",
+        "--workers",
+        "--address",
+        "--resume",
     }
-)  # fmt: skip
+)
 # Of those, the ones that take no value.
 SWITCHES = frozenset({"--resume"})
 TIME_CONTROLS = frozenset({"bullet", "blitz", "rapid", "classical", "correspondence"})
 # RayJob spec fields of KubeRay's ray.io/v1 API (an unknown field is rejected or silently dropped).
 RAYJOB_FIELDS = frozenset(
     {
-        "activeDeadlineSeconds", "backoffLimit", "rayClusterSpec", "submitterPodTemplate", "metadata",
-        "clusterSelector", "submitterConfig", "managedBy", "deletionStrategy", "entrypoint",
-        "runtimeEnvYAML", "jobId", "submissionMode", "entrypointResources", "entrypointNumCpus",
-        "entrypointNumGpus", "ttlSecondsAfterFinished", "shutdownAfterJobFinishes", "suspend",
+        "activeDeadlineSeconds",
+        "backoffLimit",
+        "rayClusterSpec",
+        "submitterPodTemplate",
+        "metadata",
+        "clusterSelector",
+        "submitterConfig",
+        "managedBy",
+        "deletionStrategy",
+        "entrypoint",
+        "runtimeEnvYAML",
+        "jobId",
+        "submissionMode",
+        "entrypointResources",
+        "entrypointNumCpus",
+        "entrypointNumGpus",
+        "ttlSecondsAfterFinished",
+        "shutdownAfterJobFinishes",
+        "suspend",
         "schedule",
     }
-)  # fmt: skip
+)
 RAYCLUSTER_FIELDS = frozenset(
     {
-        "authOptions", "suspend", "managedBy", "autoscalerOptions", "headServiceAnnotations",
-        "enableInTreeAutoscaling", "gcsFaultToleranceOptions", "headGroupSpec", "rayVersion",
-        "workerGroupSpecs", "upgradeStrategy",
+        "authOptions",
+        "suspend",
+        "managedBy",
+        "autoscalerOptions",
+        "headServiceAnnotations",
+        "enableInTreeAutoscaling",
+        "gcsFaultToleranceOptions",
+        "headGroupSpec",
+        "rayVersion",
+        "workerGroupSpecs",
+        "upgradeStrategy",
     }
-)  # fmt: skip
+)
 # Sensible bounds for the RayJob's clean-up settings, in seconds.
 MAX_TTL = 24 * 3600
 MAX_DEADLINE = 7 * 24 * 3600
@@ -294,9 +331,24 @@ def image_wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[st
     root = tmp_path_factory.mktemp("image")
     context, dist = root / "context", root / "dist"
     files = build_context(context)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check",
-                    "--wheel-dir", str(dist), str(context)], check=True, capture_output=True, text=True,
-                   timeout=300)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--wheel-dir",
+            str(dist),
+            str(context),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     (wheel,) = dist.glob("diffimax-*.whl")
     return wheel, files
 
@@ -322,14 +374,23 @@ def test_the_image_builds_the_project_from_its_context(image_wheel, tmp_path):
     assert any(name.endswith(".py") for name in packaged) and any(name.endswith(".sql") for name in packaged)
     assert packaged <= names, sorted(packaged - names)[:10]
     assert re.search(r"^diffimax = pipeline\.cli:main$", entry_points, re.MULTILINE), entry_points
-    (check,) = [re.search(r'python -c "(import [^"]+)"', args) for keyword, args in dockerfile_instructions()
-                if keyword == "RUN" and "python -c \"import jobs" in args]  # fmt: skip
+    (check,) = [
+        re.search(r'python -c "(import [^"]+)"', args)
+        for keyword, args in dockerfile_instructions()
+        if keyword == "RUN" and 'python -c "import jobs' in args
+    ]
     assert check is not None
     imported = [name.strip() for name in check.group(1).removeprefix("import ").split(",")]
     probe = f"{check.group(1)}\nimport sys\nprint('\\n'.join(sys.modules[m].__file__ for m in {imported!r}))"
     site = tmp_path / "site"
-    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "PYTHONPATH": str(site)})  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(site)},
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert all(Path(line).is_relative_to(site) for line in result.stdout.splitlines()), result.stdout
 
@@ -632,7 +693,8 @@ def test_every_data_file_of_the_packages_is_installed():
             relative = path.relative_to(ROOT / package).as_posix()
             if path.is_dir() or path.suffix in (".py", ".pyc") or "__pycache__" in relative:
                 continue
-            if not any(fnmatch.fnmatch(relative, pattern) and relative.count("/") == pattern.count("/")
-                       for pattern in patterns):  # fmt: skip
+            if not any(
+                fnmatch.fnmatch(relative, pattern) and relative.count("/") == pattern.count("/") for pattern in patterns
+            ):
                 missing.append(f"{package}/{relative}")
     assert not missing, f"not in [tool.setuptools.package-data]: {missing}"

@@ -84,8 +84,23 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     pgn = base / "game.pgn"
     pgn.write_text(GAME)
     data = base / "data"
-    run_cli("mine", str(pgn), "--out", str(data), "--engine", "material", "--workers", "1", "--plies", "0-0",
-            "--human-model", "none", "--judges", "dip", check=True)  # fmt: skip
+    run_cli(
+        "mine",
+        str(pgn),
+        "--out",
+        str(data),
+        "--engine",
+        "material",
+        "--workers",
+        "1",
+        "--plies",
+        "0-0",
+        "--human-model",
+        "none",
+        "--judges",
+        "dip",
+        check=True,
+    )
     return {"pgn": str(pgn), "data": str(data), "out": str(base / "out")}
 
 
@@ -118,8 +133,19 @@ def shown(value: int | float) -> str:
 def test_every_numeric_flag_of_every_command_is_walked() -> None:
     """The walk reaches every command with numeric flags (a new command needs a base input)."""
     commands = {command for command, _, _ in OPTIONS}
-    assert commands == {"tree", "explain", "mine", "plan", "puzzles", "evaluate", "prototype", "play", "repertoire",
-                        "human train", "human eval"}, commands  # fmt: skip
+    assert commands == {
+        "tree",
+        "explain",
+        "mine",
+        "plan",
+        "puzzles",
+        "evaluate",
+        "prototype",
+        "play",
+        "repertoire",
+        "human train",
+        "human eval",
+    }, commands
     assert len(OPTIONS) > 150
 
 

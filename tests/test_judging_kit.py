@@ -43,8 +43,12 @@ def test_a_player_is_told_of_each_part_left_out(tmp_path) -> None:
     broken = tmp_path / "model.json"
     broken.write_text("{not json")
     told: list[str] = []
-    kit = open_kit("/bin/true", EngineOptions(), HumanEvidence(str(broken), str(tmp_path / "no-corpus")),
-                   without=lambda part, error: told.append(f"{part}: {error}"))  # fmt: skip
+    kit = open_kit(
+        "/bin/true",
+        EngineOptions(),
+        HumanEvidence(str(broken), str(tmp_path / "no-corpus")),
+        without=lambda part, error: told.append(f"{part}: {error}"),
+    )
     assert [line.split(":")[0] for line in told] == ["model", "corpus", "engine"]
     assert kit.backend is None and kit.model is None and kit.corpus is None and "did not start" in told[2]
     kit.close()
@@ -56,9 +60,15 @@ def test_a_reply_has_one_row_with_the_datasets_column_names() -> None:
     board = chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R b KQkq - 3 3")
     judges = JudgeSettings(judges=frozenset({"dip", "trappy", "model", "practical"}))
     explanation = explain_position(
-        ExplainInput(board), chess.WHITE, "native", EngineOptions(), DiffiMaxSettings(depth=2), judges,
-        model="bundled", corpus=None,
-    )  # fmt: skip
+        ExplainInput(board),
+        chess.WHITE,
+        "native",
+        EngineOptions(),
+        DiffiMaxSettings(depth=2),
+        judges,
+        model="bundled",
+        corpus=None,
+    )
     assert explanation.judgement is not None
     rows = reply_rows(explanation.judgement)
     assert len(rows) == board.legal_moves.count() and len({row["move"] for row in rows}) == len(rows)

@@ -15,10 +15,21 @@ from pipeline.cli.jobs import mine_config
 
 app.add_typer(human_app, name="human")
 for _command in (
-    analysis.tree, analysis.explain, jobs.mine, jobs.plan, datasets.query, datasets.verify, datasets.report,
-    datasets.puzzles, datasets.tag, evaluate.evaluate, analysis.prototype, play.play, repertoire.repertoire,
+    analysis.tree,
+    analysis.explain,
+    jobs.mine,
+    jobs.plan,
+    datasets.query,
+    datasets.verify,
+    datasets.report,
+    datasets.puzzles,
+    datasets.tag,
+    evaluate.evaluate,
+    analysis.prototype,
+    play.play,
+    repertoire.repertoire,
     repertoire.repertoire_query,
-):  # fmt: skip
+):
     app.command()(_command)
 limits.guard_commands(app)  # every numeric flag checked against what it feeds, before any work
 

@@ -60,13 +60,23 @@ def tree(
     data: dict[str, Any]
     if algorithm == "minimax":
         value, best_move, stats = minimax_decision(game, plies)
-        data = {"value": cp_to_pawns(value), "best_move": best_move, **stats.as_dict(), "root_analysis": None,
-                "traps": []}  # fmt: skip
+        data = {
+            "value": cp_to_pawns(value),
+            "best_move": best_move,
+            **stats.as_dict(),
+            "root_analysis": None,
+            "traps": [],
+        }
     elif algorithm == "alphabeta":
         searcher = Searcher(game, ordering="natural")  # the textbook: children left to right
         found = searcher.search(plies)
-        data = {"value": cp_to_pawns(found.value), "best_move": found.best_move, **searcher.stats.as_dict(),
-                "root_analysis": None, "traps": []}  # fmt: skip
+        data = {
+            "value": cp_to_pawns(found.value),
+            "best_move": found.best_move,
+            **searcher.stats.as_dict(),
+            "root_analysis": None,
+            "traps": [],
+        }
     else:
         result = DiffiMaxSearch(game, settings, tt=TranspositionTable(), exact_root=True).run()
         data = result_json(result)

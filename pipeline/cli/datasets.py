@@ -160,11 +160,21 @@ def puzzles(
 
     with output_lock(local_out(out)), Progress() as progress:
         report = generate_puzzles(
-            data, out, kind=parse_kind(kind), min_dip=min_dip, limit=limit, formats=parse_formats(files),
-            engine=uci_engine(engine, "puzzles"), standard=standard, nodes=nodes,
-            margin=None if margin is None else win_drop_of_points(margin), workers=workers,
-            human_model=None if human_model.lower() == "none" else human_model, per_game=per_game, progress=progress,
-        )  # fmt: skip
+            data,
+            out,
+            kind=parse_kind(kind),
+            min_dip=min_dip,
+            limit=limit,
+            formats=parse_formats(files),
+            engine=uci_engine(engine, "puzzles"),
+            standard=standard,
+            nodes=nodes,
+            margin=None if margin is None else win_drop_of_points(margin),
+            workers=workers,
+            human_model=None if human_model.lower() == "none" else human_model,
+            per_game=per_game,
+            progress=progress,
+        )
     typer.echo(report.summary())
 
 

@@ -80,11 +80,24 @@ def evaluate(
     with Progress() as progress:
         progress.say(f"evaluate: sampling {positions} positions of the {split} games")
         run = run_harness(
-            inputs, engine=engine, options=options, settings=settings, shallow_depths=depths, split=split,
-            positions=positions, seed=seed, known_traps=known_traps, trap_rating=trap_rating, model=human_model,
-            corpus=human_corpus, workers=workers_or_cpus(workers), save=save, load=load, progress=progress,
+            inputs,
+            engine=engine,
+            options=options,
+            settings=settings,
+            shallow_depths=depths,
+            split=split,
+            positions=positions,
+            seed=seed,
+            known_traps=known_traps,
+            trap_rating=trap_rating,
+            model=human_model,
+            corpus=human_corpus,
+            workers=workers_or_cpus(workers),
+            save=save,
+            load=load,
+            progress=progress,
             gathered=frozenset(JUDGES) if judges is None else parse_judges(judges),
-        )  # fmt: skip
+        )
     if as_json:
         emit({"about": run.about, "variants": run.rows, "calibration": run.calibration}, "", True)
     else:

@@ -106,14 +106,24 @@ def train_command(
     config = TrainConfig(
         kind=cast(ModelKind, learner),  # checked by TrainConfig
         groups=chosen,
-        engine=features_engine, engine_options=dataclasses.replace(FEATURE_ENGINE, depth=feature_depth),
-        sample_rate=train_rate, tune_sample_rate=tune_rate, source_rates=parse_source_rates(source_rate or []),
-        pool=parse_pool(pool), game_rate=game_rate, source_game_rates=parse_source_rates(source_game_rate or []),
-        seed=seed, book_min_games=book_min_games,
-        num_leaves=num_leaves, learning_rate=learning_rate, max_rounds=max_rounds,
-        min_data_in_leaf=min_data_in_leaf, threads=fit_threads, workers=workers_or_cpus(workers),
+        engine=features_engine,
+        engine_options=dataclasses.replace(FEATURE_ENGINE, depth=feature_depth),
+        sample_rate=train_rate,
+        tune_sample_rate=tune_rate,
+        source_rates=parse_source_rates(source_rate or []),
+        pool=parse_pool(pool),
+        game_rate=game_rate,
+        source_game_rates=parse_source_rates(source_game_rate or []),
+        seed=seed,
+        book_min_games=book_min_games,
+        num_leaves=num_leaves,
+        learning_rate=learning_rate,
+        max_rounds=max_rounds,
+        min_data_in_leaf=min_data_in_leaf,
+        threads=fit_threads,
+        workers=workers_or_cpus(workers),
         trainer=cast(Literal["local", "ray"], trainer),  # checked by TrainConfig
-    )  # fmt: skip
+    )
     with Progress() as progress:
         summary = train(games, out, config, progress=progress, dump=dump_examples)
     if json_out:
@@ -187,14 +197,20 @@ def eval_command(
     baselines = nodes is not None or bool(baseline_depth)  # the engine is started only for them
     config = EvalConfig(
         split=parse_split(split),
-        sample_rate=position_rate, seed=seed, corpus=tuple(corpus_games or ()),
+        sample_rate=position_rate,
+        seed=seed,
+        corpus=tuple(corpus_games or ()),
         engine=uci_engine(engine, "human eval") if baselines else engine or "",
-        engine_nodes=nodes, engine_depths=tuple(baseline_depth or ()), baseline_rate=baseline_rate,
-        workers=workers_or_cpus(workers), max_positions=max_positions,
+        engine_nodes=nodes,
+        engine_depths=tuple(baseline_depth or ()),
+        baseline_rate=baseline_rate,
+        workers=workers_or_cpus(workers),
+        max_positions=max_positions,
         reference_model=reference_model,
-        source_rates=parse_source_rates(source_rate or []), pool=parse_pool(pool),
+        source_rates=parse_source_rates(source_rate or []),
+        pool=parse_pool(pool),
         games=game_sample(game_rate, parse_source_rates(source_game_rate or [])),
-    )  # fmt: skip
+    )
     with Progress() as progress:
         result = evaluate(human_model, games, config, progress=progress)
     if not result.outcomes:

@@ -206,8 +206,14 @@ def plan(
     # Planning writes nothing: the output directory only completes the job's description.
     config = job("(planned, not written)", False)
     with Progress() as progress:  # on stderr, beside --json's stdout
-        planned = plan_job(config, sample_games=sample_games, sample_positions=sample_positions,
-                           assume_games=assume_games, seed=plan_seed, progress=progress)  # fmt: skip
+        planned = plan_job(
+            config,
+            sample_games=sample_games,
+            sample_positions=sample_positions,
+            assume_games=assume_games,
+            seed=plan_seed,
+            progress=progress,
+        )
     emit(planned.describe(), plan_text(planned), as_json)
 
 
@@ -242,18 +248,20 @@ def summary_text(manifest: dict[str, Any], out: str) -> str:
     shown = terminal_visible(out)
     asked, up = m["workers"], m.get("workers_up", m["workers"])
     workers = f"{up} (of {asked} asked)" if up != asked else f"{asked}"
-    return "\n".join([
-        f"Dataset written to {shown} (manifest: {shown}/manifest.json)",
-        f"games: {m['games_read']:,} read = {m['games_written']:,} mined + {m['games_filtered']:,} filtered"
-        f"{_by_key(m.get('games_filtered_by'))} + {m['games_error']:,} with errors",
-        *notes,
-        f"positions: {m['positions']:,} ({m['positions_analysed']:,} analysed, {m['positions_reused']:,} reused "
-        f"from repeats, {m['positions_error']:,} failed)",
-        f"trap records: {m['traps']:,}; engine: {m['engine'].get('engine') or m['engine'].get('name', '?')}; "
-        f"human-move model: {model_line(m.get('human', {}).get('model_name'))}; workers: {workers}; "
-        f"{m['wall_seconds']:.1f} s",
-        f"query it: diffimax query --data {shell_word(out)} \"select * from traps limit 10\"",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"Dataset written to {shown} (manifest: {shown}/manifest.json)",
+            f"games: {m['games_read']:,} read = {m['games_written']:,} mined + {m['games_filtered']:,} filtered"
+            f"{_by_key(m.get('games_filtered_by'))} + {m['games_error']:,} with errors",
+            *notes,
+            f"positions: {m['positions']:,} ({m['positions_analysed']:,} analysed, {m['positions_reused']:,} reused "
+            f"from repeats, {m['positions_error']:,} failed)",
+            f"trap records: {m['traps']:,}; engine: {m['engine'].get('engine') or m['engine'].get('name', '?')}; "
+            f"human-move model: {model_line(m.get('human', {}).get('model_name'))}; workers: {workers}; "
+            f"{m['wall_seconds']:.1f} s",
+            f'query it: diffimax query --data {shell_word(out)} "select * from traps limit 10"',
+        ]
+    )
 
 
 def model_line(name: str | None) -> str:

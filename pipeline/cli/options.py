@@ -237,14 +237,24 @@ class EngineFlags:
         return self.engine or default_engine()
 
     def options(self, shallow_depth: int | None = None) -> EngineOptions:
-        for flag, value in (("--nodes", self.nodes), ("--engine-depth", self.engine_depth),
-                            ("--threads", self.threads), ("--hash", self.hash_mb)):  # fmt: skip
+        for flag, value in (
+            ("--nodes", self.nodes),
+            ("--engine-depth", self.engine_depth),
+            ("--threads", self.threads),
+            ("--hash", self.hash_mb),
+        ):
             if value is not None and value < 1:
                 raise UsageError(f"invalid {flag} {value}: must be a whole number >= 1")
         if self.movetime is not None and not self.movetime > 0:
             raise UsageError(f"invalid --movetime {self.movetime}: must be a number of seconds above 0")
-        return EngineOptions(threads=self.threads, hash_mb=self.hash_mb, nodes=self.nodes, depth=self.engine_depth,
-                             movetime=self.movetime, shallow_depth=shallow_depth)  # fmt: skip
+        return EngineOptions(
+            threads=self.threads,
+            hash_mb=self.hash_mb,
+            nodes=self.nodes,
+            depth=self.engine_depth,
+            movetime=self.movetime,
+            shallow_depth=shallow_depth,
+        )
 
 
 @dataclass(frozen=True)

@@ -99,10 +99,17 @@ def repertoire(
 
     engine = engine_flags.name()
     settings = RepertoireSettings(
-        color=parse_color(color), rating=rating, player_rating=player_rating, pool=parse_pool(pool), plies=line_plies,
-        floor=floor, width=width, candidates=candidates, diffimax=search.settings(default_depth(engine)),
+        color=parse_color(color),
+        rating=rating,
+        player_rating=player_rating,
+        pool=parse_pool(pool),
+        plies=line_plies,
+        floor=floor,
+        width=width,
+        candidates=candidates,
+        diffimax=search.settings(default_depth(engine)),
         judges=build_judges(evidence.judges, REPERTOIRE_JUDGES, thresholds),
-    )  # fmt: skip
+    )
     start = parse_start(start_fen, moves)
     formats = parse_repertoire_files(files)
     human_model = None if evidence.human_model.lower() == "none" else evidence.human_model
@@ -123,9 +130,7 @@ def repertoire(
     with Progress() as progress:
         # The tree grows as it is expanded: the total and its ETA are of the nodes known so far.
         progress.start("expanded", "nodes")
-        growth, stats = build_repertoire(
-            spec, count, address=address, progress=progress
-        )  # fmt: skip
+        growth, stats = build_repertoire(spec, count, address=address, progress=progress)
     labels = Labels(engine, human)
     report = write_repertoire(growth, stats, labels, out, data=data, formats=formats)
     typer.echo(report.summary())

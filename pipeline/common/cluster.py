@@ -79,9 +79,14 @@ def start_ray(
     try:
         for attempt in range(1, CLUSTER_START_ATTEMPTS + 1):
             try:
-                ray.init(address=address, include_dashboard=False,
-                         logging_level=logging.INFO if verbose else logging.ERROR, log_to_driver=verbose,
-                         configure_logging=verbose, **options)  # fmt: skip
+                ray.init(
+                    address=address,
+                    include_dashboard=False,
+                    logging_level=logging.INFO if verbose else logging.ERROR,
+                    log_to_driver=verbose,
+                    configure_logging=verbose,
+                    **options,
+                )
                 return
             except (ConnectionError, TimeoutError) as error:
                 raise ClusterError(f"Ray could not reach the cluster at {address!r}: {error}") from None

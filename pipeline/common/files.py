@@ -36,8 +36,10 @@ def unsafe_reason(status: os.stat_result) -> str | None:
     if not stat.S_ISREG(status.st_mode):
         return "is not a regular file"
     if status.st_nlink > 1:
-        return (f"is a hard link ({status.st_nlink} names for one file): diffimax never writes through it "
-                "(the other names' file would be overwritten)")  # fmt: skip
+        return (
+            f"is a hard link ({status.st_nlink} names for one file): diffimax never writes through it "
+            "(the other names' file would be overwritten)"
+        )
     return None
 
 

@@ -69,8 +69,9 @@ def eta_seconds(done: int, total: int | None, rate: float | None) -> float | Non
     return max(0.0, (total - done) / rate)
 
 
-def progress_line(verb: str, unit: str, done: int, total: int | None, rate: float | None, detail: str,
-                  finished: bool) -> str:  # fmt: skip
+def progress_line(
+    verb: str, unit: str, done: int, total: int | None, rate: float | None, detail: str, finished: bool
+) -> str:
     """One line for logs and pipes: `analysed 132/9,155 positions | 5.1 positions/s | ETA 29:19 | ...`."""
     of = f"/{total:,}" if total is not None else ""
     pace = f"{rate:,.1f} {unit}/s" if rate else f"{unit}/s ?"
@@ -120,8 +121,18 @@ class Progress:
         if not self.enabled:
             return
         if self.terminal:
-            self._bar().update(self._task(), completed=0, total=total, verb=verb, of=self._of(), unit=unit, pace="",
-                               eta="", detail=detail, visible=True)  # fmt: skip
+            self._bar().update(
+                self._task(),
+                completed=0,
+                total=total,
+                verb=verb,
+                of=self._of(),
+                unit=unit,
+                pace="",
+                eta="",
+                detail=detail,
+                visible=True,
+            )
         else:
             self.last_line = self.clock()
             self.echo(progress_line(verb, unit, 0, total, None, detail, False))
@@ -147,8 +158,15 @@ class Progress:
         rate = self.rate.add(done)
         if self.bar is not None and self.task is not None:
             eta = "" if finished else describe_eta(eta_seconds(done, self.total, rate))
-            self.bar.update(self.task, completed=done, total=self.total, of=self._of(), pace=f"{rate:,.1f}/s" if rate
-                            else "", eta=eta, detail=self.detail)  # fmt: skip
+            self.bar.update(
+                self.task,
+                completed=done,
+                total=self.total,
+                of=self._of(),
+                pace=f"{rate:,.1f}/s" if rate else "",
+                eta=eta,
+                detail=self.detail,
+            )
             return
         now = self.clock()
         if finished or now - self.last_line >= LINE_SECONDS:

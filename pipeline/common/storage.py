@@ -157,10 +157,14 @@ def filesystem(scheme: str) -> Any:
             import s3fs
 
             found = s3fs.S3FileSystem(
-                skip_instance_cache=True, use_listings_cache=False,
-                config_kwargs={"connect_timeout": 20, "read_timeout": 60,
-                               "retries": {"max_attempts": 4, "mode": "standard"}},
-            )  # fmt: skip
+                skip_instance_cache=True,
+                use_listings_cache=False,
+                config_kwargs={
+                    "connect_timeout": 20,
+                    "read_timeout": 60,
+                    "retries": {"max_attempts": 4, "mode": "standard"},
+                },
+            )
         else:
             import gcsfs
 
@@ -193,8 +197,16 @@ def is_transient(error: BaseException) -> bool:
     names = " ".join(_cause_names(error))
     if any(word in names for word in ("Expired", "NoCredentials", "PartialCredentials")):
         return False
-    transient = ("Timeout", "Connection", "ClientPayload", "ServerDisconnected", "IncompleteRead",
-                 "ResponseStreamingError", "ProtocolError", "ReadError")  # fmt: skip
+    transient = (
+        "Timeout",
+        "Connection",
+        "ClientPayload",
+        "ServerDisconnected",
+        "IncompleteRead",
+        "ResponseStreamingError",
+        "ProtocolError",
+        "ReadError",
+    )
     if any(word in names for word in transient):
         return True
     return isinstance(error, OSError) and error.errno in (errno.EAGAIN, errno.EBUSY, errno.ECONNRESET, errno.EPIPE)
@@ -370,8 +382,21 @@ class ObjectReader:
 
 
 __all__ = [
-    "ObjectReader", "ObjectUrl", "StorageError", "arrow_filesystem", "check_name", "describe_pin", "filesystem",
-    "is_object_url", "is_transient", "object_info", "object_pin", "parse_url", "pin_of_info", "redact", "retried",
+    "ObjectReader",
+    "ObjectUrl",
+    "StorageError",
+    "arrow_filesystem",
+    "check_name",
+    "describe_pin",
+    "filesystem",
+    "is_object_url",
+    "is_transient",
+    "object_info",
+    "object_pin",
+    "parse_url",
+    "pin_of_info",
+    "redact",
+    "retried",
     "storage_errors",
     "storage_problem",
-]  # fmt: skip
+]

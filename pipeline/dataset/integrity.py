@@ -76,10 +76,18 @@ SCAN_FORMAT: Final = ds.ParquetFileFormat(
 # What a damaged file makes Arrow or DuckDB say (lower case): a failed page checksum, a file
 # that is not Parquet, metadata that cannot be decoded.
 DAMAGE_SIGNS: Final = (
-    "crc checksum verification failed", "could not verify page integrity", "parquet magic bytes not found",
-    "couldn't deserialize thrift", "invalid parquet file", "corrupt", "unexpected end of stream",
-    "page header", "decompress", "parquet file size is", "is not a 'parquet' file",
-)  # fmt: skip
+    "crc checksum verification failed",
+    "could not verify page integrity",
+    "parquet magic bytes not found",
+    "couldn't deserialize thrift",
+    "invalid parquet file",
+    "corrupt",
+    "unexpected end of stream",
+    "page header",
+    "decompress",
+    "parquet file size is",
+    "is not a 'parquet' file",
+)
 # How the repair is spelled in every error about a shard.
 REPAIR = (
     "repair: run the diffimax mine command that wrote it again with --resume --repair "
@@ -531,9 +539,35 @@ def damage_named(state: DatasetState) -> Iterator[None]:
 
 
 __all__ = [
-    "FILES", "JOB_FILE", "MANIFEST_FILE", "OWN_NAMES", "SHARDS_DIR", "SHARD_ID", "SHARD_MARKER", "STAGING_DIR",
-    "DamagedDatasetError", "DatasetError", "DatasetState", "FileRecord", "IncompleteDatasetError",
-    "LinkedDatasetError", "check_dataset", "check_layout", "check_version", "committed_ids",
-    "damage_named", "damaged_error", "file_record", "first_line", "is_damage", "is_shard_id", "link_note",
-    "listed_shards", "locate_damage", "manifest_records", "read_verified", "scan", "shard_problem",
-]  # fmt: skip
+    "FILES",
+    "JOB_FILE",
+    "MANIFEST_FILE",
+    "OWN_NAMES",
+    "SHARDS_DIR",
+    "SHARD_ID",
+    "SHARD_MARKER",
+    "STAGING_DIR",
+    "DamagedDatasetError",
+    "DatasetError",
+    "DatasetState",
+    "FileRecord",
+    "IncompleteDatasetError",
+    "LinkedDatasetError",
+    "check_dataset",
+    "check_layout",
+    "check_version",
+    "committed_ids",
+    "damage_named",
+    "damaged_error",
+    "file_record",
+    "first_line",
+    "is_damage",
+    "is_shard_id",
+    "link_note",
+    "listed_shards",
+    "locate_damage",
+    "manifest_records",
+    "read_verified",
+    "scan",
+    "shard_problem",
+]

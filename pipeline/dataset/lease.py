@@ -145,8 +145,16 @@ class Found:
 
 
 def _record(holder: Holder, seconds: float, token: str) -> bytes:
-    return json.dumps({"pid": holder.pid, "host": holder.host, "command": holder.command, "since": holder.since,
-                       "seconds": seconds, "token": token}).encode()  # fmt: skip
+    return json.dumps(
+        {
+            "pid": holder.pid,
+            "host": holder.host,
+            "command": holder.command,
+            "since": holder.since,
+            "seconds": seconds,
+            "token": token,
+        }
+    ).encode()
 
 
 def _modified(info: dict[str, Any]) -> float:
@@ -317,6 +325,17 @@ def check_free(out: str | os.PathLike[str] | ObjectPath) -> None:
 
 
 __all__ = [
-    "LEASE_DIR", "LEASE_SECONDS", "LEASE_SECONDS_ENV", "Lease", "LeaseLostError", "LeaseSettingError", "Tenure",
-    "acquire", "check_free", "dataset_lock", "lease_seconds", "newest", "store_time",
-]  # fmt: skip
+    "LEASE_DIR",
+    "LEASE_SECONDS",
+    "LEASE_SECONDS_ENV",
+    "Lease",
+    "LeaseLostError",
+    "LeaseSettingError",
+    "Tenure",
+    "acquire",
+    "check_free",
+    "dataset_lock",
+    "lease_seconds",
+    "newest",
+    "store_time",
+]

@@ -131,9 +131,13 @@ def output_lock(directory: str | os.PathLike[str], command: str | None = None) -
     path = root / LOCK_FILE
     descriptor = _lock_file(path, root)
     try:
-        record = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time(),
-                  "command": command or " ".join(os.path.basename(arg) if i == 0 else arg
-                                                 for i, arg in enumerate(sys.argv))[:500]}  # fmt: skip
+        record = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": time.time(),
+            "command": command
+            or " ".join(os.path.basename(arg) if i == 0 else arg for i, arg in enumerate(sys.argv))[:500],
+        }
         os.ftruncate(descriptor, 0)
         os.pwrite(descriptor, json.dumps(record).encode(), 0)
         try:
@@ -211,6 +215,12 @@ def _acquire(descriptor: int, root: Path) -> None:
 
 
 __all__ = [
-    "LOCK_FILE", "Holder", "LockFileError", "LockedError", "OutputPathError", "check_out_path", "check_unlocked",
+    "LOCK_FILE",
+    "Holder",
+    "LockFileError",
+    "LockedError",
+    "OutputPathError",
+    "check_out_path",
+    "check_unlocked",
     "output_lock",
-]  # fmt: skip
+]

@@ -132,15 +132,19 @@ class ObjectPath:
         """The objects and prefixes directly under this prefix."""
         if self.view is not None:
             base = self.path + "/"
-            names = {key[len(base) :].split("/", 1)[0] for key in [*self.view.sizes, *self.view.prefixes]
-                     if key.startswith(base)}  # fmt: skip
+            names = {
+                key[len(base) :].split("/", 1)[0]
+                for key in [*self.view.sizes, *self.view.prefixes]
+                if key.startswith(base)
+            }
         else:
             listed: list[str] = retried(lambda: self._ls(), self.url)
             names = {entry.rstrip("/").rsplit("/", 1)[-1] for entry in listed}
         for name in sorted(names):
             if name:
-                yield ObjectPath(ObjectUrl(self.url.scheme, self.url.bucket, f"{self.url.key}/{name}".strip("/")),
-                                 self.view)  # fmt: skip
+                yield ObjectPath(
+                    ObjectUrl(self.url.scheme, self.url.bucket, f"{self.url.key}/{name}".strip("/")), self.view
+                )
 
     def _ls(self) -> list[str]:
         try:
@@ -152,8 +156,10 @@ class ObjectPath:
     def glob(self, pattern: str) -> list[ObjectPath]:
         """The objects under this prefix whose relative key matches `pattern` (fsspec's glob)."""
         found: list[str] = retried(lambda: self.fs.glob(f"{self.path}/{pattern}"), self.url)
-        return [ObjectPath(ObjectUrl(self.url.scheme, self.url.bucket, key.split("/", 1)[1]), self.view)
-                for key in sorted(found)]  # fmt: skip
+        return [
+            ObjectPath(ObjectUrl(self.url.scheme, self.url.bucket, key.split("/", 1)[1]), self.view)
+            for key in sorted(found)
+        ]
 
     def stat(self) -> ObjectStat:
         if self.view is not None:

@@ -72,12 +72,26 @@ def effective_engine_options(engine: str, options: EngineOptions) -> dict[str, A
     """The engine and limits a backend would really run with (defaults filled in): the part of a
     mining job's identity that names its engine. `path` is "native" or the resolved executable."""
     if engine == "material":
-        return {"path": "material", "threads": None, "hash_mb": None, "nodes": None, "engine_depth": None,
-                "movetime": None, "shallow_depth": None}  # fmt: skip
+        return {
+            "path": "material",
+            "threads": None,
+            "hash_mb": None,
+            "nodes": None,
+            "engine_depth": None,
+            "movetime": None,
+            "shallow_depth": None,
+        }
     if engine == "native":
         shallow = NATIVE_SHALLOW_PLIES if options.shallow_depth is None else options.shallow_depth
-        return {"path": "native", "threads": None, "hash_mb": None, "nodes": options.nodes, "engine_depth": None,
-                "movetime": None, "shallow_depth": shallow}  # fmt: skip
+        return {
+            "path": "native",
+            "threads": None,
+            "hash_mb": None,
+            "nodes": options.nodes,
+            "engine_depth": None,
+            "movetime": None,
+            "shallow_depth": shallow,
+        }
     from pipeline.engines import uci
     from pipeline.engines.process import resolve_engine
 
@@ -149,7 +163,9 @@ def describe_engine(described: dict[str, Any]) -> str:
     options = described.get("options") or {}
     if isinstance(options, dict) and options:
         threads, hash_mb = options.get("Threads"), options.get("Hash")
-        setup = [f"{threads} thread{'s' if threads != 1 else ''}" if threads else None,
-                 f"{hash_mb} MiB hash" if hash_mb else None]  # fmt: skip
+        setup = [
+            f"{threads} thread{'s' if threads != 1 else ''}" if threads else None,
+            f"{hash_mb} MiB hash" if hash_mb else None,
+        ]
         words.append("; " + ", ".join(part for part in setup if part))
     return "".join(words)

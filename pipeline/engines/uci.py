@@ -147,8 +147,14 @@ class EngineLimits:
 
     def describe(self) -> dict[str, Any]:
         probe = self.probe_divisor if self.probes else None
-        return {"nodes": self.nodes, "depth": self.depth, "movetime": self.movetime, "per": "line",
-                "deeper_factor": self.deeper_factor, "probe_divisor": probe}  # fmt: skip
+        return {
+            "nodes": self.nodes,
+            "depth": self.depth,
+            "movetime": self.movetime,
+            "per": "line",
+            "deeper_factor": self.deeper_factor,
+            "probe_divisor": probe,
+        }
 
 
 def line_value(score: chess.engine.PovScore, setter: chess.Color, ply: int) -> Value:
@@ -332,9 +338,14 @@ def open_uci_backend(
     else:
         limits = EngineLimits(nodes=nodes, depth=depth, movetime=movetime)
     return UciBackend(
-        resolve_engine(spec), threads=threads, hash_mb=hash_mb, limits=limits, timeout=timeout, exact_root=exact_root,
+        resolve_engine(spec),
+        threads=threads,
+        hash_mb=hash_mb,
+        limits=limits,
+        timeout=timeout,
+        exact_root=exact_root,
         shallow=EngineLimits(nodes=None, depth=shallow_depth),
-    )  # fmt: skip
+    )
 
 
 class UciOracle:

@@ -22,27 +22,24 @@ every variant's figures.
 from __future__ import annotations
 
 import dataclasses
-import json
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
 import chess
 
 from pipeline.common.cluster import Tick, fan_out
-from pipeline.common.files import write_atomic
 from pipeline.common.progress import Progress
 from pipeline.common.splits import parse_split
 from pipeline.common.stats import wilson
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.harness.calibration import calibrate
+from pipeline.harness.evidence_file import Record, load_records, save_records
 from pipeline.harness.known_traps import load_known_traps
 from pipeline.harness.samples import (
     KNOWN_TRAP_RATING,
     SAMPLE_SEED,
-    HarnessError,
     HumanSample,
     game_samples,
     trap_samples,
@@ -56,8 +53,6 @@ from search.judges import (
     JUDGES,
     Judge,
     JudgeSettings,
-    NodeEvidence,
-    ReplyEvidence,
     judge,
     shallow_ranks,
 )
@@ -67,30 +62,6 @@ from search.settings import DiffiMaxSettings
 LOOSE_P: Final = 0.05
 # Shallow-pass depths measured for the trappy judge: plies (native) or engine depth (UCI).
 SHALLOW_DEPTHS: Final = (1, 2, 4, 8)
-# Format of a saved evidence file.
-EVIDENCE_FORMAT: Final = "diffimax-judge-evidence-1"
-
-
-@dataclass
-class Record:
-    """The evidence gathered at one sample: what every judge variant is measured on."""
-
-    source: str
-    game_id: str
-    ply: int
-    fen: str
-    played: str
-    name: str
-    evidence: NodeEvidence
-    shallow_by_depth: dict[int, dict[str, int]]  # shallow ranks at each measured depth
-    nodes: dict[str, int]
-    outcomes: dict[str, float] = field(default_factory=dict)
-    """The setter's human-expected score after each reply a variant may name (Maia-3's value head
-    at the two players' ratings: win + draw / 2); empty with a model that has no value head."""
-    rating: int | None = None
-    """The responder's rating (None: unknown), for the calibration by band."""
-    clock_seconds: float | None = None
-    """The responder's clock when deciding (None: the game carries no clock)."""
 
 
 # -- gathering ------------------------------------------------------------------------------------
@@ -155,10 +126,19 @@ def gather_one(
         r.move for r in evidence.replies if r.model_p is not None and r.model_p >= LOOSE_P
     }
     return Record(
-        sample.source, sample.game_id, sample.ply, board.fen(), sample.played, sample.name, evidence, by_depth,
-        judgement.nodes, expected_scores(model, board, sample.context, sorted(named)), sample.context.rating,
+        sample.source,
+        sample.game_id,
+        sample.ply,
+        board.fen(),
+        sample.played,
+        sample.name,
+        evidence,
+        by_depth,
+        judgement.nodes,
+        expected_scores(model, board, sample.context, sorted(named)),
+        sample.context.rating,
         sample.context.clock_seconds,
-    )  # fmt: skip
+    )
 
 
 def expected_scores(
@@ -170,9 +150,12 @@ def expected_scores(
     if outcomes is None:
         return {}
     setter = MoverContext(
-        rating=context.opponent_rating, pool=context.pool, opponent_rating=context.rating,
-        base_seconds=context.base_seconds, increment_seconds=context.increment_seconds,
-    )  # fmt: skip
+        rating=context.opponent_rating,
+        pool=context.pool,
+        opponent_rating=context.rating,
+        base_seconds=context.base_seconds,
+        increment_seconds=context.increment_seconds,
+    )
     after = []
     for move in replies:
         child = board.copy(stack=7)
@@ -203,9 +186,16 @@ def gather(
     try:
         for sample in samples:
             record = gather_one(
-                sample, engine, options, settings, judges, model=model, corpus=corpus,
-                shallow_depths=shallow_depths, backends=backends,
-            )  # fmt: skip
+                sample,
+                engine,
+                options,
+                settings,
+                judges,
+                model=model,
+                corpus=corpus,
+                shallow_depths=shallow_depths,
+                backends=backends,
+            )
             records.append(record)
             if tick is not None:
                 tick(1)
@@ -250,9 +240,13 @@ def variants(base: JudgeSettings, shallow_depths: Sequence[int] = SHALLOW_DEPTHS
         for shallow_p in (None, 0.02, 0.05):
             for drop in (0.10, 0.15, 0.20, 0.30):
                 settings = dataclasses.replace(
-                    per_reply, practical_p=p, practical_drop=drop, stability_margin=0.0,
-                    practical_shallow_k=0 if shallow_p is None else 2, practical_shallow_p=shallow_p or 0.05,
-                )  # fmt: skip
+                    per_reply,
+                    practical_p=p,
+                    practical_drop=drop,
+                    stability_margin=0.0,
+                    practical_shallow_k=0 if shallow_p is None else 2,
+                    practical_shallow_p=shallow_p or 0.05,
+                )
                 shallow = "" if shallow_p is None else f" or top-2 p{shallow_p:.2f}"
                 found.append(Variant(f"practical p{p:.2f}{shallow} w{drop:.2f}", "practical", settings))
     # The fall rule (issue 43) on the calibrated fall probability: alone, and beside the per-reply rule.
@@ -287,10 +281,15 @@ def candidates(record: Record, variant: Variant, settings: DiffiMaxSettings) -> 
         chosen = dataclasses.replace(variant.judges, judges=frozenset({variant.judge}))  # type: ignore[arg-type]
         found: frozenset[str] | None = judge(evidence, chosen, settings).candidates.get(variant.judge)  # type: ignore[call-overload]
     else:
-        found = frozenset(
-            r.move for r in evidence.replies
-            if r.excluded is None and r.move != evidence.best and (r.model_p or 0.0) >= variant.judges.model_p
-        ) if evidence.meaningful() >= 2 else frozenset()  # fmt: skip
+        found = (
+            frozenset(
+                r.move
+                for r in evidence.replies
+                if r.excluded is None and r.move != evidence.best and (r.model_p or 0.0) >= variant.judges.model_p
+            )
+            if evidence.meaningful() >= 2
+            else frozenset()
+        )
     if found is None or variant.outcome_drop is None:
         return found
     floor = record.outcomes[evidence.best] + variant.outcome_drop
@@ -334,45 +333,19 @@ def recall(traps: Sequence[Record], variant: Variant, settings: DiffiMaxSettings
     """How many known traps the variant flags the victim's move in."""
     hits = [r.name for r in traps if r.played in (candidates(r, variant, settings) or frozenset())]
     low, high = wilson(len(hits), len(traps))
-    return {"recalled": len(hits), "traps": len(traps), "recall": len(hits) / len(traps) if traps else 0.0,
-            "recall_low": low, "recall_high": high, "recalled_names": hits}  # fmt: skip
+    return {
+        "recalled": len(hits),
+        "traps": len(traps),
+        "recall": len(hits) / len(traps) if traps else 0.0,
+        "recall_low": low,
+        "recall_high": high,
+        "recalled_names": hits,
+    }
 
 
 def _played_dip(record: Record) -> int | None:
     reply = next((r for r in record.evidence.replies if r.move == record.played), None)
     return None if reply is None else record.evidence.dip(reply)
-
-
-# -- saving -----------------------------------------------------------------------------------------
-
-
-def save_records(records: Sequence[Record], path: str | Path, about: dict[str, Any]) -> Path:
-    target = Path(path)
-    data = {"format": EVIDENCE_FORMAT, "about": about, "records": [dataclasses.asdict(r) for r in records]}
-    return write_atomic(target, json.dumps(data, sort_keys=True, default=sorted))  # frozensets as sorted lists
-
-
-def load_records(path: str | Path) -> tuple[list[Record], dict[str, Any]]:
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as error:
-        raise HarnessError(f"cannot read evidence file {str(path)!r}: {error}") from None
-    if not isinstance(data, dict) or data.get("format") != EVIDENCE_FORMAT:
-        raise HarnessError(f"{str(path)!r} is not a {EVIDENCE_FORMAT} evidence file")
-    return [_record(item) for item in data["records"]], data.get("about", {})
-
-
-def _record(item: dict[str, Any]) -> Record:
-    evidence = item["evidence"]
-    replies = tuple(ReplyEvidence(**reply) for reply in evidence["replies"])
-    dip = evidence.get("dip_candidates")
-    node = NodeEvidence(replies, evidence["best"], evidence["best_value"], evidence.get("corpus_games"),
-                        None if dip is None else frozenset(dip), evidence.get("probe_best_value"),
-                        evidence.get("pool"))  # fmt: skip
-    by_depth = {int(depth): ranks for depth, ranks in item["shallow_by_depth"].items()}
-    return Record(item["source"], item["game_id"], item["ply"], item["fen"], item["played"], item["name"], node,
-                  by_depth, item["nodes"], item.get("outcomes", {}), item.get("rating"),
-                  item.get("clock_seconds"))  # fmt: skip
 
 
 def _gather_specs(
@@ -389,9 +362,18 @@ def _gather_specs(
     """`gather` on a judging kit opened here (a Ray task gets paths, not objects); `tick` is told
     of each position gathered."""
     with judging_kit(engine, options, HumanEvidence(model_spec, corpus_spec)) as kit:
-        return gather(samples, engine, options, settings, judges, model=kit.model, corpus=kit.corpus,
-                      shallow_depths=shallow_depths, tick=tick,
-                      backend=kit.backend)  # fmt: skip
+        return gather(
+            samples,
+            engine,
+            options,
+            settings,
+            judges,
+            model=kit.model,
+            corpus=kit.corpus,
+            shallow_depths=shallow_depths,
+            tick=tick,
+            backend=kit.backend,
+        )
 
 
 def gather_parallel(
@@ -428,8 +410,10 @@ def gather_parallel(
 
 def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
     """The harness figures as a Markdown table (docs/judges.md prints them so)."""
-    head = ("| judge | positions | trap nodes | candidates (median / mean) | fell | fall rate [95 %] | chance | "
-            "lift [95 %] | dip when fallen (median, pawns) | known traps recalled |")  # fmt: skip
+    head = (
+        "| judge | positions | trap nodes | candidates (median / mean) | fell | fall rate [95 %] | chance | "
+        "lift [95 %] | dip when fallen (median, pawns) | known traps recalled |"
+    )
     lines = [head, "|" + "---|" * 10]
     for row in rows:
         recall_text = "" if "recall" not in row else f"{row['recalled']}/{row['traps']} ({row['recall']:.0%})"
@@ -445,9 +429,12 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def evaluate_records(
-    games: Sequence[Record], traps: Sequence[Record], settings: DiffiMaxSettings, base: JudgeSettings,
+    games: Sequence[Record],
+    traps: Sequence[Record],
+    settings: DiffiMaxSettings,
+    base: JudgeSettings,
     shallow_depths: Sequence[int] = SHALLOW_DEPTHS,
-) -> list[dict[str, Any]]:  # fmt: skip
+) -> list[dict[str, Any]]:
     """Every variant's figures on the games and its recall on the traps."""
     rows = []
     for variant in variants(base, shallow_depths):
@@ -509,15 +496,31 @@ def run_harness(
             )
         shown.start("gathered", "positions", len(samples))
         records = gather_parallel(
-            samples, engine, options, settings, dataclasses.replace(base, judges=gathered),
-            model=None if model == "none" else model, corpus=corpus, workers=workers, shallow_depths=shallow_depths,
+            samples,
+            engine,
+            options,
+            settings,
+            dataclasses.replace(base, judges=gathered),
+            model=None if model == "none" else model,
+            corpus=corpus,
+            workers=workers,
+            shallow_depths=shallow_depths,
             progress=shown,
-        )  # fmt: skip
+        )
         shown.finish_step()
-        about = {"inputs": list(inputs), "split": split, "positions": positions, "seed": seed, "engine": engine,
-                 "nodes": options.nodes, "depth": settings.depth, "human_model": model,
-                 "human_corpus": corpus, "trap_rating": trap_rating or None,
-                 "gathered": sorted(gathered)}  # fmt: skip
+        about = {
+            "inputs": list(inputs),
+            "split": split,
+            "positions": positions,
+            "seed": seed,
+            "engine": engine,
+            "nodes": options.nodes,
+            "depth": settings.depth,
+            "human_model": model,
+            "human_corpus": corpus,
+            "trap_rating": trap_rating or None,
+            "gathered": sorted(gathered),
+        }
         if save:
             save_records(records, save, about)
     games = [r for r in records if r.source != "known_traps"]

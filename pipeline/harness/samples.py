@@ -13,8 +13,9 @@ from pipeline.common.progress import Progress
 from pipeline.common.splits import Split, sample_value, split_of
 from pipeline.harness.known_traps import KnownTrap, load_known_traps
 from pipeline.human.context import MoverContext, pool_of
-from pipeline.ingest.games import Selected, read_games
+from pipeline.ingest.games import read_games
 from pipeline.ingest.headers import GameFilter
+from pipeline.ingest.outcomes import Selected
 from pipeline.ingest.sources import iter_shards
 from search.errors import DiffimaxError
 
@@ -86,9 +87,13 @@ def game_samples(
             if row in rows[:per_game] and board.legal_moves.count() >= 2:
                 opponent = game.game["black_elo" if board.turn == chess.WHITE else "white_elo"]
                 context = MoverContext(
-                    row["mover_rating"], row["clock_seconds"], game.game["base_seconds"],
-                    game.game["increment_seconds"], pool_of({"Site": game.game["site"]}), opponent,
-                )  # fmt: skip
+                    row["mover_rating"],
+                    row["clock_seconds"],
+                    game.game["base_seconds"],
+                    game.game["increment_seconds"],
+                    pool_of({"Site": game.game["site"]}),
+                    opponent,
+                )
                 samples.append(
                     HumanSample(
                         game.game["source"], game.game["game_id"], row["ply"], board.copy(), row["move_uci"], context

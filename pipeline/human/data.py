@@ -189,8 +189,9 @@ def games_of_shard(
 ) -> Iterator[GameRecord]:
     """The standard-chess games of one shard (see `pgn_games`): a unit of work a Ray task can take.
     Games left out by `games` are not counted anywhere."""
-    from pipeline.ingest.games import Failed, Filtered, Selected, read_games
+    from pipeline.ingest.games import read_games
     from pipeline.ingest.headers import GameFilter
+    from pipeline.ingest.outcomes import Failed, Filtered, Selected
     from pipeline.ingest.sources import InputError
 
     rate = 1.0 if games is None else games.rate_of(shard.source)
@@ -210,17 +211,29 @@ def games_of_shard(
             game = outcome.game
             positions = tuple(
                 PositionRecord(
-                    row["ply"], row["move_uci"], row["mover_rating"], row["clock_seconds"],
+                    row["ply"],
+                    row["move_uci"],
+                    row["mover_rating"],
+                    row["clock_seconds"],
                     row["position_key"] & KEY_MASK,
                 )
                 for row in outcome.positions
-            )  # fmt: skip
+            )
             yield GameRecord(
-                (group, shard.source_index, shard.index, outcome.game_index), file_name(game["source"]),
-                game["game_id"], game["white"], game["black"], game["base_seconds"], game["increment_seconds"],
-                outcome.start_fen, 0, outcome.moves, positions, pool_of({"Site": game["site"]}, pool),
+                (group, shard.source_index, shard.index, outcome.game_index),
+                file_name(game["source"]),
+                game["game_id"],
+                game["white"],
+                game["black"],
+                game["base_seconds"],
+                game["increment_seconds"],
+                outcome.start_fen,
+                0,
+                outcome.moves,
+                positions,
+                pool_of({"Site": game["site"]}, pool),
                 game["byte_offset"],
-            )  # fmt: skip
+            )
     except InputError as error:
         raise DataError(str(error)) from error
 
@@ -265,10 +278,20 @@ def dataset_games(
             for row in run
         )
         record = GameRecord(
-            (group, 0, run_start, 0), file_name(str(first[7])), str(first[0]), _str(first[8]), _str(first[9]),
-            _int(first[10]), _int(first[11]), str(first[2]), int(str(first[1])), tuple(p.move for p in positions),
-            positions, pool_of({"Site": _str(first[12])}, pool), _int(first[13]),
-        )  # fmt: skip
+            (group, 0, run_start, 0),
+            file_name(str(first[7])),
+            str(first[0]),
+            _str(first[8]),
+            _str(first[9]),
+            _int(first[10]),
+            _int(first[11]),
+            str(first[2]),
+            int(str(first[1])),
+            tuple(p.move for p in positions),
+            positions,
+            pool_of({"Site": _str(first[12])}, pool),
+            _int(first[13]),
+        )
         return record
 
     for number, row in enumerate(rows):

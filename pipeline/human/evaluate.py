@@ -154,9 +154,10 @@ def rank_by_scores(scores: dict[str, float], played: str, tie_order: Sequence[st
     position = {move: index for index, move in enumerate(tie_order or sorted(scores))}
     mine = scores[played]
     return sum(
-        1 for move, score in scores.items()
+        1
+        for move, score in scores.items()
         if score > mine or (score == mine and position.get(move, 0) < position.get(played, 0))
-    )  # fmt: skip
+    )
 
 
 def corpus_book(inputs: Sequence[str]) -> Book:
@@ -278,11 +279,20 @@ def _measure_game(
                 ranks[name] = order.index(played) if played in lines else UNRANKED
         result.outcomes.append(
             Outcome(
-                record.source, record.game_id, position.ply, position.rating, record.mover_name(position.ply),
-                len(legal), ranks, played_probability, max(probabilities.values()), in_baseline,
-                position.clock_seconds, record.pool,
+                record.source,
+                record.game_id,
+                position.ply,
+                position.rating,
+                record.mover_name(position.ply),
+                len(legal),
+                ranks,
+                played_probability,
+                max(probabilities.values()),
+                in_baseline,
+                position.clock_seconds,
+                record.pool,
             )
-        )  # fmt: skip
+        )
 
 
 def evaluate(
@@ -361,10 +371,14 @@ def summarise(outcomes: Sequence[Outcome], predictor: str) -> dict[str, Any]:
     low3, high3 = wilson(top3, n)
     return {
         "n": n,
-        "top1": top1 / n if n else math.nan, "top1_low": low1, "top1_high": high1,
-        "top3": top3 / n if n else math.nan, "top3_low": low3, "top3_high": high3,
+        "top1": top1 / n if n else math.nan,
+        "top1_low": low1,
+        "top1_high": high1,
+        "top3": top3 / n if n else math.nan,
+        "top3_low": low3,
+        "top3_high": high3,
         "log_loss": log_loss,
-    }  # fmt: skip
+    }
 
 
 def by_band(outcomes: Sequence[Outcome], predictors: Sequence[str]) -> list[dict[str, Any]]:
@@ -412,11 +426,16 @@ def player_groups(result: PartResult) -> dict[str, list[Outcome]]:
 def calibration_rows(result: PartResult) -> list[dict[str, float]]:
     rows = []
     for index, (moves, predicted, played) in enumerate(result.calibration):
-        rows.append({
-            "bin": index, "low": index / CALIBRATION_BINS, "high": (index + 1) / CALIBRATION_BINS,
-            "moves": moves, "predicted": predicted / moves if moves else math.nan,
-            "observed": played / moves if moves else math.nan,
-        })  # fmt: skip
+        rows.append(
+            {
+                "bin": index,
+                "low": index / CALIBRATION_BINS,
+                "high": (index + 1) / CALIBRATION_BINS,
+                "moves": moves,
+                "predicted": predicted / moves if moves else math.nan,
+                "observed": played / moves if moves else math.nan,
+            }
+        )
     return rows
 
 
@@ -430,10 +449,16 @@ def confidence_rows(outcomes: Sequence[Outcome]) -> list[dict[str, float]]:
         cell[1] += outcome.model_top
         cell[2] += outcome.ranks["model"] == 0
     return [
-        {"bin": index, "low": index / CALIBRATION_BINS, "high": (index + 1) / CALIBRATION_BINS, "positions": n,
-         "predicted": total / n if n else math.nan, "observed": hits / n if n else math.nan}
+        {
+            "bin": index,
+            "low": index / CALIBRATION_BINS,
+            "high": (index + 1) / CALIBRATION_BINS,
+            "positions": n,
+            "predicted": total / n if n else math.nan,
+            "observed": hits / n if n else math.nan,
+        }
         for index, (n, total, hits) in enumerate(cells)
-    ]  # fmt: skip
+    ]
 
 
 def predictors_of(result: PartResult) -> list[str]:

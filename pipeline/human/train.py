@@ -238,6 +238,30 @@ def _targets(examples: Examples) -> FloatArray:
     return y
 
 
+def _lightgbm_params(config: TrainConfig, objective: Any, extra_params: dict[str, Any] | None) -> dict[str, Any]:
+    """LightGBM's parameters for `fit_lightgbm`: the within-position objective, the config's tree
+    shape, deterministic and column-wise (the same trees on every machine)."""
+    return {
+        "objective": objective,
+        "learning_rate": config.learning_rate,
+        "num_leaves": config.num_leaves,
+        "min_data_in_leaf": config.min_data_in_leaf,
+        "min_sum_hessian_in_leaf": 1e-3,
+        "feature_fraction": config.feature_fraction,
+        "bagging_fraction": config.bagging_fraction,
+        "bagging_freq": 1 if config.bagging_fraction < 1.0 else 0,
+        "lambda_l2": config.lambda_l2,
+        "max_bin": config.max_bin,
+        "num_threads": config.threads,
+        "deterministic": True,
+        "force_col_wise": True,
+        "seed": config.seed,
+        "verbosity": -1,
+        "metric": "None",
+        **(extra_params or {}),
+    }
+
+
 def fit_lightgbm(
     train: Examples,
     tune: Examples,
@@ -268,30 +292,16 @@ def fit_lightgbm(
         played = np.maximum(p[tune_offsets + tune_labels], PROBABILITY_FLOOR)
         return "group_log_loss", float(-np.mean(np.log(played))), False
 
-    params: dict[str, Any] = {
-        "objective": objective,
-        "learning_rate": config.learning_rate,
-        "num_leaves": config.num_leaves,
-        "min_data_in_leaf": config.min_data_in_leaf,
-        "min_sum_hessian_in_leaf": 1e-3,
-        "feature_fraction": config.feature_fraction,
-        "bagging_fraction": config.bagging_fraction,
-        "bagging_freq": 1 if config.bagging_fraction < 1.0 else 0,
-        "lambda_l2": config.lambda_l2,
-        "max_bin": config.max_bin,
-        "num_threads": config.threads,
-        "deterministic": True,
-        "force_col_wise": True,
-        "seed": config.seed,
-        "verbosity": -1,
-        "metric": "None",
-        **(extra_params or {}),
-    }
+    params = _lightgbm_params(config, objective, extra_params)
     categorical = [name for name in names if name in CATEGORICAL_FEATURES]
     train_set = lightgbm.Dataset(
-        train.values, label=y, feature_name=names, categorical_feature=categorical, free_raw_data=True,
+        train.values,
+        label=y,
+        feature_name=names,
+        categorical_feature=categorical,
+        free_raw_data=True,
         params={"max_bin": config.max_bin, "verbosity": -1},
-    )  # fmt: skip
+    )
     tune_set = lightgbm.Dataset(
         tune.values, label=_targets(tune), feature_name=names, categorical_feature=categorical, reference=train_set
     )
@@ -302,13 +312,18 @@ def fit_lightgbm(
 
     progress.start("fitted", "trees", config.max_rounds, "at most; early-stopped on the tune log-loss")
     booster = lightgbm.train(
-        params, train_set, num_boost_round=config.max_rounds, valid_sets=[tune_set], valid_names=["tune"],
+        params,
+        train_set,
+        num_boost_round=config.max_rounds,
+        valid_sets=[tune_set],
+        valid_names=["tune"],
         feval=tune_loss,
         callbacks=[
-            lightgbm.early_stopping(config.early_stopping, verbose=False), lightgbm.record_evaluation(history),
+            lightgbm.early_stopping(config.early_stopping, verbose=False),
+            lightgbm.record_evaluation(history),
             show_tree,
         ],
-    )  # fmt: skip
+    )
     progress.finish_step()
     losses = history.get("tune", {}).get("group_log_loss", [])
     best = booster.best_iteration or len(losses)
@@ -445,9 +460,15 @@ def extraction_specs(config: TrainConfig) -> tuple[ExtractSpec, ExtractSpec]:
     """What the training and the tune examples are made of."""
     engine = (config.engine, config.engine_options) if "engine" in config.groups else None
     train_spec = ExtractSpec(
-        ("train",), config.groups, engine, config.sample_rate, config.seed, source_rates=config.source_rates,
-        pool=config.pool, games=config.games,
-    )  # fmt: skip
+        ("train",),
+        config.groups,
+        engine,
+        config.sample_rate,
+        config.seed,
+        source_rates=config.source_rates,
+        pool=config.pool,
+        games=config.games,
+    )
     tune_spec = replace(train_spec, splits=("tune",), sample_rate=config.tune_sample_rate, leave_one_out=False)
     return train_spec, tune_spec
 

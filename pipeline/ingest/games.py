@@ -8,9 +8,9 @@ replayed becomes a `Failed` with its reason and origin, and the games around it 
 
 The parts: `pipeline.ingest.split` cuts a shard's bytes into games, `pipeline.ingest.headers`
 reads a game's headers and owns the header filters (`GameFilter`), `pipeline.ingest.movetext`
-checks the movetext, reads clocks and evals and resolves move tokens. This module holds what a
-game becomes (`Selected`, `Filtered`, `Failed` and their rows) and the reader (`GameReader`,
-`read_games`).
+checks the movetext, reads clocks and evals and resolves move tokens, and
+`pipeline.ingest.outcomes` holds what a game becomes (`Selected`, `Filtered`, `Failed`). This
+module holds the reader (`GameReader`, `read_games`).
 
 Each game is read by `chess.pgn.read_game` with a visitor (`_GameVisitor`): the header filters
 decide in `end_headers` (SKIP: a filtered game is never replayed), python-chess replays the
@@ -58,85 +58,13 @@ from pipeline.ingest.headers import (
 )
 from pipeline.ingest.movetext import Eval, MoveError, check_movetext, read_commands, resolve_token
 from pipeline.ingest.openings import OPENING_PLIES, Opening, game_address, opening_table
+from pipeline.ingest.outcomes import Failed, Filtered, GameOutcome, Selected
 from pipeline.ingest.ranges import load_shard
-from pipeline.ingest.rows import ErrorRow, GameRow, PositionRow
+from pipeline.ingest.rows import GameRow, PositionRow
 from pipeline.ingest.sources import Shard
 from pipeline.ingest.split import game_spans
 from schemas.dataset import to_signed64
 from search.chessgame import zobrist
-
-
-@dataclass(frozen=True, slots=True)
-class Selected:
-    """A game that passed the filters and replayed without error."""
-
-    game: GameRow
-    positions: list[PositionRow]
-    """The positions inside the ply window that have a move played after them, by ply."""
-    moves: tuple[str, ...]
-    """Every half-move of the game, in UCI (python-chess's convention for the game's board)."""
-    start_fen: str | None
-    """FEN of the first position; None for the standard start."""
-    chess960: bool = False
-    dropped: tuple[DroppedValue, ...] = ()
-    """The kind of each value read from the game and dropped (`headers.DroppedValue`: unreadable or
-    outside its plausible range), stored as null."""
-    latin1: bool = False
-    """Its headers were not UTF-8, and were read as Windows-1252 (`headers.decode_text`)."""
-    final_clock_seconds: float | None = None
-    """The clock of the side to move at the game's last position, as a position row's
-    `clock_seconds` (that position has no row: no move follows it)."""
-
-    @property
-    def game_index(self) -> int:
-        return self.game["game_index"]
-
-    @property
-    def byte_offset(self) -> int:
-        return self.game["byte_offset"]
-
-    def new_board(self) -> chess.Board:
-        """The game's first position, on the board class of its variant."""
-        variant = self.game["variant"]
-        cls = chess.Board if self.chess960 else find_board(variant)
-        return cls(self.start_fen or cls.starting_fen, chess960=self.chess960)
-
-    def boards(self) -> Iterator[tuple[PositionRow, chess.Board]]:
-        """Each position row with a board at that position (its move stack holds the game's moves so
-        far, for repetition checks). The SAME board object is yielded every time, mutated in place:
-        use it before advancing the iterator, or `copy()` it."""
-        board = self.new_board()
-        ply = 0
-        for row in self.positions:
-            while ply < row["ply"]:
-                board.push(chess.Move.from_uci(self.moves[ply]))
-                ply += 1
-            yield row, board
-
-
-@dataclass(frozen=True, slots=True)
-class Filtered:
-    """A game left out by the filter, before its moves were replayed (its moves are unchecked)."""
-
-    game_id: str
-    rule: FilterRule
-    reason: str
-    game_index: int
-    byte_offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class Failed:
-    """A game that could not be read; `error.reason` says why and the rest says where."""
-
-    error: ErrorRow
-
-    @property
-    def reason(self) -> str:
-        return self.error["reason"]
-
-
-GameOutcome = Selected | Filtered | Failed
 
 # ---------------------------------------------------------------------------------------------
 # Reading one game on python-chess's PGN reader
@@ -218,9 +146,16 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
     def fail(self, reason: str, ply: int | None = None) -> None:
         where = self.where
         self.outcome = Failed(
-            {"source": where.source, "shard_id": where.shard_id, "game_index": where.game_index,
-             "byte_offset": where.byte_offset, "game_id": self.game_id, "ply": ply, "reason": reason}
-        )  # fmt: skip
+            {
+                "source": where.source,
+                "shard_id": where.shard_id,
+                "game_index": where.game_index,
+                "byte_offset": where.byte_offset,
+                "game_id": self.game_id,
+                "ply": ply,
+                "reason": reason,
+            }
+        )
 
     def filter_out(self, rule: FilterRule, reason: str) -> None:
         self.outcome = Filtered(self.game_id, rule, reason, self.where.game_index, self.where.byte_offset)
@@ -354,17 +289,35 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
         if start_fen is not None:
             self.board_headers["FEN"] = start_fen
         self.row = {
-            "game_id": self.game_id, "source": self.where.source, "shard_id": self.where.shard_id,
-            "game_index": self.where.game_index, "byte_offset": self.where.byte_offset, "event": get("Event"),
-            "site": get("Site"), "link": get("Link"), "date": parse_date(date), "white": get("White"),
+            "game_id": self.game_id,
+            "source": self.where.source,
+            "shard_id": self.where.shard_id,
+            "game_index": self.where.game_index,
+            "byte_offset": self.where.byte_offset,
+            "event": get("Event"),
+            "site": get("Site"),
+            "link": get("Link"),
+            "date": parse_date(date),
+            "white": get("White"),
             "black": get("Black"),
-            "white_elo": headers.white_elo, "black_elo": headers.black_elo, "time_control": headers.time_control,
-            "base_seconds": headers.base_seconds, "increment_seconds": headers.increment_seconds,
-            "time_control_class": headers.speed, "result": get("Result"), "termination": get("Termination"),
-            "opening": None, "eco": get("ECO"), "opening_header": get("Opening"), "url": game_address(get("Site"),
-            get("Link")), "plies": len(sans), "variant": variant, "start_fen": start_fen, "digest": None,
+            "white_elo": headers.white_elo,
+            "black_elo": headers.black_elo,
+            "time_control": headers.time_control,
+            "base_seconds": headers.base_seconds,
+            "increment_seconds": headers.increment_seconds,
+            "time_control_class": headers.speed,
+            "result": get("Result"),
+            "termination": get("Termination"),
+            "opening": None,
+            "eco": get("ECO"),
+            "opening_header": get("Opening"),
+            "url": game_address(get("Site"), get("Link")),
+            "plies": len(sans),
+            "variant": variant,
+            "start_fen": start_fen,
+            "digest": None,
             "moves_digest": None,
-        }  # fmt: skip
+        }
 
     def visit_board(self, board: chess.Board) -> None:
         if self.board is not None or self.outcome is not None:
@@ -403,12 +356,21 @@ class _GameVisitor(chess.pgn.BaseVisitor[GameOutcome]):
         if self.first <= ply <= self.last:
             assert self.row is not None
             turn = board.turn
-            self.positions.append({
-                "game_id": self.game_id, "ply": ply, "fen": board.fen(), "position_key": to_signed64(zobrist(board)),
-                "side_to_move": "white" if turn else "black", "move_uci": uci, "move_san": board.san(move),
-                "mover_rating": self.row["white_elo"] if turn else self.row["black_elo"], "clock_seconds": None,
-                "eval_cp": None, "eval_mate": None,
-            })  # fmt: skip
+            self.positions.append(
+                {
+                    "game_id": self.game_id,
+                    "ply": ply,
+                    "fen": board.fen(),
+                    "position_key": to_signed64(zobrist(board)),
+                    "side_to_move": "white" if turn else "black",
+                    "move_uci": uci,
+                    "move_san": board.san(move),
+                    "mover_rating": self.row["white_elo"] if turn else self.row["black_elo"],
+                    "clock_seconds": None,
+                    "eval_cp": None,
+                    "eval_mate": None,
+                }
+            )
         self.ply += 1
 
     def visit_comment(self, comment: str) -> None:
@@ -506,29 +468,50 @@ class GameReader:
             at = len(loaded.data) if skipped is None else skipped.at
             piece = loaded.data if (cut, at) == (0, len(loaded.data)) else loaded.data[cut:at]
             base_offset = loaded.offset + cut + shift
-            for outcome in self.read(piece, source=shard.source, shard_id=shard.shard_id, base_offset=base_offset,
-                                     first_index=index):  # fmt: skip
+            for outcome in self.read(
+                piece, source=shard.source, shard_id=shard.shard_id, base_offset=base_offset, first_index=index
+            ):
                 index += 1
                 yield outcome
             if skipped is not None:
                 yield Failed(
-                    {"source": shard.source, "shard_id": shard.shard_id, "game_index": index,
-                     "byte_offset": skipped.offset, "game_id": None, "ply": None, "reason": skipped.reason}
-                )  # fmt: skip
+                    {
+                        "source": shard.source,
+                        "shard_id": shard.shard_id,
+                        "game_index": index,
+                        "byte_offset": skipped.offset,
+                        "game_id": None,
+                        "ply": None,
+                        "reason": skipped.reason,
+                    }
+                )
                 index += 1
                 cut, shift = at, shift + skipped.size
         if shard.skipped is not None:  # one game too large to read: it counts, with its reason
             yield Failed(
-                {"source": shard.source, "shard_id": shard.shard_id, "game_index": index, "byte_offset": shard.start,
-                 "game_id": None, "ply": None, "reason": shard.skipped}
-            )  # fmt: skip
+                {
+                    "source": shard.source,
+                    "shard_id": shard.shard_id,
+                    "game_index": index,
+                    "byte_offset": shard.start,
+                    "game_id": None,
+                    "ply": None,
+                    "reason": shard.skipped,
+                }
+            )
             index += 1
         if shard.stream_error is not None:
             yield Failed(
-                {"source": shard.source, "shard_id": shard.shard_id, "game_index": index, "byte_offset": shard.end,
-                 "game_id": None, "ply": None,
-                 "reason": f"source unreadable after byte {shard.end}: {shard.stream_error}"}
-            )  # fmt: skip
+                {
+                    "source": shard.source,
+                    "shard_id": shard.shard_id,
+                    "game_index": index,
+                    "byte_offset": shard.end,
+                    "game_id": None,
+                    "ply": None,
+                    "reason": f"source unreadable after byte {shard.end}: {shard.stream_error}",
+                }
+            )
 
     def read(
         self, data: bytes, *, source: str, shard_id: str, base_offset: int = 0, first_index: int = 0
@@ -536,9 +519,15 @@ class GameReader:
         """One outcome per game in `data` (whose first byte is at `base_offset` in the source)."""
         for index, (start, movetext, end) in enumerate(game_spans(data), first_index):
             yield self.read_game(
-                data, start, movetext, end, source=source, shard_id=shard_id, game_index=index,
+                data,
+                start,
+                movetext,
+                end,
+                source=source,
+                shard_id=shard_id,
+                game_index=index,
                 byte_offset=base_offset + start,
-            )  # fmt: skip
+            )
 
     def read_game(
         self,

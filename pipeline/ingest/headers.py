@@ -25,12 +25,21 @@ from search.errors import DiffimaxError
 
 TimeControlClass = Literal["ultrabullet", "bullet", "blitz", "rapid", "classical", "correspondence", "unknown"]
 TIME_CONTROL_CLASSES: Final[tuple[TimeControlClass, ...]] = (
-    "ultrabullet", "bullet", "blitz", "rapid", "classical", "correspondence", "unknown",
-)  # fmt: skip
+    "ultrabullet",
+    "bullet",
+    "blitz",
+    "rapid",
+    "classical",
+    "correspondence",
+    "unknown",
+)
 # Lichess speed by estimated duration = base + 40 * increment seconds: below each limit, that class.
 SPEED_LIMITS: Final[tuple[tuple[int, TimeControlClass], ...]] = (
-    (29, "ultrabullet"), (179, "bullet"), (479, "blitz"), (1499, "rapid"),
-)  # fmt: skip
+    (29, "ultrabullet"),
+    (179, "bullet"),
+    (479, "blitz"),
+    (1499, "rapid"),
+)
 # Plies per move in the Lichess duration estimate.
 ESTIMATE_MOVES: Final = 40
 
@@ -137,8 +146,12 @@ def parse_time_control(tc: str | None) -> tuple[int | None, int | None, TimeCont
 
 # chess.com's `TimeClass` header: the class its players chose, taken before the TimeControl rule.
 TIME_CLASS_NAMES: Final[dict[str, TimeControlClass]] = {
-    "bullet": "bullet", "blitz": "blitz", "rapid": "rapid", "daily": "correspondence", "classical": "classical",
-}  # fmt: skip
+    "bullet": "bullet",
+    "blitz": "blitz",
+    "rapid": "rapid",
+    "daily": "correspondence",
+    "classical": "classical",
+}
 
 
 def time_class(speed: TimeControlClass, time_class_header: str | None) -> TimeControlClass:

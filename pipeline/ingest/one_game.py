@@ -8,7 +8,8 @@ of a large or compressed file costs little.
 
 from __future__ import annotations
 
-from pipeline.ingest.games import Failed, Filtered, Selected, read_games
+from pipeline.ingest.games import read_games
+from pipeline.ingest.outcomes import Failed, Filtered, Selected
 from pipeline.ingest.sources import iter_shards
 from search.errors import DiffimaxError
 

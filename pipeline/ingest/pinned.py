@@ -137,9 +137,10 @@ class RangeDigest:
             raise ValueError(f"no pinned block starts at byte {self.start} of {self.source!r}")  # a caller's bug
         if self.digest.hexdigest() != pinned:
             raise InputChanged.of(
-                self.source, f"bytes {self.start:,}-{self.end:,} with SHA-256 {pinned[:12]}…",
+                self.source,
+                f"bytes {self.start:,}-{self.end:,} with SHA-256 {pinned[:12]}…",
                 f"SHA-256 {self.digest.hexdigest()[:12]}…",
-            )  # fmt: skip
+            )
 
 
 class PinnedFile:

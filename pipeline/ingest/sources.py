@@ -323,9 +323,13 @@ def iter_shards(
     sources = expand_inputs(inputs)
     for source_index, source in enumerate(sources):
         yield from source_shards(
-            source, source_index, shard_bytes=shard_bytes, shard_games=shard_games, max_game_bytes=max_game_bytes,
+            source,
+            source_index,
+            shard_bytes=shard_bytes,
+            shard_games=shard_games,
+            max_game_bytes=max_game_bytes,
             url_timeout=url_timeout,
-        )  # fmt: skip
+        )
 
 
 def is_stream(source: str) -> bool:
@@ -388,9 +392,18 @@ def _range_shards(
     for index, start in enumerate(range(0, size, shard_bytes)):
         end = min(size, start + shard_bytes)
         yield Shard(
-            shard_id_of(source, index), source, index, "range", start, end, -1, None, source_index,
-            max_game_bytes=max_game_bytes, pin=pin.block(index) if isinstance(pin, FilePin) else pin,
-        )  # fmt: skip
+            shard_id_of(source, index),
+            source,
+            index,
+            "range",
+            start,
+            end,
+            -1,
+            None,
+            source_index,
+            max_game_bytes=max_game_bytes,
+            pin=pin.block(index) if isinstance(pin, FilePin) else pin,
+        )
 
 
 class _StreamCutter:
@@ -413,9 +426,17 @@ class _StreamCutter:
         with memoryview(self.buffer) as view:
             data = bytes(view[:end])
         shard = Shard(
-            shard_id_of(self.source, self.index), self.source, self.index, "stream", self.offset, self.offset + end,
-            self.games, data, self.source_index, stream_error,
-        )  # fmt: skip
+            shard_id_of(self.source, self.index),
+            self.source,
+            self.index,
+            "stream",
+            self.offset,
+            self.offset + end,
+            self.games,
+            data,
+            self.source_index,
+            stream_error,
+        )
         del self.buffer[:end]
         self.starts = [start - end for start in self.starts[games:]]
         self.scan = max(0, self.scan - end)
@@ -478,9 +499,17 @@ class _StreamCutter:
         skipped = self.offset + start - self.skipping
         reason = cap_reason(self.max_game_bytes, skipped)
         yield Shard(
-            shard_id_of(self.source, self.index), self.source, self.index, "stream", self.skipping,
-            self.offset + start, self.games, b"", self.source_index, skipped=reason,
-        )  # fmt: skip
+            shard_id_of(self.source, self.index),
+            self.source,
+            self.index,
+            "stream",
+            self.skipping,
+            self.offset + start,
+            self.games,
+            b"",
+            self.source_index,
+            skipped=reason,
+        )
         del self.buffer[:start]
         self.starts = [0]
         self.scan = max(0, self.scan - start)
@@ -495,9 +524,18 @@ class _StreamCutter:
             reason = f"game larger than the {self.max_game_bytes:,}-byte cap (--max-game-mb), at the end of the stream"
             end = self.offset + len(self.buffer)
             yield Shard(
-                shard_id_of(self.source, self.index), self.source, self.index, "stream", self.skipping, end,
-                self.games, b"", self.source_index, error, skipped=reason,
-            )  # fmt: skip
+                shard_id_of(self.source, self.index),
+                self.source,
+                self.index,
+                "stream",
+                self.skipping,
+                end,
+                self.games,
+                b"",
+                self.source_index,
+                error,
+                skipped=reason,
+            )
         elif self.buffer or error is not None:
             yield self.shard(len(self.buffer), len(self.starts), stream_error=error)
 

@@ -64,9 +64,12 @@ class HttpBody:
     give them: else InputChanged (a server that gives neither cannot be held to anything)."""
 
     def __init__(
-        self, url: str, timeout: float = URL_TIMEOUT, delays: Sequence[float] | None = None,
+        self,
+        url: str,
+        timeout: float = URL_TIMEOUT,
+        delays: Sequence[float] | None = None,
         pin: dict[str, Any] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.url = url
         self.timeout = timeout
         self.delays = tuple(RESUME_DELAYS if delays is None else delays)
@@ -236,5 +239,9 @@ def read_block(stream: BinaryIO) -> bytes:
 
 # What a broken stream raises: zstd/gzip/bz2 decoder errors, truncation, a dropped connection.
 STREAM_ERRORS: tuple[type[BaseException], ...] = (
-    zstandard.ZstdError, EOFError, OSError, ValueError, http.client.HTTPException,
-)  # fmt: skip
+    zstandard.ZstdError,
+    EOFError,
+    OSError,
+    ValueError,
+    http.client.HTTPException,
+)

@@ -76,8 +76,13 @@ class MiningWorker(AnalysisWorker):
 
     def table_stats(self) -> dict[str, int]:
         table = self.table
-        return {"entries": len(table), "bytes": table.bytes, "hits": table.hits, "misses": table.misses,
-                "evictions": table.evictions}  # fmt: skip
+        return {
+            "entries": len(table),
+            "bytes": table.bytes,
+            "hits": table.hits,
+            "misses": table.misses,
+            "evictions": table.evictions,
+        }
 
 
 class PositionCounter:
@@ -193,9 +198,14 @@ def read_stream(
     sends nothing for `url_timeout` seconds or closes early is resumed (`HttpBody`). Every byte is
     held to the job's `pin` of the source (`pipeline.ingest.pinned`): a change ends the stream."""
     shards = source_shards(
-        source, source_index, shard_bytes=shard_bytes, shard_games=shard_games, max_game_bytes=max_game_bytes,
-        url_timeout=url_timeout, pin=pin,
-    )  # fmt: skip
+        source,
+        source_index,
+        shard_bytes=shard_bytes,
+        shard_games=shard_games,
+        max_game_bytes=max_game_bytes,
+        url_timeout=url_timeout,
+        pin=pin,
+    )
     for shard in shards:
         yield dataclasses.replace(shard, data=None)
         yield shard.data or b""

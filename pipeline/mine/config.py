@@ -77,13 +77,19 @@ class MineConfig:
             raise SettingsError(f"invalid --shard-games {self.shard_games!r}: must be a whole number >= 1")
         if not is_whole(self.max_game_bytes, 1):
             raise SettingsError(f"invalid game size cap {self.max_game_bytes!r} bytes: --max-game-mb must be above 0")
-        if not (isinstance(self.url_timeout, (int, float)) and not isinstance(self.url_timeout, bool)
-                and 0 < self.url_timeout < 1e9):  # fmt: skip
+        if not (
+            isinstance(self.url_timeout, (int, float))
+            and not isinstance(self.url_timeout, bool)
+            and 0 < self.url_timeout < 1e9
+        ):
             raise SettingsError(f"invalid --url-timeout {self.url_timeout!r}: must be a number of seconds above 0")
         if isinstance(self.shard_bytes, bool) or not isinstance(self.shard_bytes, int) or self.shard_bytes < 1:
             raise SettingsError(f"invalid shard size {self.shard_bytes!r} bytes: --shard-mb must be above 0")
-        if not (isinstance(self.table_mb, (int, float)) and not isinstance(self.table_mb, bool)
-                and 0 <= self.table_mb < 1 << 30):  # fmt: skip
+        if not (
+            isinstance(self.table_mb, (int, float))
+            and not isinstance(self.table_mb, bool)
+            and 0 <= self.table_mb < 1 << 30
+        ):
             raise SettingsError(f"invalid --table-mb {self.table_mb!r}: must be a number of MiB >= 0")
         if self.setter_choices and "dip" not in self.judges.judges:
             raise SettingsError("--setter-choices asks the dip judge which moves set a trap: add dip to --judges")

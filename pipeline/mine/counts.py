@@ -64,8 +64,10 @@ class Counts:
                 continue
             if item.default_factory is dict:  # the counts by key
                 if not isinstance(value, dict) or not all(type(count) is int for count in value.values()):
-                    raise DamagedDatasetError(f"the record of {shard} is damaged: its count {item.name!r} is "
-                                              f"{value!r}, not whole numbers by key")  # fmt: skip
+                    raise DamagedDatasetError(
+                        f"the record of {shard} is damaged: its count {item.name!r} is "
+                        f"{value!r}, not whole numbers by key"
+                    )
                 values[item.name] = dict(sorted((str(key), count) for key, count in value.items()))
             elif type(value) is int:
                 values[item.name] = value

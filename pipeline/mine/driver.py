@@ -30,12 +30,10 @@ published shards stay, the rest is dropped, and the error says how to `--resume`
 from __future__ import annotations
 
 import contextlib
-import signal
 import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -63,8 +61,9 @@ from pipeline.mine.feed import ShardFeed, resolved
 from pipeline.mine.identity import check_resume, human_evidence_digests, job_identity
 from pipeline.mine.progress import Status, show_status
 from pipeline.mine.shards import ShardCounts, ShardResult
+from pipeline.mine.stopping import MiningStopped, Terminated, sigterm_stops, stopped_message
 from schemas.dataset import SCHEMA_VERSION
-from search.errors import DiffimaxError, InputChanged
+from search.errors import InputChanged
 
 # Shards submitted and not yet published: 2 per worker + 2, at most 32 (each is in every worker's
 # queue). The bound keeps the object store's load and the driver's work per shard independent of the
@@ -83,19 +82,6 @@ SHARD_ATTEMPTS = 3
 # Seconds the driver waits for the oldest shard (or the stream's next one) before it looks again
 # (progress, signals).
 WAIT_SECONDS = 1.0
-
-
-class MiningStopped(DiffimaxError, RuntimeError):
-    """The job stopped before the end (an interrupt, an engine that cannot start); committed
-    shards are kept. `exit_code` is what the command line exits with."""
-
-    def __init__(self, message: str, exit_code: int = 1) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
-class _Terminated(BaseException):
-    """SIGTERM, raised by the driver loop (like KeyboardInterrupt for SIGINT)."""
 
 
 def run(
@@ -122,8 +108,10 @@ def run(
     shown = progress or Progress()
     with dataset_lock(config.out) as lease:  # one job per output, for the whole job
         if lease is not None and not lease.conditional:
-            shown.echo(f"warning: the store of {redact(config.out)} ignores conditional puts: two jobs started "
-                       "at once on it could both run; a shard is still committed once")  # fmt: skip
+            shown.echo(
+                f"warning: the store of {redact(config.out)} ignores conditional puts: two jobs started "
+                "at once on it could both run; a shard is still committed once"
+            )
         if config.resume:
             before = DatasetWriter(config.out).job() or {}
             check_resume(config.out, before.get("identity"), identity)
@@ -155,10 +143,10 @@ def _run_job(
     try:
         # An interrupt, a changed input or a lost lease stops a cluster started here quietly: Ray's
         # dying workers, and the tasks still failing in flight, say so at length.
-        quiet = (KeyboardInterrupt, _Terminated, InputChanged, MiningStopped)
+        quiet = (KeyboardInterrupt, Terminated, InputChanged, MiningStopped)
         with ray_session(config.address, verbose=verbose, interrupts=quiet) as owns_ray:
             stop = threading.Event()
-            with _sigterm_stops(stop, aside):  # after ray.init, whose C++ core installs a SIGTERM handler of its own
+            with sigterm_stops(stop, aside):  # after ray.init, whose C++ core installs a SIGTERM handler of its own
                 job = MiningJob(config, store, identity, shown, started, stop, lease, pins)
                 try:
                     manifest = job.run()
@@ -167,16 +155,16 @@ def _run_job(
                 finally:
                     if not owns_ray:  # a cluster that outlives the job keeps no actor of it
                         job.stop_workers()
-    except (KeyboardInterrupt, _Terminated) as interrupt:
+    except (KeyboardInterrupt, Terminated) as interrupt:
         shown.close()
         code = 130 if isinstance(interrupt, KeyboardInterrupt) else 143
-        raise MiningStopped(_stopped_message(store, "interrupted"), exit_code=code) from None
+        raise MiningStopped(stopped_message(store, "interrupted"), exit_code=code) from None
     except MiningStopped as stopped:
         shown.close()
-        raise MiningStopped(_stopped_message(store, str(stopped)), stopped.exit_code) from None
+        raise MiningStopped(stopped_message(store, str(stopped)), stopped.exit_code) from None
     except InputChanged as changed:  # the shards committed before it were read from the pinned content
         shown.close()
-        raise MiningStopped(_stopped_message(store, f"stopped: {changed}", resumable=False)) from None
+        raise MiningStopped(stopped_message(store, f"stopped: {changed}", resumable=False)) from None
     except BaseException:
         shown.close()
         if not config.resume:
@@ -184,40 +172,6 @@ def _run_job(
         raise
     finally:
         aside.end()  # whatever ended the job, its error line reaches the terminal
-
-
-def _stopped_message(store: DatasetWriter, why: str, resumable: bool = True) -> str:
-    committed = len(store.committed())
-    if (not committed and store.created) or (store.lease is not None and store.lease.lost is not None):
-        store.discard()  # only what this run wrote, its job.json only while its lease holds (`discard`)
-    if store.lease is not None and (lost := store.lease.lost) is not None:  # discard asked the store again
-        why = why if lost in why else f"{why}; {lost}"
-        return f"{why}; {str(store.root)!r} is that job's now: this one removed only its own uncommitted files"
-    if not committed and store.created:
-        return f"{why}; nothing was committed, {str(store.root)!r} removed"
-    then = "run the same command with --resume to continue" if resumable else "start a new job (a new --out)"
-    return f"{why}; {committed} shard{'s' if committed != 1 else ''} committed in {str(store.root)!r}: {then}"
-
-
-@contextlib.contextmanager
-def _sigterm_stops(stop: threading.Event, aside: StderrAside) -> Iterator[None]:
-    """SIGTERM sets `stop`, which the driver loop turns into `_Terminated` between two steps
-    (raising inside the handler could land inside Ray's C++ calls), and puts stderr aside at once:
-    a SIGTERM to the whole group reaches Ray's own processes too, whose dying words the driver
-    would print. Only the main thread can set a handler."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def terminated(signum: int, frame: object) -> None:
-        stop.set()
-        aside.start()
-
-    previous = signal.signal(signal.SIGTERM, terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @dataclass
@@ -317,11 +271,16 @@ class MiningJob:
         )
         self.actors = [
             actor_class.remote(
-                config.engine, config.engine_options, config.judging(), config.human, counter_name, config.table_mb,
+                config.engine,
+                config.engine_options,
+                config.judging(),
+                config.human,
+                counter_name,
+                config.table_mb,
                 model_name,
             )
             for _ in range(self.workers)
-        ]  # fmt: skip
+        ]
         # The job takes the workers as they come up: an actor without room waits for a node (and
         # asks the autoscaler for one); each shard is split among the actors up at its submission.
         self.starting: dict[Any, Any] = {actor.describe.remote(): actor for actor in self.actors}
@@ -401,7 +360,7 @@ class MiningJob:
     def run(self) -> dict[str, Any]:
         while True:
             if self.stop.is_set():
-                raise _Terminated
+                raise Terminated
             if self.lease is not None and self.lease.lost is not None:
                 raise MiningStopped(f"stopped: {self.lease.lost}")
             self.take_ready()

@@ -63,14 +63,23 @@ class ShardFeed:
                 pin = None if self.pins is None else self.pins[index]
                 if is_stream(source):
                     self.stream = self.reader.options(_generator_backpressure_num_objects=2 * STREAM_LOOKAHEAD).remote(
-                        source, index, config.shard_bytes, config.shard_games, config.max_game_bytes,
-                        config.url_timeout, pin,
-                    )  # fmt: skip
+                        source,
+                        index,
+                        config.shard_bytes,
+                        config.shard_games,
+                        config.max_game_bytes,
+                        config.url_timeout,
+                        pin,
+                    )
                 else:
                     self.ranges = source_shards(
-                        source, index, shard_bytes=config.shard_bytes, shard_games=config.shard_games,
-                        max_game_bytes=config.max_game_bytes, pin=pin,
-                    )  # fmt: skip
+                        source,
+                        index,
+                        shard_bytes=config.shard_bytes,
+                        shard_games=config.shard_games,
+                        max_game_bytes=config.max_game_bytes,
+                        pin=pin,
+                    )
             else:
                 self.exhausted = True
         return None

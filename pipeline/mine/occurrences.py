@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import chess
 
 from pipeline.human.context import MoverContext, Pool, game_pool, mover_context
-from pipeline.ingest.games import Selected
+from pipeline.ingest.outcomes import Selected
 from pipeline.mine.table import analysis_key
 from schemas.dataset import to_signed64
 from search.chessgame import zobrist
@@ -35,17 +35,41 @@ PackedBoard = tuple[int, int, int, int, int, int, int, int, int, bool, int, int 
 
 def pack_board(board: chess.Board) -> PackedBoard:
     return (
-        board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
-        board.occupied_co[chess.WHITE], board.occupied_co[chess.BLACK], board.promoted, board.turn,
-        board.castling_rights, board.ep_square, board.halfmove_clock, board.fullmove_number,
-    )  # fmt: skip
+        board.pawns,
+        board.knights,
+        board.bishops,
+        board.rooks,
+        board.queens,
+        board.kings,
+        board.occupied_co[chess.WHITE],
+        board.occupied_co[chess.BLACK],
+        board.promoted,
+        board.turn,
+        board.castling_rights,
+        board.ep_square,
+        board.halfmove_clock,
+        board.fullmove_number,
+    )
 
 
 def unpack_board(packed: PackedBoard) -> chess.Board:
     board = chess.Board.empty()
-    (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings, white, black,
-     board.promoted, board.turn, board.castling_rights, board.ep_square, board.halfmove_clock,
-     board.fullmove_number) = packed  # fmt: skip
+    (
+        board.pawns,
+        board.knights,
+        board.bishops,
+        board.rooks,
+        board.queens,
+        board.kings,
+        white,
+        black,
+        board.promoted,
+        board.turn,
+        board.castling_rights,
+        board.ep_square,
+        board.halfmove_clock,
+        board.fullmove_number,
+    ) = packed
     board.occupied_co[chess.WHITE] = white
     board.occupied_co[chess.BLACK] = black
     board.occupied = white | black

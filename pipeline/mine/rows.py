@@ -28,9 +28,9 @@ from schemas.rows import (
     TrapRow,
     verdict_of,
 )
-from search.judges import JUDGES, Judge, JudgeSettings, win_drop
+from search.judges import JUDGES, Judge, JudgeSettings
 from search.settings import DiffiMaxSettings
-from search.values import Value, is_mate_score
+from search.values import Value, is_mate_score, win_drop
 
 
 @dataclass

@@ -20,8 +20,9 @@ import pyarrow.compute as pc
 from pipeline.dataset.lease import LeaseLostError, Tenure
 from pipeline.dataset.store import commit_shard, table_of
 from pipeline.human.context import Pool
-from pipeline.ingest.games import Failed, Selected, read_games
+from pipeline.ingest.games import read_games
 from pipeline.ingest.headers import GameFilter, identity_keys
+from pipeline.ingest.outcomes import Failed, Selected
 from pipeline.ingest.rows import GameRow, PositionRow
 from pipeline.ingest.sources import Shard
 from pipeline.mine.counts import Counts, Effort
@@ -97,9 +98,15 @@ def read_shard(shard: Shard, game_filter: GameFilter, limit: int | None) -> Read
         else:
             filtered_by[outcome.rule] += 1
     return ReadShard(
-        shard.shard_id, ordinal_of(shard.source_index, shard.index), shard.end - shard.start, selected, errors, read,
-        dict(filtered_by), time.perf_counter() - start,
-    )  # fmt: skip
+        shard.shard_id,
+        ordinal_of(shard.source_index, shard.index),
+        shard.end - shard.start,
+        selected,
+        errors,
+        read,
+        dict(filtered_by),
+        time.perf_counter() - start,
+    )
 
 
 def split_shard(
@@ -127,11 +134,17 @@ def split_shard(
         dropped.update(outcome.dropped)
         latin1 += outcome.latin1
     counts = ShardCounts(
-        games_read=read.games_read, games_written=len(games), games_filtered=filtered_by.total(),
-        games_error=len(read.errors), games_latin1=latin1, positions=len(positions), bytes_read=read.bytes_read,
-        seconds=read.seconds + time.perf_counter() - start, filtered_by=dict(sorted(filtered_by.items())),
+        games_read=read.games_read,
+        games_written=len(games),
+        games_filtered=filtered_by.total(),
+        games_error=len(read.errors),
+        games_latin1=latin1,
+        positions=len(positions),
+        bytes_read=read.bytes_read,
+        seconds=read.seconds + time.perf_counter() - start,
+        filtered_by=dict(sorted(filtered_by.items())),
         values_dropped=dict(sorted(dropped.items())),
-    )  # fmt: skip
+    )
     tables = ShardTables(table_of("games", games), table_of("positions", positions), read.errors, read.ordinal)
     return counts, tables, parts
 
@@ -190,11 +203,19 @@ def write_shard(
     errors = [
         *tables.errors,
         *(
-            {"source": shard.source, "shard_id": shard.shard_id, "game_index": None, "byte_offset": None,
-             "game_id": game_id, "ply": ply, "stage": "analyse", "reason": reason}
+            {
+                "source": shard.source,
+                "shard_id": shard.shard_id,
+                "game_index": None,
+                "byte_offset": None,
+                "game_id": game_id,
+                "ply": ply,
+                "stage": "analyse",
+                "reason": reason,
+            }
             for _, game_id, ply, reason in failures
         ),
-    ]  # fmt: skip
+    ]
     shard_counts = Counts(
         games_read=counts.games_read,
         games_written=counts.games_written,
@@ -213,14 +234,23 @@ def write_shard(
         committed = commit_shard(
             root,
             shard.shard_id,
-            {"games": [tables.games], "positions": [tables.positions], "responses": [responses], "traps": [traps],
-             "errors": errors},
-            {"shard_id": shard.shard_id, "source": shard.source, "ordinal": tables.ordinal,
-             "counts": shard_counts.shard_record(),
-             "effort": asdict(Effort(analysis_seconds=analysis, engine_seconds=engine, engine_calls=calls))},
+            {
+                "games": [tables.games],
+                "positions": [tables.positions],
+                "responses": [responses],
+                "traps": [traps],
+                "errors": errors,
+            },
+            {
+                "shard_id": shard.shard_id,
+                "source": shard.source,
+                "ordinal": tables.ordinal,
+                "counts": shard_counts.shard_record(),
+                "effort": asdict(Effort(analysis_seconds=analysis, engine_seconds=engine, engine_calls=calls)),
+            },
             run=run,
             tenure=tenure,
-        )  # fmt: skip
+        )
     except LeaseLostError as lost:
         return ShardResult(shard.shard_id, False, Counts(), analysis, engine, calls, str(lost))
     return ShardResult(shard.shard_id, committed, shard_counts, analysis, engine, calls)
@@ -238,6 +268,12 @@ def in_order(parts: Sequence[tuple[pa.Table | None, list[int]]], name: str) -> p
 
 
 __all__ = [
-    "ReadShard", "ShardCounts", "ShardResult", "ShardTables", "prepare_shard", "read_shard", "split_shard",
+    "ReadShard",
+    "ShardCounts",
+    "ShardResult",
+    "ShardTables",
+    "prepare_shard",
+    "read_shard",
+    "split_shard",
     "write_shard",
-]  # fmt: skip
+]

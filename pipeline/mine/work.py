@@ -97,10 +97,18 @@ def analyse_position(
         if not any(board.generate_legal_moves()):
             raise PositionError("no legal reply: the game is over here")
         judgement = judge_lines(
-            lines, board, setter, settings, judging.judges, model=model, corpus=corpus, context=context,
-            also=() if played is None or not value_played else (played,), key=key,
+            lines,
+            board,
+            setter,
+            settings,
+            judging.judges,
+            model=model,
+            corpus=corpus,
+            context=context,
+            also=() if played is None or not value_played else (played,),
+            key=key,
             model_probabilities=model_probabilities,
-        )  # fmt: skip
+        )
         common = settings_columns(settings, backend.name)
         choices = CHOICES_UNKNOWN
         if judging.setter_choices:
@@ -227,10 +235,18 @@ class AnalysisWorker(KitWorker):
         reused = entry is not None
         entry = entry or AnalysisEntry()
         result = analyse_position(
-            self.backend, board, self.judging, entry=entry, played=occurrence.played,
-            value_played=not occurrence.next_judged, model=self.model, corpus=self.corpus, context=occurrence.context,
-            key=occurrence.position_key, model_probabilities=predicted,
-        )  # fmt: skip
+            self.backend,
+            board,
+            self.judging,
+            entry=entry,
+            played=occurrence.played,
+            value_played=not occurrence.next_judged,
+            model=self.model,
+            corpus=self.corpus,
+            context=occurrence.context,
+            key=occurrence.position_key,
+            model_probabilities=predicted,
+        )
         if result.engine_calls or not reused:
             table.put(occurrence.key, entry)
         outcome.engine_calls += result.engine_calls
@@ -255,9 +271,16 @@ class AnalysisWorker(KitWorker):
         for occurrence in occurrences:
             entry = self.table.get(occurrence.key) or AnalysisEntry()
             result = analyse_position(
-                self.backend, occurrence.board(), self.judging, entry=entry, played=occurrence.played,
-                model=self.model, corpus=self.corpus, context=occurrence.context, key=occurrence.position_key,
-            )  # fmt: skip
+                self.backend,
+                occurrence.board(),
+                self.judging,
+                entry=entry,
+                played=occurrence.played,
+                model=self.model,
+                corpus=self.corpus,
+                context=occurrence.context,
+                key=occurrence.position_key,
+            )
             self.table.put(occurrence.key, entry)
             result.game_id = occurrence.game_id
             found.append(result)

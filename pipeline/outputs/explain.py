@@ -276,8 +276,12 @@ def judged_text(
     span = max(2 * settings.reasonable_cp, max(r.dip for r in analysis.responses) + settings.reasonable_cp // 2)
     head = f"{'#':>3} {'reply':<{width}} {'value':>8} {'dip':>6} {'win lost':>8} {'shallow':>7} {'human p':>7} "
     head += f"{'corpus':>6}  "
-    lines += ["", "Opponent responses (each once)", "------------------------------",
-              head + " ".join(f"{j:<9}" for j in shown) + " bar (longest: the best)"]  # fmt: skip
+    lines += [
+        "",
+        "Opponent responses (each once)",
+        "------------------------------",
+        head + " ".join(f"{j:<9}" for j in shown) + " bar (longest: the best)",
+    ]
     for r in analysis.responses:
         row = rows.get(r.move)
         value = format_pawns(r.value) if r.exact else f">{format_pawns(r.value)}"
@@ -425,9 +429,15 @@ class Explanation:
         name, path_name, move_name = san_namer(board), variation_namer(board), san_after(board)
         if self.judgement is not None and self.result.root_analysis is not None:
             return judged_text(
-                self.result, self.judgement, self.judges, header=header, name=name, path_name=path_name,
-                move_name=move_name, rating=self.position.context.rating,
-            )  # fmt: skip
+                self.result,
+                self.judgement,
+                self.judges,
+                header=header,
+                name=name,
+                path_name=path_name,
+                move_name=move_name,
+                rating=self.position.context.rating,
+            )
         return explain_text(self.result, header=header, name=name, path_name=path_name, move_name=move_name)
 
 

@@ -24,8 +24,8 @@ import chess
 from pipeline.common.sanitize import terminal_visible, truncate_cell
 from pipeline.human.context import MoverContext, Pool, game_pool, mover_context, pool_of
 from pipeline.human.maia3 import HISTORY
-from pipeline.ingest.games import Selected
 from pipeline.ingest.one_game import GameNumberError, game_number
+from pipeline.ingest.outcomes import Selected
 from pipeline.ingest.sources import InputError
 from search.chessgame import FenError, board_from_fen, numbered_line, play_moves
 from search.errors import DiffimaxError

@@ -15,6 +15,7 @@ from typing import Final
 
 import chess
 
+from pipeline.human.context import MoverContext
 from pipeline.play.styles import Style
 from search.values import MATE, Value, is_mate_score
 
@@ -126,6 +127,16 @@ class Situation:
     """A per-line node limit for this move instead of the engine's (UCI `go nodes`)."""
     depth: int | None = None
     """A per-line depth limit for this move (UCI `go depth`; the native engine's plies)."""
+
+    def mover_context(self, rating: int | None, *, ours: bool) -> MoverContext:
+        """What the human-move model is told of the mover: `rating`, and our clock or the
+        opponent's with the game's time control."""
+        return MoverContext(
+            rating=rating,
+            clock_seconds=self.our_clock if ours else self.their_clock,
+            base_seconds=self.base_seconds,
+            increment_seconds=self.increment_seconds,
+        )
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,11 @@ class TimeSettings:
     """Below this budget the player decides on the shallow pass alone."""
 
     def __post_init__(self) -> None:
-        for name, amount, minimum in (("move overhead", self.move_overhead_ms, 0), ("moves horizon", self.horizon, 1),
-                                      ("hurry time", self.hurry_ms, 0)):  # fmt: skip
+        for name, amount, minimum in (
+            ("move overhead", self.move_overhead_ms, 0),
+            ("moves horizon", self.horizon, 1),
+            ("hurry time", self.hurry_ms, 0),
+        ):
             check_whole(name, amount, minimum)
         if not (math.isfinite(self.hard_factor) and self.hard_factor >= 1.0):
             raise SettingsError(f"invalid hard factor {self.hard_factor!r}: must be >= 1")

@@ -45,8 +45,15 @@ def choose_best(decision: Decision, board: chess.Board, legal: list[str], situat
     move = found.best if found.best in values else min(values, key=lambda m: (-values[m], m))
     assert move is not None
     choice = Choice(
-        move, "best", f"style best: {move}, the engine's best ({pawns(values[move])})", values[move], move,
-        values[move], (MoveOption(move, values[move]),), complete=True, nodes=found.nodes,
-    )  # fmt: skip
+        move,
+        "best",
+        f"style best: {move}, the engine's best ({pawns(values[move])})",
+        values[move],
+        move,
+        values[move],
+        (MoveOption(move, values[move]),),
+        complete=True,
+        nodes=found.nodes,
+    )
     offer(choice)
     return choice

@@ -133,6 +133,35 @@ def full_values(
     return {m: v for m, v in found.values.items() if m in legal}, nodes + found.nodes
 
 
+def _trap_chance_after(
+    decision: Decision,
+    board: chess.Board,
+    move: str,
+    judges: JudgeSettings,
+    context: MoverContext,
+    timing: JudgeTiming,
+) -> tuple[float, tuple[TrapReply, ...], str, int]:
+    """`trap_chance` of the position after our `move` (none where the opponent has no move), and
+    the engine nodes judging it took; the judging time goes to `timing`."""
+    after = board.copy()
+    after.push_uci(move)
+    if not any(after.generate_legal_moves()):
+        return 0.0, (), "none", 0
+    started = time.monotonic()
+    judgement = judge_position(
+        decision.backend,
+        after,
+        board.turn,
+        decision.settings.diffimax,
+        judges,
+        model=decision.model,
+        context=context,
+        corpus=decision.corpus,
+    )
+    timing.record(time.monotonic() - started)
+    return (*trap_chance(judgement, decision.settings.judges), sum(judgement.nodes.values()))
+
+
 def choose_trap(
     decision: Decision,
     board: chess.Board,
@@ -146,8 +175,13 @@ def choose_trap(
     values; then each move within the margin judged in turn, while `control` allows."""
     settings = decision.settings
     ranked, shallow, nodes = ranked_moves(decision, board, legal)
-    first = Choice(ranked[0], "trap", f"style trap: {ranked[0]}, the shallow pass's best (no time for more)",
-                   nodes=nodes, shallow_value=shallow.get(ranked[0]))  # fmt: skip
+    first = Choice(
+        ranked[0],
+        "trap",
+        f"style trap: {ranked[0]}, the shallow pass's best (no time for more)",
+        nodes=nodes,
+        shallow_value=shallow.get(ranked[0]),
+    )
     offer(first)
     if control.hurry or not control.can_start(0.0):
         return first
@@ -177,31 +211,20 @@ def choose_trap(
                 f"style trap: {move}, the best ({pawns(values[move])}): no trap chance among the "
                 f"{len(chances)} of {len(within)} move(s) within the margin judged"
             )
-        return Choice(move, "trap", reason, values[move], best, values[best], candidates, complete=complete,
-                      nodes=nodes)  # fmt: skip
+        return Choice(
+            move, "trap", reason, values[move], best, values[best], candidates, complete=complete, nodes=nodes
+        )
 
     offer(current(False))
-    context = MoverContext(
-        rating=settings.opponent_rating, clock_seconds=situation.their_clock,
-        base_seconds=situation.base_seconds, increment_seconds=situation.increment_seconds,
-    )  # fmt: skip
+    context = situation.mover_context(settings.opponent_rating, ours=False)
     judges = trap_judges(decision)
     for move in within:
         if not control.can_start(timing.seconds):
             return current(False)
-        after = board.copy()
-        after.push_uci(move)
-        if not any(after.generate_legal_moves()):
-            chances[move], traps[move], sources[move] = 0.0, (), "none"
-            continue
-        started = time.monotonic()
-        judgement = judge_position(
-            decision.backend, after, board.turn, settings.diffimax, judges, model=decision.model, context=context,
-            corpus=decision.corpus,
-        )  # fmt: skip
-        timing.record(time.monotonic() - started)
-        nodes += sum(judgement.nodes.values())
-        chances[move], traps[move], sources[move] = trap_chance(judgement, settings.judges)
+        chances[move], traps[move], sources[move], spent = _trap_chance_after(
+            decision, board, move, judges, context, timing
+        )
+        nodes += spent
         offer(current(False))
     choice = current(True)
     offer(choice)

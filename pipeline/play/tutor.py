@@ -17,7 +17,6 @@ from collections.abc import Mapping
 
 import chess
 
-from pipeline.human.context import MoverContext
 from pipeline.play.choice import (
     Choice,
     Control,
@@ -153,15 +152,15 @@ def choose_tutor(
         choice = dataclasses.replace(choice, style="tutor", reason=reason)
         offer(choice)
         return choice
-    context = MoverContext(
-        rating=tutor.rating, clock_seconds=situation.our_clock, base_seconds=situation.base_seconds,
-        increment_seconds=situation.increment_seconds,
-    )  # fmt: skip
-    every = decision.model.move_probabilities(board, context)
+    every = decision.model.move_probabilities(board, situation.mover_context(tutor.rating, ours=True))
     probabilities = {m: every.get(m, 0.0) for m in legal}
     likely = most_plausible(probabilities)
-    first = Choice(likely, "tutor", f"style tutor: {likely}, the most plausible move (no time for more)",
-                   plausible=probabilities[likely])  # fmt: skip
+    first = Choice(
+        likely,
+        "tutor",
+        f"style tutor: {likely}, the most plausible move (no time for more)",
+        plausible=probabilities[likely],
+    )
     offer(first)
     if control.hurry or not control.can_start(0.0):
         return first
@@ -189,8 +188,9 @@ def choose_tutor(
             f"style tutor: {likely}, the most plausible move (p={probabilities[likely]:.3f}): no move reaches "
             f"{mode}eps {epsilon:.4f}"
         )
-        choice = Choice(likely, "tutor", reason, valued[likely], best, top, only, epsilon, state, True,
-                        nodes, probabilities[likely])  # fmt: skip
+        choice = Choice(
+            likely, "tutor", reason, valued[likely], best, top, only, epsilon, state, True, nodes, probabilities[likely]
+        )
         offer(choice)
         return choice
     options = {m: valued[m] for m in passing}
@@ -202,7 +202,8 @@ def choose_tutor(
         f"chance {weights[move]:.2f}); {mode}eps {epsilon:.4f} (adaptive {state.epsilon:.4f}), "
         f"{len(passing)} of {len(legal)} moves pass"
     )
-    choice = Choice(move, "tutor", reason, valued[move], best, top, candidates, epsilon, state, True, nodes,
-                    probabilities[move])  # fmt: skip
+    choice = Choice(
+        move, "tutor", reason, valued[move], best, top, candidates, epsilon, state, True, nodes, probabilities[move]
+    )
     offer(choice)
     return choice

@@ -50,8 +50,11 @@ class EngineSetup:
     human: HumanEvidence = PLAY_HUMAN
 
     def __post_init__(self) -> None:
-        for name, amount in (("threads", self.options.threads), ("hash", self.options.hash_mb),
-                             ("shallow depth", self.options.shallow_depth)):  # fmt: skip
+        for name, amount in (
+            ("threads", self.options.threads),
+            ("hash", self.options.hash_mb),
+            ("shallow depth", self.options.shallow_depth),
+        ):
             if amount is not None:
                 check_whole(name, amount, 1)
 

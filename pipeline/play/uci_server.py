@@ -277,8 +277,12 @@ class Session:
         return True
 
     def cmd_uci(self, args: list[str], line: str) -> None:
-        self.write(f"id name {ENGINE_NAME}", f"id author {ENGINE_AUTHOR}",
-                   *(spec.announce(self.config) for spec in OPTIONS), "uciok")  # fmt: skip
+        self.write(
+            f"id name {ENGINE_NAME}",
+            f"id author {ENGINE_AUTHOR}",
+            *(spec.announce(self.config) for spec in OPTIONS),
+            "uciok",
+        )
 
     def cmd_isready(self, args: list[str], line: str) -> None:
         if self.search is None or self.search.done.is_set():
@@ -392,8 +396,9 @@ class Session:
         a normal move at `ponderhit`: its clock starts now."""
         search = self.search
         if search is not None and search.go.ponder:
-            search.start_clock(plan_time(dataclasses.replace(search.go, ponder=False), search.board.turn,
-                                         self.config.time))  # fmt: skip
+            search.start_clock(
+                plan_time(dataclasses.replace(search.go, ponder=False), search.board.turn, self.config.time)
+            )
 
     def run(self, lines: Iterable[str]) -> int:
         try:

@@ -55,8 +55,9 @@ class WorkerSpec:
     """Workers that expand on the shallow pass alone (a plan's sketch of the tree)."""
 
     def build(self) -> RepertoireWorker:
-        return RepertoireWorker(self.engine, self.options, self.settings, self.start, self.human, self.table_mb,
-                                sketch=self.sketch)  # fmt: skip
+        return RepertoireWorker(
+            self.engine, self.options, self.settings, self.start, self.human, self.table_mb, sketch=self.sketch
+        )
 
 
 class LocalExecutor:

@@ -107,8 +107,15 @@ class GameOpening:
         return self.white_elo if color == chess.WHITE else self.black_elo
 
 
-def kept(row_source: str, game_id: str, offset: int | None, site: str | None, link: str | None,
-         split: Split | None, pool: Pool | None) -> bool:  # fmt: skip
+def kept(
+    row_source: str,
+    game_id: str,
+    offset: int | None,
+    site: str | None,
+    link: str | None,
+    split: Split | None,
+    pool: Pool | None,
+) -> bool:
     """Whether a game counts: of `pool` (None: any) and of `split` (None: any)."""
     if pool is not None and pool_of({"Site": site, "Link": link}) != pool:
         return False
@@ -170,8 +177,9 @@ def read_pgn_openings(
 ) -> list[GameOpening]:
     """`read_game_openings` from PGN files, read by the project's reader with no analysis (the
     held-out games of the must-show figures, which no mining job needs to judge)."""
-    from pipeline.ingest.games import GameReader, Selected
+    from pipeline.ingest.games import GameReader
     from pipeline.ingest.headers import GameFilter
+    from pipeline.ingest.outcomes import Selected
     from pipeline.ingest.sources import iter_shards
 
     reader = GameReader(GameFilter(ply_from=0, ply_to=max(0, plies - 1)))
@@ -181,8 +189,7 @@ def read_pgn_openings(
             if not isinstance(outcome, Selected):
                 continue
             game = outcome.game
-            if not kept(game["source"], game["game_id"], game["byte_offset"], game["site"], game["link"], split,
-                        pool):  # fmt: skip
+            if not kept(game["source"], game["game_id"], game["byte_offset"], game["site"], game["link"], split, pool):
                 continue
             moves = tuple((row["position_key"], row["move_uci"]) for row in outcome.positions if row["ply"] < plies)
             found.append(GameOpening(game["game_id"], moves, game["white_elo"], game["black_elo"], game["result"]))

@@ -187,10 +187,18 @@ def expand_opponent(
     probabilities, model_p, counts, _ = human_probabilities(board, settings, model, corpus, key)
     explore = explored_replies(probabilities, request.reach, settings.floor)
     judgement = judge_lines(
-        lines, board, settings.color, settings.diffimax, settings.judges,
-        model=model, context=settings.context(), corpus=corpus, also=explore, key=key,
+        lines,
+        board,
+        settings.color,
+        settings.diffimax,
+        settings.judges,
+        model=model,
+        context=settings.context(),
+        corpus=corpus,
+        also=explore,
+        key=key,
         model_probabilities=None if model is None else model_p,
-    )  # fmt: skip
+    )
     evidence = judgement.evidence
     values: dict[str, Value] = {}
     drops: dict[str, float] = {}
@@ -202,10 +210,20 @@ def expand_opponent(
             drops[reply.move] = drop
     traps = tuple(sorted(judgement.candidates("practical") or ()))
     return OpponentResult(
-        request.node, evidence.best, evidence.best_value, probability_source(evidence, settings.judges),
-        evidence.corpus_games, probabilities, model_p, counts, tuple(explore), values, drops, traps,
+        request.node,
+        evidence.best,
+        evidence.best_value,
+        probability_source(evidence, settings.judges),
+        evidence.corpus_games,
+        probabilities,
+        model_p,
+        counts,
+        tuple(explore),
+        values,
+        drops,
+        traps,
         {move: tuple(line) for move, line in judgement.lines.items()},
-    )  # fmt: skip
+    )
 
 
 def sketch_player(lines: TableLines, board: chess.Board, settings: RepertoireSettings, node: int) -> PlayerResult:
@@ -249,8 +267,21 @@ def sketch_opponent(
     drops = {m: max(0.0, score(v) - score(values[best])) for m, v in values.items()}
     use_corpus = games is not None and games >= settings.judges.corpus_min_games
     source: Source = "corpus" if use_corpus else ("model" if model is not None else "none")
-    return OpponentResult(request.node, best, values[best], source, games, probabilities, model_p, counts,
-                          tuple(explore), values, drops, (), {})  # fmt: skip
+    return OpponentResult(
+        request.node,
+        best,
+        values[best],
+        source,
+        games,
+        probabilities,
+        model_p,
+        counts,
+        tuple(explore),
+        values,
+        drops,
+        (),
+        {},
+    )
 
 
 def timed_cost(lines: TableLines, started: float, reused: bool) -> Cost:

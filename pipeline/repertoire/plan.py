@@ -180,8 +180,10 @@ def plan_repertoire(
 
 def repertoire_plan_text(plan: RepertoirePlan) -> str:
     """The plan as lines of text."""
-    lines = [f"sketch: {sum(k.nodes for k in plan.kinds.values())} nodes to expand, deepest at ply {plan.depth} "
-             f"({plan.sketch_seconds:.0f} s on the shallow pass)"]  # fmt: skip
+    lines = [
+        f"sketch: {sum(k.nodes for k in plan.kinds.values())} nodes to expand, deepest at ply {plan.depth} "
+        f"({plan.sketch_seconds:.0f} s on the shallow pass)"
+    ]
     for kind, figures in plan.kinds.items():
         seconds = figures.seconds
         interval = "" if seconds.low is None or seconds.high is None else f" [{seconds.low:.2f}, {seconds.high:.2f}]"
@@ -196,8 +198,10 @@ def repertoire_plan_text(plan: RepertoirePlan) -> str:
         f"[{plan.core_hours.low:.2f}, {plan.core_hours.high:.2f}]"
     )
     for count, wall in sorted(plan.walls.items()):
-        lines.append(f"wall on {count} worker(s): {wall.value / 60:.1f} min [{(wall.low or 0) / 60:.1f}, "
-                     f"{(wall.high or 0) / 60:.1f}]")  # fmt: skip
+        lines.append(
+            f"wall on {count} worker(s): {wall.value / 60:.1f} min [{(wall.low or 0) / 60:.1f}, "
+            f"{(wall.high or 0) / 60:.1f}]"
+        )
     speedup = plan.speedup(1, 2)
     if speedup is not None:
         lines.append(f"1 -> 2 workers: {speedup:.2f}x")

@@ -59,14 +59,22 @@ def node_rows(growth: Growth, labels: Labels, evidence: PositionGames | None = N
     settings, start = growth.settings, growth.start
     root_board = start.board()
     common = {
-        "repertoire": repertoire_id(settings, root_board.fen(), start.moves) if start.fen is None else
-        repertoire_id(settings, start.fen, start.moves),
-        "color": "white" if settings.color == chess.WHITE else "black", "opponent_rating": settings.rating,
-        "player_rating": settings.player_rating, "pool": settings.pool, "start_fen": root_board.fen(),
-        "plies": settings.plies, "floor": settings.floor, "width": settings.width,
-        "safety_margin": settings.diffimax.safety_margin, "engine": labels.engine,
-        "human_model": labels.human.model, "human_corpus": labels.human.corpus,
-    }  # fmt: skip
+        "repertoire": repertoire_id(settings, root_board.fen(), start.moves)
+        if start.fen is None
+        else repertoire_id(settings, start.fen, start.moves),
+        "color": "white" if settings.color == chess.WHITE else "black",
+        "opponent_rating": settings.rating,
+        "player_rating": settings.player_rating,
+        "pool": settings.pool,
+        "start_fen": root_board.fen(),
+        "plies": settings.plies,
+        "floor": settings.floor,
+        "width": settings.width,
+        "safety_margin": settings.diffimax.safety_margin,
+        "engine": labels.engine,
+        "human_model": labels.human.model,
+        "human_corpus": labels.human.corpus,
+    }
     rows = []
     ordered = sorted(growth.nodes, key=lambda node: (node.depth, node.path))
     number = {node.id: index for index, node in enumerate(ordered)}
@@ -75,19 +83,27 @@ def node_rows(growth: Growth, labels: Labels, evidence: PositionGames | None = N
         parent = None if node.parent is None else growth.nodes[node.parent]
         sans = san_moves(root_board, node.path)
         row = common | {
-            "node_id": number[node.id], "parent_id": None if node.parent is None else number[node.parent],
-            "depth": node.depth, "path_uci": list(node.path),
+            "node_id": number[node.id],
+            "parent_id": None if node.parent is None else number[node.parent],
+            "depth": node.depth,
+            "path_uci": list(node.path),
             "line_san": with_numbers(root_board, sans),
-            "move_uci": node.move, "move_san": sans[-1] if sans else None,
-            "mover": None if parent is None else parent.to_move, "to_move": node.to_move, "fen": board.fen(),
-            "position_key": to_signed64(zobrist(board)), "status": node.leaf or "expanded",
+            "move_uci": node.move,
+            "move_san": sans[-1] if sans else None,
+            "mover": None if parent is None else parent.to_move,
+            "to_move": node.to_move,
+            "fen": board.fen(),
+            "position_key": to_signed64(zobrist(board)),
+            "status": node.leaf or "expanded",
             "error": None if node.result is None else node.result.error,
-            "value_cp": node.value, "score": None if node.value is None else score(node.value),
-            "gain": node.gain, "expected": node.expected if node.value is not None else None,
+            "value_cp": node.value,
+            "score": None if node.value is None else score(node.value),
+            "gain": node.gain,
+            "expected": node.expected if node.value is not None else None,
             "move_gain": None if parent is None else node.move_gain,
             "recommended": node.recommended if parent is not None and parent.to_move == "player" else None,
             "reach": node.reach,
-        }  # fmt: skip
+        }
         row |= reply_columns(node, parent, root_board)
         row |= opponent_columns(node)
         row |= evidence_columns(node, parent, growth, evidence)
@@ -97,8 +113,9 @@ def node_rows(growth: Growth, labels: Labels, evidence: PositionGames | None = N
 
 def reply_columns(node: Node, parent: Node | None, root_board: chess.Board) -> dict[str, Any]:
     """A reply's columns (the opponent's move): its human evidence, drop, trap and punishment."""
-    empty = dict.fromkeys(("probability", "model_p", "corpus_count", "drop", "explored", "trap", "punishment_uci",
-                           "punishment_san"))  # fmt: skip
+    empty = dict.fromkeys(
+        ("probability", "model_p", "corpus_count", "drop", "explored", "trap", "punishment_uci", "punishment_san")
+    )
     if parent is None or not isinstance(parent.result, OpponentResult) or node.move is None:
         return empty
     result, move = parent.result, node.move
@@ -124,8 +141,19 @@ def opponent_columns(node: Node) -> dict[str, Any]:
     best reply, the unexplored mass, the traps, every reply's probability."""
     result = node.result
     if not isinstance(result, OpponentResult) or result.error is not None:
-        return dict.fromkeys(("source", "corpus_games", "best_reply", "unexplored", "deepened", "traps",
-                              "trap_probability", "trap_gain", "replies"))  # fmt: skip
+        return dict.fromkeys(
+            (
+                "source",
+                "corpus_games",
+                "best_reply",
+                "unexplored",
+                "deepened",
+                "traps",
+                "trap_probability",
+                "trap_gain",
+                "replies",
+            )
+        )
     traps = [m for m in result.traps if m in result.drops]
     return {
         "source": result.source,
@@ -145,17 +173,40 @@ def opponent_columns(node: Node) -> dict[str, Any]:
 
 def evidence_columns(node: Node, parent: Node | None, growth: Growth, evidence: PositionGames | None) -> dict[str, Any]:
     """What the dataset's games did with the move at the parent position (`--data`)."""
-    names = ("observed_games", "observed_count", "observed_share", "share_low", "share_high", "observed_results",
-             "observed_score", "score_low", "score_high")  # fmt: skip
+    names = (
+        "observed_games",
+        "observed_count",
+        "observed_share",
+        "share_low",
+        "share_high",
+        "observed_results",
+        "observed_score",
+        "score_low",
+        "score_high",
+    )
     if evidence is None or parent is None or node.move is None:
         return dict.fromkeys(names)
     key = to_signed64(zobrist(growth.start.board(parent.path)))
     seen = evidence.observed(key, node.move)
     share_low, share_high = seen.share_interval()
     score_low, score_high = seen.score_interval()
-    return dict(zip(names, (seen.games, seen.count, seen.share, share_low, share_high, seen.results, seen.score,
-                            score_low if seen.results else None, score_high if seen.results else None),
-                    strict=True))  # fmt: skip
+    return dict(
+        zip(
+            names,
+            (
+                seen.games,
+                seen.count,
+                seen.share,
+                share_low,
+                share_high,
+                seen.results,
+                seen.score,
+                score_low if seen.results else None,
+                score_high if seen.results else None,
+            ),
+            strict=True,
+        )
+    )
 
 
 def nodes_table(rows: list[dict[str, Any]]) -> pa.Table:

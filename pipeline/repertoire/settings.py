@@ -105,8 +105,12 @@ class RepertoireSettings:
     """The practical judge's thresholds (its traps) and the corpus's band and minimum games."""
 
     def __post_init__(self) -> None:
-        for name, value, minimum in (("rating", self.rating, 0), ("plies", self.plies, 1),
-                                     ("width", self.width, 1), ("candidates", self.candidates, 1)):  # fmt: skip
+        for name, value, minimum in (
+            ("rating", self.rating, 0),
+            ("plies", self.plies, 1),
+            ("width", self.width, 1),
+            ("candidates", self.candidates, 1),
+        ):
             if not is_whole(value, minimum):
                 raise RepertoireError(f"invalid {name} {value!r}: must be a whole number >= {minimum}")
         if self.player_rating is not None and not is_whole(self.player_rating, 0):

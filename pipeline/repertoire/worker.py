@@ -86,8 +86,13 @@ class RepertoireWorker(KitWorker):
 
     def table_stats(self) -> dict[str, int]:
         table = self.table
-        return {"entries": len(table), "bytes": table.bytes, "hits": table.hits, "misses": table.misses,
-                "evictions": table.evictions}  # fmt: skip
+        return {
+            "entries": len(table),
+            "bytes": table.bytes,
+            "hits": table.hits,
+            "misses": table.misses,
+            "evictions": table.evictions,
+        }
 
     def cpu(self) -> float:
         """CPU seconds of this process and its engines so far (`pipeline.mine.plan.measure.cpu_seconds`)."""

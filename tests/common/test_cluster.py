@@ -39,8 +39,13 @@ def refuse(value: int) -> int:
 
 def test_on_one_process_the_calls_run_here_in_order() -> None:
     seen: list[int] = []
-    results = fan_out(square, [(value, None) for value in range(5)], workers=1, shared=(10,),
-                      on_result=lambda index, result: seen.append(index))  # fmt: skip
+    results = fan_out(
+        square,
+        [(value, None) for value in range(5)],
+        workers=1,
+        shared=(10,),
+        on_result=lambda index, result: seen.append(index),
+    )
     assert [value for value, _ in results] == [10, 11, 14, 19, 26]
     assert {pid for _, pid in results} == {os.getpid()}
     assert seen == [0, 1, 2, 3, 4]

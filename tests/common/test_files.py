@@ -46,8 +46,17 @@ def _victim(tmp_path: Path) -> Path:
     return victim
 
 
-@pytest.mark.parametrize("kind", ["symbolic link to a file", "symbolic link to a directory", "dangling symbolic link",
-                                  "hard link", "directory", "fifo"])  # fmt: skip
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "symbolic link to a file",
+        "symbolic link to a directory",
+        "dangling symbolic link",
+        "hard link",
+        "directory",
+        "fifo",
+    ],
+)
 def test_a_target_that_is_a_link_or_a_directory_is_refused_in_one_line_and_nothing_changes(
     tmp_path: Path, kind: str
 ) -> None:

@@ -99,13 +99,21 @@ def _first_count(command: list[str], terminal: bool, cwd: Path) -> tuple[float |
     started = time.monotonic()
     if terminal:
         main, other = pty.openpty()
-        process = subprocess.Popen(command, cwd=cwd, stdin=other, stdout=other, stderr=other, env=env,
-                                   start_new_session=True)  # fmt: skip
+        process = subprocess.Popen(
+            command, cwd=cwd, stdin=other, stdout=other, stderr=other, env=env, start_new_session=True
+        )
         os.close(other)
         reader = main
     else:
-        process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, env=env, start_new_session=True)  # fmt: skip
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
         assert process.stdout is not None
         reader = process.stdout.fileno()
     seen = b""
@@ -145,27 +153,79 @@ def _first_count(command: list[str], terminal: bool, cwd: Path) -> tuple[float |
 def mined(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small dataset for `puzzles` (6 games: the dip judge at depth 2 names a few candidates, enough for a count)."""
     out = tmp_path_factory.mktemp("progress") / "data"
-    mine([str(GAMES / "lichess_100.pgn")], out, settings=DiffiMaxSettings(depth=2), max_games=6, workers=2,
-         judges=JudgeSettings(judges=frozenset({"dip"})), game_filter=GameFilter(ply_from=6, ply_to=20))  # fmt: skip
+    mine(
+        [str(GAMES / "lichess_100.pgn")],
+        out,
+        settings=DiffiMaxSettings(depth=2),
+        max_games=6,
+        workers=2,
+        judges=JudgeSettings(judges=frozenset({"dip"})),
+        game_filter=GameFilter(ply_from=6, ply_to=20),
+    )
     return out
 
 
 COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
-    "mine": lambda data, tmp: [*DIFFIMAX, "mine", str(GAMES / "chesscom_mixed_1187.pgn"), "--out", str(tmp / "m"),
-                               "--max-games", "40"],
+    "mine": lambda data, tmp: [
+        *DIFFIMAX,
+        "mine",
+        str(GAMES / "chesscom_mixed_1187.pgn"),
+        "--out",
+        str(tmp / "m"),
+        "--max-games",
+        "40",
+    ],
     "plan": lambda data, tmp: [*DIFFIMAX, "plan", str(GAMES / "chesscom_mixed_1187.pgn"), "--max-games", "200"],
-    "puzzles": lambda data, tmp: [*DIFFIMAX, "puzzles", "--data", str(data), "--out", str(tmp / "book"),
-                                  "--workers", "1"],
-    "tag": lambda data, tmp: [*DIFFIMAX, "tag", str(PUZZLES / "lichess_puzzles_sample_1499.csv"), "--out",
-                              str(tmp / "tagged.csv")],
-    "evaluate": lambda data, tmp: [*DIFFIMAX, "evaluate", str(GAMES / "lichess_100.pgn"), "--positions", "40",
-                                   "--workers", "1", "--known-traps", "none"],
-    "human eval": lambda data, tmp: [*DIFFIMAX, "human", "eval", "--human-model", "default", str(GAMES / "lichess_100.pgn"),
-                                     "--workers", "1"],
-    "human train": lambda data, tmp: [*DIFFIMAX, "human", "train", "--games",
-                                      str(GAMES / "lichess_player_a_37221.pgn.zst"), "--out", str(tmp / "model.json"),
-                                      "--workers", "1"],
-}  # fmt: skip
+    "puzzles": lambda data, tmp: [
+        *DIFFIMAX,
+        "puzzles",
+        "--data",
+        str(data),
+        "--out",
+        str(tmp / "book"),
+        "--workers",
+        "1",
+    ],
+    "tag": lambda data, tmp: [
+        *DIFFIMAX,
+        "tag",
+        str(PUZZLES / "lichess_puzzles_sample_1499.csv"),
+        "--out",
+        str(tmp / "tagged.csv"),
+    ],
+    "evaluate": lambda data, tmp: [
+        *DIFFIMAX,
+        "evaluate",
+        str(GAMES / "lichess_100.pgn"),
+        "--positions",
+        "40",
+        "--workers",
+        "1",
+        "--known-traps",
+        "none",
+    ],
+    "human eval": lambda data, tmp: [
+        *DIFFIMAX,
+        "human",
+        "eval",
+        "--human-model",
+        "default",
+        str(GAMES / "lichess_100.pgn"),
+        "--workers",
+        "1",
+    ],
+    "human train": lambda data, tmp: [
+        *DIFFIMAX,
+        "human",
+        "train",
+        "--games",
+        str(GAMES / "lichess_player_a_37221.pgn.zst"),
+        "--out",
+        str(tmp / "model.json"),
+        "--workers",
+        "1",
+    ],
+}
 IN_A_TERMINAL = frozenset({"mine", "puzzles", "evaluate", "human train"})
 
 
@@ -183,9 +243,18 @@ def test_every_long_command_shows_a_count_of_its_work_while_it_works(name: str, 
 def test_a_mining_jobs_total_counts_on_max_games() -> None:
     # The issue's 150-game run of a 1,089-game file said "analysed 16/93,071 positions, ETA 98 h":
     # the estimate from the bytes routed ignored --max-games.
-    status = Status(games_read=50, analyses_requested=4_000, analyses_done=100, positions_committed=0, traps=0,
-                    shards_committed=0, bytes_routed=40_000, total_bytes=1_000_000, reading_done=False,
-                    max_games=150)  # fmt: skip
+    status = Status(
+        games_read=50,
+        analyses_requested=4_000,
+        analyses_done=100,
+        positions_committed=0,
+        traps=0,
+        shards_committed=0,
+        bytes_routed=40_000,
+        total_bytes=1_000_000,
+        reading_done=False,
+        max_games=150,
+    )
     assert status.expected_analyses() == 12_000
     assert replace(status, max_games=None).expected_analyses() == 100_000  # the bytes alone
     assert replace(status, reading_done=True).expected_analyses() == 4_000  # known once reading is done

@@ -33,11 +33,22 @@ def test_a_shell_word_reads_back_as_the_text_and_shows_nothing_a_terminal_acts_o
 
 def manifest(workers: int, up: int) -> dict[str, object]:
     return {
-        "games_read": 3, "games_written": 2, "games_filtered": 1, "games_filtered_by": {"duplicate": 1},
-        "games_error": 0, "positions": 40, "positions_analysed": 30, "positions_reused": 10, "positions_error": 0,
-        "traps": 5, "engine": {"name": "native"}, "human": {"model_name": None}, "workers": workers,
-        "workers_up": up, "wall_seconds": 12.5,
-    }  # fmt: skip
+        "games_read": 3,
+        "games_written": 2,
+        "games_filtered": 1,
+        "games_filtered_by": {"duplicate": 1},
+        "games_error": 0,
+        "positions": 40,
+        "positions_analysed": 30,
+        "positions_reused": 10,
+        "positions_error": 0,
+        "traps": 5,
+        "engine": {"name": "native"},
+        "human": {"model_name": None},
+        "workers": workers,
+        "workers_up": up,
+        "wall_seconds": 12.5,
+    }
 
 
 def test_the_summary_shows_the_path_safely_and_a_command_that_works(tmp_path: Path) -> None:

@@ -26,7 +26,8 @@ from pipeline.common.stats import wilson
 from pipeline.dataset.queries import RequirementError, run_query, run_saved
 from pipeline.dataset.sql import query, sql_text
 from pipeline.dataset.store import DatasetWriter
-from pipeline.ingest.games import Selected, read_pgn_bytes
+from pipeline.ingest.games import read_pgn_bytes
+from pipeline.ingest.outcomes import Selected
 from tests.conftest import GAMES
 from tests.conftest import cli_in_process as run_cli  # queries need no process of their own
 

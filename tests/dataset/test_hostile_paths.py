@@ -44,8 +44,7 @@ pytestmark = pytest.mark.cluster
 
 # The first games of lichess_100.pgn, one position each, in shards of ~5 KB (several shards).
 GAMES_MINED = 8
-JOB = ["--engine", "material", "--plies", "10-10", "--workers", "1", "--human-model", "none",
-       "--shard-mb", "0.005"]  # fmt: skip
+JOB = ["--engine", "material", "--plies", "10-10", "--workers", "1", "--human-model", "none", "--shard-mb", "0.005"]
 COUNT_SQL = "select count(*) from positions"
 
 
@@ -184,14 +183,27 @@ def test_a_dangling_link_as_out_is_one_line_saying_so(mined: tuple[Path, Path], 
 # -- the property: hostile layouts, every reader and writer, nothing outside changes ------------
 
 LAYOUTS = (
-    "shards-linked", "shard-linked", "shard-dangling", "file-linked", "staging-linked", "manifest-linked",
-    "job-linked", "lock-linked", "manifest-outside", "manifest-absolute", "stranger-directory",
+    "shards-linked",
+    "shard-linked",
+    "shard-dangling",
+    "file-linked",
+    "staging-linked",
+    "manifest-linked",
+    "job-linked",
+    "lock-linked",
+    "manifest-outside",
+    "manifest-absolute",
+    "stranger-directory",
     "stranger-link",
     # issue 42, item 3: hard links (O_NOFOLLOW cannot see them), links to directories, a directory
     # in a file's place
-    "lock-hardlinked", "manifest-hardlinked", "job-hardlinked", "lock-dir-linked", "manifest-dir-linked",
+    "lock-hardlinked",
+    "manifest-hardlinked",
+    "job-hardlinked",
+    "lock-dir-linked",
+    "manifest-dir-linked",
     "manifest-directory",
-)  # fmt: skip
+)
 
 
 def damage(data: Path, outside: Path, layout: str, index: int) -> None:
@@ -298,8 +310,9 @@ def re_signed(data: Path, change: str) -> Path:
         table = table.drop_columns(["clock_seconds"])
     elif change == "int-for-string":
         position = schema.get_field_index("side_to_move")
-        table = table.set_column(position, pa.field("side_to_move", pa.int32(), nullable=False),
-                                 pa.array([7] * table.num_rows, pa.int32()))  # fmt: skip
+        table = table.set_column(
+            position, pa.field("side_to_move", pa.int32(), nullable=False), pa.array([7] * table.num_rows, pa.int32())
+        )
     elif change == "nulls-in-non-null":
         position = schema.get_field_index("fen")
         table = table.set_column(position, pa.field("fen", pa.string()), pa.array([None] * table.num_rows, pa.string()))

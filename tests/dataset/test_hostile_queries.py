@@ -19,7 +19,8 @@ import pytest
 from pipeline.dataset.duck import connect
 from pipeline.dataset.queries import FETCH_ROWS, TABLE_WIDTH_ROWS, render_stream
 from pipeline.dataset.store import DatasetWriter
-from pipeline.ingest.games import Selected, read_pgn_bytes
+from pipeline.ingest.games import read_pgn_bytes
+from pipeline.ingest.outcomes import Selected
 from tests.conftest import GAMES, one_error_line
 from tests.conftest import cli_in_process as run_cli  # queries need no process of their own
 
@@ -38,16 +39,27 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_two_statements_are_refused_unless_asked_for_a_script(dataset: Path) -> None:
     line = one_error_line(run_cli("query", "--data", str(dataset), "select 1 as one; select 2 as two"))
     assert "2 statements" in line and "--script" in line, line
-    script = run_cli("query", "--data", str(dataset), "create table t as select 41 as x; select x + 1 as two from t",
-                     "--script", "--format", "csv")  # fmt: skip
+    script = run_cli(
+        "query",
+        "--data",
+        str(dataset),
+        "create table t as select 41 as x; select x + 1 as two from t",
+        "--script",
+        "--format",
+        "csv",
+    )
     assert script.returncode == 0 and script.stdout.split() == ["two", "42"], script.stdout + script.stderr
 
 
 @pytest.mark.parametrize(
     "sql",
-    ["copy (select * from games) to '{outside}'", "attach '{outside}' as other", "install httpfs",
-     "select * from read_csv('{victim}')"],
-)  # fmt: skip
+    [
+        "copy (select * from games) to '{outside}'",
+        "attach '{outside}' as other",
+        "install httpfs",
+        "select * from read_csv('{victim}')",
+    ],
+)
 def test_read_only_touches_nothing_outside_the_dataset(dataset: Path, tmp_path: Path, sql: str) -> None:
     outside, victim = tmp_path / "written.db", tmp_path / "victim.csv"
     victim.write_text("secret\n1\n")

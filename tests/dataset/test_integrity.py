@@ -32,8 +32,22 @@ pytestmark = pytest.mark.cluster
 # The input's games (the first of lichess_100.pgn), one position each, in shards of ~5 KB
 # (four shards).
 GAMES_MINED = 24
-JOB = ["--engine", "native", "--depth", "1", "--plies", "10-10", "--workers", "1",
-       "--judges", "dip,trappy", "--human-model", "none", "--shard-mb", "0.005"]  # fmt: skip
+JOB = [
+    "--engine",
+    "native",
+    "--depth",
+    "1",
+    "--plies",
+    "10-10",
+    "--workers",
+    "1",
+    "--judges",
+    "dip,trappy",
+    "--human-model",
+    "none",
+    "--shard-mb",
+    "0.005",
+]
 CHECKSUM_SQL = "select count(*), sum(hash(position_key)), sum(hash(fen)), sum(hash(move_uci)) from positions"
 
 
@@ -89,9 +103,12 @@ def deleted(shard: Path) -> None:
 
 
 DAMAGES: dict[str, Callable[[Path], None]] = {
-    "cut-to-half": cut_half, "emptied": emptied, "not-json": not_json, "footer-byte": footer_changed,
+    "cut-to-half": cut_half,
+    "emptied": emptied,
+    "not-json": not_json,
+    "footer-byte": footer_changed,
     "deleted": deleted,
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("damage", sorted(DAMAGES))

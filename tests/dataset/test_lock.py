@@ -28,16 +28,37 @@ pytestmark = pytest.mark.cluster
 SAMPLE = str(GAMES / "lichess_100.pgn")
 # Long enough to still be running while the second job is refused: every game, plies 10-11, in
 # shards of 5 KB.
-LONG = ["--engine", "native", "--depth", "1", "--plies", "10-11", "--shard-mb", str(5_000 / (1 << 20)),
-        "--workers", "1", "--judges", "dip,trappy", "--human-model", "none"]  # fmt: skip
+LONG = [
+    "--engine",
+    "native",
+    "--depth",
+    "1",
+    "--plies",
+    "10-11",
+    "--shard-mb",
+    str(5_000 / (1 << 20)),
+    "--workers",
+    "1",
+    "--judges",
+    "dip,trappy",
+    "--human-model",
+    "none",
+]
 # Holds OUT's lock until killed, as a job would.
-HOLDER = "import sys, time\nfrom pipeline.dataset.lock import output_lock\nwith output_lock(sys.argv[1]):\n" \
-         "    print('held', flush=True)\n    time.sleep(600)\n"  # fmt: skip
+HOLDER = (
+    "import sys, time\nfrom pipeline.dataset.lock import output_lock\nwith output_lock(sys.argv[1]):\n"
+    "    print('held', flush=True)\n    time.sleep(600)\n"
+)
 
 
 def hold(directory: Path) -> subprocess.Popen[str]:
-    process = subprocess.Popen([sys.executable, "-c", HOLDER, str(directory)], cwd=ROOT, stdout=subprocess.PIPE,
-                               text=True, start_new_session=True)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(directory)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     assert process.stdout is not None and process.stdout.readline().strip() == "held"
     return process
 
@@ -78,9 +99,14 @@ def test_a_held_lock_refuses_mine_resume_report_and_puzzles_at_once(tmp_path: Pa
 
 def test_a_second_job_on_a_running_jobs_out_refuses_and_the_first_finishes(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    first = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "mine", SAMPLE, "--out", str(out), *LONG],
-                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)  # fmt: skip
+    first = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli", "mine", SAMPLE, "--out", str(out), *LONG],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 180
         while not (out / "job.json").is_file() and first.poll() is None:

@@ -31,7 +31,8 @@ from pipeline.dataset.objects import ObjectPath
 from pipeline.dataset.queries import run_query
 from pipeline.dataset.store import DatasetReader, DatasetWriter, OutputError, commit_shard
 from pipeline.dataset.verify import verify_dataset
-from pipeline.ingest.games import Selected, read_pgn_bytes
+from pipeline.ingest.games import read_pgn_bytes
+from pipeline.ingest.outcomes import Selected
 from tests.conftest import GAMES
 from tests.objectstore import S3Server, s3_server
 
@@ -180,8 +181,13 @@ def test_a_second_job_is_refused_and_a_dead_or_expired_lease_is_taken_over(
     assert old.lost is not None and "another job took the lease" in old.lost
     taken.release()
     # A holder on this host whose process is gone holds nothing, however fresh its lease.
-    record = {"pid": _dead_pid(), "host": socket.gethostname(), "command": "killed", "since": time.time(),
-              "seconds": 600}  # fmt: skip
+    record = {
+        "pid": _dead_pid(),
+        "host": socket.gethostname(),
+        "command": "killed",
+        "since": time.time(),
+        "seconds": 600,
+    }
     (root / LEASE_DIR / "00000009.json").put(json.dumps(record).encode())
     store_clock.now = last_modified(root / LEASE_DIR / "00000009.json")  # renewed this very second
     acquire(root, "resumed", seconds=30).release()

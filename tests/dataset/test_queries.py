@@ -49,8 +49,14 @@ def dataset(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Path
     """100 games of player_a (ratings, time controls and clocks on every game), plies 0-16, every
     judge (the bundled human-move model, so the practical judge is primary) as `diffimax mine` does."""
     out = tmp_path_factory.mktemp("query") / "run"
-    mine([str(GAMES / "lichess_player_a_37221.pgn.zst")], out, workers=2, max_games=100,
-         game_filter=GameFilter(ply_from=0, ply_to=16), **EVERY_JUDGE)  # fmt: skip
+    mine(
+        [str(GAMES / "lichess_player_a_37221.pgn.zst")],
+        out,
+        workers=2,
+        max_games=100,
+        game_filter=GameFilter(ply_from=0, ply_to=16),
+        **EVERY_JUDGE,
+    )
     return out
 
 
@@ -77,8 +83,14 @@ def hostile(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Path
     source = root / "hostile.pgn"
     source.write_text(pgn, encoding="utf-8", newline="")
     out = root / "run"
-    manifest = mine([str(source)], out, workers=1, setter_choices=True, settings=DiffiMaxSettings(depth=2),
-                    game_filter=GameFilter(ply_from=4, ply_to=8))  # fmt: skip
+    manifest = mine(
+        [str(source)],
+        out,
+        workers=1,
+        setter_choices=True,
+        settings=DiffiMaxSettings(depth=2),
+        game_filter=GameFilter(ply_from=4, ply_to=8),
+    )
     assert manifest["games_written"] == 2, manifest
     return out
 
@@ -177,8 +189,15 @@ def test_outcomes_view_partitions_the_analysed_positions(dataset):
 
 
 def test_cli_formats_and_errors(dataset):
-    out = run_cli("query", "--data", str(dataset), "select game_id, ply from positions order by 1, 2 limit 3",
-                  "--format", "json", check=True)  # fmt: skip
+    out = run_cli(
+        "query",
+        "--data",
+        str(dataset),
+        "select game_id, ply from positions order by 1, 2 limit 3",
+        "--format",
+        "json",
+        check=True,
+    )
     assert len(json.loads(out.stdout)) == 3
     out = run_cli("query", "--data", str(dataset), "--saved", "fall-rate-by-rating", "--format", "csv", check=True)
     header = next(csv.reader(io.StringIO(out.stdout)))
@@ -222,8 +241,9 @@ def test_explain_human_judge_uses_the_corpus(dataset):
     (games,) = run_query(dataset, f"select count(*) from positions where fen = '{fen}'").rows[0]
     played = dict(run_query(dataset, f"select move_uci, count(*) from positions where fen = '{fen}' group by 1").rows)
     assert games >= 5, "1.e4 is common in player_a's games"
-    out = run_cli("explain", fen, "--engine", "native", "--depth", "1", "--human-corpus", str(dataset), "--json",
-                  check=True)  # fmt: skip
+    out = run_cli(
+        "explain", fen, "--engine", "native", "--depth", "1", "--human-corpus", str(dataset), "--json", check=True
+    )
     judges = json.loads(out.stdout)["judges"]
     assert "human" in judges["settings"]["judges"]
     assert judges["corpus_games"] == games
@@ -302,8 +322,15 @@ def test_a_megabyte_header_is_cut_in_table_format(hostile):
     assert "E" * CELL_MAX + f"…(+{HUGE - CELL_MAX} chars)" in out.stdout
     assert out.stdout.rstrip().endswith("(2 rows)")
     # CSV and JSON are for programs: they keep the whole value.
-    whole = run_cli("query", "--data", str(hostile), "select event from games where game_id = 'huge0001'",
-                    "--format", "csv", check=True)  # fmt: skip
+    whole = run_cli(
+        "query",
+        "--data",
+        str(hostile),
+        "select event from games where game_id = 'huge0001'",
+        "--format",
+        "csv",
+        check=True,
+    )
     assert whole.stdout.splitlines() == ["event", "E" * HUGE]
 
 

@@ -452,8 +452,14 @@ def test_nxe5_is_a_trap_candidate_after_nd4(nd4_result):
     assert result.stats.nodes == extra["engine_nodes"] > 0
     assert extra["engine"] == described["engine"] == "Stockfish 15.1"
     assert extra["engine_calls"] == extra["engine_lines"] == sum(r.exact for r in analysis.responses)
-    assert extra["limits"] == {"nodes": ND4_NODES, "depth": None, "movetime": None, "per": "line",
-                               "deeper_factor": 2, "probe_divisor": 4}  # fmt: skip
+    assert extra["limits"] == {
+        "nodes": ND4_NODES,
+        "depth": None,
+        "movetime": None,
+        "per": "line",
+        "deeper_factor": 2,
+        "probe_divisor": 4,
+    }
     assert 0 < extra["engine_seconds"] <= extra["wall_seconds"]
     assert extra["restarts"] == 0
     assert described["path"] == str(STOCKFISH) and described["version"] == "15.1"
@@ -597,8 +603,14 @@ def test_options_and_limits_reach_the_engine():
         described = backend.describe()
         result = backend.analyse(board, chess.BLACK, DiffiMaxSettings(depth=1))
     assert described["options"] == {"Threads": 2, "Hash": 32} and not described["deterministic"]
-    assert described["limits"] == {"nodes": None, "depth": 6, "movetime": None, "per": "line",
-                                   "deeper_factor": 2, "probe_divisor": None}  # fmt: skip
+    assert described["limits"] == {
+        "nodes": None,
+        "depth": 6,
+        "movetime": None,
+        "per": "line",
+        "deeper_factor": 2,
+        "probe_divisor": None,
+    }
     assert result.extra["line_depth_min"] == result.extra["line_depth_max"] == 6
     with open_uci_backend("stockfish", movetime=0.01) as backend:
         timed = backend.analyse(board, chess.BLACK, DiffiMaxSettings(depth=1))

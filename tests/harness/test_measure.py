@@ -12,7 +12,8 @@ import pytest
 
 from pipeline.common.stats import wilson
 from pipeline.engines.backends import EngineOptions
-from pipeline.harness.measure import Record, Variant, gather, gather_parallel, measure, recall
+from pipeline.harness.evidence_file import Record
+from pipeline.harness.measure import Variant, gather, gather_parallel, measure, recall
 from pipeline.harness.samples import trap_samples
 from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence
 from search.settings import DiffiMaxSettings
@@ -123,7 +124,8 @@ def test_gather_on_ray_gives_the_records_of_gather_here_in_sample_order() -> Non
     options = EngineOptions()
     settings = DiffiMaxSettings(depth=1)
     here = gather(samples, "material", options, settings, JudgeSettings(), shallow_depths=(1,))
-    on_ray = gather_parallel(samples, "material", options, settings, JudgeSettings(), model=None, corpus=None,
-                             workers=2, shallow_depths=(1,))  # fmt: skip
+    on_ray = gather_parallel(
+        samples, "material", options, settings, JudgeSettings(), model=None, corpus=None, workers=2, shallow_depths=(1,)
+    )
     assert [(record.name, record.fen) for record in here] == [(sample.name, sample.board.fen()) for sample in samples]
     assert on_ray == here

@@ -47,8 +47,9 @@ def test_a_damaged_corpus_fails_in_one_line_in_explain_and_mine(data_dir, tmp_pa
     explained = run_cli("explain", EXPLAIN_FEN, "--engine", "native", "--depth", "1", "--human-corpus", str(corpus))
     assert_one_line_naming(explained, "'position_key'", "corpus.parquet")
     out = tmp_path / "mined"
-    mined = run_cli("mine", str(GAMES / "lichess_100.pgn"), "--out", str(out), "--engine", "native",
-                    "--human-corpus", str(corpus))  # fmt: skip
+    mined = run_cli(
+        "mine", str(GAMES / "lichess_100.pgn"), "--out", str(out), "--engine", "native", "--human-corpus", str(corpus)
+    )
     assert_one_line_naming(mined, "'position_key'", "corpus.parquet")
     assert not out.exists()
 

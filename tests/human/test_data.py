@@ -49,8 +49,12 @@ def test_a_mined_dataset_gives_the_same_positions_as_its_pgn(data_dir, tmp_path)
     out = tmp_path / "dataset"
     # the material backend: the positions are what this test reads, not their analysis
     mine([str(data)], out, workers=1, game_filter=GameFilter(ply_from=0, ply_to=40), engine="material")
-    from_pgn = {(r.game_id, p.ply): (board.fen(), p.move) for r in read_inputs([str(data)]) for p, board in r.boards()
-                if p.ply <= 40}  # fmt: skip
+    from_pgn = {
+        (r.game_id, p.ply): (board.fen(), p.move)
+        for r in read_inputs([str(data)])
+        for p, board in r.boards()
+        if p.ply <= 40
+    }
     from_dataset = {
         (r.game_id, p.ply): (board.fen(), p.move) for r in read_inputs([str(out)]) for p, board in r.boards()
     }

@@ -13,8 +13,26 @@ from tests.human.helpers import cli, slice_pgn
 def test_cli_train_and_eval_on_a_small_slice(data_dir, tmp_path):
     data = slice_pgn(tmp_path, 30)
     out = tmp_path / "m.json"
-    done = cli("train", "--games", str(data), "--out", str(out), "--groups", "base,book", "--train-rate", "1",
-               "--tune-rate", "1", "--max-rounds", "20", "--book-min-games", "2", "--json", "--workers", "1")  # fmt: skip
+    done = cli(
+        "train",
+        "--games",
+        str(data),
+        "--out",
+        str(out),
+        "--groups",
+        "base,book",
+        "--train-rate",
+        "1",
+        "--tune-rate",
+        "1",
+        "--max-rounds",
+        "20",
+        "--book-min-games",
+        "2",
+        "--json",
+        "--workers",
+        "1",
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["train_positions"] > 500 and 0 < summary["tune"]["top1"] < 1
@@ -44,7 +62,14 @@ def test_cli_train_and_eval_on_a_small_slice(data_dir, tmp_path):
     no_games = cli("eval", "--human-model", str(out), str(tmp_path / "none.pgn"))
     assert no_games.returncode == 1 and "no such file" in no_games.stderr
     held = cli(
-        "train", "--games", str(GAMES / "lichess_100.pgn"), "--out", str(tmp_path / "x.json"), "--groups", "base",
-        "--workers", "1",
-    )  # fmt: skip
+        "train",
+        "--games",
+        str(GAMES / "lichess_100.pgn"),
+        "--out",
+        str(tmp_path / "x.json"),
+        "--groups",
+        "base",
+        "--workers",
+        "1",
+    )
     assert held.returncode == 1 and "too little data" in held.stderr and "Traceback" not in held.stderr

@@ -28,8 +28,15 @@ def small_model(tmp_path_factory) -> Path:
     directory = tmp_path_factory.mktemp("small")
     data = slice_pgn(directory, 40)
     out = directory / "model.json"
-    config = TrainConfig(groups=("base", "book"), sample_rate=1.0, tune_sample_rate=1.0, max_rounds=30,
-                         book_min_games=2, min_data_in_leaf=50, threads=1)  # fmt: skip
+    config = TrainConfig(
+        groups=("base", "book"),
+        sample_rate=1.0,
+        tune_sample_rate=1.0,
+        max_rounds=30,
+        book_min_games=2,
+        min_data_in_leaf=50,
+        threads=1,
+    )
     train([str(data)], str(out), config)
     return out
 
@@ -37,9 +44,10 @@ def small_model(tmp_path_factory) -> Path:
 def test_probabilities_cover_every_legal_move_and_sum_to_one(small_model):
     model = HumanMoveModel.load(small_model)
     boards = [
-        chess.Board(), board_after("e4", "e5", "Nf3", "Nc6", "d4", "exd4", "Nxd4", "Nxd4"),
+        chess.Board(),
+        board_after("e4", "e5", "Nf3", "Nc6", "d4", "exd4", "Nxd4", "Nxd4"),
         chess.Board("7k/8/8/8/8/8/5PP1/r5K1 w - - 0 1"),  # one legal move
-    ]  # fmt: skip
+    ]
     for board in boards:
         for context in (MoverContext(), MoverContext(2400, 3.0, 60, 0)):
             p = model.move_probabilities(board, context)

@@ -9,8 +9,20 @@ import math
 def outcome(ply: int, clock: float | None, rating: int, pool: str | None, rank: int):
     from pipeline.human.evaluate import Outcome
 
-    return Outcome("s.pgn", "g", ply, rating, "p", 20, {"model": rank, "reference": 1}, {"model": 0.5,
-                   "reference": 0.25, "uniform": 0.05}, 0.5, False, clock, pool)  # type: ignore[arg-type]  # fmt: skip
+    return Outcome(
+        "s.pgn",
+        "g",
+        ply,
+        rating,
+        "p",
+        20,
+        {"model": rank, "reference": 1},
+        {"model": 0.5, "reference": 0.25, "uniform": 0.05},
+        0.5,
+        False,
+        clock,
+        pool,
+    )  # type: ignore[arg-type]
 
 
 def test_maia_protocol_leaves_out_the_opening_and_time_trouble():

@@ -22,8 +22,16 @@ def test_the_ray_trainer_streams_shards_and_fits_on_ray_train(data_dir, tmp_path
     second = tmp_path / "second.pgn"
     second.write_text("[Event " + "[Event ".join(text.split("[Event ")[31:61]), encoding="utf-8")
     out = tmp_path / "ray.json"
-    config = TrainConfig(groups=("base", "book"), sample_rate=1.0, tune_sample_rate=1.0, max_rounds=8,
-                         book_min_games=2, min_data_in_leaf=50, workers=2, trainer="ray")  # fmt: skip
+    config = TrainConfig(
+        groups=("base", "book"),
+        sample_rate=1.0,
+        tune_sample_rate=1.0,
+        max_rounds=8,
+        book_min_games=2,
+        min_data_in_leaf=50,
+        workers=2,
+        trainer="ray",
+    )
     summary = train([str(first), str(second)], str(out), config)
     recorded = json.loads(out.read_text())["training"]
     assert recorded["fit"]["trainer"] == "ray" and recorded["fit"]["workers"] == 2

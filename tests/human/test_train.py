@@ -23,8 +23,14 @@ def test_training_twice_with_one_seed_gives_identical_bytes(data_dir, tmp_path):
     # All three feature groups (the engine's answers must not depend on what it was asked
     # before), and a run on two Ray workers: the parts are merged in game order.
     data = slice_pgn(tmp_path, 25)
-    config = TrainConfig(groups=("base", "engine", "book"), sample_rate=0.5, tune_sample_rate=1.0, max_rounds=20,
-                         book_min_games=2, min_data_in_leaf=50)  # fmt: skip
+    config = TrainConfig(
+        groups=("base", "engine", "book"),
+        sample_rate=0.5,
+        tune_sample_rate=1.0,
+        max_rounds=20,
+        book_min_games=2,
+        min_data_in_leaf=50,
+    )
     first, second, parallel = (tmp_path / name / "model.json" for name in ("a", "b", "c"))
     for path in (first, second, parallel):
         path.parent.mkdir()
@@ -49,8 +55,14 @@ def test_played_ranks_count_better_moves_and_earlier_ties():
 
     probabilities = np.asarray([0.5, 0.3, 0.2, 0.25, 0.25, 0.5])
     examples = Examples(
-        np.zeros((6, 1), np.float32), np.asarray([3, 3]), np.asarray([1, 1]), np.zeros(2), np.zeros((2, 5), np.int64),
-        [], [], [],
-    )  # fmt: skip
+        np.zeros((6, 1), np.float32),
+        np.asarray([3, 3]),
+        np.asarray([1, 1]),
+        np.zeros(2),
+        np.zeros((2, 5), np.int64),
+        [],
+        [],
+        [],
+    )
     # First: 0.5 is better than 0.3. Second: 0.5 is better and the tie at index 0 comes first.
     assert played_ranks(probabilities, examples).tolist() == [1, 2]

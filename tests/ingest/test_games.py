@@ -23,7 +23,7 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.ingest.games import Failed, Filtered, GameOutcome, Selected, read_games, read_pgn_bytes
+from pipeline.ingest.games import read_games, read_pgn_bytes
 from pipeline.ingest.headers import (
     TIME_CONTROL_CLASSES,
     FilterError,
@@ -32,6 +32,7 @@ from pipeline.ingest.headers import (
     parse_time_control,
     parse_time_control_class,
 )
+from pipeline.ingest.outcomes import Failed, Filtered, GameOutcome, Selected
 from pipeline.ingest.sources import iter_shards
 from pipeline.ingest.split import split_games
 from schemas.dataset import to_signed64
@@ -90,9 +91,13 @@ def assert_agrees_with_python_chess(data: bytes, game_filter: GameFilter = ALL_G
         assert len(outcome.positions) == len(moves) == outcome.game["plies"]
         for ply, (move, row) in enumerate(zip(moves, outcome.positions, strict=True)):
             expected = (
-                ply, board.fen(), to_signed64(chess.polyglot.zobrist_hash(board)),
-                "white" if board.turn else "black", board.uci(move), board.san(move),
-            )  # fmt: skip
+                ply,
+                board.fen(),
+                to_signed64(chess.polyglot.zobrist_hash(board)),
+                "white" if board.turn else "black",
+                board.uci(move),
+                board.san(move),
+            )
             got = (row["ply"], row["fen"], row["position_key"], row["side_to_move"], row["move_uci"], row["move_san"])
             assert got == expected, (outcome.game["game_id"], ply)
             board.push(move)
@@ -127,9 +132,10 @@ def random_game(rng: random.Random, plies: int, fen: str | None = None) -> chess
         if not legal:
             break
         rare = [
-            move for move in legal
+            move
+            for move in legal
             if move.promotion or board.is_en_passant(move) or board.is_castling(move) or board.gives_check(move)
-        ]  # fmt: skip
+        ]
         move = rng.choice(rare if rare and rng.random() < 0.6 else legal)
         node = node.add_variation(move)
         board.push(move)
@@ -358,11 +364,21 @@ def test_hostile_games_are_read_or_refused_in_one_line(data: bytes, game_filter:
 
 # A real value of each tag a reader acts on; any other tag holds a name.
 TAG_VALUES = {
-    "Date": "2023.01.01", "UTCDate": "2023.01.01", "UTCTime": "12:00:00", "WhiteElo": "1500", "BlackElo": "1500",
-    "TimeControl": "180+2", "Site": "https://lichess.org/abcdefgh", "Link": "https://www.chess.com/game/live/1",
-    "Result": "1-0", "ECO": "C20", "Variant": "Standard", "FEN": chess.STARTING_FEN, "SetUp": "1",
+    "Date": "2023.01.01",
+    "UTCDate": "2023.01.01",
+    "UTCTime": "12:00:00",
+    "WhiteElo": "1500",
+    "BlackElo": "1500",
+    "TimeControl": "180+2",
+    "Site": "https://lichess.org/abcdefgh",
+    "Link": "https://www.chess.com/game/live/1",
+    "Result": "1-0",
+    "ECO": "C20",
+    "Variant": "Standard",
+    "FEN": chess.STARTING_FEN,
+    "SetUp": "1",
     "TimeClass": "blitz",
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("game_filter", [ALL_GAMES, GameFilter()], ids=["all-games", "default-filter"])
@@ -389,9 +405,14 @@ def test_ambiguous_san_fails_alone() -> None:
     outcomes = read_all(games[0] + bad + games[1])
     assert kinds(outcomes) == ["Selected", "Failed", "Selected"]
     assert outcomes[1].error == {  # type: ignore[union-attr]
-        "source": "<bytes>", "shard_id": "bytes", "game_index": 1, "byte_offset": len(games[0]),
-        "game_id": "abcdefgh", "ply": 4, "reason": "ambiguous SAN 'Nd2' at ply 4",
-    }  # fmt: skip
+        "source": "<bytes>",
+        "shard_id": "bytes",
+        "game_index": 1,
+        "byte_offset": len(games[0]),
+        "game_id": "abcdefgh",
+        "ply": 4,
+        "reason": "ambiguous SAN 'Nd2' at ply 4",
+    }
 
 
 def test_missing_headers() -> None:
@@ -405,8 +426,11 @@ def test_missing_headers() -> None:
     assert re.fullmatch(r"pgn-[0-9a-f]{16}", selected[2].game["game_id"])
     assert selected[2].game["plies"] == 3 and selected[2].game["white"] is None
     assert [game.game["byte_offset"] for game in selected] == [
-        0, len(games[0]), len(games[0]) + len(no_event), len(games[0]) + len(no_event) + len(bare),
-    ]  # fmt: skip
+        0,
+        len(games[0]),
+        len(games[0]) + len(no_event),
+        len(games[0]) + len(no_event) + len(bare),
+    ]
 
 
 def test_latin1_name_does_not_spoil_the_game() -> None:
@@ -442,9 +466,12 @@ def test_games_with_no_moves_are_errors() -> None:
 def test_counts_add_up_on_real_and_bad_data() -> None:
     games = lichess_games()
     data = (
-        decompressed(PLAYER_A, 3000) + games[0].replace(b"5. Bxh6", b"5. Bxh7") + bytes(range(256))
-        + b"\n\n" + games[1][:300]
-    )  # fmt: skip
+        decompressed(PLAYER_A, 3000)
+        + games[0].replace(b"5. Bxh6", b"5. Bxh7")
+        + bytes(range(256))
+        + b"\n\n"
+        + games[1][:300]
+    )
     game_filter = GameFilter(min_elo=1500, time_controls=frozenset({"bullet", "blitz"}), rated_only=True)
     outcomes = read_all(data, game_filter)
     counts = Counter(kinds(outcomes))
@@ -461,13 +488,30 @@ def test_counts_add_up_on_real_and_bad_data() -> None:
 @pytest.mark.parametrize(
     ("tc", "expected"),
     [
-        ("60+0", "bullet"), ("180+0", "blitz"), ("180+2", "blitz"), ("600+0", "rapid"), ("900+10", "rapid"),
-        ("1800+0", "classical"), ("-", "correspondence"), ("15+0", "ultrabullet"), ("28+0", "ultrabullet"),
-        ("29+0", "bullet"), ("0+1", "bullet"), ("120+1", "bullet"), ("178+0", "bullet"), ("179+0", "blitz"),
-        ("478+0", "blitz"), ("480+0", "rapid"), ("1498+0", "rapid"), ("1499+0", "classical"), ("300", "blitz"),
-        ("?", "unknown"), ("", "unknown"), ("40/7200:3600", "unknown"),
+        ("60+0", "bullet"),
+        ("180+0", "blitz"),
+        ("180+2", "blitz"),
+        ("600+0", "rapid"),
+        ("900+10", "rapid"),
+        ("1800+0", "classical"),
+        ("-", "correspondence"),
+        ("15+0", "ultrabullet"),
+        ("28+0", "ultrabullet"),
+        ("29+0", "bullet"),
+        ("0+1", "bullet"),
+        ("120+1", "bullet"),
+        ("178+0", "bullet"),
+        ("179+0", "blitz"),
+        ("478+0", "blitz"),
+        ("480+0", "rapid"),
+        ("1498+0", "rapid"),
+        ("1499+0", "classical"),
+        ("300", "blitz"),
+        ("?", "unknown"),
+        ("", "unknown"),
+        ("40/7200:3600", "unknown"),
     ],
-)  # fmt: skip
+)
 def test_time_control_class(tc: str, expected: str) -> None:
     assert parse_time_control_class(tc) == expected
 
@@ -483,8 +527,10 @@ def test_time_control_times() -> None:
     [
         ({"min_elo": 2000, "max_elo": 1500}, "min_elo 2000 is above max_elo 1500: no game could pass"),
         ({"min_elo": -1}, "min_elo must be a non-negative integer or None, not -1"),
-        ({"time_controls": frozenset({"blitz", "hyper"})},
-         "unknown time-control class 'hyper': expected some of " + ", ".join(TIME_CONTROL_CLASSES)),
+        (
+            {"time_controls": frozenset({"blitz", "hyper"})},
+            "unknown time-control class 'hyper': expected some of " + ", ".join(TIME_CONTROL_CLASSES),
+        ),
         ({"time_controls": frozenset()}, "time_controls is empty: no game could pass (use None to keep all)"),
         ({"time_controls": "blitz"}, "time_controls must be a set of class names, not the string 'blitz'"),
         ({"ply_from": -1}, "ply_from must be a non-negative integer, not -1"),
@@ -493,7 +539,7 @@ def test_time_control_times() -> None:
         ({"sample_rate": 1.5}, "sample_rate must be in (0, 1], not 1.5"),
         ({"sample_rate": float("nan")}, "sample_rate must be in (0, 1], not nan"),
     ],
-)  # fmt: skip
+)
 def test_impossible_filters_are_refused(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(FilterError) as raised:
         GameFilter(**kwargs)  # type: ignore[arg-type]
@@ -515,29 +561,48 @@ def header_game(**tags: str) -> bytes:
     ("tags", "game_filter", "rule", "reason"),
     [
         ({"WhiteElo": "1400", "BlackElo": "1600"}, GameFilter(min_elo=1500), "rating", "white rating 1400 below 1500"),
-        ({"WhiteElo": "1600", "BlackElo": "2100"}, GameFilter(min_elo=1500, max_elo=2000), "rating",
-         "black rating 2100 above 2000"),
+        (
+            {"WhiteElo": "1600", "BlackElo": "2100"},
+            GameFilter(min_elo=1500, max_elo=2000),
+            "rating",
+            "black rating 2100 above 2000",
+        ),
         ({"WhiteElo": "?", "BlackElo": "1600"}, GameFilter(max_elo=2000), "rating", "white rating missing"),
         # Unicode digits that str.isdigit() accepts: a missing rating, never a crash of the shard.
         ({"WhiteElo": "\u00b2", "BlackElo": "1600"}, GameFilter(max_elo=2000), "rating", "white rating missing"),
         ({"WhiteElo": "1500", "BlackElo": "\u0661\u0665"}, GameFilter(min_elo=10), "rating", "black rating missing"),
         ({"BlackElo": "1600", "WhiteElo": "1700"}, GameFilter(min_elo=1650), "rating", "black rating 1600 below 1650"),
-        ({"TimeControl": "60+0"}, GameFilter(time_controls=frozenset({"blitz"})), "time_control",
-         "time control bullet (60+0)"),
-        ({}, GameFilter(time_controls=frozenset({"blitz"})), "time_control",
-         "time control unknown (no TimeControl tag)"),
-        ({"Event": "Casual Blitz game"}, GameFilter(rated_only=True), "rated",
-         "not rated (Event 'Casual Blitz game')"),
-        ({"Event": "Hourly Bullet Arena"}, GameFilter(rated_only=True), "rated",
-         "not rated (Event 'Hourly Bullet Arena')"),
-        ({"Variant": "Chess960", "FEN": "bbrnkrqn/pppppppp/8/8/8/8/PPPPPPPP/BBRNKRQN w KQkq - 0 1"}, GameFilter(),
-         "variant", "variant Chess960"),
+        (
+            {"TimeControl": "60+0"},
+            GameFilter(time_controls=frozenset({"blitz"})),
+            "time_control",
+            "time control bullet (60+0)",
+        ),
+        (
+            {},
+            GameFilter(time_controls=frozenset({"blitz"})),
+            "time_control",
+            "time control unknown (no TimeControl tag)",
+        ),
+        ({"Event": "Casual Blitz game"}, GameFilter(rated_only=True), "rated", "not rated (Event 'Casual Blitz game')"),
+        (
+            {"Event": "Hourly Bullet Arena"},
+            GameFilter(rated_only=True),
+            "rated",
+            "not rated (Event 'Hourly Bullet Arena')",
+        ),
+        (
+            {"Variant": "Chess960", "FEN": "bbrnkrqn/pppppppp/8/8/8/8/PPPPPPPP/BBRNKRQN w KQkq - 0 1"},
+            GameFilter(),
+            "variant",
+            "variant Chess960",
+        ),
         ({"Variant": "Atomic"}, GameFilter(), "variant", "variant Atomic"),
         ({"Variant": "Bughouse"}, GameFilter(), "variant", "variant Bughouse"),
         ({}, GameFilter(ply_from=4), "ply_window", "no position in plies 4..None (4 plies)"),
         ({}, GameFilter(sample_rate=1e-9), "sample", "not in the 1e-09 sample (seed 0)"),
     ],
-)  # fmt: skip
+)
 def test_filters_say_why(tags: dict[str, str], game_filter: GameFilter, rule: str, reason: str) -> None:
     (outcome,) = read_all(header_game(Site="https://lichess.org/abcdefgh", **tags), game_filter)
     assert isinstance(outcome, Filtered)
@@ -570,8 +635,10 @@ def test_rated_rule() -> None:
 
 def test_from_position_keeps_standard_rules_and_its_fen() -> None:
     fen = "r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R b KQkq - 0 1"
-    (outcome,) = read_all(header_game(Variant="From Position", SetUp="1", FEN=fen).replace(
-        b"1. e4 e5 2. Nf3 Nc6", b"1... Nf6 2. Ng5 d5"), GameFilter())  # fmt: skip
+    (outcome,) = read_all(
+        header_game(Variant="From Position", SetUp="1", FEN=fen).replace(b"1. e4 e5 2. Nf3 Nc6", b"1... Nf6 2. Ng5 d5"),
+        GameFilter(),
+    )
     assert isinstance(outcome, Selected)
     assert outcome.start_fen == outcome.game["start_fen"] == fen
     assert outcome.positions[0]["fen"] == fen and outcome.positions[0]["side_to_move"] == "black"
@@ -611,7 +678,7 @@ def test_sampling_is_deterministic_and_independent_of_shards(tmp_path: Path) -> 
     ] + [
         selected_ids(o for shard in iter_shards([str(packed)], shard_games=n) for o in read_games(shard, game_filter))
         for n in (1, 77)
-    ]  # fmt: skip
+    ]
     assert all(run == runs[0] for run in runs)
     assert 0.2 < len(runs[0]) / 1085 < 0.3
     other = selected_ids(read_all(PLAYER_B.read_bytes(), GameFilter(sample_rate=0.25, seed=12)))
@@ -627,22 +694,50 @@ def test_game_row() -> None:
     digest = outcome.game["digest"]  # of its tags and moves: what tells a duplicate (test_hostile_inputs)
     assert isinstance(digest, int) and -(2**63) <= digest < 2**63
     assert outcome.game == {
-        "game_id": "j1dkb5dw", "source": "<bytes>", "shard_id": "bytes", "game_index": 0, "byte_offset": 0,
-        "event": "Rated Classical game", "site": "https://lichess.org/j1dkb5dw", "link": None, "date": "2012.12.31",
-        "white": "BFG9k", "black": "mamalak", "white_elo": 1639, "black_elo": 1403, "time_control": "600+8",
-        "base_seconds": 600, "increment_seconds": 8, "time_control_class": "rapid", "result": "1-0",
-        "termination": "Normal", "opening": "French Defense: Normal Variation", "eco": "C00",
-        "opening_header": "French Defense: Normal Variation", "url": "https://lichess.org/j1dkb5dw", "plies": 25,
-        "variant": "Standard", "start_fen": None, "digest": digest, "moves_digest": outcome.game["moves_digest"],
-    }  # fmt: skip
+        "game_id": "j1dkb5dw",
+        "source": "<bytes>",
+        "shard_id": "bytes",
+        "game_index": 0,
+        "byte_offset": 0,
+        "event": "Rated Classical game",
+        "site": "https://lichess.org/j1dkb5dw",
+        "link": None,
+        "date": "2012.12.31",
+        "white": "BFG9k",
+        "black": "mamalak",
+        "white_elo": 1639,
+        "black_elo": 1403,
+        "time_control": "600+8",
+        "base_seconds": 600,
+        "increment_seconds": 8,
+        "time_control_class": "rapid",
+        "result": "1-0",
+        "termination": "Normal",
+        "opening": "French Defense: Normal Variation",
+        "eco": "C00",
+        "opening_header": "French Defense: Normal Variation",
+        "url": "https://lichess.org/j1dkb5dw",
+        "plies": 25,
+        "variant": "Standard",
+        "start_fen": None,
+        "digest": digest,
+        "moves_digest": outcome.game["moves_digest"],
+    }
     assert isinstance(outcome.game["moves_digest"], int) and outcome.game["moves_digest"] != digest
     first = outcome.positions[0]
     assert first == {
-        "game_id": "j1dkb5dw", "ply": 0, "fen": chess.STARTING_FEN,
-        "position_key": to_signed64(chess.polyglot.zobrist_hash(chess.Board())), "side_to_move": "white",
-        "move_uci": "e2e4", "move_san": "e4", "mover_rating": 1639, "clock_seconds": None, "eval_cp": None,
+        "game_id": "j1dkb5dw",
+        "ply": 0,
+        "fen": chess.STARTING_FEN,
+        "position_key": to_signed64(chess.polyglot.zobrist_hash(chess.Board())),
+        "side_to_move": "white",
+        "move_uci": "e2e4",
+        "move_san": "e4",
+        "mover_rating": 1639,
+        "clock_seconds": None,
+        "eval_cp": None,
         "eval_mate": None,
-    }  # fmt: skip
+    }
     assert outcome.positions[1]["mover_rating"] == 1403
     assert len(outcome.positions) == 25  # the final position has no move after it
 
@@ -694,8 +789,12 @@ def test_clock_example() -> None:
     rows = outcome.positions
     assert [row["clock_seconds"] for row in rows] == [60.0, 60.0, 60.0, 59.0, 57.5]
     assert [(row["eval_cp"], row["eval_mate"]) for row in rows] == [
-        (None, None), (None, None), (30, None), (None, -2), (None, None),
-    ]  # fmt: skip
+        (None, None),
+        (None, None),
+        (30, None),
+        (None, -2),
+        (None, None),
+    ]
 
 
 def test_boards_follow_the_rows() -> None:

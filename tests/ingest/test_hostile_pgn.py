@@ -52,8 +52,11 @@ def write_corpus(root: Path) -> dict[str, int]:
     put("nomoves.pgn", b'[Event "x"]\n[GameId "nomoves1"]\n\n*\n\n' + games[16], 1)
     put("comment.pgn", games[17] + b'[Event "x"]\n[GameId "comment1"]\n\n1. e4 { never closed e5 2. Nf3\n', 1)
     put("variant.pgn", b'[Event "x"]\n[Variant "Atomic"]\n[GameId "atomic01"]\n\n1. e4 e5 *\n\n' + games[18], 1)
-    put("badfen.pgn", b'[Event "x"]\n[FEN "8/8/8/8 w - - 0 1"]\n[SetUp "1"]\n[GameId "badfen01"]\n\n1. e4 *\n\n'
-        + games[19], 1)  # fmt: skip
+    put(
+        "badfen.pgn",
+        b'[Event "x"]\n[FEN "8/8/8/8 w - - 0 1"]\n[SetUp "1"]\n[GameId "badfen01"]\n\n1. e4 *\n\n' + games[19],
+        1,
+    )
     put("empty.pgn", b"", 0)
     put("whitespace.pgn", b"\n\n  \r\n\t\n", 0)
     put("huge_header.pgn", games[20].replace(b'[Event "', b'[Event "' + b"E" * 1_000_000, 1) + games[21], 2)

@@ -15,9 +15,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from pipeline.ingest.games import Selected, read_pgn_bytes
+from pipeline.ingest.games import read_pgn_bytes
 from pipeline.ingest.headers import decode_text, parse_date, parse_rating, parse_time_control
 from pipeline.ingest.movetext import read_commands
+from pipeline.ingest.outcomes import Selected
 from schemas.dataset import versioned
 
 HEADERS = '[Event "Rated Blitz game"]\n[GameId "hostile1"]\n[WhiteElo "1500"]\n[BlackElo "1500"]\n'
@@ -96,8 +97,12 @@ def test_plausible_header_values_are_read_as_they_are() -> None:
     assert parse_time_control("2678401+0") == (None, None, "unknown")
     assert parse_time_control("9" * 40) == (None, None, "unknown")
     assert [parse_date(text) for text in ("2017.12.14", "1858.??.??", "????.??.??", "2023.02.30", "12.14.2017")] == [
-        "2017.12.14", "1858.??.??", "????.??.??", None, None,
-    ]  # fmt: skip
+        "2017.12.14",
+        "1858.??.??",
+        "????.??.??",
+        None,
+        None,
+    ]
 
 
 def test_headers_that_are_not_utf8_are_read_as_windows_1252_and_said_so() -> None:

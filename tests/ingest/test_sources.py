@@ -21,7 +21,8 @@ import pytest
 import zstandard
 
 from pipeline.ingest import streams
-from pipeline.ingest.games import Failed, Selected, read_games
+from pipeline.ingest.games import read_games
+from pipeline.ingest.outcomes import Failed, Selected
 from pipeline.ingest.ranges import load_shard, read_range, shard_bytes_of
 from pipeline.ingest.sources import (
     InputError,
@@ -207,8 +208,11 @@ def test_range_shards_keep_a_prefix_before_the_first_game(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("shard_bytes", [997, 1 << 20])  # a shard per game or two; few large ones
 def test_games_read_through_range_shards_equal_one_pass(shard_bytes: int) -> None:
-    whole = [o.game["game_id"] for o in read_games(next(iter_shards([str(PLAYER_B)], shard_bytes=1 << 30)))
-             if isinstance(o, Selected)]  # fmt: skip
+    whole = [
+        o.game["game_id"]
+        for o in read_games(next(iter_shards([str(PLAYER_B)], shard_bytes=1 << 30)))
+        if isinstance(o, Selected)
+    ]
     sharded = [
         outcome.game["game_id"]
         for shard in iter_shards([str(PLAYER_B)], shard_bytes=shard_bytes)
@@ -489,8 +493,9 @@ def test_a_game_above_the_cap_in_a_plain_pgn_is_one_error_row_and_reading_goes_o
     assert len(outcomes) == len(expected) + 1
     assert sum(isinstance(outcome, Selected) for outcome in outcomes) >= len(expected) - 1
     for shard in shards:  # game_index counts the outcomes of the shard in order
-        assert [o.game["game_index"] if isinstance(o, Selected) else o.error["game_index"]
-                for o in read_games(shard)] == list(range(len(list(read_games(shard)))))  # fmt: skip
+        assert [
+            o.game["game_index"] if isinstance(o, Selected) else o.error["game_index"] for o in read_games(shard)
+        ] == list(range(len(list(read_games(shard)))))
 
 
 def test_reading_a_range_over_a_giant_game_holds_about_one_cap(tmp_path: Path) -> None:

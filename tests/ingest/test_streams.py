@@ -36,8 +36,22 @@ from tests.processes import Terminated, assert_session_ends, cpu_seconds, sessio
 pytestmark = pytest.mark.cluster
 
 BOMB_BYTES = 2 << 30
-JOB = ["--engine", "native", "--depth", "1", "--plies", "10-10", "--workers", "1", "--judges", "dip,trappy",
-       "--human-model", "none", "--shard-games", "2"]  # fmt: skip
+JOB = [
+    "--engine",
+    "native",
+    "--depth",
+    "1",
+    "--plies",
+    "10-10",
+    "--workers",
+    "1",
+    "--judges",
+    "dip,trappy",
+    "--human-model",
+    "none",
+    "--shard-games",
+    "2",
+]
 GIB = 1 << 30
 # Seconds from SIGTERM to the driver's answer, and to its exit (see above): bounds a loaded machine
 # stays well inside, which a hang still passes.
@@ -88,9 +102,14 @@ class PeakRss:
 
 
 def start(bomb: Path, out: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "pipeline.cli", "mine", str(bomb), "--out", str(out), *JOB],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli", "mine", str(bomb), "--out", str(out), *JOB],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def test_a_bomb_is_one_error_row_the_games_after_it_are_mined_and_memory_stays_bounded(
@@ -218,8 +237,24 @@ def test_a_giant_game_in_a_plain_pgn_is_one_error_row_and_the_games_after_it_are
     out = tmp_path / "run"
     # Range shards of 0.25 MB: the giant game spans a dozen (its own reads it whole, past the cap
     # and a block); 0.02 MB made 150 shards, most of them empty, for no more checked.
-    mined = run_cli("mine", str(path), "--out", str(out), "--engine", "material", "--workers", "1",
-                    "--human-model", "none", "--plies", "10-10", "--shard-mb", "0.25", "--max-game-mb", "1")  # fmt: skip
+    mined = run_cli(
+        "mine",
+        str(path),
+        "--out",
+        str(out),
+        "--engine",
+        "material",
+        "--workers",
+        "1",
+        "--human-model",
+        "none",
+        "--plies",
+        "10-10",
+        "--shard-mb",
+        "0.25",
+        "--max-game-mb",
+        "1",
+    )
     assert mined.returncode == 0, mined.stderr[-3000:]
     manifest = json.loads((out / "manifest.json").read_text())
     assert (manifest["games_read"], manifest["games_error"]) == (9, 1)
@@ -311,9 +346,23 @@ def test_a_slow_or_broken_url_blocks_no_commit_and_sigterm_ends_the_job_promptly
     out = tmp_path / "run"
     with RangeServer(behaviour) as server:
         process = subprocess.Popen(
-            [sys.executable, "-m", "pipeline.cli", "mine", f"{server.url}/games.pgn", "--out", str(out), *MATERIAL[:-1],
-             "2"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "pipeline.cli",
+                "mine",
+                f"{server.url}/games.pgn",
+                "--out",
+                str(out),
+                *MATERIAL[:-1],
+                "2",
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
             deadline = time.monotonic() + 300  # a failsafe: the job's start, on a loaded machine
             if cut_game:

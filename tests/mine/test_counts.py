@@ -25,8 +25,11 @@ def test_a_shard_record_round_trips_and_has_no_job_counts() -> None:
 
 def test_a_damaged_record_is_refused_naming_the_count() -> None:
     assert Counts.from_record({"traps": 2, "unknown": 1, "shards_committed": 9}) == Counts(traps=2)  # older, newer
-    for record, name in (({"games_read": "7"}, "games_read"), ({"positions": True}, "positions"),
-                         ({"games_filtered_by": {"rating": 1, "x": "y"}}, "games_filtered_by"),
-                         ({"values_dropped": 4}, "values_dropped")):  # fmt: skip
+    for record, name in (
+        ({"games_read": "7"}, "games_read"),
+        ({"positions": True}, "positions"),
+        ({"games_filtered_by": {"rating": 1, "x": "y"}}, "games_filtered_by"),
+        ({"values_dropped": 4}, "values_dropped"),
+    ):
         with pytest.raises(DamagedDatasetError, match=f"^the record of shard 's1' is damaged: its count '{name}' is "):
             Counts.from_record(record, "shard 's1'")

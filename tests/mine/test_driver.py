@@ -46,8 +46,18 @@ def test_mine_sample_counts_add_up_and_views_work(tmp_path):
     manifest = mine([SAMPLE], out, workers=1)
     assert manifest["games_read"] == 100
     assert_counts_add_up(manifest, out)
-    for key in ("games_read", "games_written", "games_filtered", "games_error", "positions_analysed",
-                "positions_reused", "settings", "engine", "versions", "wall_seconds"):  # fmt: skip
+    for key in (
+        "games_read",
+        "games_written",
+        "games_filtered",
+        "games_error",
+        "positions_analysed",
+        "positions_reused",
+        "settings",
+        "engine",
+        "versions",
+        "wall_seconds",
+    ):
         assert key in manifest
     saved = json.loads((out / "manifest.json").read_text())
     assert saved["games_written"] == manifest["games_written"]
@@ -214,7 +224,12 @@ def test_setter_choices_record_trap_setting_moves(tmp_path):
 )
 def test_without_the_dip_judge_the_played_class_is_the_primary_judges(move, entry, kind):
     """Issue 44: mined with the defaults (no dip judge), `played_class` was empty in every row."""
-    response = {"judges": ["human", "model", "practical"], "primary_judge": "practical", "best_move": "e2e4",
-                "fall_drop": 0.15, "responses": [{"move": move, **entry}]}  # fmt: skip
+    response = {
+        "judges": ["human", "model", "practical"],
+        "primary_judge": "practical",
+        "best_move": "e2e4",
+        "fall_drop": 0.15,
+        "responses": [{"move": move, **entry}],
+    }
     assert played_class(response, move) == (kind, {"move": move, **entry})
     assert played_class(response, "h2h4") == (None, None)  # a move with no entry

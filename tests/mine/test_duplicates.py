@@ -12,8 +12,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.ingest.games import Selected, read_pgn_bytes
+from pipeline.ingest.games import read_pgn_bytes
 from pipeline.ingest.headers import identity_keys
+from pipeline.ingest.outcomes import Selected
 from pipeline.mine.duplicates import KeyOrdinals, SeenGames
 
 Shards = list[list[tuple[int, ...]]]

@@ -137,12 +137,31 @@ def test_four_nodes_give_the_rows_of_one(tmp_path, reference):
 def test_resume_after_the_driver_is_killed(tmp_path, reference):
     out = tmp_path / "run"
     command = [
-        sys.executable, "-m", "pipeline.cli", "mine", SAMPLE, "--out", str(out), "--engine", "native", "--depth", "1", "--plies",
-        "10-11", "--workers", "2", "--shard-mb", str(JOB["shard_bytes"] / (1 << 20)),
-        "--judges", "dip,trappy", "--human-model", "none",  # the reference's judges (MINING_JUDGES)
-    ]  # fmt: skip
-    process = subprocess.Popen(command, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)  # fmt: skip
+        sys.executable,
+        "-m",
+        "pipeline.cli",
+        "mine",
+        SAMPLE,
+        "--out",
+        str(out),
+        "--engine",
+        "native",
+        "--depth",
+        "1",
+        "--plies",
+        "10-11",
+        "--workers",
+        "2",
+        "--shard-mb",
+        str(JOB["shard_bytes"] / (1 << 20)),
+        "--judges",
+        "dip,trappy",
+        "--human-model",
+        "none",  # the reference's judges (MINING_JUDGES)
+    ]
+    process = subprocess.Popen(
+        command, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         wait_for(lambda: committed(out) >= 1 or process.poll() is not None)
         assert process.poll() is None, "the job ended before it could be killed"

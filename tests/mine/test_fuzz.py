@@ -61,9 +61,11 @@ TODAYS_SEED = rotating_seed()
 
 @pytest.mark.parametrize(
     "seed",
-    [pytest.param(FIXED_SEED, id=f"fixed-seed-{FIXED_SEED}-{EXAMPLES}-examples"),
-     pytest.param(TODAYS_SEED, id=f"todays-seed-{TODAYS_SEED}-{EXAMPLES}-examples")],
-)  # fmt: skip
+    [
+        pytest.param(FIXED_SEED, id=f"fixed-seed-{FIXED_SEED}-{EXAMPLES}-examples"),
+        pytest.param(TODAYS_SEED, id=f"todays-seed-{TODAYS_SEED}-{EXAMPLES}-examples"),
+    ],
+)
 def test_6_hostile_inputs_of_a_seed_never_end_a_job(seed: int) -> None:
     """EXAMPLES (6) hostile inputs drawn from `seed`, each mined by a whole job. The seed alone
     decides them (no example database, no other source of chance), so a seed's run is the same
@@ -73,8 +75,13 @@ def test_6_hostile_inputs_of_a_seed_never_end_a_job(seed: int) -> None:
     tried: list[str] = []
 
     @hypothesis_seed(seed)
-    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None,
-              phases=[Phase.generate, Phase.shrink])  # fmt: skip
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+        phases=[Phase.generate, Phase.shrink],
+    )
     @given(hostile_pgn(max_games=GAMES))
     def run(data: bytes) -> None:
         tried.append(hashlib.sha256(data).hexdigest()[:12])

@@ -56,7 +56,8 @@ def test_the_seed_analysis_is_row_for_row_the_original(name: str, tmp_path: Path
     if name == "sf100":
         require_stockfish()
     out = tmp_path / name
-    run_cli("mine", *RUNS[name], "--out", str(out), "--workers", "2", "--judges", "dip", "--human-model", "none",
-            check=True)  # fmt: skip
+    run_cli(
+        "mine", *RUNS[name], "--out", str(out), "--workers", "2", "--judges", "dip", "--human-model", "none", check=True
+    )
     expected = json.loads((ROOT / "tests" / "golden" / f"{name}.json").read_text())
     assert digests(out) == expected

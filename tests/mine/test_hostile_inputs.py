@@ -54,11 +54,15 @@ def test_one_game_of_absurd_values_costs_nothing_but_its_values(tmp_path: Path) 
     assert "values dropped" in result.stdout and "3 clock" in result.stdout
     assert_counts_add_up(manifest, out)
     rows = run_cli(
-        "query", "--data", str(out), "--format", "json",
+        "query",
+        "--data",
+        str(out),
+        "--format",
+        "json",
         "select g.date, g.white_elo, g.base_seconds, p.ply, p.eval_cp, p.eval_mate, p.clock_seconds "
         "from positions p join games g using (game_id) where game_id = 'absurd01' order by ply",
         check=True,
-    )  # fmt: skip
+    )
     stored = json.loads(rows.stdout)
     assert {(row["date"], row["white_elo"], row["base_seconds"]) for row in stored} == {(None, None, None)}
     assert [(row["eval_cp"], row["eval_mate"]) for row in stored[:4]] == [(None, None)] * 3 + [(30, None)]
@@ -117,7 +121,11 @@ def test_a_game_read_twice_is_mined_once_and_the_views_join_one_to_one(tmp_path:
     assert_counts_add_up(manifest, out)
     counts = json.loads(
         run_cli(
-            "query", "--data", str(out), "--format", "json",
+            "query",
+            "--data",
+            str(out),
+            "--format",
+            "json",
             "select (select count(*) from outcomes) as outcomes, (select count(*) from responses) as responses, "
             "(select count(distinct (game_id, ply)) from responses) as judged, "
             "(select count(*) from judge_outcomes) as verdicts, "
@@ -125,7 +133,7 @@ def test_a_game_read_twice_is_mined_once_and_the_views_join_one_to_one(tmp_path:
             "(select count(*) - count(distinct game_id) from games) as repeated_ids",
             check=True,
         ).stdout
-    )[0]  # fmt: skip
+    )[0]
     assert counts["outcomes"] == counts["responses"] == counts["judged"] > 0, counts
     assert counts["verdicts"] == counts["distinct_verdicts"] and counts["repeated_ids"] == 0, counts
     # A resumed run knows what the committed shards kept: the same rows after the last shards are lost.
@@ -146,10 +154,12 @@ def test_games_sharing_one_link_are_one_only_when_their_moves_agree(tmp_path: Pa
     text = (GAMES / "chesscom_mixed_1187.pgn").read_text()
     games = ["[Event " + part for part in text.split("[Event ")[1:10]]
     shared = [
-        "\n".join('[Link "https://www.chess.com/game/live/1"]' if line.startswith("[Link ") else line
-                  for line in game.splitlines())
+        "\n".join(
+            '[Link "https://www.chess.com/game/live/1"]' if line.startswith("[Link ") else line
+            for line in game.splitlines()
+        )
         for game in games
-    ]  # fmt: skip
+    ]
     assert all('[Link "https://www.chess.com/game/live/1"]' in game for game in shared)
     source = tmp_path / "games.pgn"
     source.write_text("\n\n".join([*shared, shared[0]]) + "\n\n")  # ... and one true copy of the first

@@ -33,7 +33,8 @@ from pipeline.dataset.lease import LEASE_DIR, LEASE_SECONDS_ENV, LeaseLostError,
 from pipeline.dataset.lease import store_time as real_store_time
 from pipeline.dataset.objects import ObjectPath
 from pipeline.dataset.store import DatasetReader, DatasetWriter, attempt_id, commit_shard
-from pipeline.ingest.games import Selected, read_pgn_bytes
+from pipeline.ingest.games import read_pgn_bytes
+from pipeline.ingest.outcomes import Selected
 from tests.conftest import GAMES, ROOT
 from tests.mining_helpers import assert_counts_add_up
 from tests.objectstore import S3Server, s3_server
@@ -49,8 +50,24 @@ SHARD = "games-0123abcd-000000"
 LEASE = 5
 # The job on the command line: the cheap native engine, one worker, shards of ~5 KB (about 15 of
 # lichess_100's 76 KB), so that A has committed some and B has the rest to mine.
-COMMAND = ["mine", str(SAMPLE), "--engine", "native", "--depth", "1", "--plies", "10-11", "--workers", "1",
-           "--shard-mb", "0.005", "--judges", "dip,trappy", "--human-model", "none"]  # fmt: skip
+COMMAND = [
+    "mine",
+    str(SAMPLE),
+    "--engine",
+    "native",
+    "--depth",
+    "1",
+    "--plies",
+    "10-11",
+    "--workers",
+    "1",
+    "--shard-mb",
+    "0.005",
+    "--judges",
+    "dip,trappy",
+    "--human-model",
+    "none",
+]
 # Seconds a condition the test waits for may take before the test gives up (Ray's start on a
 # loaded machine is most of it); a failsafe, not a timing the test relies on.
 FAILSAFE = 600.0
@@ -147,8 +164,9 @@ def start_job(url: str, logs: Path, name: str, *, resume: bool) -> subprocess.Po
     env["PYTHONPATH"] = os.pathsep.join(part for part in (str(ROOT), os.environ.get("PYTHONPATH", "")) if part)
     command = [sys.executable, "-m", "pipeline.cli", *COMMAND, "--out", url, *(["--resume"] if resume else [])]
     with (logs / f"{name}.out").open("w") as stdout, (logs / f"{name}.err").open("w") as stderr:
-        return subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True, stdout=stdout, stderr=stderr,
-                                text=True)  # fmt: skip
+        return subprocess.Popen(
+            command, cwd=ROOT, env=env, start_new_session=True, stdout=stdout, stderr=stderr, text=True
+        )
 
 
 def wait_for(condition: Any, what: str, job: subprocess.Popen[str] | None = None) -> None:
@@ -211,8 +229,13 @@ def test_a_job_paused_past_its_lease_leaves_the_next_jobs_dataset_whole_and_resu
     assert manifest["resumed"] is True and manifest["games_read"] == 100
     assert manifest["shards_committed"] >= 1, f"the first job committed every shard ({paused_at} when paused)"
     assert_counts_add_up(manifest, url)  # type: ignore[arg-type]
-    verified = subprocess.run([sys.executable, "-m", "pipeline.cli", "verify", "--data", url], cwd=ROOT,
-                              capture_output=True, text=True, timeout=FAILSAFE)  # fmt: skip
+    verified = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "verify", "--data", url],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=FAILSAFE,
+    )
     assert verified.returncode == 0 and "all intact" in verified.stdout, verified.stdout + verified.stderr
     # Resumable: a third start finds every shard committed, finishes cleanly, and keeps the job.
     job_file = (ObjectPath(url) / "job.json").read_bytes()

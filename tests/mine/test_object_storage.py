@@ -42,8 +42,24 @@ pytestmark = pytest.mark.cluster
 SAMPLE = str(GAMES / "lichess_100.pgn")
 JOB = {"shard_bytes": 15_000, "workers": 2}
 # The same job on the command line (MINING_JUDGES, depth 1, plies 10-11: tests/mining_helpers.mine).
-COMMAND = ["mine", SAMPLE, "--engine", "native", "--depth", "1", "--plies", "10-11", "--workers", "2",
-           "--shard-mb", str(JOB["shard_bytes"] / (1 << 20)), "--judges", "dip,trappy", "--human-model", "none"]  # fmt: skip
+COMMAND = [
+    "mine",
+    SAMPLE,
+    "--engine",
+    "native",
+    "--depth",
+    "1",
+    "--plies",
+    "10-11",
+    "--workers",
+    "2",
+    "--shard-mb",
+    str(JOB["shard_bytes"] / (1 << 20)),
+    "--judges",
+    "dip,trappy",
+    "--human-model",
+    "none",
+]
 # Starts killed before one is let finish, each once it has committed a shard.
 KILLS = 3
 NOTHING_DIFFERS = {"games": (0, 0), "positions": (0, 0), "responses": (0, 0), "traps": (0, 0), "errors": (0, 0)}
@@ -86,8 +102,11 @@ def test_the_same_input_mined_to_a_directory_and_to_s3_gives_the_same_rows(mined
 
 def test_query_report_verify_on_s3_answer_as_on_the_local_copy(mined: tuple[Path, str], tmp_path: Path) -> None:
     local, remote = mined
-    for arguments in (["select count(*), sum(hash(fen)) from positions"], ["--saved", "lift"],
-                      ["select judge, count(*) from judge_outcomes group by judge order by judge", "--format", "csv"]):  # fmt: skip
+    for arguments in (
+        ["select count(*), sum(hash(fen)) from positions"],
+        ["--saved", "lift"],
+        ["select judge, count(*) from judge_outcomes group by judge order by judge", "--format", "csv"],
+    ):
         here = run_cli("query", "--data", str(local), *arguments, check=True)
         there = run_cli("query", "--data", remote, *arguments, check=True)
         assert there.stdout == here.stdout and here.stdout.strip()
@@ -102,8 +121,10 @@ def test_query_report_verify_on_s3_answer_as_on_the_local_copy(mined: tuple[Path
         page = (out / "report.html").read_text()
         # What differs: when each was written and mined (the two jobs ran one after the other),
         # where each lies, and the page's copy of its manifest (times, node ids: compared below).
-        volatile = (r"(?s)<header.*?</header>|<code>[^<]*lichess-100[^<]*</code>|<dt>run</dt><dd>[^<]*</dd>"
-                    r"|<section id=\"manifest\">.*?</section>")  # fmt: skip
+        volatile = (
+            r"(?s)<header.*?</header>|<code>[^<]*lichess-100[^<]*</code>|<dt>run</dt><dd>[^<]*</dd>"
+            r"|<section id=\"manifest\">.*?</section>"
+        )
         pages.append(re.sub(volatile, "", page))
     assert pages[0] == pages[1]
     manifests = (
@@ -123,8 +144,24 @@ def test_puzzles_on_s3_are_the_local_ones(mined: tuple[Path, str], tmp_path: Pat
     local, remote = mined
     found = []
     for data, out in ((str(local), tmp_path / "local"), (remote, tmp_path / "remote")):
-        done = run_cli("puzzles", "--data", data, "--out", str(out), "--files", "csv", "--limit", "5",
-                       "--workers", "1", "--nodes", "20000", "--human-model", "none", check=True)  # fmt: skip
+        done = run_cli(
+            "puzzles",
+            "--data",
+            data,
+            "--out",
+            str(out),
+            "--files",
+            "csv",
+            "--limit",
+            "5",
+            "--workers",
+            "1",
+            "--nodes",
+            "20000",
+            "--human-model",
+            "none",
+            check=True,
+        )
         summary = [re.sub(r"; [\d.]+ s$", "", line) for line in done.stdout.splitlines()]
         written = sorted(path.name for path in out.iterdir()) if out.exists() else []
         found.append((summary, written, [(out / name).read_bytes() for name in written]))
@@ -167,11 +204,19 @@ def test_a_job_on_s3_killed_at_random_points_resumes_to_the_undisturbed_rows(
     try:
         while True:
             starts += 1
-            command = [sys.executable, "-m", "pipeline.cli", *COMMAND, "--out", remote,
-                       *(["--resume"] if starts > 1 else [])]  # fmt: skip
+            command = [
+                sys.executable,
+                "-m",
+                "pipeline.cli",
+                *COMMAND,
+                "--out",
+                remote,
+                *(["--resume"] if starts > 1 else []),
+            ]
             before = committed_shards(remote)
-            process = subprocess.Popen(command, cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, text=True)  # fmt: skip
+            process = subprocess.Popen(
+                command, cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
             try:
                 if kills < KILLS and (killed_at := kill_after_a_commit(process, remote, before)) is not None:
                     kills += 1

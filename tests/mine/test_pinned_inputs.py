@@ -29,8 +29,22 @@ from tests.objectstore import S3Server, s3_server
 PLAYER_B = GAMES / "lichess_player_b_1089.pgn"
 GAMES_PER_FILE = 500
 # The job of tests/mine/test_object_storage.py, in shards of 20 KB (about 22 of each file).
-JOB = ["--engine", "native", "--depth", "1", "--plies", "10-11", "--workers", "2", "--shard-mb", "0.02",
-       "--judges", "dip,trappy", "--human-model", "none"]  # fmt: skip
+JOB = [
+    "--engine",
+    "native",
+    "--depth",
+    "1",
+    "--plies",
+    "10-11",
+    "--workers",
+    "2",
+    "--shard-mb",
+    "0.02",
+    "--judges",
+    "dip,trappy",
+    "--human-model",
+    "none",
+]
 # Shards the dataset must hold before the input is replaced; and a failsafe for a job that hangs.
 COMMITTED_BEFORE_THE_CHANGE = 2
 FAILSAFE_SECONDS = 600.0
@@ -56,8 +70,9 @@ def mine_and_change(source: str, out: Path, change: Callable[[], None]) -> subpr
     """`mine source --out out`, with `change()` made once `out` holds COMMITTED_BEFORE_THE_CHANGE
     committed shards while the job runs; the finished process."""
     command = [sys.executable, "-m", "pipeline.cli", "mine", source, "--out", str(out), *JOB]
-    process = subprocess.Popen(command, cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    process = subprocess.Popen(
+        command, cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.monotonic() + FAILSAFE_SECONDS
     try:
         while len(committed_ids(out / "shards")) < COMMITTED_BEFORE_THE_CHANGE:

@@ -23,8 +23,20 @@ from tests.conftest import GAMES, run_cli
 # The job: the native engine at depth 1 on a ply window, judges that need no human-move model
 # (the bundled model starts Stockfish for its features), 100 games of the bullet player's file.
 SOURCE = GAMES / "lichess_player_a_37221.pgn.zst"
-JOB = ["--engine", "native", "--depth", "1", "--plies", "10-19", "--judges", "trappy,dip", "--human-model", "none",
-       "--max-games", "100"]  # fmt: skip
+JOB = [
+    "--engine",
+    "native",
+    "--depth",
+    "1",
+    "--plies",
+    "10-19",
+    "--judges",
+    "trappy,dip",
+    "--human-model",
+    "none",
+    "--max-games",
+    "100",
+]
 # What the plan must be within of the measured run (the issue's bar).
 TOLERANCE = 0.30
 
@@ -87,8 +99,23 @@ def test_plan_refuses_what_it_cannot_read(data_dir: Path) -> None:
 def test_plan_gives_no_interval_from_too_few_timed_games(data_dir: Path) -> None:
     # The issue's chess.com plan timed one game and printed "0.0 s - 7749 days": now the mean alone,
     # and how many games an interval needs.
-    result = run_cli("plan", str(GAMES / "lichess_100.pgn"), "--engine", "native", "--depth", "1", "--judges", "dip",
-                     "--human-model", "none", "--plies", "10-12", "--sample-positions", "3", check=True)  # fmt: skip
+    result = run_cli(
+        "plan",
+        str(GAMES / "lichess_100.pgn"),
+        "--engine",
+        "native",
+        "--depth",
+        "1",
+        "--judges",
+        "dip",
+        "--human-model",
+        "none",
+        "--plies",
+        "10-12",
+        "--sample-positions",
+        "3",
+        check=True,
+    )
     text = result.stdout
     line = next(line for line in text.splitlines() if line.startswith("wall time:"))
     assert "90 %" not in line and "an interval needs at least 5" in line, text
@@ -101,8 +128,22 @@ def test_a_game_rate_scales_an_assumed_month_and_each_question_has_one_wall(data
     plan now reads the sample without the rate and scales by it; the games it leaves out count as
     filtered. The plan on this machine gives one wall for its own workers, and the cluster rows
     do not repeat that count with another figure."""
-    flags = ["--engine", "native", "--depth", "1", "--judges", "dip", "--human-model", "none", "--plies", "10-12",
-             "--sample-positions", "6", "--workers", "1"]  # fmt: skip
+    flags = [
+        "--engine",
+        "native",
+        "--depth",
+        "1",
+        "--judges",
+        "dip",
+        "--human-model",
+        "none",
+        "--plies",
+        "10-12",
+        "--sample-positions",
+        "6",
+        "--workers",
+        "1",
+    ]
     assumed = ["--assume-games", "90000000", "--game-rate", "0.01"]
     planned = json.loads(run_cli("plan", str(GAMES / "lichess_100.pgn"), *flags, *assumed, "--json", check=True).stdout)
     sample = planned["sample"]

@@ -58,8 +58,10 @@ def positions(games: int, plies: int, key: object) -> tuple[list[int], list[int]
 def test_a_position_every_game_repeats_has_exponent_0_and_one_distinct_key() -> None:
     fits, overlap = fit_reuse(*positions(64, 3, lambda game, ply: 1000 + ply), 64, seed=0)
     assert [(f.ply, f.games, f.positions, f.distinct, f.exponent) for f in fits] == [
-        (0, 64, 64, 1, 0.0), (1, 64, 64, 1, 0.0), (2, 64, 64, 1, 0.0),
-    ]  # fmt: skip
+        (0, 64, 64, 1, 0.0),
+        (1, 64, 64, 1, 0.0),
+        (2, 64, 64, 1, 0.0),
+    ]
     assert overlap == 1.0
     assert fits[0].distinct_at(90_000_000) == 1.0  # extrapolated: still the one position
 
@@ -180,8 +182,11 @@ def test_the_reuse_fit_of_a_small_sample_predicts_the_distinct_positions_of_the_
     actual = len({key for keys in games for key in keys})
     for seed in range(6):
         drawn = random.Random(seed).sample(games, 64)
-        sample = ([g for g, keys in enumerate(drawn) for _ in keys], [p for keys in drawn for p in range(len(keys))],
-                  [key for keys in drawn for key in keys])  # fmt: skip
+        sample = (
+            [g for g, keys in enumerate(drawn) for _ in keys],
+            [p for keys in drawn for p in range(len(keys))],
+            [key for keys in drawn for key in keys],
+        )
         fits, overlap = fit_reuse(*sample, len(drawn), seed)
         planned = overlap * sum(fit.distinct_at(len(games)) for fit in fits)  # as estimate.count_figures does
         seen = len(set(sample[2]))
@@ -326,8 +331,9 @@ SCHEDULES = {
 def test_the_wall_model_agrees_with_the_job_run_as_a_schedule(name: str) -> None:
     games, shard_games, most, workers, game_seconds, writer_seconds, reader_seconds = SCHEDULES[name]
     cut = ShardCut(range_shards=0, compressed_games=float(games), shard_games=shard_games, max_shard_games=most)
-    row = scale_to(workers, games * game_seconds, cut, writer_seconds, reader_seconds, startup=10.0,
-                   last_unit=game_seconds)  # fmt: skip
+    row = scale_to(
+        workers, games * game_seconds, cut, writer_seconds, reader_seconds, startup=10.0, last_unit=game_seconds
+    )
     assert row.shards == math.ceil(games / row.shard_games)
     assert (row.shard_games > shard_games) == (name == "picked") and row.capped == (name == "driver")
     job = (games, row.shard_games, workers, game_seconds, writer_seconds, reader_seconds, 10.0)

@@ -45,17 +45,32 @@ def cluster(tmp_path):
     # all) collide with the other clusters the suite starts side by side under xdist, and a
     # head whose agent could not bind it answers every submission "No available agent".
     agent_ports = [
-        f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
-        f"--metrics-export-port={free_port()}", f"--runtime-env-agent-port={free_port()}",
-    ]  # fmt: skip
+        f"--dashboard-agent-listen-port={free_port()}",
+        f"--dashboard-agent-grpc-port={free_port()}",
+        f"--metrics-export-port={free_port()}",
+        f"--runtime-env-agent-port={free_port()}",
+    ]
     # Unix socket paths are limited to 107 bytes, so Ray's session lives under a short name.
     temp_dir = tempfile.mkdtemp(prefix="rayjob-", dir="/tmp")
     started = subprocess.run(
-        [ray, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={free_port()}",
-         "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}", "--num-cpus=2",
-         "--disable-usage-stats", f"--temp-dir={temp_dir}", *agent_ports],
-        env=env, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
+        [
+            ray,
+            "start",
+            "--head",
+            "--node-ip-address=127.0.0.1",
+            f"--port={free_port()}",
+            "--dashboard-host=127.0.0.1",
+            f"--dashboard-port={dashboard}",
+            "--num-cpus=2",
+            "--disable-usage-stats",
+            f"--temp-dir={temp_dir}",
+            *agent_ports,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert started.returncode == 0, started.stdout + started.stderr
     try:
         yield env, f"http://127.0.0.1:{dashboard}", Path(temp_dir)
@@ -76,9 +91,23 @@ def test_ray_job_submit_end_to_end(cluster, tmp_path):
     out = tmp_path / "dataset"
     ray = str(BIN / "ray")
     entrypoint = [
-        "python", "-m", "jobs.mine", str(GAMES / "lichess_100.pgn"), "--out", str(out),
-        "--engine", "native", "--depth", "1", "--plies", "12-12", "--max-games", "40", "--workers", "2",
-    ]  # fmt: skip
+        "python",
+        "-m",
+        "jobs.mine",
+        str(GAMES / "lichess_100.pgn"),
+        "--out",
+        str(out),
+        "--engine",
+        "native",
+        "--depth",
+        "1",
+        "--plies",
+        "12-12",
+        "--max-games",
+        "40",
+        "--workers",
+        "2",
+    ]
     unauthenticated = {k: v for k, v in env.items() if k != "RAY_AUTH_MODE"}
     refused = subprocess.run(
         [ray, "job", "list", "--address", address], env=unauthenticated, capture_output=True, text=True, timeout=120
@@ -89,8 +118,11 @@ def test_ray_job_submit_end_to_end(cluster, tmp_path):
     while True:
         submitted = subprocess.run(
             [ray, "job", "submit", "--address", address, "--working-dir", str(ROOT), "--", *entrypoint],
-            env=env, capture_output=True, text=True, timeout=900,
-        )  # fmt: skip
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         if "No available agent" not in submitted.stderr + submitted.stdout or time.monotonic() > deadline:
             break
         time.sleep(3)

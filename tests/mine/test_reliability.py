@@ -33,14 +33,29 @@ SMALL = ["--engine", "native", "--depth", "1", "--plies", "10-10", "--max-games"
 # A job long enough to interrupt: every game, four positions each, shards of 15 KB.
 # Long enough that a signal sent once the first of its 5 shards is committed finds it still running
 # (plies 10-13 finished within that window once the pipeline got faster).
-LONG = ["--engine", "native", "--depth", "1", "--plies", "10-25", "--shard-mb", str(15_000 / (1 << 20)),
-        "--workers", "2", *CHEAP_JUDGES]  # fmt: skip
+LONG = [
+    "--engine",
+    "native",
+    "--depth",
+    "1",
+    "--plies",
+    "10-25",
+    "--shard-mb",
+    str(15_000 / (1 << 20)),
+    "--workers",
+    "2",
+    *CHEAP_JUDGES,
+]
 # LONG in shards of ~4 KB (~19 of 76 KB): a job is stopped at its first commit with most of its
 # shards still ahead. In 15-KB shards (5, fewer than the 6 in flight) every shard was prepared at
 # once and the commits came together at the end, so under load a signal sent at the first commit
 # could fall into the interpreter's exit after a finished job (exit 0).
-INTERRUPTIBLE = [*LONG[: LONG.index("--shard-mb")], "--shard-mb", str(4_000 / (1 << 20)),
-                 *LONG[LONG.index("--shard-mb") + 2 :]]  # fmt: skip
+INTERRUPTIBLE = [
+    *LONG[: LONG.index("--shard-mb")],
+    "--shard-mb",
+    str(4_000 / (1 << 20)),
+    *LONG[LONG.index("--shard-mb") + 2 :],
+]
 DIFFIMAX = [sys.executable, "-m", "pipeline.cli"]
 
 
@@ -72,9 +87,14 @@ def start_mine(out: Path, *args: str) -> subprocess.Popen[str]:
     """`diffimax mine` in a session of its own, as a terminal would run it."""
     command = [*DIFFIMAX, "mine", SAMPLE, "--out", str(out), *args]
     process = subprocess.Popen(
-        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        command,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
         preexec_fn=as_a_terminal_starts_it,
-    )  # fmt: skip
+    )
     STARTED.append(process)
     return process
 

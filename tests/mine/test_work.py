@@ -98,8 +98,14 @@ def test_an_answer_served_from_the_table_is_the_answer_a_fresh_search_gives(engi
     through a worker without a table: the same rows, apart from `reused`."""
     judging = Judging(DiffiMaxSettings(depth=1), JudgeSettings(judges=frozenset({"dip", "trappy", "practical"})), "dip")
     occurrences = list(game_occurrences("g", GAME, range(len(GAME))))
-    repeats = [o.__class__(o.seq + len(GAME), "h", *[getattr(o, f) for f in ("ply", "position_key", "key",
-               "base", "moves", "played", "context")]) for o in occurrences]  # fmt: skip
+    repeats = [
+        o.__class__(
+            o.seq + len(GAME),
+            "h",
+            *[getattr(o, f) for f in ("ply", "position_key", "key", "base", "moves", "played", "context")],
+        )
+        for o in occurrences
+    ]
     warm = AnalysisWorker(engine, EngineOptions(), judging)
     served = warm.analyse_part(occurrences + repeats)
     cold = AnalysisWorker(engine, EngineOptions(), judging, table_mb=0)

@@ -237,8 +237,9 @@ def test_the_fall_estimate_reads_as_a_coach_reads_it_and_its_json_keeps_both_nam
     uncalibrated = JudgeSettings(judges=frozenset({"practical"}), fall_calibration=(("lichess", 1.0, 0.0),))
     raw = fall_estimate(evidence, uncalibrated)
     assert raw is not None and (raw.fall_p, raw.low, raw.high) == (0.5, 0.5, 0.6) == (fall.mass, 0.5, 0.6)
-    [line] = fall_lines(Judgement(evidence, Verdicts({"practical": frozenset()}), {}, fall=raw), uncalibrated,
-                        san_namer(board), 1200)  # fmt: skip
+    [line] = fall_lines(
+        Judgement(evidence, Verdicts({"practical": frozenset()}), {}, fall=raw), uncalibrated, san_namer(board), 1200
+    )
     assert "(bounds 50-60 %); expected loss" in line
     data = judgement_json(judgement, judges, board)
     assert (data["fall_p"], data["fall_p_low"], data["fall_p_high"]) == (fall.fall_p, fall.low, fall.high)

@@ -27,8 +27,22 @@ from tests.conftest import GAMES, PUZZLES, needs_stockfish, one_error_line, run_
 pytestmark = pytest.mark.cluster
 
 GAMES_MINED = 30
-JOB = ["--engine", "native", "--depth", "1", "--plies", "8-12", "--workers", "1", "--judges", "dip",
-       "--human-model", "none", "--max-game-mb", "16"]  # fmt: skip
+JOB = [
+    "--engine",
+    "native",
+    "--depth",
+    "1",
+    "--plies",
+    "8-12",
+    "--workers",
+    "1",
+    "--judges",
+    "dip",
+    "--human-model",
+    "none",
+    "--max-game-mb",
+    "16",
+]
 LONG_NAME = "Z" * 5_000_000
 
 
@@ -99,9 +113,22 @@ def test_puzzles_on_a_damaged_shard_drop_its_candidates_and_go_on(mined: Path, t
     dropped = report.dropped["punish"]
     assert dropped.get("unreadable", 0) + dropped.get("illegal", 0) == clean.candidates["punish"], dropped
     result = run_cli(
-        "puzzles", "--data", str(data), "--out", str(tmp_path / "cli"), "--kind", "punish", "--nodes", "2000",
-        "--workers", "1", "--human-model", "none", "--files", "csv",
-    )  # fmt: skip
+        "puzzles",
+        "--data",
+        str(data),
+        "--out",
+        str(tmp_path / "cli"),
+        "--kind",
+        "punish",
+        "--nodes",
+        "2000",
+        "--workers",
+        "1",
+        "--human-model",
+        "none",
+        "--files",
+        "csv",
+    )
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-3000:]
 
 

@@ -16,9 +16,10 @@ import chess.pgn
 import pytest
 
 from pipeline.dataset.queries import run_query, run_saved
-from pipeline.ingest.games import Selected, read_pgn_bytes
+from pipeline.ingest.games import read_pgn_bytes
 from pipeline.ingest.headers import GameFilter
 from pipeline.ingest.openings import opening_table
+from pipeline.ingest.outcomes import Selected
 from pipeline.outputs.report import write_report
 from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings
@@ -71,8 +72,14 @@ def mined(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("chesscom")
     source = root / "chesscom.pgn"
     source.write_text("".join(chesscom_games(GAMES_TAKEN)), encoding="utf-8")
-    mine([str(source)], root / "run", workers=2, settings=DiffiMaxSettings(depth=2), judges=JUDGES,
-         game_filter=GameFilter(ply_from=4, ply_to=16))  # fmt: skip
+    mine(
+        [str(source)],
+        root / "run",
+        workers=2,
+        settings=DiffiMaxSettings(depth=2),
+        judges=JUDGES,
+        game_filter=GameFilter(ply_from=4, ply_to=16),
+    )
     return root / "run"
 
 

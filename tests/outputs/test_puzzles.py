@@ -921,9 +921,14 @@ def run_puzzles(*args: str) -> subprocess.Popen[str]:
     """`diffimax puzzles` in a session of its own, as a terminal would run it (told of no cluster)."""
     env = {name: value for name, value in os.environ.items() if name != "RAY_ADDRESS"}
     return subprocess.Popen(
-        [*DIFFIMAX, "puzzles", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True, env=env,
-    )  # fmt: skip
+        [*DIFFIMAX, "puzzles", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=env,
+    )
 
 
 @pytest.mark.stockfish
@@ -931,8 +936,18 @@ def test_the_command_starts_its_own_cluster_and_leaves_nothing_running(mined: Pa
     # The command finds no cluster (the module's Ray session is not advertised to it), starts a
     # local one in its own session for the pool, and must stop it and every engine before it exits.
     limit = 2
-    process = run_puzzles("--data", str(mined), "--out", str(tmp_path / "pool"), "--nodes", str(TEST_NODES),
-                          "--workers", "2", "--limit", str(limit))  # fmt: skip
+    process = run_puzzles(
+        "--data",
+        str(mined),
+        "--out",
+        str(tmp_path / "pool"),
+        "--nodes",
+        str(TEST_NODES),
+        "--workers",
+        "2",
+        "--limit",
+        str(limit),
+    )
     seen: dict[int, str] = {}  # every process of its session, by pid
     while process.poll() is None:
         seen.update(session_processes(process.pid))
@@ -951,8 +966,9 @@ def test_the_command_starts_its_own_cluster_and_leaves_nothing_running(mined: Pa
 
 def test_an_engine_that_cannot_start_on_the_workers_is_one_line(mined: Path, tmp_path: Path) -> None:
     engine = fake_engine(tmp_path, "driver-only", ONLY_ON_THE_DRIVER)
-    process = run_puzzles("--data", str(mined), "--out", str(tmp_path / "out"), "--engine", str(engine),
-                          "--workers", "2")  # fmt: skip
+    process = run_puzzles(
+        "--data", str(mined), "--out", str(tmp_path / "out"), "--engine", str(engine), "--workers", "2"
+    )
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 1
     line = one_error_line(stderr)
@@ -962,9 +978,24 @@ def test_an_engine_that_cannot_start_on_the_workers_is_one_line(mined: Path, tmp
 
 
 def test_an_engine_that_cannot_start_is_one_line_on_the_command_line(tmp_path: Path) -> None:
-    result = subprocess.run([*DIFFIMAX, "puzzles", "--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out"),
-                             "--engine", "/bin/false", "--workers", "2"], cwd=ROOT, capture_output=True, text=True,
-                            timeout=120)  # fmt: skip
+    result = subprocess.run(
+        [
+            *DIFFIMAX,
+            "puzzles",
+            "--data",
+            str(tmp_path / "nowhere"),
+            "--out",
+            str(tmp_path / "out"),
+            "--engine",
+            "/bin/false",
+            "--workers",
+            "2",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 1
     line = one_error_line(result.stderr)
     assert line.startswith("diffimax: error: engine /bin/false did not start as a UCI engine: "), line
@@ -1045,10 +1076,20 @@ def test_hostile_headers_stay_inert_and_repeats_merge(generated: PuzzleReport, t
 
 def run_chromium(mode: str, url: str, profile: Path, *extra: str) -> str:
     command = [
-        str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", *extra, mode, url,
-    ]  # fmt: skip
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        *extra,
+        mode,
+        url,
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout

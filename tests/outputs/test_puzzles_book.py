@@ -23,9 +23,14 @@ from tests.conftest import CHROMIUM, needs_chromium, require_playwright
 
 pytestmark = needs_chromium
 ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 # 4...g6? in Legal's pattern: White punishes with 5.Nxe5 (a punish puzzle of two solver moves:
 # 5.Nxe5 Bxd1 6.Bxf7+ Ke7 7.Nd5#, the last one a mate).
@@ -37,10 +42,21 @@ def legal_puzzle(puzzle_id: str = "0123456789", fen: str = BEFORE_TRAP, moves: t
     cp, mate = chess.engine.Cp, chess.engine.Mate
     checks = tuple(SolverCheck(i, mate(3 - i // 2), cp(0)) for i in range(1, len(moves), 2))
     return Puzzle(
-        puzzle_id=puzzle_id, kind="punish", fen=fen, moves=moves, themes=("mate", "mateIn3"), game_url="",
-        opening_tags="", checks=checks, game_ids=("g1",), game=GameInfo("g1", white="<b>W</b>", black="B"), ply=8,
-        dip=300, rating=1500, rating_deviation=400,
-    )  # fmt: skip
+        puzzle_id=puzzle_id,
+        kind="punish",
+        fen=fen,
+        moves=moves,
+        themes=("mate", "mateIn3"),
+        game_url="",
+        opening_tags="",
+        checks=checks,
+        game_ids=("g1",),
+        game=GameInfo("g1", white="<b>W</b>", black="B"),
+        ply=8,
+        dip=300,
+        rating=1500,
+        rating_deviation=400,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -170,9 +186,14 @@ def test_the_set_puzzles_trap_reply_says_pawns_or_mate_never_the_marker() -> Non
 
 @pytest.mark.parametrize(
     ("site", "tag"),
-    [("Chess.com", "Chess.com"), ("https://lichess.org/abcdefgh", "https://lichess.org/abcdefgh"),
-     ("javascript:alert(1)", ""), ("?", "?"), (None, "")],
-)  # fmt: skip
+    [
+        ("Chess.com", "Chess.com"),
+        ("https://lichess.org/abcdefgh", "https://lichess.org/abcdefgh"),
+        ("javascript:alert(1)", ""),
+        ("?", "?"),
+        (None, ""),
+    ],
+)
 def test_the_pgn_site_keeps_a_place_and_a_url_and_drops_any_other_scheme(site: str | None, tag: str) -> None:
     assert site_text(site) == tag
 

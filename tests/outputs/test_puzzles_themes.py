@@ -27,8 +27,20 @@ from tests.conftest import PUZZLES, require_data
 
 HELD_OUT = PUZZLES / "lichess_puzzles_sample_1499.csv"
 # The floor: precision >= 0.85 and recall >= 0.70 on Lichess's own puzzles.
-MUST_SHOW = ("mate", "mateIn1", "mateIn2", "mateIn3", "fork", "pin", "skewer", "discoveredAttack", "hangingPiece",
-             "backRankMate", "promotion", "sacrifice")  # fmt: skip
+MUST_SHOW = (
+    "mate",
+    "mateIn1",
+    "mateIn2",
+    "mateIn3",
+    "fork",
+    "pin",
+    "skewer",
+    "discoveredAttack",
+    "hangingPiece",
+    "backRankMate",
+    "promotion",
+    "sacrifice",
+)
 LEGAL = "rn1qkbnr/ppp2ppp/3p4/4p3/2B1P1b1/2N2N2/PPPP1PPP/R1BQK2R b KQkq - 5 4"
 cp, mate = chess.engine.Cp, chess.engine.Mate
 

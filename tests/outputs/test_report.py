@@ -93,8 +93,14 @@ class Report:
 def sample(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Report:
     """The 100 sample games (no clocks) then 30 games with clocks, plies 8-14, depth 1."""
     root = tmp_path_factory.mktemp("report")
-    manifest = mine([str(SAMPLE), str(CLOCKS)], root / "run", workers=2, max_games=130,
-                    game_filter=GameFilter(ply_from=8, ply_to=14), **EVERY_JUDGE)  # fmt: skip
+    manifest = mine(
+        [str(SAMPLE), str(CLOCKS)],
+        root / "run",
+        workers=2,
+        max_games=130,
+        game_filter=GameFilter(ply_from=8, ply_to=14),
+        **EVERY_JUDGE,
+    )
     path = write_report(root / "run", root / "report")
     return Report(root / "run", path, path.read_text(encoding="utf-8"), manifest)
 
@@ -231,12 +237,27 @@ def test_write_report_of_a_directory_without_a_dataset(tmp_path: Path) -> None:
     [
         (plot_rating, ["rating_band", "trap_nodes", "fell", "wilson_low", "fall_rate", "wilson_high"], "rated"),
         (plot_clock, ["clock", "trap_nodes", "fell", "wilson_low", "fall_rate", "wilson_high"], "clock times"),
-        (plot_dip, ["dip_from", "dip_to", "candidates", "played", "wilson_low", "play_rate", "wilson_high"],
-         "trap candidates"),
-        (plot_lift, ["trap_nodes", "fell", "expected_by_chance", "wilson_low", "fall_rate", "wilson_high",
-                     "chance_rate", "lift"], "trap nodes"),
+        (
+            plot_dip,
+            ["dip_from", "dip_to", "candidates", "played", "wilson_low", "play_rate", "wilson_high"],
+            "trap candidates",
+        ),
+        (
+            plot_lift,
+            [
+                "trap_nodes",
+                "fell",
+                "expected_by_chance",
+                "wilson_low",
+                "fall_rate",
+                "wilson_high",
+                "chance_rate",
+                "lift",
+            ],
+            "trap nodes",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_plot_with_no_data_is_not_drawn_and_says_why(drawer: Any, columns: list[str], reason: str) -> None:
     rows: list[tuple[Any, ...]] = []
     if drawer is plot_lift:  # the lift query always returns its one row, empty when nothing matched
@@ -287,9 +308,12 @@ def test_report_has_every_section_plot_and_board(sample: Report) -> None:
     assert [attrs["id"] for attrs in page.find("section")] == SECTIONS
     images = page.find("img")
     assert [attrs["alt"] for attrs in images] == [
-        "Fall rate by rating", "Fall rate by clock", "Play rate by dip", "Lift: observed against chance",
+        "Fall rate by rating",
+        "Fall rate by clock",
+        "Play rate by dip",
+        "Lift: observed against chance",
         "Reliability of fall_p",
-    ]  # fmt: skip
+    ]
     for attrs in images:
         data = base64.b64decode(str(attrs["src"]).removeprefix(DATA_PNG), validate=True)
         assert data.startswith(PNG_MAGIC)
@@ -509,10 +533,19 @@ def test_a_carriage_return_in_a_header_stays_inside_its_csv_cell(hostile: Report
 def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
     """Headless chromium with no network chatter and a throwaway profile."""
     command = [
-        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-        f"--user-data-dir={profile}", *args,
-    ]  # fmt: skip
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
     return subprocess.run(command, capture_output=True, text=True, timeout=180)
 
 
@@ -548,7 +581,7 @@ def test_chromium_decodes_every_image_and_lays_out_every_board(sample: Report, t
         var falls = document.getElementById("falls").getBoundingClientRect().height;
         document.body.setAttribute("data-probe", [images.length, decoded.length, drawn.length, sections,
                                                    small.length, Math.round(falls)].join("/"));
-    });</script>"""  # fmt: skip
+    });</script>"""
     markup = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*/>', "", sample.html)
     page = tmp_path / "probe.html"
     page.write_text(markup.replace("</body>", probe + "</body>"), encoding="utf-8")

@@ -38,8 +38,9 @@ from pipeline.play.trap import trap_chance, trap_pick
 from pipeline.play.tutor import adapt_epsilon, choice_rng, decided_endgame, draw, effective_epsilon, tutor_weights
 from pipeline.play.uci_options import BY_NAME, OPTIONS, Config, OptionError, set_option
 from search.expectimax import within_margin
-from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence, Verdicts, win_drop
+from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence, Verdicts
 from search.settings import DiffiMaxSettings, SettingsError
+from search.values import win_drop
 from tests.conftest import ROOT, needs_stockfish, require_stockfish
 
 stockfish = [pytest.mark.stockfish, needs_stockfish]
@@ -336,19 +337,33 @@ def test_options_set_their_fields() -> None:
         ("Nodes", "-5", "invalid value '-5' for option Nodes: expected a whole number from 0 to 1000000000"),
         ("Style", "wild", "invalid value 'wild' for option Style: invalid style 'wild': expected trap, tutor or best"),
         ("Epsilon", "x", "invalid value 'x' for option Epsilon: expected a number"),
-        ("Epsilon", "0.9", "invalid value '0.9' for option Epsilon: invalid epsilon 0.9: must lie within epsilon min "
-                           "0.02 and epsilon max 0.3"),
-        ("Safety Margin", "-1", "invalid value '-1' for option Safety Margin: invalid safety margin -1.0: must be >= 0 "
-                                "pawns or inf"),
+        (
+            "Epsilon",
+            "0.9",
+            "invalid value '0.9' for option Epsilon: invalid epsilon 0.9: must lie within epsilon min "
+            "0.02 and epsilon max 0.3",
+        ),
+        (
+            "Safety Margin",
+            "-1",
+            "invalid value '-1' for option Safety Margin: invalid safety margin -1.0: must be >= 0 pawns or inf",
+        ),
         ("Exclude Checks", "maybe", "invalid value 'maybe' for option Exclude Checks: expected true or false"),
-        ("Engine", "/nonexistent/engine", "invalid value '/nonexistent/engine' for option Engine: engine not found: "
-                                          "/nonexistent/engine"),
-        ("Human Model", "/nonexistent/model.json", "invalid value '/nonexistent/model.json' for option Human Model: "
-                                                   "no model file at '/nonexistent/model.json': a human-move model is "
-                                                   "default, maia3, bundled, none, a file"),
+        (
+            "Engine",
+            "/nonexistent/engine",
+            "invalid value '/nonexistent/engine' for option Engine: engine not found: /nonexistent/engine",
+        ),
+        (
+            "Human Model",
+            "/nonexistent/model.json",
+            "invalid value '/nonexistent/model.json' for option Human Model: "
+            "no model file at '/nonexistent/model.json': a human-move model is "
+            "default, maia3, bundled, none, a file",
+        ),
         ("Frobnicate", "1", "no option named 'Frobnicate'"),
     ],
-)  # fmt: skip
+)
 def test_bad_option_values_are_one_line(name: str, value: str, message: str) -> None:
     with pytest.raises(OptionError) as caught:
         set_option(Config(), name, value)
@@ -561,9 +576,15 @@ class UciPipe:
         self.stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115  (lives as long as the process; closed by close())
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "pipeline.cli", "play", *flags], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.stderr, text=True, cwd=ROOT, env=env, bufsize=1,
-        )  # fmt: skip
+            [sys.executable, "-m", "pipeline.cli", "play", *flags],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            text=True,
+            cwd=ROOT,
+            env=env,
+            bufsize=1,
+        )
         self.lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -626,8 +647,11 @@ def bestmove(lines: list[str]) -> str:
 
 def engine_ms(lines: list[str]) -> int:
     """The milliseconds from `go` to the move, as the engine reports them with every bestmove."""
-    times = [int(line.split(" time ")[1].split()[0]) for line in lines
-             if line.startswith("info ") and not line.startswith("info string") and " time " in line]  # fmt: skip
+    times = [
+        int(line.split(" time ")[1].split()[0])
+        for line in lines
+        if line.startswith("info ") and not line.startswith("info string") and " time " in line
+    ]
     assert times, f"no info ... time line before the move: {lines}"
     return times[-1]
 
@@ -722,8 +746,13 @@ def test_bad_input_is_answered_without_crashing() -> None:
     try:
         engine.send("uci")
         engine.until("uciok", 30)
-        engine.send("setoption name Nodes value lots", "setoption name Frobnicate value 1", "setoption Style",
-                    "frobnicate", "isready")  # fmt: skip
+        engine.send(
+            "setoption name Nodes value lots",
+            "setoption name Frobnicate value 1",
+            "setoption Style",
+            "frobnicate",
+            "isready",
+        )
         lines = engine.until("readyok", 30)
         assert lines == [
             "info string error: invalid value 'lots' for option Nodes: expected a whole number",
@@ -790,14 +819,21 @@ def test_bad_flags_are_one_line_and_exit_1() -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     command = [sys.executable, "-m", "pipeline.cli", "play"]
     for flags, message in (
-        (["--style", "wild"], "diffimax: error: invalid value 'wild' for option Style: invalid style 'wild': "
-                              "expected trap, tutor or best"),
+        (
+            ["--style", "wild"],
+            "diffimax: error: invalid value 'wild' for option Style: invalid style 'wild': "
+            "expected trap, tutor or best",
+        ),
         (["--option", "Epsilon"], "diffimax: error: invalid --option 'Epsilon': expected Name=value"),
-        (["--engine", "/nonexistent/engine"], "diffimax: error: invalid value '/nonexistent/engine' for option "
-                                              "Engine: engine not found: /nonexistent/engine"),
-    ):  # fmt: skip
-        result = subprocess.run([*command, *flags], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60,
-                                input="")  # fmt: skip
+        (
+            ["--engine", "/nonexistent/engine"],
+            "diffimax: error: invalid value '/nonexistent/engine' for option "
+            "Engine: engine not found: /nonexistent/engine",
+        ),
+    ):
+        result = subprocess.run(
+            [*command, *flags], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60, input=""
+        )
         assert result.returncode == 1 and result.stderr.strip() == message, result.stderr
 
 
@@ -858,14 +894,28 @@ def test_full_games_against_stockfish_at_one_minute() -> None:
         for style, colour in (("trap", chess.WHITE), ("tutor", chess.BLACK)):
             ours = open_player("--style", style, "--nodes", str(NODES))
             try:
-                record = play_game(ours, opponent, style, colour, base=60.0, increment=0.0,
-                                   opponent_limit=chess.engine.Limit(nodes=3000))  # fmt: skip
+                record = play_game(
+                    ours,
+                    opponent,
+                    style,
+                    colour,
+                    base=60.0,
+                    increment=0.0,
+                    opponent_limit=chess.engine.Limit(nodes=3000),
+                )
             finally:
                 ours.quit()
             assert record.illegal == 0 and not record.flagged, (style, record.termination)
-            assert record.termination in ("checkmate", "stalemate", "insufficient_material", "seventyfive_moves",
-                                          "fivefold_repetition", "fifty_moves", "threefold_repetition",
-                                          "stopped at 240 plies"), record.termination  # fmt: skip
+            assert record.termination in (
+                "checkmate",
+                "stalemate",
+                "insufficient_material",
+                "seventyfive_moves",
+                "fivefold_repetition",
+                "fifty_moves",
+                "threefold_repetition",
+                "stopped at 240 plies",
+            ), record.termination
             assert len(record.ours) >= 10
             assert sum(move.seconds for move in record.ours) < 60.0
             # Every move was legal where it was played (python-chess checked each bestmove too).

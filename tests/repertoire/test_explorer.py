@@ -26,17 +26,23 @@ from tests.reading import PERCENT, shows_percent
 
 pytestmark = [needs_chromium, needs_stockfish]
 ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 @pytest.fixture(scope="module")
 def repertoire(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
     """Black against 1500 after 1.e4, three plies deep (Stockfish at 20,000 nodes a line)."""
     settings = RepertoireSettings(color=chess.BLACK, rating=1500, plies=3, floor=0.2, width=1)
-    spec = WorkerSpec(str(STOCKFISH), EngineOptions(nodes=20_000), settings, parse_start(None, "e4"),
-                      HumanEvidence(model="bundled"))  # fmt: skip
+    spec = WorkerSpec(
+        str(STOCKFISH), EngineOptions(nodes=20_000), settings, parse_start(None, "e4"), HumanEvidence(model="bundled")
+    )
     growth, stats = build_repertoire(spec, 0)
     out = tmp_path_factory.mktemp("explorer")
     write_repertoire(growth, stats, Labels("stockfish", HumanEvidence("default")), out)

@@ -57,8 +57,13 @@ def spec(settings: RepertoireSettings = SETTINGS, start: Start | None = None) ->
 def dataset(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """lichess_100.pgn mined for its first plies (positions and results are what evidence reads)."""
     out = tmp_path_factory.mktemp("mined") / "lichess_100"
-    mine([str(GAMES / "lichess_100.pgn")], out, engine="material", game_filter=GameFilter(ply_from=0, ply_to=4),
-         workers=1)  # fmt: skip
+    mine(
+        [str(GAMES / "lichess_100.pgn")],
+        out,
+        engine="material",
+        game_filter=GameFilter(ply_from=0, ply_to=4),
+        workers=1,
+    )
     return out
 
 
@@ -265,8 +270,26 @@ def test_play_trap_style_chooses_what_the_repertoire_recommends() -> None:
 
 def test_the_command_writes_every_output_and_says_bad_flags_in_one_line(tmp_path: Path) -> None:
     out = tmp_path / "rep"
-    done = run_cli("repertoire", "--color", "black", "--rating", "1000", "--moves", "e4", "--line-plies", "1",
-                   "--floor", "0.3", "--workers", "0", "--engine", "material", "--out", str(out), check=True)  # fmt: skip
+    done = run_cli(
+        "repertoire",
+        "--color",
+        "black",
+        "--rating",
+        "1000",
+        "--moves",
+        "e4",
+        "--line-plies",
+        "1",
+        "--floor",
+        "0.3",
+        "--workers",
+        "0",
+        "--engine",
+        "material",
+        "--out",
+        str(out),
+        check=True,
+    )
     assert "repertoire:" in done.stdout and (out / HTML_FILE).is_file() and (out / NODES_FILE).is_file()
     for args, message in (
         (["--color", "green", "--rating", "1000", "--out", str(out)], "invalid --color 'green'"),
@@ -280,8 +303,9 @@ def test_the_command_writes_every_output_and_says_bad_flags_in_one_line(tmp_path
         result = run_cli("repertoire", *args, "--engine", "material", "--workers", "0")
         assert result.returncode == 1, result.stderr
         assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
-    queried = run_cli("repertoire-query", "--in", str(out), "--saved", "best-practical-lines", "--format", "json",
-                      check=True)  # fmt: skip
+    queried = run_cli(
+        "repertoire-query", "--in", str(out), "--saved", "best-practical-lines", "--format", "json", check=True
+    )
     assert '"move_san"' in queried.stdout
 
 

@@ -27,12 +27,30 @@ def player(node: int, values: dict[str, int]) -> PlayerResult:
     return PlayerResult(node, values, best, values[best], ranked, {}, "deep")
 
 
-def opponent(node: int, probabilities: dict[str, float], values: dict[str, int], explored: tuple[str, ...],
-             traps: tuple[str, ...] = ()) -> OpponentResult:  # fmt: skip
+def opponent(
+    node: int,
+    probabilities: dict[str, float],
+    values: dict[str, int],
+    explored: tuple[str, ...],
+    traps: tuple[str, ...] = (),
+) -> OpponentResult:
     best = min(values, key=lambda m: (values[m], m))
     drops = {m: score(v) - score(values[best]) for m, v in values.items()}
-    return OpponentResult(node, best, values[best], "model", None, probabilities, probabilities, {}, explored,
-                          values, drops, traps, {m: ("g1f3",) for m in traps})  # fmt: skip
+    return OpponentResult(
+        node,
+        best,
+        values[best],
+        "model",
+        None,
+        probabilities,
+        probabilities,
+        {},
+        explored,
+        values,
+        drops,
+        traps,
+        {m: ("g1f3",) for m in traps},
+    )
 
 
 # What each node's result is, by path: the opponent's replies to 1.e4 (e5 likely and level, f6 a
@@ -57,8 +75,10 @@ def made_up(path: tuple[str, ...], kind: str) -> tuple[dict[str, float], dict[st
     rng = random.Random(" ".join(path))
     moves = sorted(rng.sample(sorted(m.uci() for m in board.legal_moves), 3))
     weights = [rng.random() + 0.1 for _ in moves]
-    return ({m: w / sum(weights) for m, w in zip(moves, weights, strict=True)},
-            {m: rng.randrange(-60, 120) for m in moves})  # fmt: skip
+    return (
+        {m: w / sum(weights) for m, w in zip(moves, weights, strict=True)},
+        {m: rng.randrange(-60, 120) for m in moves},
+    )
 
 
 def answer(request: NodeRequest, floor: float) -> NodeResult:
@@ -66,8 +86,9 @@ def answer(request: NodeRequest, floor: float) -> NodeResult:
         values = PLAYER_VALUES if not request.path else SECOND.get(request.path)
         return player(request.node, values or made_up(request.path, "player")[1])
     probabilities, values = REPLIES.get(request.path) or made_up(request.path, "opponent")
-    explored = tuple(m for m in sorted(probabilities, key=lambda m: -probabilities[m])
-                     if request.reach * probabilities[m] >= floor)  # fmt: skip
+    explored = tuple(
+        m for m in sorted(probabilities, key=lambda m: -probabilities[m]) if request.reach * probabilities[m] >= floor
+    )
     return opponent(request.node, probabilities, values, explored, traps=("f7f6",) if "f7f6" in values else ())
 
 
@@ -143,8 +164,22 @@ def test_a_failed_node_is_a_counted_leaf_and_the_rest_goes_on() -> None:
     while pending:
         request = pending.pop(0)
         if request.path == ("d2d4",):
-            result: NodeResult = OpponentResult(request.node, "", 0, "none", None, {}, {}, {}, (), {}, {}, (), {},
-                                                error="EngineError: engine died twice")  # fmt: skip
+            result: NodeResult = OpponentResult(
+                request.node,
+                "",
+                0,
+                "none",
+                None,
+                {},
+                {},
+                {},
+                (),
+                {},
+                {},
+                (),
+                {},
+                error="EngineError: engine died twice",
+            )
         else:
             result = answer(request, settings.floor)
         pending.extend(growth.receive(result))

@@ -65,8 +65,12 @@ def test_top_k_keeps_the_strongest_alternatives_with_ties_broken_by_uci() -> Non
     assert [r.move for r in analysis.candidates] == ["d1d2", "c1c2"]
     assert [r.move for r in analysis.responses] == ["a1a2", "d1d2", "c1c2", "h1h2", "b1b2"]
     assert {r.move: r.alternative_rank for r in analysis.responses} == {
-        "a1a2": None, "d1d2": 1, "c1c2": 2, "h1h2": 3, "b1b2": 4,
-    }  # fmt: skip
+        "a1a2": None,
+        "d1d2": 1,
+        "c1c2": 2,
+        "h1h2": 3,
+        "b1b2": 4,
+    }
     top2 = classify_responses(values, DiffiMaxSettings(depth=1, scope=2))
     assert [r.move for r in top2.candidates] == ["d1d2"]
 
@@ -114,8 +118,9 @@ def test_counts_and_ratio_over_the_alternatives_in_scope() -> None:
 
 
 def test_bounds_beyond_r_and_below_t_are_allowed_but_not_inside_the_trap_range() -> None:
-    fine = classify_responses([reply("a1a2", 0), reply("b1b2", 40, exact=False), reply("c1c2", 260, exact=False)],
-                              DEFAULTS)  # fmt: skip
+    fine = classify_responses(
+        [reply("a1a2", 0), reply("b1b2", 40, exact=False), reply("c1c2", 260, exact=False)], DEFAULTS
+    )
     assert [r.move for r in fine.candidates] == []
     with pytest.raises(ValueError, match="only a bound inside the trap range"):
         classify_responses([reply("a1a2", 0), reply("b1b2", 150, exact=False)], DEFAULTS)

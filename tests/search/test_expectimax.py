@@ -1,5 +1,5 @@
 """`search.expectimax`: the one expected score against humans, on hand-made evidence whose figures
-are worked out from the definitions (Lichess's curve, `search.judges.win_drop`)."""
+are worked out from the definitions (Lichess's curve, `search.values.win_drop`)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from search.expectimax import (
     score,
     within_margin,
 )
-from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence, win_chances, win_drop, win_probability
-from search.values import MATE
+from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence
+from search.values import MATE, win_chances, win_drop, win_probability
 
 
 def test_score_is_lichess_win_probability_and_a_mate_is_certain() -> None:

@@ -21,9 +21,9 @@ from search.judges import (
     judge,
     needs_deep,
     needs_deeper,
-    win_drop,
 )
 from search.settings import DiffiMaxSettings, SettingsError
+from search.values import win_drop
 
 SEARCH = DiffiMaxSettings(depth=2)
 # The falling mass as it is (no calibration), so that the figures below are sums of probabilities.

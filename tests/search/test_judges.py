@@ -30,10 +30,9 @@ from search.judges import (
     needs_deeper,
     parse_judges,
     shallow_ranks,
-    win_chances,
-    win_drop,
 )
 from search.settings import DiffiMaxSettings, SettingsError
+from search.values import win_chances, win_drop
 from tests.conftest import GAMES, needs_stockfish
 
 SETTINGS = DiffiMaxSettings(depth=2)  # T = 1.00, R = 2.00 pawns
@@ -71,9 +70,11 @@ def test_model_judge_needs_probability_and_a_dip_of_at_least_t(dip: int, named: 
 
 def test_trappy_judge_takes_the_shallow_top_k_that_dips_at_full_depth() -> None:
     evidence = node(
-        r("a1a2", 0, shallow_rank=2), r("b1b2", 250, shallow_rank=1), r("c1c2", 150, shallow_rank=2),
+        r("a1a2", 0, shallow_rank=2),
+        r("b1b2", 250, shallow_rank=1),
+        r("c1c2", 150, shallow_rank=2),
         r("d1d2", 300, shallow_rank=3),
-    )  # fmt: skip
+    )
     one = JudgeSettings(judges=frozenset({"trappy"}), trappy_k=1)
     two = dataclasses.replace(one, trappy_k=2)
     assert judge(evidence, one, SETTINGS).candidates["trappy"] == {"b1b2"}  # no upper bound: a blunder counts
@@ -92,11 +93,13 @@ def test_practical_judge_prefers_the_corpus_where_it_has_the_position_and_needs_
     settings = JudgeSettings(judges=frozenset({"practical"}), practical_p=0.2, practical_drop=0.2, corpus_min_games=5)
     drop_value = 120  # a drop of win chances above 0.2 from a level position
     assert win_drop(0, drop_value) > 0.2
-    rich = node(r("a1a2", 0, model_p=0.5, corpus_count=2), r("b1b2", drop_value, model_p=0.01, corpus_count=3),
-                corpus_games=5)  # fmt: skip
+    rich = node(
+        r("a1a2", 0, model_p=0.5, corpus_count=2), r("b1b2", drop_value, model_p=0.01, corpus_count=3), corpus_games=5
+    )
     assert judge(rich, settings, SETTINGS).candidates["practical"] == {"b1b2"}  # corpus 3/5 beats the model's 1 %
-    poor = node(r("a1a2", 0, model_p=0.5, corpus_count=1), r("b1b2", drop_value, model_p=0.01, corpus_count=1),
-                corpus_games=2)  # fmt: skip
+    poor = node(
+        r("a1a2", 0, model_p=0.5, corpus_count=1), r("b1b2", drop_value, model_p=0.01, corpus_count=1), corpus_games=2
+    )
     assert judge(poor, settings, SETTINGS).candidates["practical"] == frozenset()  # too few games: the model speaks
     unstable = node(r("a1a2", 0, model_p=0.5), r("b1b2", drop_value, deeper_value=20, model_p=0.4))
     assert judge(unstable, settings, SETTINGS).candidates["practical"] == frozenset()  # gone when searched deeper
@@ -117,11 +120,15 @@ def test_no_judge_names_the_best_an_excluded_reply_or_a_node_with_one_meaningful
         # The dip judge's candidates as the pipeline records them: the seed's analysis of the values.
         values = [
             ResponseValue(
-                move=x.move, tiebreak=(0, x.move), value=x.deep_value or 0, exact=True,
-                gives_check=x.excluded == "check", is_capture=False,
+                move=x.move,
+                tiebreak=(0, x.move),
+                value=x.deep_value or 0,
+                exact=True,
+                gives_check=x.excluded == "check",
+                is_capture=False,
             )
             for x in replies
-        ]  # fmt: skip
+        ]
         dip = frozenset(c.move for c in classify_responses(values, settings).candidates)
         evidence = dataclasses.replace(node(*replies, corpus_games=9), dip_candidates=dip)
         found = dict(judge(evidence, every, settings).candidates)
@@ -140,8 +147,12 @@ def test_no_judge_names_the_best_an_excluded_reply_or_a_node_with_one_meaningful
 
 def test_only_the_replies_a_judge_finds_plausible_are_searched_deeply() -> None:
     settings = JudgeSettings(judges=frozenset({"model", "trappy"}), model_p=0.1, trappy_k=1)
-    evidence = node(r("a1a2", 0, model_p=0.5, shallow_rank=2), r("b1b2", None, model_p=0.3, shallow_rank=3),
-                    r("c1c2", None, model_p=0.01, shallow_rank=1), r("d1d2", None, model_p=0.01, shallow_rank=4))  # fmt: skip
+    evidence = node(
+        r("a1a2", 0, model_p=0.5, shallow_rank=2),
+        r("b1b2", None, model_p=0.3, shallow_rank=3),
+        r("c1c2", None, model_p=0.01, shallow_rank=1),
+        r("d1d2", None, model_p=0.01, shallow_rank=4),
+    )
     assert needs_deep(evidence, settings) == {"b1b2", "c1c2"}  # d1d2 is nobody's
     practical = JudgeSettings(
         judges=frozenset({"practical"}), practical_p=0.1, practical_drop=0.2, stability_margin=0.05
@@ -162,9 +173,12 @@ def test_bad_judge_names_are_one_clear_line(text: str) -> None:
 
 @pytest.mark.parametrize(
     ("change", "message"),
-    [({"model_p": 0.0}, "invalid model p"), ({"trappy_k": 0}, "invalid trappy k"),
-     ({"practical_drop": 0.1, "stability_margin": 0.2}, "invalid practical drop")],
-)  # fmt: skip
+    [
+        ({"model_p": 0.0}, "invalid model p"),
+        ({"trappy_k": 0}, "invalid trappy k"),
+        ({"practical_drop": 0.1, "stability_margin": 0.2}, "invalid practical drop"),
+    ],
+)
 def test_impossible_judge_settings_are_refused(change: dict[str, object], message: str) -> None:
     with pytest.raises(SettingsError, match=message):
         JudgeSettings(**change)  # type: ignore[arg-type]
@@ -228,9 +242,16 @@ def test_every_judge_on_real_stockfish_the_model_and_real_games(tmp_path: Path) 
     try:
         for board, played, context in positions:
             found = judge_position(
-                backend, board, not board.turn, SETTINGS, judges, model=model, corpus=corpus,
-                context=dataclasses.replace(context, rating=1500), also=[played],
-            )  # fmt: skip
+                backend,
+                board,
+                not board.turn,
+                SETTINGS,
+                judges,
+                model=model,
+                corpus=corpus,
+                context=dataclasses.replace(context, rating=1500),
+                also=[played],
+            )
             evidence, verdicts = found.evidence, dict(found.verdicts.candidates)
             assert set(verdicts) == {"dip", "trappy", "human", "model", "practical"}
             check_recorded_rules(evidence, verdicts, judges)

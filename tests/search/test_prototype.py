@@ -262,7 +262,7 @@ def test_comparison_counts_add_up_against_brute_force(root):
     # Small, bushy-enough trees with a lower minimum and a wider walk so that every cell is busy.
     settings = PrototypeSettings(
         depth=4, min_branching=2, max_branching=7, min_children=5, step=1.5, root=root, seed=11
-    )  # fmt: skip
+    )
     scopes = ("all", 2, 3)
     revised = revised_settings(settings, scopes, reasonable_dip=2.0, trap_dip=1.0)
     comparison = compare(settings, revised, 25)
@@ -394,23 +394,66 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 TREE_FIELDS = {
-    "index", "leaves", "opponent_nodes", "eligible_nodes", "prototype_nodes", "changed_nodes", "minimax_value",
-    "prototype_value", "value_change", "minimax_move", "prototype_move", "move_changed", "revised", "traps",
-}  # fmt: skip
+    "index",
+    "leaves",
+    "opponent_nodes",
+    "eligible_nodes",
+    "prototype_nodes",
+    "changed_nodes",
+    "minimax_value",
+    "prototype_value",
+    "value_change",
+    "minimax_move",
+    "prototype_move",
+    "move_changed",
+    "revised",
+    "traps",
+}
 OVERLAP_FIELDS = {
-    "scope", "analysed_nodes", "trap_nodes", "trap_nodes_eligible", "candidates", "prototype_nodes", "both",
-    "only_prototype", "only_revised", "only_revised_eligible", "jaccard", "jaccard_eligible", "root_value_changed",
-}  # fmt: skip
+    "scope",
+    "analysed_nodes",
+    "trap_nodes",
+    "trap_nodes_eligible",
+    "candidates",
+    "prototype_nodes",
+    "both",
+    "only_prototype",
+    "only_revised",
+    "only_revised_eligible",
+    "jaccard",
+    "jaccard_eligible",
+    "root_value_changed",
+}
 TOTAL_FIELDS = {
-    "trees", "leaves", "opponent_nodes", "eligible_nodes", "prototype_nodes", "prototype_holds_on_minimax",
-    "prototype_dip_below_t", "prototype_dip_in_range", "prototype_dip_above_r", "changed_nodes",
-    "root_value_changed", "root_value_change_mean", "root_value_change_max", "root_value_change_all_mean",
-    "root_move_changed", "revised",
-}  # fmt: skip
+    "trees",
+    "leaves",
+    "opponent_nodes",
+    "eligible_nodes",
+    "prototype_nodes",
+    "prototype_holds_on_minimax",
+    "prototype_dip_below_t",
+    "prototype_dip_in_range",
+    "prototype_dip_above_r",
+    "changed_nodes",
+    "root_value_changed",
+    "root_value_change_mean",
+    "root_value_change_max",
+    "root_value_change_all_mean",
+    "root_move_changed",
+    "revised",
+}
 TRAP_FIELDS = {
-    "path", "children", "best_move", "best_value", "second_move", "second_value", "substituted_value", "dip",
-    "minimax_value", "holds_on_minimax",
-}  # fmt: skip
+    "path",
+    "children",
+    "best_move",
+    "best_value",
+    "second_move",
+    "second_value",
+    "substituted_value",
+    "dip",
+    "minimax_value",
+    "holds_on_minimax",
+}
 
 
 def test_cli_prints_json_with_the_documented_fields():

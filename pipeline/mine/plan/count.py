@@ -17,7 +17,7 @@ from pipeline.ingest.sources import (
     open_object,
     open_stream,
     source_size,
-)  # fmt: skip
+)
 from pipeline.ingest.streams import READ_BLOCK, ZstdStream, read_block
 from pipeline.mine.plan.records import PlanError, SourceCount
 
@@ -101,8 +101,10 @@ def count_sources(sources: Sequence[str], max_games: int | None, progress: Progr
             in_prefix, read = prefix_games(source)
             games = round(in_prefix * size / max(1, read))
             counted, sampleable = False, in_prefix
-            progress.say(f"plan: {redact(source)}: {size / 1e9:.1f} GB, ~{games:,} games (estimated from its "
-                         f"first {read >> 20} MiB)")  # fmt: skip
+            progress.say(
+                f"plan: {redact(source)}: {size / 1e9:.1f} GB, ~{games:,} games (estimated from its "
+                f"first {read >> 20} MiB)"
+            )
         games_read = games if left is None else min(games, left)
         if left is not None:
             left -= games_read

@@ -83,8 +83,12 @@ def count_figures(
         positions = Figure(float(len(sample.key_of)), "counted")
     else:
         spread = Z90 * float(per_game.std(ddof=1)) / math.sqrt(read_n) if read_n > 1 else mean
-        positions = Figure(read * rate * mean, "positions per game read in the sample x games read" + thinned,
-                           read * rate * max(0.0, mean - spread), read * rate * (mean + spread))  # fmt: skip
+        positions = Figure(
+            read * rate * mean,
+            "positions per game read in the sample x games read" + thinned,
+            read * rate * max(0.0, mean - spread),
+            read * rate * (mean + spread),
+        )
     fits, overlap = fit_reuse(sample.game_of, sample.ply_of, sample.key_of, kept_n, seed)
     if whole_job:
         analysed = Figure(float(len(set(sample.key_of))), "counted (distinct keys of the job)")

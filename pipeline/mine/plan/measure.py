@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.common.progress import Progress
-from pipeline.ingest.games import Selected
+from pipeline.ingest.outcomes import Selected
 from pipeline.ingest.sources import Shard
 from pipeline.mine.config import MineConfig
 from pipeline.mine.occurrences import Occurrence
@@ -103,8 +103,17 @@ def _time_share(config: MineConfig, units: Sequence[tuple[tuple[Occurrence, ...]
                 share = result.seconds / engine_total if engine_total > 0 else 1 / len(found)
                 result.ply = occurrence.ply
                 results.append(result)
-                timed.append(TimedPosition(occurrence.game_id, occurrence.ply, weight, result.seconds, cpu * share,
-                                           unit_seconds * share, result.error))  # fmt: skip
+                timed.append(
+                    TimedPosition(
+                        occurrence.game_id,
+                        occurrence.ply,
+                        weight,
+                        result.seconds,
+                        cpu * share,
+                        unit_seconds * share,
+                        result.error,
+                    )
+                )
             if _judged is not None:
                 with _judged.get_lock():
                     _judged.value += len(unit)
@@ -177,8 +186,9 @@ def time_commit(
         responses.append(response)
         traps.extend(trap_rows)
         trap_seq.extend([seq] * len(trap_rows))
-    part = PartOutcome(table_of("responses", responses), list(range(len(responses))), table_of("traps", traps),
-                       trap_seq)  # fmt: skip
+    part = PartOutcome(
+        table_of("responses", responses), list(range(len(responses))), table_of("traps", traps), trap_seq
+    )
     game_rows = [selected.game for selected in games.values()]
     shard = Shard("plan-probe", "plan", 0, "stream", 0, 0, 0)
     counts = ShardCounts(games_read=len(game_rows), games_written=len(game_rows), positions=len(repeated))

@@ -12,7 +12,7 @@ from typing import Any
 
 from pipeline.common.progress import Progress
 from pipeline.engines.backends import EMBEDDED, check_backend, effective_engine_options
-from pipeline.ingest.games import Selected
+from pipeline.ingest.outcomes import Selected
 from pipeline.ingest.sources import STREAM_SHARD_MAX_BYTES, expand_inputs
 from pipeline.mine.config import MineConfig
 from pipeline.mine.occurrences import Occurrence
@@ -105,8 +105,11 @@ def _times(value: float | None, factor: float) -> float | None:
 
 
 def _check_sizes(sample_games: int, sample_positions: int, assume_games: int | None) -> None:
-    for name, value in (("--sample-games", sample_games), ("--sample-positions", sample_positions),
-                        ("--assume-games", assume_games)):  # fmt: skip
+    for name, value in (
+        ("--sample-games", sample_games),
+        ("--sample-positions", sample_positions),
+        ("--assume-games", assume_games),
+    ):
         if value is None and name == "--assume-games":
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -128,11 +131,17 @@ def _read_input(
     chosen = choose_blocks(counts, sample_games, seed)
     sample = read_sample(config, counts, chosen)
     all_blocks = sum(math.ceil(count.sampleable / SAMPLE_BLOCK_GAMES) for count in counts)
-    whole_job = (assume_games is None and all(count.counted for count in counts) and config.game_filter.sample_rate == 1
-                 and sum(len(blocks) for blocks in chosen.values()) == all_blocks)  # fmt: skip
+    whole_job = (
+        assume_games is None
+        and all(count.counted for count in counts)
+        and config.game_filter.sample_rate == 1
+        and sum(len(blocks) for blocks in chosen.values()) == all_blocks
+    )
     kept_n = len(sample.kept)
-    say(f"plan: sample of {sample.games_read:,} games read ({len(sample.blocks)} blocks), {kept_n:,} kept, "
-        f"{len(sample.key_of):,} positions")  # fmt: skip
+    say(
+        f"plan: sample of {sample.games_read:,} games read ({len(sample.blocks)} blocks), {kept_n:,} kept, "
+        f"{len(sample.key_of):,} positions"
+    )
     if not sample.key_of:
         reasons = ", ".join(f"{n} by {rule}" for rule, n in sorted(sample.filtered.items())) or "none filtered"
         raise PlanError(
@@ -192,12 +201,17 @@ def _rates(config: MineConfig, timings: _Timings, worker_n: int, engine_options:
     drawn = f"{len(timed)} positions of {timings.units} games, weighted by ply"
     here = config.address is None and worker_n <= (os.cpu_count() or 1)
     if here:
-        per_position = Figure(wall_mean, f"wall-clock mean of {drawn} judged here, {timings.processes} at once",
-                              wall_low, wall_high)  # fmt: skip
+        per_position = Figure(
+            wall_mean, f"wall-clock mean of {drawn} judged here, {timings.processes} at once", wall_low, wall_high
+        )
         worker_per_position = unit_mean
     else:
-        per_position = Figure(cpu_mean / threads, f"CPU mean of {drawn} judged here / {threads} engine thread(s)",
-                              _times(cpu_low, 1 / threads), _times(cpu_high, 1 / threads))  # fmt: skip
+        per_position = Figure(
+            cpu_mean / threads,
+            f"CPU mean of {drawn} judged here / {threads} engine thread(s)",
+            _times(cpu_low, 1 / threads),
+            _times(cpu_high, 1 / threads),
+        )
         worker_per_position = cpu_mean / threads + (unit_mean - wall_mean)
     cpu_per_position = Figure(cpu_mean, f"CPU mean of {drawn} (worker and engine processes)", cpu_low, cpu_high)
     return _Rates(here, threads, per_position, cpu_per_position, worker_per_position, cpu_mean, cpu_low, cpu_high)
@@ -226,10 +240,18 @@ def _engine_figures(distinct: float, rates: _Rates) -> tuple[Figure, Figure, Fig
     """The job's engine seconds, engine core-hours and worker seconds: analysed x per position."""
     engine_mean = rates.per_position.value
     engine_low, engine_high = rates.per_position.low, rates.per_position.high
-    engine_seconds = Figure(distinct * engine_mean, "analysed x seconds per position", _times(engine_low, distinct),
-                            _times(engine_high, distinct))  # fmt: skip
-    core_hours = Figure(distinct * rates.cpu_mean / 3600, "analysed x CPU seconds per position / 3600",
-                        _times(rates.cpu_low, distinct / 3600), _times(rates.cpu_high, distinct / 3600))  # fmt: skip
+    engine_seconds = Figure(
+        distinct * engine_mean,
+        "analysed x seconds per position",
+        _times(engine_low, distinct),
+        _times(engine_high, distinct),
+    )
+    core_hours = Figure(
+        distinct * rates.cpu_mean / 3600,
+        "analysed x CPU seconds per position / 3600",
+        _times(rates.cpu_low, distinct / 3600),
+        _times(rates.cpu_high, distinct / 3600),
+    )
     analysis_seconds = Figure(
         distinct * rates.worker_per_position, "analysed x worker seconds per position (replay too)"
     )
@@ -248,8 +270,12 @@ def _costs(
     cut_per_game = sample.cut_seconds / sample.cut_games if sample.cut_games else 0.0
     ingest = Figure(read.read * parse_per_game, "games read x parse seconds per game (measured here)")
     shards, compressed_games = count_shards(config, read.counts, read.read / max(1, read.counted_games))
-    cut = ShardCut(shards - math.ceil(compressed_games / config.shard_games) if compressed_games else shards,
-                   compressed_games, config.shard_games, _max_shard_games(read))  # fmt: skip
+    cut = ShardCut(
+        shards - math.ceil(compressed_games / config.shard_games) if compressed_games else shards,
+        compressed_games,
+        config.shard_games,
+        _max_shard_games(read),
+    )
     per_shard = figures.positions.value / shards
     probe_positions, probe_seconds = time_commit(
         timings.games, timings.results, min(COMMIT_PROBE_POSITIONS, max(1, round(per_shard)))
@@ -280,8 +306,21 @@ def _costs(
         scale_to(n, cluster_seconds, cut, writer_total, reader_total, startup, last_unit)
         for n in sorted({*SCALING_WORKERS, *(() if rates.here else (worker_n,))})
     )
-    return _Costs(engine_seconds, core_hours, analysis_seconds, ingest, driver, wall_seconds, here.shards, scaling,
-                  parse_per_game, cut_per_game, probe_positions, probe_seconds, here.shard_games)  # fmt: skip
+    return _Costs(
+        engine_seconds,
+        core_hours,
+        analysis_seconds,
+        ingest,
+        driver,
+        wall_seconds,
+        here.shards,
+        scaling,
+        parse_per_game,
+        cut_per_game,
+        probe_positions,
+        probe_seconds,
+        here.shard_games,
+    )
 
 
 def _max_shard_games(read: _Input) -> int:
@@ -309,8 +348,10 @@ def _assumptions(
     if not read.whole_job:
         assumptions.append("the rest of the input is shaped like the sample (filters, game lengths, openings)")
     if not all(count.counted for count in read.counts):
-        assumptions.append("a large source's games are estimated from the bytes per game of its prefix, "
-                           "and its sample comes from that prefix")  # fmt: skip
+        assumptions.append(
+            "a large source's games are estimated from the bytes per game of its prefix, "
+            "and its sample comes from that prefix"
+        )
     if assume_games is not None:
         assumptions.append(f"{assume_games:,} games read, shaped like the {read.counted_games:,} of the inputs")
     return tuple(assumptions)
@@ -318,10 +359,16 @@ def _assumptions(
 
 def _settings(config: MineConfig) -> dict[str, Any]:
     """The DiffiMax settings and judges of the job, as the plan reports them."""
-    return {**config.settings.describe(), **config.judges.describe(), "primary_judge": config.judging().primary,
-            "human_model": config.human.model, "human_corpus": config.human.corpus,
-            "setter_choices": config.setter_choices, "filter": asdict(config.game_filter),
-            "max_games": config.max_games}  # fmt: skip
+    return {
+        **config.settings.describe(),
+        **config.judges.describe(),
+        "primary_judge": config.judging().primary,
+        "human_model": config.human.model,
+        "human_corpus": config.human.corpus,
+        "setter_choices": config.setter_choices,
+        "filter": asdict(config.game_filter),
+        "max_games": config.max_games,
+    }
 
 
 def _sample_record(read: _Input, figures: CountFigures, timings: _Timings, costs: _Costs, seed: int) -> PlanSample:
@@ -374,8 +421,10 @@ def plan(
     read = _read_input(config, sources, sample_games, assume_games, seed, shown)  # 1-2: count, and read the sample
     rate = config.game_filter.sample_rate
     figures = count_figures(read.sample, read.read, read.read_how, read.whole_job, seed, rate)  # 3: distinct positions
-    say(f"plan: {figures.positions.value:,.0f} positions, {figures.analysed.value:,.0f} distinct; timing "
-        f"{sample_positions} with {engine_name}")  # fmt: skip
+    say(
+        f"plan: {figures.positions.value:,.0f} positions, {figures.analysed.value:,.0f} distinct; timing "
+        f"{sample_positions} with {engine_name}"
+    )
     processes = min(worker_n, os.cpu_count() or 1)
     timings = _time_sample(config, read.sample, figures, sample_positions, processes, seed, shown)  # 4
     engine_options = effective_engine_options(config.engine, config.engine_options)

@@ -157,8 +157,12 @@ class Scaling:
     def shares(self) -> dict[str, float]:
         """Each part's seconds as a share of the wall."""
         wall = max(self.wall_seconds, 1e-9)
-        return {"engine": self.engine_seconds / wall, "writers": self.writer_seconds / wall,
-                "driver": self.driver_seconds / wall, "reader": self.reader_seconds / wall}  # fmt: skip
+        return {
+            "engine": self.engine_seconds / wall,
+            "writers": self.writer_seconds / wall,
+            "driver": self.driver_seconds / wall,
+            "reader": self.reader_seconds / wall,
+        }
 
 
 @dataclass(frozen=True)

@@ -45,9 +45,13 @@ def _scaling_line(row: Scaling) -> str:
     shares = row.shares()
     parts = ", ".join(
         f"{name} {_duration(seconds)} ({100 * shares[name]:.1f} %)"
-        for name, seconds in (("engine", row.engine_seconds), ("writers", row.writer_seconds),
-                              ("driver", row.driver_seconds), ("reader", row.reader_seconds))
-    )  # fmt: skip
+        for name, seconds in (
+            ("engine", row.engine_seconds),
+            ("writers", row.writer_seconds),
+            ("driver", row.driver_seconds),
+            ("reader", row.reader_seconds),
+        )
+    )
     cap = "; more games per shard than a stream shard holds would be needed" if row.capped else ""
     return (
         f"  {quantity(row.workers, 'worker'):>14}: {_duration(row.wall_seconds)}, bound by the {row.bound}, "

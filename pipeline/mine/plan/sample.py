@@ -12,7 +12,8 @@ from typing import cast
 
 import numpy as np
 
-from pipeline.ingest.games import Failed, Filtered, GameReader, Selected
+from pipeline.ingest.games import GameReader
+from pipeline.ingest.outcomes import Failed, Filtered, Selected
 from pipeline.ingest.rows import PositionRow
 from pipeline.ingest.sources import Shard, stream_shards
 from pipeline.mine.config import MineConfig
@@ -62,8 +63,11 @@ class SampledGames:
 def choose_blocks(counts: Sequence[SourceCount], sample_games: int, seed: int) -> dict[int, list[int]]:
     """Seeded block indices (of SAMPLE_BLOCK_GAMES games) to read, by source index: every block
     when the sample covers the job."""
-    blocks = [(index, block) for index, count in enumerate(counts)
-              for block in range(math.ceil(count.sampleable / SAMPLE_BLOCK_GAMES))]  # fmt: skip
+    blocks = [
+        (index, block)
+        for index, count in enumerate(counts)
+        for block in range(math.ceil(count.sampleable / SAMPLE_BLOCK_GAMES))
+    ]
     wanted = math.ceil(sample_games / SAMPLE_BLOCK_GAMES)
     if wanted < len(blocks):
         rng = np.random.default_rng(seed)

@@ -154,6 +154,14 @@ def scale_to(
     parts = {"engine": engine + writers, "driver": driver_seconds(shards), "reader": reader_seconds}
     bound = max(parts, key=lambda name: parts[name])
     return Scaling(
-        workers, startup + parts[bound] + last_unit, bound, engine, parts["driver"], writers, reader_seconds,
-        shard_games, shards, capped,
-    )  # fmt: skip
+        workers,
+        startup + parts[bound] + last_unit,
+        bound,
+        engine,
+        parts["driver"],
+        writers,
+        reader_seconds,
+        shard_games,
+        shards,
+        capped,
+    )

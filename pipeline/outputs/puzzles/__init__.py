@@ -95,4 +95,4 @@ __all__ = [
     "standard_of",
     "tag_csv",
     "themes_for",
-]  # fmt: skip
+]

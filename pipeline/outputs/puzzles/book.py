@@ -35,8 +35,14 @@ BOARD_PX = 360  # size of a board in the HTML book
 HERE = Path(__file__).resolve().parent
 SCRIPT = BOARD_SCRIPT + (HERE / "book.js").read_text(encoding="utf-8")
 STYLE = (HERE / "book.css").read_text(encoding="utf-8").replace("BOARDPX", str(BOARD_PX))
-PIECE_NAMES = {chess.PAWN: "pawn", chess.KNIGHT: "knight", chess.BISHOP: "bishop", chess.ROOK: "rook",
-               chess.QUEEN: "queen", chess.KING: "king"}  # fmt: skip
+PIECE_NAMES = {
+    chess.PAWN: "pawn",
+    chess.KNIGHT: "knight",
+    chess.BISHOP: "bishop",
+    chess.ROOK: "rook",
+    chess.QUEEN: "queen",
+    chess.KING: "king",
+}
 LIGHT, DARK, LAST = "#f0d9b5", "#b58863", "#cdd26a"  # python-chess's board colours; the last move's squares
 STANDARD_WORDS = {
     "default": f"diffimax's standard: every solver move is the engine's best by {format_win_loss(DEFAULT_MARGIN)} "
@@ -117,14 +123,24 @@ def play_data(p: Puzzle) -> dict[str, Any]:
             piece = board.piece_at(move.from_square)
             kind = PIECE_NAMES[piece.piece_type] if piece else "piece"
             prompt = f"{solver_name} to move: {task(p)}." if index == 1 else f"{sans[-1]}. Your move."
-            steps[str(index)] = {"legal": legal, "accept": accept, "prompt": prompt,
-                                 "hint": f"move the {kind} on {chess.square_name(move.from_square)}."}  # fmt: skip
+            steps[str(index)] = {
+                "legal": legal,
+                "accept": accept,
+                "prompt": prompt,
+                "hint": f"move the {kind} on {chess.square_name(move.from_square)}.",
+            }
         prefix = f"{board.fullmove_number}." if board.turn == chess.WHITE else f"{board.fullmove_number}..."
         sans.append(prefix + board.san(move))
         board.push(move)
         boards.append(board.board_fen())
-    return {"orientation": "white" if solver == chess.WHITE else "black", "moves": list(p.moves), "steps": steps,
-            "boards": boards, "captions": _captions(p, sans), "line": " ".join(sans[1:])}  # fmt: skip
+    return {
+        "orientation": "white" if solver == chess.WHITE else "black",
+        "moves": list(p.moves),
+        "steps": steps,
+        "boards": boards,
+        "captions": _captions(p, sans),
+        "line": " ".join(sans[1:]),
+    }
 
 
 def _captions(p: Puzzle, sans: Sequence[str]) -> list[str]:

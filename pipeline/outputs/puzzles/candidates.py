@@ -117,10 +117,18 @@ def _candidates_of(
             continue
         candidates.append(
             PuzzleCandidate(
-                "punish", info[row["game_id"]], row["ply"], row["fen"], moves, 1, row["dip"],
-                start_cp=row["start_cp"], practical_trap=bool(row["by_practical"]), link=row["link"],
+                "punish",
+                info[row["game_id"]],
+                row["ply"],
+                row["fen"],
+                moves,
+                1,
+                row["dip"],
+                start_cp=row["start_cp"],
+                practical_trap=bool(row["by_practical"]),
+                link=row["link"],
             )
-        )  # fmt: skip
+        )
     for row in sets:
         reason, evidence = screen_setting(row, standard)
         moves = (row["prior_move"], row["setting_move"], row["move"], *row["refutation"])

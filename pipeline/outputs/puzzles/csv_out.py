@@ -20,7 +20,17 @@ def render_csv(puzzles: Sequence[Puzzle]) -> str:
     for p in puzzles:
         rating = "" if p.rating is None else str(p.rating)
         deviation = "" if p.rating_deviation is None else str(p.rating_deviation)
-        row = [p.puzzle_id, p.fen, " ".join(p.moves), rating, deviation, "", "", " ".join(p.themes), p.game_url,
-               p.opening_tags]  # fmt: skip
+        row = [
+            p.puzzle_id,
+            p.fen,
+            " ".join(p.moves),
+            rating,
+            deviation,
+            "",
+            "",
+            " ".join(p.themes),
+            p.game_url,
+            p.opening_tags,
+        ]
         writer.writerow([spreadsheet_safe(cell) for cell in row])
     return stream.getvalue()

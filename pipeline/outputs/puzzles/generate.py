@@ -40,7 +40,13 @@ from pipeline.outputs.puzzles.rules import cp_of
 from pipeline.outputs.puzzles.setting_move import PRACTICAL_FLOOR, SAFETY_CP
 from pipeline.outputs.puzzles.standards import BEHIND_CP, Standard, standard_of
 from pipeline.outputs.puzzles.themes import cook
-from pipeline.outputs.puzzles.verify import DEFAULT_PER_GAME, Verification, VerifyTask, run_verification
+from pipeline.outputs.puzzles.verify import DEFAULT_PER_GAME, Verdict, Verification, VerifyTask, run_verification
+
+# A puzzle's key: the solver's position (EPD) and the solution's moves.
+PuzzleKey = tuple[str, tuple[str, ...]]
+# Candidates of one kind and key, merged (`_groups`), and a group that passed with its written kind.
+Group = tuple[tuple[CandidateKind, PuzzleKey], list[PuzzleCandidate]]
+Passed = tuple[PuzzleKind, PuzzleKey, list[PuzzleCandidate], Checked]
 
 
 def puzzle_id(key: tuple[str, tuple[str, ...]]) -> str:
@@ -114,6 +120,22 @@ def _check_settings(limit: int | None, min_dip: float, workers: int | None, per_
         raise PuzzleError(f"invalid workers {workers!r}: expected at least 1")
 
 
+def _passed(ordered: Sequence[Group], verdicts: Sequence[Verdict], report: PuzzleReport) -> list[Passed]:
+    """The verified groups with the kind each is written as (a set or punish candidate whose
+    verification found a defence is a defensive puzzle), the rest counted in `report` by reason."""
+    passed: list[Passed] = []
+    for ((candidate_kind, key), members), result in zip(ordered, verdicts, strict=False):
+        if isinstance(result, str):
+            _count(report.dropped[candidate_kind], result)
+            continue
+        written: PuzzleKind = "defend" if result.outcome == "defence" else candidate_kind
+        _count(report.verified, candidate_kind)
+        _count(report.trimmed, candidate_kind, int(result.trimmed))
+        _count(report.kinds, written)
+        passed.append((written, key, members, result))
+    return passed
+
+
 def generate_puzzles(
     data: str | Path,
     out: str | Path,
@@ -153,8 +175,10 @@ def generate_puzzles(
     chosen = parse_formats(formats)
     rules = standard_of(standard, margin=margin, nodes=nodes)
     if "defend" in kinds and not rules.defence:
-        raise PuzzleError(f"the {rules.name} standard has no defensive puzzles (every solver move keeps +2): "
-                          "ask for --kind defend under the default standard")  # fmt: skip
+        raise PuzzleError(
+            f"the {rules.name} standard has no defensive puzzles (every solver move keeps +2): "
+            "ask for --kind defend under the default standard"
+        )
     engine_name = check_engine(engine)  # an unusable engine is one line before the dataset is read
     model = None  # the rating's (`RATING_MODEL`: its knots are that model's); human_model judges setting
     if human_model is not None:
@@ -179,26 +203,14 @@ def generate_puzzles(
     verdicts, report.discarded, report.workers = run_verification(tasks, how, limit, workers, shown)
     shown.finish_step()
     report.not_checked = len(ordered) - len(verdicts)
-    passed: list[tuple[PuzzleKind, tuple[str, tuple[str, ...]], list[PuzzleCandidate], Checked]] = []
-    for ((candidate_kind, key), members), result in zip(ordered, verdicts, strict=False):
-        if isinstance(result, str):
-            _count(report.dropped[candidate_kind], result)
-            continue
-        written: PuzzleKind = "defend" if result.outcome == "defence" else candidate_kind
-        _count(report.verified, candidate_kind)
-        _count(report.trimmed, candidate_kind, int(result.trimmed))
-        _count(report.kinds, written)
-        passed.append((written, key, members, result))
-    report.puzzles = _puzzles(passed, rules, model, shown)
+    report.puzzles = _puzzles(_passed(ordered, verdicts, report), rules, model, shown)
     if report.puzzles:
         _write(report, Path(out), chosen, title)
     report.seconds = time.monotonic() - started
     return report
 
 
-def _groups(
-    candidates: Sequence[PuzzleCandidate], kinds: Sequence[PuzzleKind], report: PuzzleReport
-) -> list[tuple[tuple[CandidateKind, tuple[str, tuple[str, ...]]], list[PuzzleCandidate]]]:
+def _groups(candidates: Sequence[PuzzleCandidate], kinds: Sequence[PuzzleKind], report: PuzzleReport) -> list[Group]:
     """The distinct candidates (repeats merged) in the evidence order, each group's representative
     (the smallest game id) first. Asked for the defensive kind alone, a punish candidate whose
     solver was not BEHIND_CP down before the opponent's move is dropped here (`not_behind`)."""
@@ -237,14 +249,21 @@ def _task(members: Sequence[PuzzleCandidate], kinds: Sequence[PuzzleKind]) -> Ve
     if setting is None:
         defending = "defend" in kinds
         start = first.start_cp if defending else None
-        return VerifyTask(first.fen, first.moves, first.fixed, games, moments, defence_from=start,
-                          defence_only=defending and "punish" not in kinds)  # fmt: skip
+        return VerifyTask(
+            first.fen,
+            first.moves,
+            first.fixed,
+            games,
+            moments,
+            defence_from=start,
+            defence_only=defending and "punish" not in kinds,
+        )
     practical = setting.dip is not None and setting.dip <= SAFETY_CP and setting.trap_chance >= PRACTICAL_FLOOR
     return VerifyTask(first.fen, first.moves, first.fixed, games, moments, setting.opponent_rating, practical)
 
 
 def _puzzles(
-    passed: Sequence[tuple[PuzzleKind, tuple[str, tuple[str, ...]], list[PuzzleCandidate], Checked]],
+    passed: Sequence[Passed],
     rules: Standard,
     model: object,
     shown: Progress,

@@ -43,8 +43,14 @@ def render_pgn(puzzles: Sequence[Puzzle]) -> str:
             tags.append(("ECO", pgn_value(g.eco)))
         if g.opening:
             tags.append(("Opening", pgn_value(g.opening)))
-        tags += [("SetUp", "1"), ("FEN", p.fen), ("PuzzleId", p.puzzle_id), ("PuzzleKind", p.kind),
-                 ("PuzzleStandard", p.standard), ("Themes", " ".join(p.themes))]  # fmt: skip
+        tags += [
+            ("SetUp", "1"),
+            ("FEN", p.fen),
+            ("PuzzleId", p.puzzle_id),
+            ("PuzzleKind", p.kind),
+            ("PuzzleStandard", p.standard),
+            ("Themes", " ".join(p.themes)),
+        ]
         if p.set_rule:
             tags.append(("SetRule", p.set_rule))
         if p.rating is not None:

@@ -44,13 +44,51 @@ QUANTILES = tuple(q / 20 for q in range(21))  # calibration knots: every 5 %
 # Quantile knots (surprisal -> rating), fitted on the tune file by `fit_calibration`
 # (`python -m benchmarks.bench_puzzles rating` prints them).
 SURPRISAL_KNOTS: tuple[float, ...] = (
-    0.0484, 0.3149, 0.4333, 0.5367, 0.6561, 0.7733, 0.8783, 0.9933, 1.1149, 1.2603, 1.3786, 1.5005, 1.6889,
-    1.865, 2.0584, 2.3216, 2.6704, 3.1669, 4.2614, 6.0939, 15.1321,
-)  # fmt: skip
+    0.0484,
+    0.3149,
+    0.4333,
+    0.5367,
+    0.6561,
+    0.7733,
+    0.8783,
+    0.9933,
+    1.1149,
+    1.2603,
+    1.3786,
+    1.5005,
+    1.6889,
+    1.865,
+    2.0584,
+    2.3216,
+    2.6704,
+    3.1669,
+    4.2614,
+    6.0939,
+    15.1321,
+)
 RATING_KNOTS: tuple[float, ...] = (
-    835, 1231, 1265, 1296, 1332, 1363, 1391, 1415, 1442, 1470, 1491, 1511, 1536, 1556, 1585, 1613, 1644, 1689,
-    1741, 1834, 2147,
-)  # fmt: skip
+    835,
+    1231,
+    1265,
+    1296,
+    1332,
+    1363,
+    1391,
+    1415,
+    1442,
+    1470,
+    1491,
+    1511,
+    1536,
+    1556,
+    1585,
+    1613,
+    1644,
+    1689,
+    1741,
+    1834,
+    2147,
+)
 # Root-mean-square error on the tune file per band of the estimate: (upper bound, deviation).
 DEVIATION_BANDS: tuple[tuple[float, int], ...] = ((1200, 401), (1600, 203), (2000, 279), (math.inf, 377))
 

@@ -31,7 +31,7 @@ from pipeline.outputs.puzzles.standards import (
     Standard,
 )
 from search import backend
-from search.judges import win_chances
+from search.values import win_chances
 
 # The verifier's only view of an engine: the best `lines` lines at a position, best first.
 Analyse = Callable[[chess.Board, int], Sequence[MultiPvLine]]
@@ -41,7 +41,7 @@ JudgeSetting = Callable[[chess.Board, chess.Move], PracticalCheck | None]
 
 
 def score_win_chances(score: chess.engine.Score) -> float:
-    """Lichess's win chances on [-1, 1] (`search.judges.win_chances`) of an engine score, for the
+    """Lichess's win chances on [-1, 1] (`search.values.win_chances`) of an engine score, for the
     side the score belongs to; a mate is +-1."""
     return win_chances(line_value(chess.engine.PovScore(score, chess.WHITE), chess.WHITE, 0))
 
@@ -222,8 +222,9 @@ def check_candidate(
     full = _parse(fen, moves, fixed)
     if isinstance(full, str):
         return full
-    rules = _Rules(standard, analyse, fixed, judge_setting, defence_from is not None and defence_from <= BEHIND_CP,
-                   extend, confirm)  # fmt: skip
+    rules = _Rules(
+        standard, analyse, fixed, judge_setting, defence_from is not None and defence_from <= BEHIND_CP, extend, confirm
+    )
     walk = _Walk(chess.Board(fen))
     dropped = _walk_line(walk, full, rules)
     if dropped is not None:
@@ -399,8 +400,15 @@ def _finish(fen: str, walk: _Walk, rules: _Rules) -> Checked | DropReason:
     return Checked(ucis, tuple(checks), walk.trimmed, mate, walk.set_rule, walk.practical, outcome, extended)
 
 
-def recheck(fen: str, moves: Sequence[str], fixed: int, analyse: Analyse, standard: Standard,
-            outcome: Outcome, practical_setting: bool = False) -> bool:  # fmt: skip
+def recheck(
+    fen: str,
+    moves: Sequence[str],
+    fixed: int,
+    analyse: Analyse,
+    standard: Standard,
+    outcome: Outcome,
+    practical_setting: bool = False,
+) -> bool:
     """Does a written puzzle still pass on another engine budget? Every solver move of `moves`
     must be the engine's best by the margin (a practical setting move, judged by its trap chance,
     must give up at most SAFETY_CP against the best), and the line must still end as `outcome`

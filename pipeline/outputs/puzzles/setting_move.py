@@ -84,9 +84,14 @@ class SettingJudge:
         if after.is_game_over():
             return 0.0
         judged = judge_position(
-            self.backend, after, board.turn, self.settings, self.judges, model=self.model,
+            self.backend,
+            after,
+            board.turn,
+            self.settings,
+            self.judges,
+            model=self.model,
             context=MoverContext(rating=rating),
-        )  # fmt: skip
+        )
         named = judged.candidates("practical") or frozenset()
         return sum(reply.model_p or 0.0 for reply in judged.evidence.replies if reply.move in named)
 

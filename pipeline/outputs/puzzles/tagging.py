@@ -105,8 +105,12 @@ def _tag_text(text: str, path: Path, out: str | Path, human_model: str | None, s
             report.errors.append((reader.line_num, clean_text(row.get("PuzzleId")), str(error)))
         row["DiffimaxThemes"], row["DiffimaxRating"] = themes, rating
         # Every cell copied as it came, but a formula (`=cmd|x!A0`), as `query` and `puzzles` write them.
-        writer.writerow([spreadsheet_safe(row.get(name) or "", numbers=True)
-                         for name in [*columns, *(c for c in ADDED_COLUMNS if c not in columns)]])  # fmt: skip
+        writer.writerow(
+            [
+                spreadsheet_safe(row.get(name) or "", numbers=True)
+                for name in [*columns, *(c for c in ADDED_COLUMNS if c not in columns)]
+            ]
+        )
     shown.finish_step()
     target = Path(out)
     report.written.append(write_atomic(target, stream.getvalue()))

@@ -53,14 +53,33 @@ TACTICS: tuple[tuple[str, Callable[[Line], bool]], ...] = (
     ("capturingDefender", tactics.capturing_defender),
 )
 NAMED_MATES = (
-    "smotheredMate", "backRankMate", "anastasiaMate", "hookMate", "arabianMate", "bodenMate",
-    "doubleBishopMate", "dovetailMate",
-)  # fmt: skip
+    "smotheredMate",
+    "backRankMate",
+    "anastasiaMate",
+    "hookMate",
+    "arabianMate",
+    "bodenMate",
+    "doubleBishopMate",
+    "dovetailMate",
+)
 THEMES: tuple[str, ...] = (
-    "opening", "middlegame", "endgame", "oneMove", "short", "long", "veryLong", "mate",
-    *(f"mateIn{n}" for n in range(1, 6)), "crushing", "advantage", "equality", *(name for name, _ in TACTICS),
-    "kingsideAttack", "queensideAttack", *NAMED_MATES,
-)  # fmt: skip
+    "opening",
+    "middlegame",
+    "endgame",
+    "oneMove",
+    "short",
+    "long",
+    "veryLong",
+    "mate",
+    *(f"mateIn{n}" for n in range(1, 6)),
+    "crushing",
+    "advantage",
+    "equality",
+    *(name for name, _ in TACTICS),
+    "kingsideAttack",
+    "queensideAttack",
+    *NAMED_MATES,
+)
 
 
 def cook(puzzle: PuzzleLine) -> tuple[str, ...]:

@@ -145,9 +145,15 @@ class Verifier:
         if task.practical and "practical" in self.how.standard.set_rules and self.how.model is not None:
             judge = self._practical(task)
         verdict = check_candidate(
-            task.fen, task.moves, task.fixed, self.engine, self.how.standard, judge, defence_from=task.defence_from,
+            task.fen,
+            task.moves,
+            task.fixed,
+            self.engine,
+            self.how.standard,
+            judge,
+            defence_from=task.defence_from,
             confirm=self.engine.deeper,
-        )  # fmt: skip
+        )
         if task.defence_only and not isinstance(verdict, str) and verdict.outcome != "defence":
             return "wins"
         return verdict

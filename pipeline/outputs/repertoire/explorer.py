@@ -123,15 +123,28 @@ def tree_data(rows: Sequence[Mapping[str, Any]], start: chess.Board) -> dict[str
     for row in rows:
         below = children.get(row["node_id"], [])
         ordered = sorted(below, key=lambda c: (not c["recommended"], -(c["probability"] or 0.0), -(c["expected"] or 0)))
-        nodes.append({
-            "id": row["node_id"], "parent": row["parent_id"], "san": row["move_san"], "uci": row["move_uci"],
-            "label": label(row), "placement": row["fen"].split()[0], "children": [c["node_id"] for c in ordered],
-            "cells": cells(row), "summary": summary(row, player, opponent), "traps": trap_lines(row, below),
-        })  # fmt: skip
+        nodes.append(
+            {
+                "id": row["node_id"],
+                "parent": row["parent_id"],
+                "san": row["move_san"],
+                "uci": row["move_uci"],
+                "label": label(row),
+                "placement": row["fen"].split()[0],
+                "children": [c["node_id"] for c in ordered],
+                "cells": cells(row),
+                "summary": summary(row, player, opponent),
+                "traps": trap_lines(row, below),
+            }
+        )
     prefix = chess.Board().variation_san(start.move_stack) + " " if start.move_stack else ""
     tags = "" if start.root().fen() == chess.STARTING_FEN else f'[SetUp "1"]\n[FEN "{start.root().fen()}"]\n\n'
-    return {"orientation": "white" if root["color"] == "white" else "black", "pieces": piece_images(),
-            "start": tags + prefix, "nodes": nodes}  # fmt: skip
+    return {
+        "orientation": "white" if root["color"] == "white" else "black",
+        "pieces": piece_images(),
+        "start": tags + prefix,
+        "nodes": nodes,
+    }
 
 
 def render_explorer(rows: Sequence[Mapping[str, Any]], start: chess.Board, *, title: str | None = None) -> str:

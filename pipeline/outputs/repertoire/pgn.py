@@ -119,8 +119,13 @@ def clean(text: str) -> str:
     return text.replace("{", "(").replace("}", ")")
 
 
-def chapter(line: Sequence[Row], rows_by_id: Mapping[int, Row], children: Mapping[int | None, list[Row]],
-            headers: Mapping[str, str], start: chess.Board) -> chess.pgn.Game:  # fmt: skip
+def chapter(
+    line: Sequence[Row],
+    rows_by_id: Mapping[int, Row],
+    children: Mapping[int | None, list[Row]],
+    headers: Mapping[str, str],
+    start: chess.Board,
+) -> chess.pgn.Game:
     """One chapter: the start's moves, then the line with its comments, and at each of the
     opponent's turns along it the trap replies off the line, each with its punishment."""
     game = chess.pgn.Game()

@@ -94,7 +94,12 @@ def write_repertoire(
     if "html" in formats:
         report.files.append(str(write_atomic(root / HTML_FILE, render_explorer(rows, start))))
     report.stats = asdict(stats) | {"failures": [{"node": n, "reason": r} for n, r in growth.failures]}
-    summary = {"settings": growth.settings.describe(), "start": asdict(growth.start), "labels": asdict(labels),
-               "report": {k: v for k, v in asdict(report).items() if k != "stats"}, "stats": report.stats}  # fmt: skip
+    summary = {
+        "settings": growth.settings.describe(),
+        "start": asdict(growth.start),
+        "labels": asdict(labels),
+        "report": {k: v for k, v in asdict(report).items() if k != "stats"},
+        "stats": report.stats,
+    }
     report.files.append(str(write_atomic(root / SUMMARY_FILE, json.dumps(summary, indent=2, default=str) + "\n")))
     return report

@@ -110,10 +110,13 @@ def table(result: QueryResult, *, empty: str = "No rows.") -> Html:
 def _row_cells(columns: list[str], row: tuple[Any, ...], shown: list[str]) -> list[Html]:
     values = dict(zip(columns, row, strict=True))
     return [
-        tag("td", cell(column, values[column]),
-            class_=("num " if _isnumber(values[column]) else "") + f"col-{column.replace('_', '-')}")
+        tag(
+            "td",
+            cell(column, values[column]),
+            class_=("num " if _isnumber(values[column]) else "") + f"col-{column.replace('_', '-')}",
+        )
         for column in shown
-    ]  # fmt: skip
+    ]
 
 
 def _isnumber(value: Any) -> bool:
