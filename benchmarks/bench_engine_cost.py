@@ -37,7 +37,7 @@ import chess.pgn
 from pipeline.engines.process import resolve_engine
 from pipeline.engines.uci import DEFAULT_NODES, EngineLimits, UciBackend
 from pipeline.human.models import load_move_model
-from pipeline.judging import judge_position
+from pipeline.judging import Judge, JudgingKit
 from pipeline.mine.plan import cpu_seconds
 from search.judges import JudgeSettings
 from search.settings import UCI_DEFAULT_DEPTH, DiffiMaxSettings
@@ -96,12 +96,12 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             setter = not board.turn
             for name, engine in methods.items():
                 started, cpu = time.perf_counter(), cpu_seconds()
-                found = judge_position(engine, board, setter, settings, JUDGES, model=model, also=[played])
+                found = Judge(JudgingKit(engine, model, None), settings, JUDGES).position(board, setter, also=[played])
                 runs[name]["cpu"].append(cpu_seconds() - cpu)
                 runs[name]["seconds"].append(time.perf_counter() - started)
                 runs[name]["nodes"].append(sum(found.nodes.values()))
                 runs[name]["candidates"].append(found.candidates("practical") or frozenset())
-            deep = judge_position(reference, board, setter, settings, JUDGES, model=model)
+            deep = Judge(JudgingKit(reference, model, None), settings, JUDGES).position(board, setter)
             references.append(deep.candidates("practical") or frozenset())
             print(f"{index + 1}/{len(boards)} positions", flush=True)
             if args.json:

@@ -29,7 +29,7 @@ from typing import Any
 from benchmarks.bench_engine_cost import backend, positions
 from pipeline.engines.uci import EngineLimits
 from pipeline.human.models import load_move_model
-from pipeline.judging import judge_position
+from pipeline.judging import Judge, JudgingKit
 from pipeline.mine.plan import cpu_seconds
 from search.judges import JudgeSettings
 from search.settings import UCI_DEFAULT_DEPTH, DiffiMaxSettings
@@ -55,7 +55,9 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             for name, judges in methods.items():
                 engine = engines[name]
                 started, cpu = time.perf_counter(), cpu_seconds()
-                found = judge_position(engine, board, not board.turn, settings, judges, model=model, also=[played])
+                found = Judge(JudgingKit(engine, model, None), settings, judges).position(
+                    board, not board.turn, also=[played]
+                )
                 runs[name]["cpu"].append(cpu_seconds() - cpu)
                 runs[name]["seconds"].append(time.perf_counter() - started)
                 runs[name]["nodes"].append(sum(found.nodes.values()))

@@ -34,7 +34,7 @@ from benchmarks.bench_engine_cost import BEFORE, DATA, FILES, backend, jaccard
 from pipeline.engines.uci import EngineLimits
 from pipeline.human.context import MoverContext
 from pipeline.human.models import load_move_model
-from pipeline.judging import judge_position
+from pipeline.judging import Judge, JudgingKit
 from pipeline.mine.plan import cpu_seconds
 from search.judges import JudgeSettings
 from search.settings import UCI_DEFAULT_DEPTH, DiffiMaxSettings
@@ -117,15 +117,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             for setup in setups:
                 run = runs[setup.name]
                 cpu = cpu_seconds()
-                found = judge_position(
-                    run["engine"][0],
-                    board,
-                    not board.turn,
-                    settings,
-                    setup.judges,
-                    context=context,
-                    also=[played],
-                    model_probabilities=run["predicted"][index],
+                found = Judge(JudgingKit(run["engine"][0], None, None), settings, setup.judges).position(
+                    board, not board.turn, context=context, also=[played], model_probabilities=run["predicted"][index]
                 )
                 run["cpu"].append(cpu_seconds() - cpu)
                 run["nodes"].append(sum(found.nodes.values()))
@@ -133,14 +126,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
                 run["probed"].append(sum(r.probe_value is not None for r in replies))
                 run["searched"].append(sum(r.deep_value is not None for r in replies))
                 run["candidates"].append(found.candidates("practical") or frozenset())
-                deep = judge_position(
-                    run["reference_engine"][0],
-                    board,
-                    not board.turn,
-                    settings,
-                    setup.judges,
-                    context=context,
-                    model_probabilities=run["predicted"][index],
+                deep = Judge(JudgingKit(run["reference_engine"][0], None, None), settings, setup.judges).position(
+                    board, not board.turn, context=context, model_probabilities=run["predicted"][index]
                 )
                 run["reference"].append(deep.candidates("practical") or frozenset())
             print(f"{index + 1}/{len(samples)} positions", flush=True)

@@ -19,7 +19,7 @@ same judge and model as the player but its own engine process:
   Lichess's average centipawn loss; each from a search of that move alone at REF_NODES per line);
 - the human-plausibility of the move: the human-move model's probability, in the context the tutor
   used (its rating, our clock, the time control);
-- the position after the move, judged for the opponent (`judge_position`, the practical judge):
+- the position after the move, judged for the opponent (`Judge.position`, the practical judge):
   a practical trap for them when it has a candidate, its trap chance, and whether they fell.
 
 The summary per style: practical-trap positions reached per game, their share of our moves, mean
@@ -49,7 +49,7 @@ import chess.pgn
 from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.human.context import MoverContext
 from pipeline.human.models import load_move_model
-from pipeline.judging import judge_position
+from pipeline.judging import Judge, JudgingKit
 from pipeline.play.choice import loss_cp
 from pipeline.play.trap import trap_chance
 from search.backend import Backend
@@ -271,7 +271,9 @@ def measure_move(
             base_seconds=referee.base_seconds,
             increment_seconds=referee.increment_seconds,
         )
-        judgement = judge_position(backend, after, us, settings, referee.judges, model=referee.model, context=them)
+        judgement = Judge(JudgingKit(backend, referee.model, None), settings, referee.judges).position(
+            after, us, context=them
+        )
         candidates = judgement.verdicts.candidates.get("practical", frozenset())
         found["trap"] = bool(candidates)
         found["chance"] = trap_chance(judgement, referee.judges)[0]

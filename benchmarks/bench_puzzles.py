@@ -12,7 +12,7 @@ tune file and printed, to paste into `pipeline/outputs/puzzles/rating.py`.
 
 `judges`:
 For each Lichess puzzle, FEN is the position before the opponent's move and Moves[0] is that move:
-a real mistake a human made. Every judge (`judge_position`, the one judging code of `mine`,
+a real mistake a human made. Every judge (`Judge.position`, the one judging code of `mine`,
 `explain` and `evaluate`) judges the replies at FEN (the side to move responds, the other side is
 the setter), and we count how often Moves[0] was its trap candidate, and its dip.
 """
@@ -33,7 +33,7 @@ from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
 from pipeline.human.models import load_move_model, resolve_model
-from pipeline.judging import judge_position
+from pipeline.judging import Judge, JudgingKit
 from search.judges import JUDGES, JudgeSettings
 from search.settings import NATIVE_DEFAULT_DEPTH, UCI_DEFAULT_DEPTH, DiffiMaxSettings
 
@@ -185,16 +185,8 @@ def judges_main(argv: list[str]) -> None:
                     break
                 board = chess.Board(row["FEN"])
                 blunder = row["Moves"].split()[0]
-                judgement = judge_position(
-                    backend,
-                    board,
-                    not board.turn,
-                    settings,
-                    judges,
-                    model=model,
-                    context=MoverContext(rating=int(row["Rating"])),
-                    corpus=corpus,
-                    also=(blunder,),
+                judgement = Judge(JudgingKit(backend, model, corpus), settings, judges).position(
+                    board, not board.turn, context=MoverContext(rating=int(row["Rating"])), also=(blunder,)
                 )
                 count += 1
                 for judge in judges.judges:

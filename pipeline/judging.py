@@ -17,6 +17,7 @@ The engine work is spent only where a verdict depends on it:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from search.diffimax import DiffiMaxResult
 from search.errors import DiffimaxError
 from search.fall import FallEstimate
 from search.judges import (
-    Judge,
+    JudgeName,
     JudgeSettings,
     NodeEvidence,
     ReplyEvidence,
@@ -236,7 +237,7 @@ class Judgement:
     def root_analysis(self) -> ResponseAnalysis | None:
         return None if self.seed is None else self.seed.root_analysis
 
-    def candidates(self, judge_name: Judge) -> frozenset[str] | None:
+    def candidates(self, judge_name: JudgeName) -> frozenset[str] | None:
         return self.verdicts.candidates.get(judge_name)
 
 
@@ -249,98 +250,103 @@ def excluded_as(board: chess.Board, move: chess.Move, settings: DiffiMaxSettings
     return None
 
 
-def judge_position(
-    backend: Backend,
-    board: chess.Board,
-    setter: chess.Color,
-    settings: DiffiMaxSettings,
-    judges: JudgeSettings,
-    *,
-    model: MoveModel | None = None,
-    context: MoverContext | None = None,
-    corpus: Corpus | None = None,
-    also: Collection[str] = (),
-    key: int | None = None,
-    model_probabilities: Mapping[str, float] | None = None,
-) -> Judgement:
-    """Judge the replies of the side to move at `board` (with its move stack) for `setter`, asking
-    the engine for every answer (`judge_lines`)."""
-    lines = BackendLines(backend, board, setter, settings)
-    return judge_lines(
-        lines,
-        board,
-        setter,
-        settings,
-        judges,
-        model=model,
-        context=context,
-        corpus=corpus,
-        also=also,
-        key=key,
-        model_probabilities=model_probabilities,
-    )
+@dataclass(frozen=True)
+class Judge:
+    """Judges positions with one kit (the engine backend, the human-move model, the corpus) under
+    one set of DiffiMax and judge settings, and returns a `Judgement`.
 
+    `judge.position(board, setter)` asks the engine for every answer; `judge.lines(engine, board,
+    setter)` takes the engine's answers from an `EngineLines` (a worker's table of earlier answers,
+    a repertoire's tree). What varies per position is given per call: the responder's context (the
+    model reads it, the fall calibration picks its pool by it), the replies to value `also`, the
+    position's key and the model's answer when the caller has them."""
 
-def judge_lines(
-    engine: EngineLines,
-    board: chess.Board,
-    setter: chess.Color,
-    settings: DiffiMaxSettings,
-    judges: JudgeSettings,
-    *,
-    model: MoveModel | None = None,
-    context: MoverContext | None = None,
-    corpus: Corpus | None = None,
-    also: Collection[str] = (),
-    key: int | None = None,
-    model_probabilities: Mapping[str, float] | None = None,
-) -> Judgement:
-    """Judge the replies of the side to move at `board` (with its move stack) for `setter`, on the
-    engine's answers from `engine`. `also` names replies to value at full depth whatever the judges
-    need (the move a human played, for the analytics); they change no verdict. With the dip judge
-    alone, nothing is searched but the seed's own analysis (a dataset of it is exactly what the
-    seed's DiffiMax records). `key` is the position's Polyglot key when the caller has it.
-    `model_probabilities` are the model's answer here when the caller asked for it already (a
-    worker asks for a batch of positions at once); `model` is then not asked.
+    kit: JudgingKit
+    settings: DiffiMaxSettings
+    judges: JudgeSettings
 
-    The steps, in the order of the module docstring: the evidence that needs no deep search
-    (`_Gathering.shallow_pass`, `.record_model`, `.corpus_counts`), the node's value
-    (`.value_node`), the deep values the judges need (`.value_plausible_replies`), and the deeper
-    values of the replies near a threshold (`.settle_near_thresholds`)."""
-    if board.turn == setter:
-        raise ValueError("judge_position needs the responder to move (the setter just moved)")
-    legal = {move.uci(): move for move in board.legal_moves}
-    if not legal:
-        raise ValueError(f"no legal reply in FEN {board.fen()!r}")
-    wanted = judges.judges
-    # Each reply's evidence as plain fields while it is gathered (`_Records`).
-    fields: dict[str, dict[str, Any]] = {
-        name: {"move": name, "excluded": excluded_as(board, move, settings)} for name, move in legal.items()
-    }
-    gathering = _Gathering(engine, settings, judges, fields)
-    gathering.pool = None if context is None else context.pool
-    if "trappy" in wanted or ("practical" in wanted and judges.practical_shallow_k > 0):
-        gathering.shallow_pass()
-    if wanted & {"model", "practical"}:
-        if model_probabilities is not None:
-            gathering.record_model(model_probabilities)
-        elif model is not None:
-            gathering.record_model(model.move_probabilities(board, context or MoverContext()))
-    if corpus is not None and wanted & {"human", "practical"}:
-        gathering.corpus_counts(corpus, zobrist(board) if key is None else key, context)
-    extra = {name for name in also if name in fields} if wanted - {"dip"} else set()
-    gathering.value_node(extra)
-    current = gathering.evidence()
-    if gathering.probe_v1 is None:
-        current = gathering.value_plausible_replies(current, extra)
-    current = gathering.settle_near_thresholds(current)
-    fall = fall_estimate(current, judges) if "practical" in wanted else None
-    verdicts = judge(current, judges, settings)
-    return Judgement(current, verdicts, gathering.lines, gathering.seed, gathering.nodes, fall)
+    def with_judges(self, judges: JudgeSettings) -> Judge:
+        """The same kit and search settings under other judges (a harness variant, the seed's)."""
+        return dataclasses.replace(self, judges=judges)
+
+    def position(
+        self,
+        board: chess.Board,
+        setter: chess.Color,
+        *,
+        context: MoverContext | None = None,
+        also: Collection[str] = (),
+        key: int | None = None,
+        model_probabilities: Mapping[str, float] | None = None,
+    ) -> Judgement:
+        """Judge the replies of the side to move at `board` (with its move stack) for `setter`,
+        asking the kit's engine for every answer (`lines`, which says what the keywords do)."""
+        backend = self.kit.backend
+        if backend is None:
+            raise ValueError(f"no engine to judge with: {self.kit.startup_error}")
+        engine = BackendLines(backend, board, setter, self.settings)
+        return self.lines(
+            engine, board, setter, context=context, also=also, key=key, model_probabilities=model_probabilities
+        )
+
+    def lines(
+        self,
+        engine: EngineLines,
+        board: chess.Board,
+        setter: chess.Color,
+        *,
+        context: MoverContext | None = None,
+        also: Collection[str] = (),
+        key: int | None = None,
+        model_probabilities: Mapping[str, float] | None = None,
+    ) -> Judgement:
+        """Judge the replies of the side to move at `board` (with its move stack) for `setter`, on
+        the engine's answers from `engine`. `also` names replies to value at full depth whatever the
+        judges need (the move a human played, for the analytics); they change no verdict. With the
+        dip judge alone, nothing is searched but the seed's own analysis (a dataset of it is exactly
+        what the seed's DiffiMax records). `key` is the position's Polyglot key when the caller has
+        it. `model_probabilities` are the model's answer here when the caller asked for it already
+        (a worker asks for a batch of positions at once); the kit's model is then not asked.
+
+        The steps, in the order of the module docstring: the evidence that needs no deep search
+        (`_Gathering.shallow_pass`, `.record_model`, `.corpus_counts`), the node's value
+        (`.value_node`), the deep values the judges need (`.value_plausible_replies`), and the
+        deeper values of the replies near a threshold (`.settle_near_thresholds`)."""
+        settings, judges, model, corpus = self.settings, self.judges, self.kit.model, self.kit.corpus
+        if board.turn == setter:
+            raise ValueError("judging needs the responder to move (the setter just moved)")
+        legal = {move.uci(): move for move in board.legal_moves}
+        if not legal:
+            raise ValueError(f"no legal reply in FEN {board.fen()!r}")
+        wanted = judges.judges
+        # Each reply's evidence as plain fields while it is gathered (`_Records`).
+        fields: dict[str, dict[str, Any]] = {
+            name: {"move": name, "excluded": excluded_as(board, move, settings)} for name, move in legal.items()
+        }
+        gathering = _Gathering(engine, settings, judges, fields)
+        gathering.pool = None if context is None else context.pool
+        if "trappy" in wanted or ("practical" in wanted and judges.practical_shallow_k > 0):
+            gathering.shallow_pass()
+        if wanted & {"model", "practical"}:
+            if model_probabilities is not None:
+                gathering.record_model(model_probabilities)
+            elif model is not None:
+                gathering.record_model(model.move_probabilities(board, context or MoverContext()))
+        if corpus is not None and wanted & {"human", "practical"}:
+            gathering.corpus_counts(corpus, zobrist(board) if key is None else key, context)
+        extra = {name for name in also if name in fields} if wanted - {"dip"} else set()
+        gathering.value_node(extra)
+        current = gathering.evidence()
+        if gathering.probe_v1 is None:
+            current = gathering.value_plausible_replies(current, extra)
+        current = gathering.settle_near_thresholds(current)
+        fall = fall_estimate(current, judges) if "practical" in wanted else None
+        verdicts = judge(current, judges, settings)
+        return Judgement(current, verdicts, gathering.lines, gathering.seed, gathering.nodes, fall)
 
 
 class _Gathering:
-    """The evidence of one position while `judge_lines` gathers it: each reply's fields, the node's
+    """The evidence of one position while `Judge.lines` gathers it: each reply's fields, the node's
     best reply and value, the deep lines behind the values, the engine nodes spent per level."""
 
     def __init__(
@@ -359,7 +365,7 @@ class _Gathering:
         self.probe_v1: Value | None = None
         """The node's value at the probe level, when the node was probed."""
         self.pool: str | None = None
-        """The responder's rating pool (`judge_lines`' context), for the fall calibration."""
+        """The responder's rating pool (`Judge.lines`' context), for the fall calibration."""
         self.best = ""
         """The node's best reply (set by `value_node`)."""
         self.v1: Value = 0

@@ -46,14 +46,14 @@ from search.fall import FallEstimate, calibrate_fall
 from search.settings import DiffiMaxSettings, SettingsError, is_whole
 from search.values import Value, win_chances, win_drop, win_percent_points
 
-Judge = Literal["dip", "trappy", "human", "model", "practical"]
-JUDGES: Final[tuple[Judge, ...]] = ("dip", "trappy", "human", "model", "practical")
+JudgeName = Literal["dip", "trappy", "human", "model", "practical"]
+JUDGES: Final[tuple[JudgeName, ...]] = ("dip", "trappy", "human", "model", "practical")
 
 # The practical judge's rules (`JudgeSettings.practical_rule`).
 PRACTICAL_RULES: Final = ("fall", "reply", "both")
 
 
-def parse_judges(text: str | Iterable[str]) -> frozenset[Judge]:
+def parse_judges(text: str | Iterable[str]) -> frozenset[JudgeName]:
     """`"practical,dip"` (or a list of names) as a set of judges; `all` names every judge."""
     tokens = [t.strip().lower() for t in (text.split(",") if isinstance(text, str) else text) if t.strip()]
     if tokens == ["all"]:
@@ -69,7 +69,7 @@ class JudgeSettings:
     """Which judges decide, and their thresholds (defaults chosen with the harness on tuning games,
     docs/judges.md)."""
 
-    judges: frozenset[Judge] = frozenset({"human", "model", "practical"})
+    judges: frozenset[JudgeName] = frozenset({"human", "model", "practical"})
     """The judges to compute. The default is what the harness supports on held-out games: `trappy`
     (lift 1.48x, interval [0.87, 2.43], docs/results/judges.md) does not tell a trap from chance and its
     deep lines were a fifth of the engine work, so it is computed only on request; `dip` also
@@ -391,9 +391,9 @@ def fall_estimate(evidence: NodeEvidence, settings: JudgeSettings) -> FallEstima
 class Verdicts:
     """Each judge's trap candidates at a node (a judge that gave no verdict is absent)."""
 
-    candidates: Mapping[Judge, frozenset[str]] = field(default_factory=dict)
+    candidates: Mapping[JudgeName, frozenset[str]] = field(default_factory=dict)
 
-    def trap_node(self, judge: Judge) -> bool | None:
+    def trap_node(self, judge: JudgeName) -> bool | None:
         found = self.candidates.get(judge)
         return None if found is None else bool(found)
 
@@ -510,7 +510,7 @@ def _corpus_plausible(evidence: NodeEvidence, reply: ReplyEvidence, settings: Ju
 
 def judge(evidence: NodeEvidence, settings: JudgeSettings, diffimax: DiffiMaxSettings) -> Verdicts:
     """Every enabled judge's trap candidates at the node."""
-    candidates: dict[Judge, frozenset[str]] = {}
+    candidates: dict[JudgeName, frozenset[str]] = {}
     open_replies = [r for r in evidence.replies if r.excluded is None and r.move != evidence.best]
     possible = evidence.meaningful() >= 2
     trap_cp = diffimax.trap_cp

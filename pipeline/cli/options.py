@@ -25,7 +25,7 @@ import typer
 from pipeline.engines.backends import EMBEDDED, EngineOptions, default_engine
 from pipeline.human.models import MODEL_HELP
 from search.errors import DiffimaxError
-from search.judges import Judge, JudgeSettings, parse_judges
+from search.judges import JudgeName, JudgeSettings, parse_judges
 from search.settings import DiffiMaxSettings, parse_scope
 from search.values import win_drop_of_points, win_percent_points
 
@@ -287,7 +287,7 @@ class ThresholdFlags:
     corpus_min_games: CorpusGamesOpt = JudgeSettings.corpus_min_games
 
 
-def build_judges(judges: str | None, default: frozenset[Judge], thresholds: ThresholdFlags) -> JudgeSettings:
+def build_judges(judges: str | None, default: frozenset[JudgeName], thresholds: ThresholdFlags) -> JudgeSettings:
     """The judge settings of `--judges` (`default` when not given) and the thresholds."""
     given = dataclasses.asdict(thresholds)
     # People give a loss in points of Win%; the judges (and the rows) hold it on [0, 2].

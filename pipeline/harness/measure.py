@@ -47,11 +47,11 @@ from pipeline.harness.samples import (
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
 from pipeline.human.models import MoveModel
-from pipeline.judging import HumanEvidence, judge_position, judging_kit
+from pipeline.judging import HumanEvidence, Judge, JudgingKit, judging_kit
 from search.backend import Backend
 from search.judges import (
     JUDGES,
-    Judge,
+    JudgeName,
     JudgeSettings,
     judge,
     shallow_ranks,
@@ -110,17 +110,8 @@ def gather_one(
     extra = {sample.played} | {
         move for ranks in by_depth.values() for move, rank in ranks.items() if rank <= wide.trappy_k
     }
-    judgement = judge_position(
-        backend(None),
-        board,
-        setter,
-        settings,
-        wide,
-        model=model,
-        corpus=corpus,
-        context=sample.context,
-        also=sorted(extra),
-    )
+    judge = Judge(JudgingKit(backend(None), model, corpus), settings, wide)  # the kit's owner closes it
+    judgement = judge.position(board, setter, context=sample.context, also=sorted(extra))
     evidence = judgement.evidence
     named = {sample.played, evidence.best} | {
         r.move for r in evidence.replies if r.model_p is not None and r.model_p >= LOOSE_P
@@ -476,7 +467,7 @@ def run_harness(
     save: str | None = None,
     load: str | None = None,
     progress: Progress | None = None,
-    gathered: frozenset[Judge] = frozenset(JUDGES),
+    gathered: frozenset[JudgeName] = frozenset(JUDGES),
 ) -> HarnessRun:
     """The judge harness with the default judge settings: the evidence at `positions` samples of
     the `split` games of `inputs` and at the known traps (`known_traps`: a PGN, 'default' or

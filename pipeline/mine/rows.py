@@ -28,7 +28,7 @@ from schemas.rows import (
     TrapRow,
     verdict_of,
 )
-from search.judges import JUDGES, Judge, JudgeSettings
+from search.judges import JUDGES, JudgeName, JudgeSettings
 from search.settings import DiffiMaxSettings
 from search.values import Value, is_mate_score, win_drop
 
@@ -47,10 +47,10 @@ class PositionResult:
     engine_calls: int = 0  # engine searches this analysis asked for (0: every answer came from the table)
 
 
-def verdict_columns(verdicts: Mapping[Judge, frozenset[str]], move: str) -> JudgeVerdicts:
+def verdict_columns(verdicts: Mapping[JudgeName, frozenset[str]], move: str) -> JudgeVerdicts:
     """`by_<judge>`: whether each judge names `move` (None where the judge gave no verdict)."""
 
-    def named(judge: Judge) -> bool | None:
+    def named(judge: JudgeName) -> bool | None:
         return (move in verdicts[judge]) if judge in verdicts else None
 
     return JudgeVerdicts(
@@ -161,7 +161,9 @@ def settings_columns(settings: DiffiMaxSettings, backend_name: str) -> SettingsC
 CHOICES_UNKNOWN = ChoiceColumns(choice_moves=None, choice_trap_moves=None)
 
 
-def response_columns(judgement: Judgement, judges: JudgeSettings, primary: Judge, setter: chess.Color) -> JudgedColumns:
+def response_columns(
+    judgement: Judgement, judges: JudgeSettings, primary: JudgeName, setter: chess.Color
+) -> JudgedColumns:
     """The RESPONSES columns of a judged position that every occurrence shares (`judges` and
     `primary`: the job's judges, `Judging.judges` and `Judging.primary`)."""
     evidence = judgement.evidence
@@ -189,14 +191,14 @@ def response_columns(judgement: Judgement, judges: JudgeSettings, primary: Judge
     )
 
 
-def node_verdicts(verdicts: Mapping[Judge, frozenset[str]]) -> NodeVerdicts:
+def node_verdicts(verdicts: Mapping[JudgeName, frozenset[str]]) -> NodeVerdicts:
     """Whether each judge calls the position a trap node and how many candidates it names (None:
     the judge gave no verdict here)."""
 
-    def node(judge: Judge) -> bool | None:
+    def node(judge: JudgeName) -> bool | None:
         return None if judge not in verdicts else bool(verdicts[judge])
 
-    def count(judge: Judge) -> int | None:
+    def count(judge: JudgeName) -> int | None:
         return None if judge not in verdicts else len(verdicts[judge])
 
     return NodeVerdicts(

@@ -21,10 +21,8 @@ from pipeline.dataset.store import table_of
 from pipeline.engines.backends import EngineOptions
 from pipeline.engines.process import EngineStartError
 from pipeline.human.context import MoverContext
-from pipeline.human.corpus import Corpus
 from pipeline.human.maia3 import Maia3Model
-from pipeline.human.models import MoveModel
-from pipeline.judging import HumanEvidence, KitWorker, judge_lines
+from pipeline.judging import HumanEvidence, Judge, KitWorker
 from pipeline.mine.occurrences import Occurrence
 from pipeline.mine.progress import ProgressReporter
 from pipeline.mine.rows import (
@@ -39,10 +37,9 @@ from pipeline.mine.rows import (
 from pipeline.mine.table import DEFAULT_TABLE_MB, AnalysisEntry, AnalysisTable, TableLines
 from schemas.dataset import to_signed64
 from schemas.rows import ChoiceColumns, PositionResponse, ResponseRow, TrapRow
-from search.backend import Backend
 from search.chessgame import zobrist
 from search.errors import DiffimaxError
-from search.judges import Judge, JudgeSettings
+from search.judges import JudgeName, JudgeSettings
 from search.settings import DiffiMaxSettings, SettingsError
 
 
@@ -52,15 +49,15 @@ class Judging:
 
     settings: DiffiMaxSettings = field(default_factory=DiffiMaxSettings)
     judges: JudgeSettings = field(default_factory=JudgeSettings)
-    primary: Judge = "practical"
+    primary: JudgeName = "practical"
     """Whose verdict the `outcomes` view shows as `trap_node` / `fell`."""
     setter_choices: bool = False
 
 
-def primary_judge(judges: JudgeSettings, human_evidence: bool) -> Judge:
+def primary_judge(judges: JudgeSettings, human_evidence: bool) -> JudgeName:
     """The judge `outcomes` shows: practical where there is human evidence (a model or a corpus),
     else the first enabled of model, human, trappy, dip."""
-    order: tuple[Judge, ...] = ("practical", "model", "human") if human_evidence else ()
+    order: tuple[JudgeName, ...] = ("practical", "model", "human") if human_evidence else ()
     for name in (*order, "trappy", "dip"):
         if name in judges.judges:
             return name
@@ -68,42 +65,38 @@ def primary_judge(judges: JudgeSettings, human_evidence: bool) -> Judge:
 
 
 def analyse_position(
-    backend: Backend,
+    judge: Judge,
     board: chess.Board,
     judging: Judging,
     *,
     entry: AnalysisEntry | None = None,
     played: str | None = None,
     value_played: bool = True,
-    model: MoveModel | None = None,
-    corpus: Corpus | None = None,
     context: MoverContext | None = None,
     key: int | None = None,
     model_probabilities: Mapping[str, float] | None = None,
 ) -> PositionResult:
-    """Judge `board` (with its move stack) with the player who just moved as setter, on the engine's
-    answers kept in `entry` (a fresh one when None; the answers it lacks are added to it). The
-    `played` move is valued for the analytics when `value_played` (else a judge values it if it
-    needs it). `key` is the position's signed Polyglot key when the caller knows it already, and
-    `model_probabilities` the model's answer when it asked for a batch. A position whose analysis
-    fails is returned with its error."""
+    """Judge `board` (with its move stack) with the player who just moved as setter, by `judge` (the
+    worker's kit at `judging`'s settings and judges), on the engine's answers kept in `entry` (a
+    fresh one when None; the answers it lacks are added to it). The `played` move is valued for the
+    analytics when `value_played` (else a judge values it if it needs it). `key` is the position's
+    signed Polyglot key when the caller knows it already, and `model_probabilities` the model's
+    answer when it asked for a batch. A position whose analysis fails is returned with its error."""
     key = to_signed64(zobrist(board)) if key is None else key
     result = PositionResult(ply=board.ply(), position_key=key)
     setter = not board.turn
-    settings = judging.settings
+    settings, backend = judging.settings, judge.kit.backend
+    if backend is None:
+        raise ValueError(f"no engine to judge with: {judge.kit.startup_error}")
     lines = TableLines(entry or AnalysisEntry(), backend, board, setter, settings)
     start = time.perf_counter()
     try:
         if not any(board.generate_legal_moves()):
             raise PositionError("no legal reply: the game is over here")
-        judgement = judge_lines(
+        judgement = judge.lines(
             lines,
             board,
             setter,
-            settings,
-            judging.judges,
-            model=model,
-            corpus=corpus,
             context=context,
             also=() if played is None or not value_played else (played,),
             key=key,
@@ -178,6 +171,7 @@ class AnalysisWorker(KitWorker):
         self.table = AnalysisTable(round(table_mb * MIB))
         shipped = None if shipped_model is None else Maia3Model.from_payload(shipped_model)
         super().__init__(engine, options, human, model=shipped)
+        self.judge = Judge(self.kit, judging.settings, judging.judges)
         self.wants_model = bool(judging.judges.judges & {"model", "practical"})
 
     def analyse_part(self, occurrences: Sequence[Occurrence] | None) -> PartOutcome:
@@ -235,14 +229,12 @@ class AnalysisWorker(KitWorker):
         reused = entry is not None
         entry = entry or AnalysisEntry()
         result = analyse_position(
-            self.backend,
+            self.judge,
             board,
             self.judging,
             entry=entry,
             played=occurrence.played,
             value_played=not occurrence.next_judged,
-            model=self.model,
-            corpus=self.corpus,
             context=occurrence.context,
             key=occurrence.position_key,
             model_probabilities=predicted,
@@ -271,13 +263,11 @@ class AnalysisWorker(KitWorker):
         for occurrence in occurrences:
             entry = self.table.get(occurrence.key) or AnalysisEntry()
             result = analyse_position(
-                self.backend,
+                self.judge,
                 occurrence.board(),
                 self.judging,
                 entry=entry,
                 played=occurrence.played,
-                model=self.model,
-                corpus=self.corpus,
                 context=occurrence.context,
                 key=occurrence.position_key,
             )

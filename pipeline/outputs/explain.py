@@ -11,13 +11,13 @@ from typing import Any
 import chess
 
 from pipeline.engines.backends import EngineOptions, describe_engine
-from pipeline.judging import HumanEvidence, Judgement, judge_position, judging_kit
+from pipeline.judging import HumanEvidence, Judge, Judgement, judging_kit
 from pipeline.mine.rows import reply_rows
 from pipeline.outputs.explain_input import ExplainInput
 from schemas.rows import ReplyItem, verdict_of
 from search.analysis import Response, ResponseAnalysis, analysis_json, trap_json
 from search.diffimax import DiffiMaxResult
-from search.judges import JUDGES, Judge, JudgeSettings, plausible_share
+from search.judges import JUDGES, JudgeName, JudgeSettings, plausible_share
 from search.notation import san_line, san_moves, uci_as_san
 from search.settings import DiffiMaxSettings
 from search.values import cp_to_pawns, format_dip, format_pawns, format_percent, format_win_loss
@@ -227,10 +227,10 @@ def reply_json(row: ReplyItem) -> dict[str, Any]:
 
 
 # Whose verdict heads the report: the first of these with a verdict (the datasets' primary judge).
-HEADLINE_ORDER: tuple[Judge, ...] = ("practical", "model", "human", "trappy", "dip")
+HEADLINE_ORDER: tuple[JudgeName, ...] = ("practical", "model", "human", "trappy", "dip")
 
 
-def headline_judge(judgement: Judgement) -> Judge:
+def headline_judge(judgement: Judgement) -> JudgeName:
     computed = judgement.verdicts.candidates
     return next((name for name in HEADLINE_ORDER if name in computed), "dip")
 
@@ -344,7 +344,7 @@ def fall_lines(
     ]
 
 
-def _judge_cell(judge: Judge, r: Response, row: ReplyItem | None, computed: Any) -> str:
+def _judge_cell(judge: JudgeName, r: Response, row: ReplyItem | None, computed: Any) -> str:
     """A judge's verdict on one reply: best, TRAP, `-`, or `?` where it has no verdict here."""
     if r.best:
         return "best"
@@ -356,7 +356,7 @@ def _judge_cell(judge: Judge, r: Response, row: ReplyItem | None, computed: Any)
 
 
 def _judge_lines(
-    judgement: Judgement, judges: JudgeSettings, shown: Sequence[Judge], name: Callable[[str], str]
+    judgement: Judgement, judges: JudgeSettings, shown: Sequence[JudgeName], name: Callable[[str], str]
 ) -> list[str]:
     """Each judge's candidates, or why it has no verdict here."""
     evidence = judgement.evidence
@@ -463,16 +463,7 @@ def explain_position(
         assert backend is not None  # an engine that cannot start raised
         if board.turn != setter and board.legal_moves.count():
             seed_settings = dataclasses.replace(judges, judges=judges.judges | {"dip"})
-            judgement = judge_position(
-                backend,
-                board,
-                setter,
-                settings,
-                seed_settings,
-                model=kit.model,
-                corpus=kit.corpus,
-                context=position.context,
-            )
+            judgement = Judge(kit, settings, seed_settings).position(board, setter, context=position.context)
             result = judgement.seed
             assert result is not None
         else:  # a setter root or a finished game: the seed's search alone

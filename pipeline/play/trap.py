@@ -1,7 +1,7 @@
 """The style trap: among our moves within the safety margin S of the best, the one with the best
 expected score against humans of the opponent's rating.
 
-For each move within S the position after it is judged (`pipeline.judging.judge_position`) and its
+For each move within S the position after it is judged (`pipeline.judging.Judge.position`) and its
 *trap chance* is the practical gain of the opponent's reply under the human evidence: the expected
 score the human's replies give up against their best (`search.expectimax.expect`, the one
 expectimax over human replies, which `diffimax repertoire` runs over a whole tree). A reply's
@@ -28,7 +28,7 @@ from typing import Final
 import chess
 
 from pipeline.human.context import MoverContext
-from pipeline.judging import Judgement, judge_position
+from pipeline.judging import Judge, Judgement, JudgingKit
 from pipeline.play.choice import Choice, Control, MoveOption, Offer, Situation, TrapReply, loss_cp, pawns
 from pipeline.play.decision import Decision
 from pipeline.play.styles import PlayError
@@ -41,7 +41,7 @@ from search.expectimax import (
     reply_probabilities,
     within_margin,
 )
-from search.judges import Judge, JudgeSettings
+from search.judges import JudgeName, JudgeSettings
 from search.values import MATE, MATE_BOUND, Value
 
 # Seconds a judged position is assumed to take before the first one has been timed.
@@ -98,7 +98,7 @@ class JudgeTiming:
 def trap_judges(decision: Decision) -> JudgeSettings:
     """The practical judge where there is human evidence; the trappy judge where there may be
     none (no model: the corpus may not know the position)."""
-    chosen: set[Judge] = set()
+    chosen: set[JudgeName] = set()
     if decision.model is not None or decision.corpus is not None:
         chosen.add("practical")
     if decision.model is None:
@@ -134,32 +134,23 @@ def full_values(
 
 
 def _trap_chance_after(
-    decision: Decision,
+    judge: Judge,
     board: chess.Board,
     move: str,
-    judges: JudgeSettings,
     context: MoverContext,
     timing: JudgeTiming,
+    style_judges: JudgeSettings,
 ) -> tuple[float, tuple[TrapReply, ...], str, int]:
-    """`trap_chance` of the position after our `move` (none where the opponent has no move), and
-    the engine nodes judging it took; the judging time goes to `timing`."""
+    """`trap_chance` (by the style's judges) of the position after our `move`, none where the
+    opponent has no move, and the engine nodes judging it took; the judging time goes to `timing`."""
     after = board.copy()
     after.push_uci(move)
     if not any(after.generate_legal_moves()):
         return 0.0, (), "none", 0
     started = time.monotonic()
-    judgement = judge_position(
-        decision.backend,
-        after,
-        board.turn,
-        decision.settings.diffimax,
-        judges,
-        model=decision.model,
-        context=context,
-        corpus=decision.corpus,
-    )
+    judgement = judge.position(after, board.turn, context=context)
     timing.record(time.monotonic() - started)
-    return (*trap_chance(judgement, decision.settings.judges), sum(judgement.nodes.values()))
+    return (*trap_chance(judgement, style_judges), sum(judgement.nodes.values()))
 
 
 def choose_trap(
@@ -217,12 +208,13 @@ def choose_trap(
 
     offer(current(False))
     context = situation.mover_context(settings.opponent_rating, ours=False)
-    judges = trap_judges(decision)
+    kit = JudgingKit(decision.backend, decision.model, decision.corpus)  # the decision's: it closes them
+    judge = Judge(kit, settings.diffimax, trap_judges(decision))
     for move in within:
         if not control.can_start(timing.seconds):
             return current(False)
         chances[move], traps[move], sources[move], spent = _trap_chance_after(
-            decision, board, move, judges, context, timing
+            judge, board, move, context, timing, settings.judges
         )
         nodes += spent
         offer(current(False))

@@ -8,7 +8,7 @@ and the workers of `pipeline.repertoire.worker` run them on their engine and tab
   rating (the corpus where it has enough games in the band, else the model:
   `search.expectimax.reply_probabilities`), the replies whose line humans reach from the start
   with at least the floor (`search.expectimax.explored_replies`), and the practical judge's
-  analysis with those replies valued too (`pipeline.judging.judge_lines` with `also`): each
+  analysis with those replies valued too (`pipeline.judging.Judge.lines` with `also`): each
   explored reply's value and drop, the traps and their punishment lines (`expand_opponent`).
 
 Every engine answer goes through a `TableLines` over the worker's table, so a position reached by
@@ -26,7 +26,7 @@ import chess
 
 from pipeline.human.corpus import Corpus
 from pipeline.human.models import MoveModel
-from pipeline.judging import judge_lines
+from pipeline.judging import Judge
 from pipeline.mine.occurrences import MAX_HISTORY
 from pipeline.mine.table import TableLines, analysis_key
 from pipeline.repertoire.settings import RepertoireSettings
@@ -177,24 +177,19 @@ def expand_opponent(
     board: chess.Board,
     settings: RepertoireSettings,
     request: NodeRequest,
-    *,
-    model: MoveModel | None = None,
-    corpus: Corpus | None = None,
+    judge: Judge,
 ) -> OpponentResult:
-    """The human's replies at `board` (the opponent to move), judged for the player: see the module
-    docstring."""
+    """The human's replies at `board` (the opponent to move), judged for the player by `judge` (the
+    worker's kit, at `settings.diffimax` and `settings.judges`): see the module docstring."""
     key = to_signed64(zobrist(board))
-    probabilities, model_p, counts, _ = human_probabilities(board, settings, model, corpus, key)
+    model = judge.kit.model
+    probabilities, model_p, counts, _ = human_probabilities(board, settings, model, judge.kit.corpus, key)
     explore = explored_replies(probabilities, request.reach, settings.floor)
-    judgement = judge_lines(
+    judgement = judge.lines(
         lines,
         board,
         settings.color,
-        settings.diffimax,
-        settings.judges,
-        model=model,
         context=settings.context(),
-        corpus=corpus,
         also=explore,
         key=key,
         model_probabilities=None if model is None else model_p,
@@ -251,14 +246,14 @@ def sketch_opponent(
     board: chess.Board,
     settings: RepertoireSettings,
     request: NodeRequest,
-    *,
-    model: MoveModel | None = None,
-    corpus: Corpus | None = None,
+    judge: Judge,
 ) -> OpponentResult:
     """`expand_opponent` on the human evidence and the shallow pass alone (a plan's sketch): the
-    same replies explored, their drops from the shallow values, no traps."""
+    same replies explored, their drops from the shallow values, no traps (`judge` gives the kit's
+    model and corpus; nothing is judged)."""
     key = to_signed64(zobrist(board))
-    probabilities, model_p, counts, games = human_probabilities(board, settings, model, corpus, key)
+    model = judge.kit.model
+    probabilities, model_p, counts, games = human_probabilities(board, settings, model, judge.kit.corpus, key)
     explore = explored_replies(probabilities, request.reach, settings.floor)
     legal = {move.uci() for move in board.legal_moves}
     shallow = {m: v for m, v in lines.shallow().values.items() if m in legal} or dict.fromkeys(sorted(legal), 0)

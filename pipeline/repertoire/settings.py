@@ -16,7 +16,7 @@ import chess
 from pipeline.human.context import MoverContext, Pool
 from search.chessgame import MovesError, play_moves
 from search.errors import DiffimaxError
-from search.judges import Judge, JudgeSettings
+from search.judges import JudgeName, JudgeSettings
 from search.settings import DiffiMaxSettings, is_whole
 
 # The default depth of the tree in plies below the start (docs/results/repertoire.md, "The depth
@@ -34,7 +34,7 @@ DEFAULT_CANDIDATES: Final = 6
 DEFAULT_WIDTH: Final = 2
 # The judges an opponent node runs: the practical judge names the traps (the human evidence and the
 # win-chance drop the expectation needs are its evidence too).
-REPERTOIRE_JUDGES: Final[frozenset[Judge]] = frozenset({"practical"})
+REPERTOIRE_JUDGES: Final[frozenset[JudgeName]] = frozenset({"practical"})
 # The most chapters a Lichess study holds.
 MAX_CHAPTERS: Final = 64
 

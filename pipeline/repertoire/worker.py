@@ -14,7 +14,7 @@ import time
 from pipeline.common.files import MIB
 from pipeline.engines.backends import EngineOptions
 from pipeline.engines.process import EngineStartError
-from pipeline.judging import HumanEvidence, KitWorker
+from pipeline.judging import HumanEvidence, Judge, KitWorker
 from pipeline.mine.plan.measure import cpu_seconds
 from pipeline.mine.table import DEFAULT_TABLE_MB, AnalysisEntry, AnalysisTable, TableLines
 from pipeline.repertoire.expand import (
@@ -56,6 +56,7 @@ class RepertoireWorker(KitWorker):
         self.start = start
         self.table = AnalysisTable(round(table_mb * MIB))
         super().__init__(engine, options, human)
+        self.judge = Judge(self.kit, settings.diffimax, settings.judges)
 
     def expand(self, request: NodeRequest) -> NodeResult:
         """Expand one node (`pipeline.repertoire.expand`); a node whose analysis fails (an engine
@@ -74,7 +75,7 @@ class RepertoireWorker(KitWorker):
             if request.kind == "player":
                 result: NodeResult = player(lines, board, self.settings, request.node)
             else:
-                result = opponent(lines, board, self.settings, request, model=self.model, corpus=self.corpus)
+                result = opponent(lines, board, self.settings, request, self.judge)
         except EngineStartError as error:
             return failed(request, f"engine did not start: {error}")
         except DiffimaxError as error:

@@ -32,6 +32,7 @@ from pipeline.engines.process import (
     search_timeout,
 )
 from pipeline.engines.uci import DEFAULT_NODES, EngineLimits, UciBackend, line_value, open_uci_backend
+from pipeline.judging import Judge, JudgingKit
 from pipeline.mine.occurrences import game_occurrences
 from pipeline.mine.table import AnalysisEntry
 from pipeline.mine.work import Judging, analyse_position
@@ -636,8 +637,9 @@ def test_mining_units_run_on_the_uci_backend():
         judging = Judging(
             DiffiMaxSettings(depth=UCI_DEFAULT_DEPTH), JudgeSettings(judges=frozenset({"dip", "trappy"})), "dip"
         )
+        judge = Judge(JudgingKit(backend, None, None), judging.settings, judging.judges)
         results = [
-            analyse_position(backend, o.board(), judging, entry=AnalysisEntry(), played=o.played) for o in occurrences
+            analyse_position(judge, o.board(), judging, entry=AnalysisEntry(), played=o.played) for o in occurrences
         ]
     assert [r.error for r in results] == [None, None]
     assert [r.ply for r in results] == [5, 6]

@@ -17,7 +17,7 @@ from pipeline.engines.backends import EngineOptions, open_backend
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus, write_corpus
 from pipeline.human.models import load_move_model
-from pipeline.judging import judge_position
+from pipeline.judging import Judge, JudgingKit
 from schemas.dataset import to_signed64
 from search.analysis import ResponseValue, classify_responses
 from search.judges import (
@@ -239,18 +239,11 @@ def test_every_judge_on_real_stockfish_the_model_and_real_games(tmp_path: Path) 
     model = load_move_model("default")
     judges = JudgeSettings(judges=parse_judges("all"))
     backend = open_backend("stockfish", EngineOptions(nodes=20_000))
+    judge_with = Judge(JudgingKit(backend, model, corpus), SETTINGS, judges)
     try:
         for board, played, context in positions:
-            found = judge_position(
-                backend,
-                board,
-                not board.turn,
-                SETTINGS,
-                judges,
-                model=model,
-                corpus=corpus,
-                context=dataclasses.replace(context, rating=1500),
-                also=[played],
+            found = judge_with.position(
+                board, not board.turn, context=dataclasses.replace(context, rating=1500), also=[played]
             )
             evidence, verdicts = found.evidence, dict(found.verdicts.candidates)
             assert set(verdicts) == {"dip", "trappy", "human", "model", "practical"}

@@ -4,7 +4,7 @@ gives a human opponent the most chances to go wrong, among the moves that give n
 A move's *practical trap chance* is the human-move model's probability (at the opponent's rating)
 that the opponent's reply is one of the practical judge's trap candidates after it: replies people
 play that lose at least `practical_drop` win chances (`search.judges`, the judge the dataset's
-puzzles come from; its evidence is gathered by `pipeline.judging.judge_position`, the one judging
+puzzles come from; its evidence is gathered by `pipeline.judging.Judge.position`, the one judging
 code of `mine`, `explain` and `evaluate`). The setting move passes when
 
 - it is *safe*: it gives up at most SAFETY_CP (the mining default safety margin, 0.5 pawns)
@@ -77,21 +77,14 @@ class SettingJudge:
     def chance(self, board: chess.Board, move: str, rating: int | None) -> float:
         """The practical trap chance of `move` (see the module docstring)."""
         from pipeline.human.context import MoverContext
-        from pipeline.judging import judge_position
+        from pipeline.judging import Judge, JudgingKit
 
         after = board.copy()
         after.push_uci(move)
         if after.is_game_over():
             return 0.0
-        judged = judge_position(
-            self.backend,
-            after,
-            board.turn,
-            self.settings,
-            self.judges,
-            model=self.model,
-            context=MoverContext(rating=rating),
-        )
+        judge = Judge(JudgingKit(self.backend, self.model, None), self.settings, self.judges)
+        judged = judge.position(after, board.turn, context=MoverContext(rating=rating))
         named = judged.candidates("practical") or frozenset()
         return sum(reply.model_p or 0.0 for reply in judged.evidence.replies if reply.move in named)
 
