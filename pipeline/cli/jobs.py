@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from pipeline.cli.jobfile import JobFileOpt
 from pipeline.cli.options import (
     AddressOpt,
     EngineFlags,
@@ -166,6 +167,7 @@ def mine(
         bool, typer.Option("--repair", help="With --resume: remove damaged shards and mine them again.")
     ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", help="Show Ray's own log lines too.")] = False,
+    job_file: JobFileOpt = None,  # read by its callback, before the other flags (`pipeline.cli.jobfile`)
 ) -> None:
     """Mine PGN databases for traps: DiffiMax at every selected position on Ray, Parquet out.
 
@@ -195,6 +197,7 @@ def plan(
     ] = None,
     plan_seed: Annotated[int, typer.Option("--plan-seed", help="Seed of the game and position samples.")] = 0,
     as_json: JsonOut = False,
+    job_file: JobFileOpt = None,  # read by its callback, before the other flags (`pipeline.cli.jobfile`)
 ) -> None:
     """Estimate a mining job before running it: games and positions after the filters, distinct
     positions after reuse, engine core-hours and wall time for --workers, from samples of its input

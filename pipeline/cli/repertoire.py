@@ -9,6 +9,7 @@ from typing import Annotated
 import chess
 import typer
 
+from pipeline.cli.jobfile import JobFileOpt
 from pipeline.cli.options import (
     RATING_HELP,
     AddressOpt,
@@ -82,6 +83,7 @@ def repertoire(
     files: FilesOpt = "all",
     plan: Annotated[bool, typer.Option("--plan", help="Estimate the cost (engine hours, wall time) and stop.")] = False,
     plan_sample: Annotated[int, typer.Option("--plan-sample", help="Nodes the plan times for real.")] = 24,
+    job_file: JobFileOpt = None,  # read by its callback, before the other flags (`pipeline.cli.jobfile`)
     *,
     search: SearchFlags,
     engine_flags: EngineFlags,

@@ -1,0 +1,92 @@
+"""A job file: a command's flags written once in TOML and given as `--config job.toml`.
+
+Its keys are the command's flag names without the dashes (`max-games = 300`, `human-model =
+"maia3"`, `judges = "practical,dip"`), and `inputs` for the PGN inputs of `mine` and `plan`; a
+bool flag takes `true` or `false` (`rated-only = true`, `rated-only = false` for `--any-rated`).
+A flag given on the command line overrides the file. The file's values reach the command as
+click's `default_map` (they stand where a flag's default stood), so every value is checked and
+converted as the flag's own, and a job's identity (`OUT/job.json`) records the merged settings.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from pipeline.cli.options import UsageError
+
+
+def _keys(command: Any, skip: str) -> dict[str, str]:
+    """Each key a job file may hold for `command`, and the parameter it sets."""
+    keys: dict[str, str] = {}
+    for param in command.params:
+        if param.name is None or param.name == skip:
+            continue
+        if param.param_type_name == "argument":
+            keys[param.name] = param.name
+            continue
+        for flag in param.opts:
+            keys[flag.lstrip("-")] = param.name
+    return keys
+
+
+def read_job_file(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> str | None:
+    """The `--config` callback (eager: it runs before the other flags are read): the file's
+    values become the defaults of the flags not given on the command line."""
+    if value is None or ctx.resilient_parsing:
+        return value
+    path = Path(value)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise UsageError(f"cannot read job file {value!r}: {error.strerror or error}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise UsageError(f"job file {value!r} is not TOML: {error}") from None
+    keys = _keys(ctx.command, param.name or "")
+    siblings = _sibling_keys(ctx, param.name or "")
+    unknown = sorted(key for key in data if key not in keys and key not in siblings)
+    if unknown:
+        known = ", ".join(sorted(keys))
+        raise UsageError(f"job file {value!r}: unknown key {unknown[0]!r} ({ctx.info_name} takes: {known})")
+    by_name = {p.name: p for p in ctx.command.params}
+    defaults: dict[str, Any] = dict(ctx.default_map or {})
+    for key, item in data.items():
+        if key not in keys:
+            continue  # the job's other command's (`out` in a file `plan` reads before `mine`)
+        if isinstance(item, dict):
+            raise UsageError(f"job file {value!r}: key {key!r} holds a table; give flags at the top level")
+        try:  # checked here, so that a bad value is said with the file that holds it
+            by_name[keys[key]].process_value(ctx, item)
+        except typer.BadParameter as error:
+            raise UsageError(f"job file {value!r}: invalid {key} = {item!r}: {error.message}") from None
+        defaults[keys[key]] = item
+    ctx.default_map = defaults
+    return value
+
+
+# `plan` estimates the job `mine` runs: one job file serves both, each reading its own keys.
+SIBLINGS = {"mine": "plan", "plan": "mine"}
+
+
+def _sibling_keys(ctx: typer.Context, skip: str) -> set[str]:
+    sibling = SIBLINGS.get(ctx.info_name or "")
+    parent = ctx.parent
+    get_command = getattr(None if parent is None else parent.command, "get_command", None)
+    if sibling is None or get_command is None:
+        return set()
+    command = get_command(parent, sibling)
+    return set() if command is None else set(_keys(command, skip))
+
+
+JobFileOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--config",
+        help="A job file (TOML): the flags' values by name without dashes; flags given here override it.",
+        callback=read_job_file,
+        is_eager=True,
+    ),
+]

@@ -1,0 +1,82 @@
+"""A job file (`--config job.toml`, `pipeline/cli/jobfile.py`; issue 46, item 4): the flags by
+name, flags on the command line over it, one file for `plan` and `mine`, a bad file in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import GAMES, cli_in_process, one_error_line, run_cli
+
+SAMPLE = str(GAMES / "lichess_100.pgn")
+
+
+def job_file(path: Path, text: str) -> str:
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_a_job_file_sets_the_flags_a_flag_given_overrides_it_and_the_identity_holds_the_merge(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    config = job_file(
+        tmp_path / "job.toml",
+        f"""inputs = ["{SAMPLE}"]
+out = "{out}"
+engine = "native"
+depth = 1
+plies = "10-10"
+max-games = 5
+workers = 1
+judges = "dip,trappy"
+human-model = "none"
+rated-only = false
+sample-positions = 2   # plan's: mine passes over it
+""",
+    )
+    run_cli("mine", "--config", config, "--max-games", "2", check=True)
+    identity = json.loads((out / "job.json").read_text())["identity"]
+    assert identity["inputs"] == [SAMPLE] and identity["max_games"] == 2  # the command line's 2, not the file's 5
+    assert (identity["engine"], identity["depth"], identity["ply_from"], identity["ply_to"]) == ("native", 1, 10, 10)
+    assert sorted(identity["judges"]) == ["dip", "trappy"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["games_read"] == 2 and manifest["positions"] == 2
+    # The same file plans the job: `out` is mine's and plan passes over it.
+    planned = cli_in_process("plan", "--config", config, "--sample-games", "5", "--json", check=True)
+    plan = json.loads(planned.stdout)
+    assert (plan["engine"], plan["settings"]["depth"], plan["settings"]["max_games"]) == ("native", 1, 5)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("max-gams = 3\n", "job file '{path}': unknown key 'max-gams' (mine takes: "),
+        ("max-games = \n", "job file '{path}' is not TOML: "),
+        ('max-games = "many"\n', "job file '{path}': invalid max-games = 'many': "),
+        ("[engine]\nnodes = 5\n", "job file '{path}': key 'engine' holds a table"),
+    ],
+    ids=["unknown-key", "not-toml", "bad-value", "table"],
+)
+def test_a_bad_job_file_is_one_line_naming_the_file_and_the_key(tmp_path: Path, text: str, message: str) -> None:
+    config = job_file(tmp_path / "job.toml", text)
+    result = cli_in_process("mine", SAMPLE, "--config", config, "--out", str(tmp_path / "out"))
+    assert one_error_line(result.stderr).startswith("diffimax: error: " + message.format(path=config))
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_job_file_is_one_line(tmp_path: Path) -> None:
+    result = cli_in_process("plan", SAMPLE, "--config", str(tmp_path / "none.toml"))
+    assert one_error_line(result.stderr) == (
+        f"diffimax: error: cannot read job file {str(tmp_path / 'none.toml')!r}: No such file or directory"
+    )
+
+
+def test_the_repertoire_reads_its_own_keys(tmp_path: Path) -> None:
+    """The repertoire's keys are its flags (`color`, `rating`, `line-plies`); mining's are not."""
+    config = job_file(tmp_path / "rep.toml", 'color = "purple"\nrating = 1500\nline-plies = 4\n')
+    result = cli_in_process("repertoire", "--config", config)
+    assert one_error_line(result.stderr) == "diffimax: error: invalid --color 'purple': expected white or black"
+    mining = job_file(tmp_path / "mine.toml", "max-games = 3\n")
+    result = cli_in_process("repertoire", "--config", mining, "--color", "white", "--rating", "1500")
+    assert "unknown key 'max-games' (repertoire takes: " in one_error_line(result.stderr)
