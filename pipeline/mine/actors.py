@@ -75,14 +75,7 @@ class MiningWorker(AnalysisWorker):
         )
 
     def table_stats(self) -> dict[str, int]:
-        table = self.table
-        return {
-            "entries": len(table),
-            "bytes": table.bytes,
-            "hits": table.hits,
-            "misses": table.misses,
-            "evictions": table.evictions,
-        }
+        return self.table.stats()
 
 
 class PositionCounter:

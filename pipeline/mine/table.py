@@ -126,6 +126,16 @@ class AnalysisTable:
     def __len__(self) -> int:
         return len(self.entries)
 
+    def stats(self) -> dict[str, int]:
+        """Entries, packed bytes, hits, misses and evictions so far (a worker's `table_stats`)."""
+        return {
+            "entries": len(self),
+            "bytes": self.bytes,
+            "hits": self.hits,
+            "misses": self.misses,
+            "evictions": self.evictions,
+        }
+
     def clear(self) -> None:
         self.entries.clear()
         self.bytes = 0

@@ -86,14 +86,7 @@ class RepertoireWorker(KitWorker):
         return dataclasses.replace(result, cost=timed_cost(lines, started, reused))
 
     def table_stats(self) -> dict[str, int]:
-        table = self.table
-        return {
-            "entries": len(table),
-            "bytes": table.bytes,
-            "hits": table.hits,
-            "misses": table.misses,
-            "evictions": table.evictions,
-        }
+        return self.table.stats()
 
     def cpu(self) -> float:
         """CPU seconds of this process and its engines so far (`pipeline.mine.plan.measure.cpu_seconds`)."""
