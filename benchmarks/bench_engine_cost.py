@@ -34,8 +34,9 @@ from typing import Any
 import chess
 import chess.pgn
 
+from pipeline.engines.options import EngineOptions
 from pipeline.engines.process import resolve_engine
-from pipeline.engines.uci import DEFAULT_NODES, EngineLimits, UciBackend
+from pipeline.engines.uci import DEFAULT_NODES, UciBackend
 from pipeline.human.models import load_move_model
 from pipeline.judging import Judge, JudgingKit
 from pipeline.mine.plan import cpu_seconds
@@ -46,7 +47,7 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "games"
 FILES = ("lichess_100.pgn", "lichess_player_b_1089.pgn")
 JUDGES = JudgeSettings()
 # The judged analysis before the probe: no probe, deeper at 4x the nodes.
-BEFORE = {"deeper_factor": 4, "probe_divisor": None}
+BEFORE = {"deeper_factor": 4, "probe_divisor": 0}
 
 
 def positions(count: int) -> list[tuple[chess.Board, str]]:
@@ -72,7 +73,7 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return 1.0 if not a and not b else len(a & b) / len(a | b)
 
 
-def backend(limits: EngineLimits) -> UciBackend:
+def backend(limits: EngineOptions) -> UciBackend:
     return UciBackend(resolve_engine("stockfish"), limits=limits)
 
 
@@ -82,11 +83,11 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     model = load_move_model("default")
     assert model is not None
     methods = {
-        "before": backend(EngineLimits(nodes=DEFAULT_NODES, **BEFORE)),  # type: ignore[arg-type]
-        "probe": backend(EngineLimits()),
-        **{f"probe/{divisor}": backend(EngineLimits(probe_divisor=divisor)) for divisor in args.also_divisor},
+        "before": backend(EngineOptions(nodes=DEFAULT_NODES, **BEFORE)),
+        "probe": backend(EngineOptions()),
+        **{f"probe/{divisor}": backend(EngineOptions(probe_divisor=divisor)) for divisor in args.also_divisor},
     }
-    reference = backend(EngineLimits(nodes=args.reference, **BEFORE))  # type: ignore[arg-type]
+    reference = backend(EngineOptions(nodes=args.reference, **BEFORE))
     runs: dict[str, dict[str, list[Any]]] = {
         name: {"seconds": [], "cpu": [], "nodes": [], "candidates": [], "calls": []} for name in methods
     }

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.bench_engine_cost import backend, positions
-from pipeline.engines.uci import EngineLimits
+from pipeline.engines.options import EngineOptions
 from pipeline.human.models import load_move_model
 from pipeline.judging import Judge, JudgingKit
 from pipeline.mine.plan import cpu_seconds
@@ -46,7 +46,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     model = load_move_model("default")
     assert model is not None
     methods = {"before": BEFORE, "now": NOW}
-    engines = {name: backend(EngineLimits()) for name in methods}
+    engines = {name: backend(EngineOptions()) for name in methods}
     runs: dict[str, dict[str, list[Any]]] = {
         name: {"seconds": [], "cpu": [], "nodes": [], "trap": [], "candidates": [], "levels": []} for name in methods
     }

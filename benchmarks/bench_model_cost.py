@@ -31,7 +31,7 @@ import chess
 import chess.pgn
 
 from benchmarks.bench_engine_cost import BEFORE, DATA, FILES, backend, jaccard
-from pipeline.engines.uci import EngineLimits
+from pipeline.engines.options import EngineOptions
 from pipeline.human.context import MoverContext
 from pipeline.human.models import load_move_model
 from pipeline.judging import Judge, JudgingKit
@@ -97,7 +97,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         started = time.process_time()
         predicted = model.batch_probabilities([(board, context) for board, _, context in samples])
         inference = time.process_time() - started
-        engine, reference = backend(EngineLimits()), backend(EngineLimits(nodes=args.reference, **BEFORE))  # type: ignore[arg-type]
+        engine, reference = backend(EngineOptions()), backend(EngineOptions(nodes=args.reference, **BEFORE))
         runs[setup.name] = {
             "inference": [inference / len(samples)],
             "cpu": [],

@@ -46,7 +46,8 @@ import chess
 import chess.engine
 import chess.pgn
 
-from pipeline.engines.backends import EngineOptions, open_backend
+from pipeline.engines.backends import open_backend
+from pipeline.engines.options import EngineOptions
 from pipeline.human.context import MoverContext
 from pipeline.human.models import load_move_model
 from pipeline.judging import Judge, JudgingKit

@@ -29,7 +29,8 @@ from pathlib import Path
 
 import chess
 
-from pipeline.engines.backends import EngineOptions, open_backend
+from pipeline.engines.backends import open_backend
+from pipeline.engines.options import EngineOptions
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus
 from pipeline.human.models import load_move_model, resolve_model

@@ -58,7 +58,7 @@ import pyarrow.parquet as pq
 
 from pipeline.common.progress import Progress
 from pipeline.common.stats import wilson
-from pipeline.engines.backends import EngineOptions
+from pipeline.engines.options import EngineOptions
 from pipeline.harness.known_traps import load_known_traps
 from pipeline.human.context import parse_pool
 from pipeline.human.corpus import Corpus

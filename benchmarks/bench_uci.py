@@ -36,8 +36,9 @@ import chess
 import chess.engine
 import chess.pgn
 
+from pipeline.engines.options import EngineOptions
 from pipeline.engines.process import resolve_engine
-from pipeline.engines.uci import EngineLimits, UciBackend
+from pipeline.engines.uci import UciBackend
 from pipeline.harness.agreement import disagreements, response_class, sample_positions
 from search.analysis import ResponseAnalysis
 from search.settings import UCI_DEFAULT_DEPTH, DiffiMaxSettings
@@ -133,7 +134,7 @@ def quality(path: str, levels: list[int], reference: int, boards: list[chess.Boa
 
     def classes(nodes: int) -> tuple[list[dict[str, str]], int]:
         found, total = [], 0
-        with UciBackend(path, limits=EngineLimits(nodes=nodes)) as backend:
+        with UciBackend(path, limits=EngineOptions(nodes=nodes)) as backend:
             for board in boards:
                 result = backend.analyse(board, not board.turn, settings)
                 assert result.root_analysis is not None
@@ -196,8 +197,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     path = resolve_engine(args.engine)
     boards = sample_positions(args.positions)
     settings = DiffiMaxSettings(depth=1, reasonable_dip=args.reasonable_dip, trap_dip=args.trap_dip)
-    limits = EngineLimits(nodes=args.nodes)
-    baseline_limits = EngineLimits(nodes=round(args.nodes * BASELINE_FACTOR))
+    limits = EngineOptions(nodes=args.nodes)
+    baseline_limits = EngineOptions(nodes=round(args.nodes * BASELINE_FACTOR))
     with (
         UciBackend(path, limits=limits) as adaptive_backend,
         UciBackend(path, limits=limits, strategy="naive") as naive_backend,

@@ -15,7 +15,8 @@ import chess
 from pipeline.common.progress import Progress
 from pipeline.dataset.integrity import DatasetState
 from pipeline.dataset.queries import Dataset
-from pipeline.engines.backends import EngineOptions, default_engine
+from pipeline.engines.backends import default_engine
+from pipeline.engines.options import EngineOptions
 from pipeline.human.context import parse_pool
 from pipeline.judging import HumanEvidence
 from pipeline.mine.config import MineConfig

@@ -25,7 +25,8 @@ from typing import Any, Protocol
 
 import chess
 
-from pipeline.engines.backends import EngineOptions, open_backend
+from pipeline.engines.backends import open_backend
+from pipeline.engines.options import EngineOptions
 from pipeline.engines.process import EngineStartError
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus

@@ -43,8 +43,10 @@ class ReplyValues:
 
 class Backend(Protocol):
     name: str
-    probes: bool
-    """Whether the `probe` level is cheaper than `deep` (else judging skips it)."""
+
+    @property
+    def probes(self) -> bool:
+        """Whether the `probe` level is cheaper than `deep` (else judging skips it)."""
 
     def analyse(self, board: chess.Board, setter: chess.Color, settings: DiffiMaxSettings) -> DiffiMaxResult:
         """DiffiMax at `board` (with its move stack, for repetitions) for `setter`."""

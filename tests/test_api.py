@@ -16,7 +16,7 @@ from pipeline import api
 from pipeline.cli.jobs import mine_config
 from pipeline.cli.options import EngineFlags, EvidenceFlags, SearchFlags, ThresholdFlags, build_judges
 from pipeline.dataset.integrity import DatasetError
-from pipeline.engines.backends import EngineOptions
+from pipeline.engines.options import EngineOptions
 from pipeline.judging import HumanEvidence
 from pipeline.outputs.explain_input import ExplainInputError
 from search.chessgame import FenError, MovesError

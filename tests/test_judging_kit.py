@@ -6,7 +6,7 @@ from __future__ import annotations
 import chess
 import pytest
 
-from pipeline.engines.backends import EngineOptions
+from pipeline.engines.options import EngineOptions
 from pipeline.engines.process import EngineStartError
 from pipeline.human.models import ModelSpecError
 from pipeline.judging import HumanEvidence, judging_kit, open_kit

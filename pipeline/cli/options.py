@@ -22,7 +22,8 @@ from typing import Annotated, Any, Final, TypeVar
 
 import typer
 
-from pipeline.engines.backends import EMBEDDED, EngineOptions, default_engine
+from pipeline.engines.backends import EMBEDDED, default_engine
+from pipeline.engines.options import EngineOptions
 from pipeline.human.models import MODEL_HELP
 from search.errors import DiffimaxError
 from search.judges import JudgeName, JudgeSettings, parse_judges

@@ -2,28 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from pipeline.engines.options import EngineOptions
 from search.backend import NATIVE_SHALLOW_PLIES, Backend, MaterialBackend, NativeBackend
-
-
-@dataclass(frozen=True)
-class EngineOptions:
-    """How to run a UCI engine; None leaves the backend's documented default."""
-
-    threads: int | None = None
-    """UCI option Threads (one thread keeps results deterministic)."""
-    hash_mb: int | None = None
-    """UCI option Hash, in MiB."""
-    nodes: int | None = None
-    """Node limit per engine search (per line); the native engine's total node budget."""
-    depth: int | None = None
-    """Depth limit per engine search, in plies."""
-    movetime: float | None = None
-    """Time limit per engine search, in seconds."""
-    shallow_depth: int | None = None
-    """The shallow pass over every reply: plies (native) or engine depth (UCI)."""
 
 
 def default_engine() -> str:
@@ -57,6 +39,8 @@ def open_backend(engine: str, options: EngineOptions | None = None, *, exact_roo
             ("depth", options.depth),
             ("movetime", options.movetime),
             ("shallow_depth", options.shallow_depth),
+            ("deeper_factor", options.deeper_factor),
+            ("probe_divisor", options.probe_divisor),
         )
         if value is not None
     }

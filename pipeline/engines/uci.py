@@ -5,7 +5,7 @@ same records as the native backend (`search.backend`), through the same walk
 How the engine is asked (docs/uci.md has the reasoning, docs/results/uci.md the measurements):
 
 - A *node query* asks the engine about the moves at one position. A move's value is the engine's
-  score of the line that starts with it, searched under the per-line limit (`EngineLimits`).
+  score of the line that starts with it, searched under the per-line limit (`line_limits`).
 - Adaptive (the default): the best line first, then the best of the moves not yet seen
   (`go ... searchmoves`), one line per call, until the line just found lies beyond the margin
   (R at an opponent node, S at a setter node). The engine then vouches that no unseen move is
@@ -22,6 +22,7 @@ The process itself (start, timeouts, crash restart, no orphans) is `pipeline.eng
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import time
@@ -33,6 +34,7 @@ from typing import Any, Literal
 import chess
 import chess.engine
 
+from pipeline.engines.options import EngineOptions
 from pipeline.engines.process import (
     DEFAULT_TIMEOUT,
     EngineCrashed,
@@ -51,7 +53,7 @@ from search.settings import DiffiMaxSettings, SettingsError, is_whole
 from search.traversal import walk
 from search.values import MATE, MATE_BOUND, Value
 
-__all__ = ["EngineLimits", "UciBackend", "open_uci_backend"]
+__all__ = ["UciBackend", "line_limits", "open_uci_backend"]
 
 Strategy = Literal["adaptive", "naive"]
 STRATEGIES: tuple[Strategy, ...] = ("adaptive", "naive")
@@ -81,80 +83,76 @@ ADAPTIVE_BATCH = 1
 # -- limits and scores ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class EngineLimits:
-    """How long the engine searches ONE line (the score of one move). A call that asks for k
-    lines gets k times the node and time budget; a depth applies to every line as it is. The
-    engine stops at whichever limit it reaches first."""
+def line_limits(options: EngineOptions | None = None) -> EngineOptions:
+    """How long the engine searches ONE line (the score of one move), from the one engine record:
+    `options`' nodes, depth and movetime (the mining default, `DEFAULT_NODES`, when none is
+    given), its deeper factor and probe divisor (their defaults when None), checked. A call that
+    asks for k lines gets k times the node and time budget; a depth applies to every line as it
+    is. The engine stops at whichever limit it reaches first."""
+    options = options or EngineOptions()
+    if options.nodes is None and options.depth is None and options.movetime is None:
+        options = dataclasses.replace(options, nodes=DEFAULT_NODES)
+    for name, amount in (("nodes", options.nodes), ("depth", options.depth)):
+        if amount is not None and not is_whole(amount, 1):
+            raise SettingsError(f"invalid engine {name} {amount!r}: must be a whole number >= 1")
+    if options.movetime is not None and not (math.isfinite(options.movetime) and options.movetime > 0):
+        raise SettingsError(f"invalid engine movetime {options.movetime!r}: must be > 0 seconds")
+    deeper = DEEPER_FACTOR if options.deeper_factor is None else options.deeper_factor
+    divisor = PROBE_DIVISOR if options.probe_divisor is None else options.probe_divisor
+    for name, factor, low in (("deeper factor", deeper, 1), ("probe divisor", divisor, 0)):
+        if not is_whole(factor, low):
+            raise SettingsError(f"invalid engine {name} {factor!r}: must be a whole number >= {low}")
+    return dataclasses.replace(options, deeper_factor=deeper, probe_divisor=divisor)
 
-    nodes: int | None = DEFAULT_NODES
-    """Engine nodes per line; deterministic with one thread."""
-    depth: int | None = None
-    """Engine search depth in plies, for every line; deterministic with one thread."""
-    movetime: float | None = None
-    """Seconds per line; never reproducible."""
-    deeper_factor: int = DEEPER_FACTOR
-    """A search deeper gets this many times the nodes and time (`deeper`)."""
-    probe_divisor: int | None = PROBE_DIVISOR
-    """A probe gets the nodes divided by this (`probe`); None: no probe, every plausible reply gets
-    the full search (the judging before probes, kept to measure against)."""
 
-    def __post_init__(self) -> None:
-        if self.nodes is None and self.depth is None and self.movetime is None:
-            raise SettingsError("engine limits: give at least one of nodes, depth, movetime")
-        for name, amount in (("nodes", self.nodes), ("depth", self.depth)):
-            if amount is not None and not is_whole(amount, 1):
-                raise SettingsError(f"invalid engine {name} {amount!r}: must be a whole number >= 1")
-        if self.movetime is not None and not (math.isfinite(self.movetime) and self.movetime > 0):
-            raise SettingsError(f"invalid engine movetime {self.movetime!r}: must be > 0 seconds")
-        for name, factor in (("deeper factor", self.deeper_factor), ("probe divisor", self.probe_divisor)):
-            if factor is not None and not is_whole(factor, 1):
-                raise SettingsError(f"invalid engine {name} {factor!r}: must be a whole number >= 1")
+def deeper_limits(limits: EngineOptions) -> EngineOptions:
+    """The limit of a search one step deeper: the deeper factor times the nodes and time, two more
+    plies of depth."""
+    factor = limits.deeper_factor or DEEPER_FACTOR
+    return dataclasses.replace(
+        limits,
+        nodes=None if limits.nodes is None else limits.nodes * factor,
+        depth=None if limits.depth is None else limits.depth + 2,
+        movetime=None if limits.movetime is None else limits.movetime * factor,
+    )
 
-    def deeper(self) -> EngineLimits:
-        """The limit of a search one step deeper: `deeper_factor` times the nodes and time, two more
-        plies of depth."""
-        factor = self.deeper_factor
-        return EngineLimits(
-            nodes=None if self.nodes is None else self.nodes * factor,
-            depth=None if self.depth is None else self.depth + 2,
-            movetime=None if self.movetime is None else self.movetime * factor,
-        )
 
-    def probe(self) -> EngineLimits:
-        """The limit of a probe: the nodes divided by `probe_divisor` (only node limits have one)."""
-        assert self.nodes is not None and self.probe_divisor is not None
-        return EngineLimits(nodes=max(1, self.nodes // self.probe_divisor))
+def has_probe(limits: EngineOptions) -> bool:
+    """A probe exists for a node limit alone (a depth or time limit has no cheaper twin), and not
+    with a probe divisor of 0."""
+    return bool(limits.probe_divisor) and limits.nodes is not None and limits.depth is None and limits.movetime is None
 
-    @property
-    def probes(self) -> bool:
-        """A probe exists for a node limit alone (a depth or time limit has no cheaper twin)."""
-        return (
-            self.probe_divisor is not None and self.nodes is not None and self.depth is None and self.movetime is None
-        )
 
-    def for_lines(self, lines: int) -> chess.engine.Limit:
-        """The limit of one engine call that asks for `lines` lines."""
-        return chess.engine.Limit(
-            nodes=None if self.nodes is None else self.nodes * lines,
-            depth=self.depth,
-            time=None if self.movetime is None else self.movetime * lines,
-        )
+def probe_limits(limits: EngineOptions) -> EngineOptions:
+    """The limit of a probe: the nodes divided by the probe divisor (only node limits have one)."""
+    assert limits.nodes is not None and limits.probe_divisor
+    return dataclasses.replace(limits, nodes=max(1, limits.nodes // limits.probe_divisor))
 
-    @property
-    def deterministic(self) -> bool:
-        return self.movetime is None
 
-    def describe(self) -> dict[str, Any]:
-        probe = self.probe_divisor if self.probes else None
-        return {
-            "nodes": self.nodes,
-            "depth": self.depth,
-            "movetime": self.movetime,
-            "per": "line",
-            "deeper_factor": self.deeper_factor,
-            "probe_divisor": probe,
-        }
+def call_limit(limits: EngineOptions, lines: int) -> chess.engine.Limit:
+    """The limit of one engine call that asks for `lines` lines."""
+    return chess.engine.Limit(
+        nodes=None if limits.nodes is None else limits.nodes * lines,
+        depth=limits.depth,
+        time=None if limits.movetime is None else limits.movetime * lines,
+    )
+
+
+def describe_limits(limits: EngineOptions) -> dict[str, Any]:
+    """The per-line limits as a job's identity and manifest record them."""
+    return {
+        "nodes": limits.nodes,
+        "depth": limits.depth,
+        "movetime": limits.movetime,
+        "per": "line",
+        "deeper_factor": limits.deeper_factor,
+        "probe_divisor": limits.probe_divisor if has_probe(limits) else None,
+    }
+
+
+def shallow_limits(depth: int = DEFAULT_SHALLOW_DEPTH) -> EngineOptions:
+    """The shallow pass's limit: a depth alone, no probe."""
+    return EngineOptions(depth=depth, deeper_factor=DEEPER_FACTOR, probe_divisor=0)
 
 
 def line_value(score: chess.engine.PovScore, setter: chess.Color, ply: int) -> Value:
@@ -214,11 +212,11 @@ class UciBackend:
         *,
         threads: int = DEFAULT_THREADS,
         hash_mb: int = DEFAULT_HASH_MB,
-        limits: EngineLimits | None = None,
+        limits: EngineOptions | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         strategy: Strategy = "adaptive",
         exact_root: bool = False,
-        shallow: EngineLimits | None = None,
+        shallow: EngineOptions | None = None,
     ) -> None:
         for label, amount in (("threads", threads), ("hash", hash_mb)):
             if not is_whole(amount, 1):
@@ -228,8 +226,8 @@ class UciBackend:
         if strategy not in STRATEGIES:
             raise SettingsError(f"invalid strategy {strategy!r}: expected adaptive or naive")
         self.path = path
-        self.limits = limits or EngineLimits()
-        self.shallow_limits = shallow or EngineLimits(nodes=None, depth=DEFAULT_SHALLOW_DEPTH)
+        self.limits = line_limits(limits)  # per line; the player swaps them for one `go` (`set_limits`)
+        self.shallow_limits = line_limits(shallow or shallow_limits())
         self.timeout = timeout
         self.strategy: Strategy = strategy
         # Explain shows the whole response distribution at the root: every root response gets
@@ -237,7 +235,11 @@ class UciBackend:
         self.exact_root = exact_root
         self.engine = UciEngine(path, {"Threads": threads, "Hash": hash_mb}, timeout=timeout)  # fails fast
         self.options = dict(self.engine.options)
-        self.probes = self.limits.probes
+
+    @property
+    def probes(self) -> bool:
+        """Whether the limits have a probe level (`has_probe`); they change with `go nodes/depth`."""
+        return has_probe(self.limits)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -270,11 +272,11 @@ class UciBackend:
             "version": version.group(0) if version else engine_name,
             "path": self.path,
             "options": dict(self.options),
-            "limits": self.limits.describe(),
-            "shallow": self.shallow_limits.describe(),
+            "limits": describe_limits(self.limits),
+            "shallow": describe_limits(self.shallow_limits),
             "timeout": self.timeout,
             "strategy": self.strategy,
-            "deterministic": self.options.get("Threads", 1) == 1 and self.limits.deterministic,
+            "deterministic": self.options.get("Threads", 1) == 1 and self.limits.movetime is None,
         }
 
     # -- analysis ------------------------------------------------------------------------------
@@ -306,11 +308,11 @@ class UciBackend:
         """Replies valued by the engine: one MultiPV search over every reply at the shallow limit;
         the best reply (one search) or each named reply (`searchmoves`, one search each, each from
         an empty hash so its value depends on the position and the move alone) at the per-line
-        limit, or at `EngineLimits.deeper` of it."""
+        limit, or at `deeper_limits` of it."""
         _check_position(board)
-        limits = {"shallow": self.shallow_limits, "deep": self.limits, "deeper": self.limits.deeper()}.get(level)
+        limits = {"shallow": self.shallow_limits, "deep": self.limits, "deeper": deeper_limits(self.limits)}.get(level)
         if limits is None:  # the probe
-            limits = self.limits.probe() if self.probes else self.limits
+            limits = probe_limits(self.limits) if self.probes else self.limits
 
         def run(process: EngineProcess) -> ReplyValues:
             return UciOracle(self, process, board, setter, settings).reply_values(moves, limits, level)
@@ -329,14 +331,15 @@ def open_uci_backend(
     timeout: float = DEFAULT_TIMEOUT,
     exact_root: bool = False,
     shallow_depth: int = DEFAULT_SHALLOW_DEPTH,
+    deeper_factor: int | None = None,
+    probe_divisor: int | None = None,
 ) -> UciBackend:
     """A started `UciBackend` for `--engine SPEC`. Without any limit the mining default applies
-    (`DEFAULT_NODES` per line); limits are per line (`EngineLimits`); the shallow pass searches
+    (`DEFAULT_NODES` per line); limits are per line (`line_limits`); the shallow pass searches
     to `shallow_depth`."""
-    if nodes is None and depth is None and movetime is None:
-        limits = EngineLimits()
-    else:
-        limits = EngineLimits(nodes=nodes, depth=depth, movetime=movetime)
+    limits = EngineOptions(  # `line_limits` fills in the defaults
+        nodes=nodes, depth=depth, movetime=movetime, deeper_factor=deeper_factor, probe_divisor=probe_divisor
+    )
     return UciBackend(
         resolve_engine(spec),
         threads=threads,
@@ -344,7 +347,7 @@ def open_uci_backend(
         limits=limits,
         timeout=timeout,
         exact_root=exact_root,
-        shallow=EngineLimits(nodes=None, depth=shallow_depth),
+        shallow=shallow_limits(shallow_depth),
     )
 
 
@@ -377,7 +380,7 @@ class UciOracle:
         backend = self.backend
         return {
             "engine": backend.engine.id.get("name", ""),
-            "limits": backend.limits.describe(),
+            "limits": describe_limits(backend.limits),
             "strategy": backend.strategy,
             "engine_calls": self.calls,
             "engine_lines": self.lines,
@@ -431,7 +434,7 @@ class UciOracle:
             )
         return measured
 
-    def reply_values(self, moves: Sequence[str] | None, limits: EngineLimits, level: Level) -> ReplyValues:
+    def reply_values(self, moves: Sequence[str] | None, limits: EngineOptions, level: Level) -> ReplyValues:
         board = self.game.board
         nodes_before = self.nodes
         if moves is None:
@@ -477,13 +480,13 @@ class UciOracle:
             batch = len(moves) if everything else ADAPTIVE_BATCH
 
     def _call(
-        self, count: int, root_moves: Sequence[chess.Move] | None, game: object, limits: EngineLimits | None = None
+        self, count: int, root_moves: Sequence[chess.Move] | None, game: object, limits: EngineOptions | None = None
     ) -> list[EngineLine]:
         """One engine call for `count` lines (among `root_moves` when given), at `limits` per line
         (default: the backend's)."""
         board, ply = self.game.board, self.game.ply
         backend = self.backend
-        limit = (limits or backend.limits).for_lines(count)
+        limit = call_limit(limits or backend.limits, count)
         # The fixed timeout, plus what the limit asks for: a long node budget is no hang.
         timeout = search_timeout(limit.nodes, limit.time, spare=backend.timeout)
         started = time.perf_counter()

@@ -33,7 +33,8 @@ from pipeline.common.cluster import Tick, fan_out
 from pipeline.common.progress import Progress
 from pipeline.common.splits import parse_split
 from pipeline.common.stats import wilson
-from pipeline.engines.backends import EngineOptions, open_backend
+from pipeline.engines.backends import open_backend
+from pipeline.engines.options import EngineOptions
 from pipeline.harness.calibration import calibrate
 from pipeline.harness.evidence_file import Record, load_records, save_records
 from pipeline.harness.known_traps import load_known_traps

@@ -16,7 +16,7 @@ from typing import Any, Final, TypeAlias
 import chess
 import chess.engine
 
-from pipeline.engines.backends import EngineOptions
+from pipeline.engines.options import EngineOptions
 from pipeline.engines.process import EngineError, UciEngine
 from pipeline.human.features import MATE_CP
 

@@ -34,7 +34,7 @@ from pipeline.common.cluster import Tick, fan_out
 from pipeline.common.progress import Progress
 from pipeline.common.splits import Split
 from pipeline.common.stats import wilson
-from pipeline.engines.backends import EngineOptions
+from pipeline.engines.options import EngineOptions
 from pipeline.human.book import Book, BookBuilder
 from pipeline.human.context import Pool
 from pipeline.human.data import GameRecord, GameSample, read_inputs

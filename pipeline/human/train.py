@@ -32,7 +32,7 @@ import numpy.typing as npt
 from pipeline.common.cluster import Tick
 from pipeline.common.files import write_atomic
 from pipeline.common.progress import Progress
-from pipeline.engines.backends import EngineOptions
+from pipeline.engines.options import EngineOptions
 from pipeline.human.book import DEFAULT_MIN_GAMES, Book, BookBuilder
 from pipeline.human.context import Pool
 from pipeline.human.data import GameSample, ReadCounts, input_digest, read_inputs

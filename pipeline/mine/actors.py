@@ -23,7 +23,7 @@ import ray
 
 from pipeline.dataset.lease import Tenure
 from pipeline.dataset.store import sees_run
-from pipeline.engines.backends import EngineOptions
+from pipeline.engines.options import EngineOptions
 from pipeline.human.context import Pool
 from pipeline.ingest.headers import GameFilter
 from pipeline.ingest.pinned import FilePin

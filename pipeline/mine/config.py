@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeline.common.files import MIB
-from pipeline.engines.backends import EngineOptions
+from pipeline.engines.options import EngineOptions
 from pipeline.human.context import Pool
 from pipeline.ingest.headers import GameFilter
 from pipeline.ingest.sources import MAX_GAME_BYTES

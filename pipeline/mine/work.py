@@ -18,7 +18,7 @@ import chess
 
 from pipeline.common.files import MIB
 from pipeline.dataset.store import table_of
-from pipeline.engines.backends import EngineOptions
+from pipeline.engines.options import EngineOptions
 from pipeline.engines.process import EngineStartError
 from pipeline.human.context import MoverContext
 from pipeline.human.maia3 import Maia3Model

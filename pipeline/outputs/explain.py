@@ -10,7 +10,8 @@ from typing import Any
 
 import chess
 
-from pipeline.engines.backends import EngineOptions, describe_engine
+from pipeline.engines.backends import describe_engine
+from pipeline.engines.options import EngineOptions
 from pipeline.judging import HumanEvidence, Judge, Judgement, judging_kit
 from pipeline.mine.rows import reply_rows
 from pipeline.outputs.explain_input import ExplainInput

@@ -15,6 +15,7 @@ from typing import Final
 
 import chess
 
+from pipeline.engines.options import EngineOptions
 from pipeline.human.context import MoverContext
 from pipeline.play.styles import Style
 from search.values import MATE, Value, is_mate_score
@@ -123,10 +124,9 @@ class Situation:
     """The increment per move in seconds."""
     searchmoves: frozenset[str] | None = None
     """Only these moves may be chosen (UCI `go searchmoves`)."""
-    nodes: int | None = None
-    """A per-line node limit for this move instead of the engine's (UCI `go nodes`)."""
-    depth: int | None = None
-    """A per-line depth limit for this move (UCI `go depth`; the native engine's plies)."""
+    limits: EngineOptions | None = None
+    """The per-line node and depth limits of this move instead of the engine's (UCI `go nodes`,
+    `go depth`; a depth is the native engine's plies), None: the engine's own."""
 
     def mover_context(self, rating: int | None, *, ours: bool) -> MoverContext:
         """What the human-move model is told of the mover: `rating`, and our clock or the

@@ -149,21 +149,22 @@ class Player:
         """The settings of one decision, with `go nodes` / `go depth` applied: the UCI engine's
         per-line limits, or the native engine's depth (its plies), restored afterwards."""
         settings = self.settings
-        if situation.nodes is None and situation.depth is None:
+        limits = situation.limits
+        if limits is None:
             yield settings
             return
-        from pipeline.engines.uci import EngineLimits, UciBackend
+        from pipeline.engines.uci import UciBackend, line_limits
 
         backend = self.backend
         if isinstance(backend, UciBackend):
             saved_limits = backend.limits
-            backend.limits = EngineLimits(nodes=situation.nodes, depth=situation.depth)
+            backend.limits = line_limits(limits)
             try:
                 yield settings
             finally:
                 backend.limits = saved_limits
             return
-        if isinstance(backend, NativeBackend) and situation.depth is not None:
-            diffimax = dataclasses.replace(settings.diffimax, depth=situation.depth)
+        if isinstance(backend, NativeBackend) and limits.depth is not None:
+            diffimax = dataclasses.replace(settings.diffimax, depth=limits.depth)
             settings = dataclasses.replace(settings, diffimax=diffimax)
         yield settings

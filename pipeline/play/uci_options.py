@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from pipeline.common.files import TIB_IN_MIB
-from pipeline.engines.backends import EMBEDDED, EngineOptions
+from pipeline.engines.backends import EMBEDDED
+from pipeline.engines.options import EngineOptions
 from pipeline.human.models import resolve_model
 from pipeline.judging import HumanEvidence
 from pipeline.play.clock import TimeSettings

@@ -26,6 +26,7 @@ from typing import Final, TextIO
 
 import chess
 
+from pipeline.engines.options import EngineOptions
 from pipeline.human.context import MoverContext
 from pipeline.human.models import MoveModel
 from pipeline.judging import open_kit
@@ -381,8 +382,7 @@ class Session:
             base_seconds=self.base_seconds,
             increment_seconds=None if increment is None else round(increment / 1000),
             searchmoves=searchmoves,
-            nodes=go.nodes,
-            depth=go.depth,
+            limits=None if go.nodes is None and go.depth is None else EngineOptions(nodes=go.nodes, depth=go.depth),
         )
         plan = plan_time(go, turn, self.config.time)
         self.search = Search(self, board.copy(), go, situation, plan)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pipeline.common.progress import Progress
-from pipeline.engines.backends import EngineOptions
+from pipeline.engines.options import EngineOptions
 from pipeline.judging import HumanEvidence
 from pipeline.mine.table import DEFAULT_TABLE_MB, partition_of
 from pipeline.repertoire.expand import NodeRequest, board_analysis_key

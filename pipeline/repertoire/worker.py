@@ -12,7 +12,7 @@ import dataclasses
 import time
 
 from pipeline.common.files import MIB
-from pipeline.engines.backends import EngineOptions
+from pipeline.engines.options import EngineOptions
 from pipeline.engines.process import EngineStartError
 from pipeline.judging import HumanEvidence, Judge, KitWorker
 from pipeline.mine.plan.measure import cpu_seconds

@@ -21,6 +21,7 @@ import chess
 import chess.engine
 import pytest
 
+from pipeline.engines.options import EngineOptions
 from pipeline.engines.process import (
     CALL_FACTOR_MAX,
     DEFAULT_TIMEOUT,
@@ -31,7 +32,7 @@ from pipeline.engines.process import (
     resolve_engine,
     search_timeout,
 )
-from pipeline.engines.uci import DEFAULT_NODES, EngineLimits, UciBackend, line_value, open_uci_backend
+from pipeline.engines.uci import DEFAULT_NODES, UciBackend, call_limit, line_limits, line_value, open_uci_backend
 from pipeline.judging import Judge, JudgingKit
 from pipeline.mine.occurrences import game_occurrences
 from pipeline.mine.table import AnalysisEntry
@@ -214,13 +215,13 @@ def test_engine_mate_counts_become_plies_from_the_root():
 
 
 def test_limits_are_per_line_and_validated():
-    limit = EngineLimits(nodes=1_000, depth=9, movetime=0.5).for_lines(4)
+    limit = call_limit(line_limits(EngineOptions(nodes=1_000, depth=9, movetime=0.5)), 4)
     assert (limit.nodes, limit.depth, limit.time) == (4_000, 9, 2.0)
-    assert EngineLimits().nodes == DEFAULT_NODES
+    assert line_limits().nodes == line_limits(EngineOptions(threads=2)).nodes == DEFAULT_NODES
     with pytest.raises(SettingsError, match=r"^invalid engine nodes 0: must be a whole number >= 1$"):
-        EngineLimits(nodes=0)
-    with pytest.raises(SettingsError, match=r"^engine limits: give at least one of nodes, depth, movetime$"):
-        EngineLimits(nodes=None)
+        line_limits(EngineOptions(nodes=0))
+    with pytest.raises(SettingsError, match=r"^invalid engine probe divisor -1: must be a whole number >= 0$"):
+        line_limits(EngineOptions(probe_divisor=-1))
     with pytest.raises(SettingsError, match=r"^invalid engine threads 0: must be a whole number >= 1$"):
         open_uci_backend(str(STOCKFISH), threads=0)
 
@@ -528,7 +529,7 @@ def test_mate_scores_count_plies_from_the_root():
     fools = chess.Board()
     for move in ("f2f3", "e7e5"):
         fools.push_uci(move)
-    with UciBackend(str(STOCKFISH), limits=EngineLimits(nodes=20_000), exact_root=True) as backend:
+    with UciBackend(str(STOCKFISH), limits=EngineOptions(nodes=20_000), exact_root=True) as backend:
         result = backend.analyse(fools, chess.BLACK, DiffiMaxSettings(depth=1))
     g4 = {r.move: r for r in result.root_analysis.responses}["g2g4"]
     assert (g4.value, g4.exact, g4.reasonable) == (MATE - 2, True, False)

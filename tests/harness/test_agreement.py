@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.engines.uci import EngineLimits, UciBackend
+from pipeline.engines.options import EngineOptions
+from pipeline.engines.uci import UciBackend
 from pipeline.harness.agreement import disagreements, sample_positions
 from search.settings import DiffiMaxSettings
 from tests.conftest import STOCKFISH, needs_stockfish
@@ -41,7 +42,7 @@ def test_adaptive_analysis_agrees_with_naive_multipv(record_property):
     settings = DiffiMaxSettings(depth=1)
     boards = sample_positions(POSITIONS)
     assert len(boards) == POSITIONS
-    limits = EngineLimits(nodes=NODES)
+    limits = EngineOptions(nodes=NODES)
     pairs = []
     with (
         UciBackend(str(STOCKFISH), limits=limits) as adaptive_backend,

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from pipeline.common.stats import wilson
-from pipeline.engines.backends import EngineOptions
+from pipeline.engines.options import EngineOptions
 from pipeline.harness.evidence_file import Record
 from pipeline.harness.measure import Variant, gather, gather_parallel, measure, recall
 from pipeline.harness.samples import trap_samples

@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.dataset.duck import connect
 from pipeline.dataset.store import OutputError
-from pipeline.engines.backends import EngineOptions
+from pipeline.engines.options import EngineOptions
 from pipeline.ingest.headers import GameFilter
 from pipeline.mine.occurrences import game_occurrences
 from pipeline.mine.rows import played_class

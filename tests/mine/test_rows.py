@@ -9,7 +9,7 @@ import chess
 import pyarrow as pa
 
 from pipeline.dataset.store import table_of
-from pipeline.engines.backends import EngineOptions
+from pipeline.engines.options import EngineOptions
 from pipeline.judging import HumanEvidence, Judgement
 from pipeline.mine.occurrences import game_occurrences
 from pipeline.mine.rows import response_columns

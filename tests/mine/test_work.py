@@ -6,7 +6,7 @@ from __future__ import annotations
 import chess
 import pytest
 
-from pipeline.engines.backends import EngineOptions
+from pipeline.engines.options import EngineOptions
 from pipeline.mine import progress
 from pipeline.mine.occurrences import MIN_HISTORY, game_occurrences
 from pipeline.mine.progress import ProgressReporter

@@ -25,7 +25,8 @@ import chess
 import chess.engine
 import pytest
 
-from pipeline.engines.backends import EngineOptions, open_backend
+from pipeline.engines.backends import open_backend
+from pipeline.engines.options import EngineOptions
 from pipeline.harness.known_traps import load_known_traps
 from pipeline.human.context import MoverContext
 from pipeline.human.models import load_move_model
@@ -562,7 +563,9 @@ def test_tutor_is_strict_at_move_one_and_in_a_decided_endgame(engine: tuple[obje
 def test_go_nodes_sets_the_per_line_limit_for_one_move(engine: tuple[object, object]) -> None:
     backend = engine[0]
     before = backend.limits  # type: ignore[attr-defined]
-    choice = _player(engine, style="best").choose(chess.Board(MIDDLEGAME_FEN), Situation(nodes=1000))
+    choice = _player(engine, style="best").choose(
+        chess.Board(MIDDLEGAME_FEN), Situation(limits=EngineOptions(nodes=1000))
+    )
     assert choice.nodes <= 1100 and backend.limits == before  # type: ignore[attr-defined]
 
 

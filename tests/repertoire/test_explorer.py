@@ -14,7 +14,7 @@ import chess
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.engines.backends import EngineOptions
+from pipeline.engines.options import EngineOptions
 from pipeline.judging import HumanEvidence
 from pipeline.outputs.repertoire.write import HTML_FILE, write_repertoire
 from pipeline.repertoire.driver import WorkerSpec, build_repertoire

@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.dataset.sql import query
-from pipeline.engines.backends import EngineOptions, open_backend
+from pipeline.engines.backends import open_backend
+from pipeline.engines.options import EngineOptions
 from pipeline.harness.known_traps import load_known_traps
 from pipeline.human.models import load_move_model
 from pipeline.ingest.headers import GameFilter

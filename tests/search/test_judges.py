@@ -13,7 +13,8 @@ import chess.polyglot
 import pyarrow as pa
 import pytest
 
-from pipeline.engines.backends import EngineOptions, open_backend
+from pipeline.engines.backends import open_backend
+from pipeline.engines.options import EngineOptions
 from pipeline.human.context import MoverContext
 from pipeline.human.corpus import Corpus, write_corpus
 from pipeline.human.models import load_move_model

@@ -52,7 +52,7 @@ class SettingJudge:
     (both started here, ended by `close`), and applies `practical_verdict`."""
 
     def __init__(self, engine: str, *, model: str = "default", nodes: int = SETTING_NODES) -> None:
-        from pipeline.engines.backends import EngineOptions
+        from pipeline.engines.options import EngineOptions
         from pipeline.judging import HumanEvidence, open_kit
         from search.judges import JudgeSettings
         from search.settings import DiffiMaxSettings, default_depth
