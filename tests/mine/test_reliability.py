@@ -30,32 +30,37 @@ SAMPLE = str(GAMES / "lichess_100.pgn")
 CHEAP_JUDGES = ["--judges", "dip,trappy", "--human-model", "none"]
 # A small job: 20 games, one position each, several shards of ~20 KB.
 SMALL = ["--engine", "native", "--depth", "1", "--plies", "10-10", "--max-games", "20", "--workers", "1", *CHEAP_JUDGES]
-# A job long enough to interrupt: every game, four positions each, shards of 15 KB.
-# Long enough that a signal sent once the first of its 5 shards is committed finds it still running
-# (plies 10-13 finished within that window once the pipeline got faster).
-LONG = [
-    "--engine",
-    "native",
-    "--depth",
-    "1",
-    "--plies",
-    "10-25",
-    "--shard-mb",
-    str(15_000 / (1 << 20)),
-    "--workers",
-    "2",
-    *CHEAP_JUDGES,
-]
-# LONG in shards of ~4 KB (~19 of 76 KB): a job is stopped at its first commit with most of its
-# shards still ahead. In 15-KB shards (5, fewer than the 6 in flight) every shard was prepared at
-# once and the commits came together at the end, so under load a signal sent at the first commit
-# could fall into the interpreter's exit after a finished job (exit 0).
-INTERRUPTIBLE = [
-    *LONG[: LONG.index("--shard-mb")],
-    "--shard-mb",
-    str(4_000 / (1 << 20)),
-    *LONG[LONG.index("--shard-mb") + 2 :],
-]
+
+
+def job(plies: str, shard_bytes: int) -> list[str]:
+    """Every game of SAMPLE on the native engine with two workers, at `plies`, in shards of
+    `shard_bytes`."""
+    return [
+        "--engine",
+        "native",
+        "--depth",
+        "1",
+        "--plies",
+        plies,
+        "--shard-mb",
+        str(shard_bytes / (1 << 20)),
+        "--workers",
+        "2",
+        *CHEAP_JUDGES,
+    ]
+
+
+# The progress test's job: ten positions a game in shards of 15 KB, long enough (about a minute on
+# a quiet machine) for progress lines before the last.
+LONG = job("10-19", 15_000)
+# A job stopped at its first commit, in shards of ~4 KB (~19 of 76 KB), so that most of its shards
+# are still ahead when the signal comes. In 15-KB shards (5, fewer than the 6 in flight) every shard
+# was prepared at once and the commits came together at the end, so under load a signal sent at the
+# first commit could fall into the interpreter's exit after a finished job (exit 0). Five positions
+# a game: the resume after it mines what was not committed, and what these tests check (the status
+# line, the identity, the counts adding up) needs no more (at sixteen a game, each of the four took
+# 240-270 s of a 58-minute suite).
+INTERRUPTIBLE = job("10-14", 4_000)
 DIFFIMAX = [sys.executable, "-m", "pipeline.cli"]
 
 
@@ -179,7 +184,7 @@ def test_an_interrupted_run_carries_its_identity_and_resumes_only_under_it(tmp_p
     assert not (out / "manifest.json").exists()
     identity = json.loads((out / "job.json").read_text())["identity"]
     assert identity["inputs"] == [SAMPLE]
-    assert (identity["depth"], identity["ply_from"], identity["ply_to"], identity["engine"]) == (1, 10, 25, "native")
+    assert (identity["depth"], identity["ply_from"], identity["ply_to"], identity["engine"]) == (1, 10, 14, "native")
     assert identity["shard_bytes"] == 4_000 and identity["schema_version"] >= 1
     refused = run_cli("mine", SAMPLE, "--out", str(out), *INTERRUPTIBLE, "--trap-dip", "0.5", "--resume")
     assert refused.returncode == 1 and "--trap-dip differs" in one_error_line(refused.stderr)
