@@ -17,7 +17,6 @@ The engine work is spent only where a verdict depends on it:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -76,6 +75,12 @@ class JudgingKit:
     startup_error: str | None = None
     """Why the engine did not start, where the caller asked to be told rather than stopped (a
     worker records it on every part it is given instead of failing its actor)."""
+
+    def engine(self) -> Backend:
+        """The backend, which a kit opened with `engine_may_fail` may lack (`startup_error` says why)."""
+        if self.backend is None:
+            raise ValueError(f"no engine to judge with: {self.startup_error}")
+        return self.backend
 
     def close(self) -> None:
         if self.backend is not None:
@@ -266,10 +271,6 @@ class Judge:
     settings: DiffiMaxSettings
     judges: JudgeSettings
 
-    def with_judges(self, judges: JudgeSettings) -> Judge:
-        """The same kit and search settings under other judges (a harness variant, the seed's)."""
-        return dataclasses.replace(self, judges=judges)
-
     def position(
         self,
         board: chess.Board,
@@ -282,10 +283,7 @@ class Judge:
     ) -> Judgement:
         """Judge the replies of the side to move at `board` (with its move stack) for `setter`,
         asking the kit's engine for every answer (`lines`, which says what the keywords do)."""
-        backend = self.kit.backend
-        if backend is None:
-            raise ValueError(f"no engine to judge with: {self.kit.startup_error}")
-        engine = BackendLines(backend, board, setter, self.settings)
+        engine = BackendLines(self.kit.engine(), board, setter, self.settings)
         return self.lines(
             engine, board, setter, context=context, also=also, key=key, model_probabilities=model_probabilities
         )

@@ -85,9 +85,7 @@ def analyse_position(
     key = to_signed64(zobrist(board)) if key is None else key
     result = PositionResult(ply=board.ply(), position_key=key)
     setter = not board.turn
-    settings, backend = judging.settings, judge.kit.backend
-    if backend is None:
-        raise ValueError(f"no engine to judge with: {judge.kit.startup_error}")
+    settings, backend = judging.settings, judge.kit.engine()
     lines = TableLines(entry or AnalysisEntry(), backend, board, setter, settings)
     start = time.perf_counter()
     try:

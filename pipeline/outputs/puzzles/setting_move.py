@@ -53,7 +53,7 @@ class SettingJudge:
 
     def __init__(self, engine: str, *, model: str = "default", nodes: int = SETTING_NODES) -> None:
         from pipeline.engines.options import EngineOptions
-        from pipeline.judging import HumanEvidence, open_kit
+        from pipeline.judging import HumanEvidence, Judge, open_kit
         from search.judges import JudgeSettings
         from search.settings import DiffiMaxSettings, default_depth
 
@@ -62,6 +62,7 @@ class SettingJudge:
         self.backend, self.model = self.kit.backend, self.kit.model
         self.settings = DiffiMaxSettings(depth=default_depth(engine))
         self.judges = JudgeSettings(judges=frozenset({"practical"}))
+        self.judge = Judge(self.kit, self.settings, self.judges)
 
     def losses(self, board: chess.Board, setting: str) -> dict[str, int]:
         """Centipawns each candidate move of the setter gives up against the best of them: every
@@ -77,14 +78,12 @@ class SettingJudge:
     def chance(self, board: chess.Board, move: str, rating: int | None) -> float:
         """The practical trap chance of `move` (see the module docstring)."""
         from pipeline.human.context import MoverContext
-        from pipeline.judging import Judge, JudgingKit
 
         after = board.copy()
         after.push_uci(move)
         if after.is_game_over():
             return 0.0
-        judge = Judge(JudgingKit(self.backend, self.model, None), self.settings, self.judges)
-        judged = judge.position(after, board.turn, context=MoverContext(rating=rating))
+        judged = self.judge.position(after, board.turn, context=MoverContext(rating=rating))
         named = judged.candidates("practical") or frozenset()
         return sum(reply.model_p or 0.0 for reply in judged.evidence.replies if reply.move in named)
 
