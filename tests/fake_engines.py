@@ -51,3 +51,34 @@ def fake_engine(tmp_path: Path, name: str, body: str) -> Path:
     path.write_text(f"#!{sys.executable}\n{body}")
     path.chmod(0o755)
     return path
+
+
+def crashes_on(target: str, engine: str) -> str:
+    """A real engine behind a proxy that dies whenever it is asked to search a position whose
+    `position` command holds `target` (a FEN's placement, say), and passes everything else on."""
+    return textwrap.dedent(
+        f"""
+        import subprocess, sys, threading
+        real = subprocess.Popen([{engine!r}], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+
+        def answers():
+            for line in real.stdout:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+
+        threading.Thread(target=answers, daemon=True).start()
+        position = ""
+        for line in sys.stdin:
+            word = line.split()[0] if line.split() else ""
+            if word == "position":
+                position = line
+            if word == "go" and {target!r} in position:
+                real.kill()
+                sys.exit(3)
+            real.stdin.write(line)
+            real.stdin.flush()
+            if word == "quit":
+                break
+        real.wait()
+        """
+    )

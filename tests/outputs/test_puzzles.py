@@ -76,7 +76,7 @@ from tests.conftest import (
     require_data,
     require_stockfish,
 )
-from tests.fake_engines import DIES_ON_GO, ONLY_ON_THE_DRIVER, fake_engine
+from tests.fake_engines import DIES_ON_GO, ONLY_ON_THE_DRIVER, crashes_on, fake_engine
 from tests.mining_helpers import mine
 from tests.processes import assert_session_ends, session_processes
 from tests.reading import mate_markers, two_scales_in_words
@@ -1004,10 +1004,35 @@ def test_an_engine_that_cannot_start_is_one_line_on_the_command_line(tmp_path: P
 @pytest.mark.parametrize("workers", [1, 2])
 def test_an_engine_that_crashes_in_every_search_stops_in_one_line(mined: Path, tmp_path: Path, workers: int) -> None:
     engine = fake_engine(tmp_path, "dies-on-go", DIES_ON_GO)
-    with pytest.raises(EngineError, match=rf"^engine {engine} crashed twice on FEN '[^'\n]+': [^\n]+$") as caught:
+    # One candidate's failure drops it (`engine_failed`); ENGINE_FAILURES_IN_A_ROW stop the run.
+    stop = rf"^engine {engine} crashed twice on FEN '[^'\n]+': [^\n]+; the engine failed on 3 candidates in a row$"
+    with pytest.raises(EngineError, match=stop) as caught:
         generate_puzzles(mined, tmp_path / "out", engine=str(engine), workers=workers)
     assert not isinstance(caught.value, EngineStartError)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.stockfish
+def test_a_candidate_the_engine_fails_on_is_dropped_with_its_line_and_the_rest_goes_on(
+    mined: Path, generated: PuzzleReport, tmp_path: Path
+) -> None:
+    # The real Stockfish behind a proxy that crashes on every search from one written puzzle's
+    # position: that candidate is dropped and named, the pool goes on, and the puzzles of every
+    # other game stay (in the victim's games, one moment freed may let another in, or keep one out).
+    victim = generated.puzzles[0]
+    placement = victim.fen.split()[0]
+    engine = fake_engine(tmp_path, "crashes-on-one", crashes_on(placement, resolve_engine("stockfish")))
+    report = generate_puzzles(mined, tmp_path / "out", engine=str(engine), nodes=TEST_NODES, margin=TEST_MARGIN)
+    assert report.workers == 2
+    assert sum(dropped.get("engine_failed", 0) for dropped in report.dropped.values()) == len(report.engine_failures)
+    assert report.engine_failures, report.summary()
+    for failure in report.engine_failures:  # the position searched: the root or a move of its line
+        assert re.fullmatch(rf"engine {re.escape(str(engine))} crashed twice on FEN '[^'\n]+': [^\n]+", failure)
+    ids = {p.puzzle_id for p in report.puzzles}
+    assert victim.puzzle_id not in ids
+    kept = {p.puzzle_id for p in generated.puzzles if not set(p.game_ids) & set(victim.game_ids)}
+    assert kept and kept <= ids, kept - ids
+    assert f"engine_failed: {report.engine_failures[0]}" in report.summary().splitlines()
 
 
 def hostile_pgn(moves: Sequence[str]) -> str:

@@ -40,7 +40,14 @@ from pipeline.outputs.puzzles.rules import cp_of
 from pipeline.outputs.puzzles.setting_move import PRACTICAL_FLOOR, SAFETY_CP
 from pipeline.outputs.puzzles.standards import BEHIND_CP, Standard, standard_of
 from pipeline.outputs.puzzles.themes import cook
-from pipeline.outputs.puzzles.verify import DEFAULT_PER_GAME, Verdict, Verification, VerifyTask, run_verification
+from pipeline.outputs.puzzles.verify import (
+    DEFAULT_PER_GAME,
+    EngineFailed,
+    Verdict,
+    Verification,
+    VerifyTask,
+    run_verification,
+)
 
 # A puzzle's key: the solver's position (EPD) and the solution's moves.
 PuzzleKey = tuple[str, tuple[str, ...]]
@@ -125,6 +132,10 @@ def _passed(ordered: Sequence[Group], verdicts: Sequence[Verdict], report: Puzzl
     verification found a defence is a defensive puzzle), the rest counted in `report` by reason."""
     passed: list[Passed] = []
     for ((candidate_kind, key), members), result in zip(ordered, verdicts, strict=False):
+        if isinstance(result, EngineFailed):
+            _count(report.dropped[candidate_kind], "engine_failed")
+            report.engine_failures.append(result.message)
+            continue
         if isinstance(result, str):
             _count(report.dropped[candidate_kind], result)
             continue

@@ -44,8 +44,10 @@ DropReason = Literal[
     "wins",
     "same_moment",
     "per_game",
+    "engine_failed",
 ]
 
+SHOWN_FAILURES = 10  # engine failures the summary names one by one (all are in `PuzzleReport.engine_failures`)
 KINDS: tuple[PuzzleKind, ...] = ("punish", "set", "defend")
 # What `--kind both` (the default) asks for: the defensive kind only when it is named.
 BOTH: tuple[PuzzleKind, ...] = ("punish", "set")
@@ -69,6 +71,8 @@ DROP_REASONS: dict[DropReason, str] = {
     "wins": "defend: the line wins (+2 or mate), which makes a punish puzzle, not asked for",
     "same_moment": "within two plies of a puzzle already kept from the same game, or ending where one ends",
     "per_game": "the source game already gave --per-game puzzles (the lichess standard: one)",
+    "engine_failed": "the engine crashed twice or hung on a search of this candidate (the summary names the "
+    "position; the run stops when ENGINE_FAILURES_IN_A_ROW candidates fail in a row)",
 }
 
 LICHESS_COLUMNS = (
@@ -269,6 +273,9 @@ class PuzzleReport:
     to be reached (0 with one worker); their verdicts count nowhere."""
     games: int = 0
     """Games in the dataset (the yield's denominator)."""
+    engine_failures: list[str] = field(default_factory=list)
+    """The line of each candidate dropped as `engine_failed`, naming its position, in the
+    verification order."""
     written: dict[str, Path] = field(default_factory=dict)
     puzzles: list[Puzzle] = field(default_factory=list)
     engine: str = ""
@@ -290,6 +297,7 @@ class PuzzleReport:
             "not_checked": self.not_checked,
             "discarded": self.discarded,
             "games": self.games,
+            "engine_failures": self.engine_failures,
             "written": {name: str(path) for name, path in self.written.items()},
             "engine": self.engine,
             "nodes": self.nodes,
@@ -308,6 +316,10 @@ class PuzzleReport:
                 f"{kind}: {self.candidates[kind]:,} candidates, {self.duplicates_merged[kind]:,} repeats merged, "
                 f"{self.verified[kind]:,} verified ({self.trimmed[kind]:,} trimmed); dropped: {dropped}"
             )
+        for failure in self.engine_failures[:SHOWN_FAILURES]:
+            lines.append(f"engine_failed: {failure}")
+        if len(self.engine_failures) > SHOWN_FAILURES:
+            lines.append(f"engine_failed: {len(self.engine_failures) - SHOWN_FAILURES:,} more, not shown")
         if self.not_checked:
             ahead = f" ({self.discarded:,} verified ahead by the pool, discarded)" if self.discarded else ""
             lines.append(f"limit reached: {self.not_checked:,} distinct candidates not checked{ahead}")

@@ -24,6 +24,10 @@ ENGINE_HASH_MB = 16  # UCI Hash per engine; cleared (ucinewgame) before every ca
 VERIFY_BATCH = 2  # distinct candidates per call to a verification actor (a call costs ~1 ms; a candidate >= 2 searches)
 BATCHES_PER_WORKER = 2  # calls queued per actor, so that none waits for the driver between two calls
 WORKER_RESTARTS = 3  # times a verification actor whose process died is restarted (its batch re-verified)
+# Candidates in a row (in the verification order) that the engine fails on before the run stops:
+# one position an engine hangs or crashes on is dropped (`engine_failed`), an engine that fails
+# on every search is broken and stops the run with its own line.
+ENGINE_FAILURES_IN_A_ROW = 3
 # Two puzzles of one game whose roots are this many plies apart or fewer are one moment of the game
 # (the same fork found from the move before it, or the two halves of one combination).
 MOMENT_PLIES = 2
@@ -111,8 +115,16 @@ class VerifyTask:
     """Only the defensive kind is asked for: a line that wins (+2 or mate) is dropped (`wins`)."""
 
 
-# What the engine made of one task: the verified line, or why it was dropped.
-Verdict = Checked | DropReason
+@dataclass(frozen=True)
+class EngineFailed:
+    """A candidate the engine crashed twice or hung on (`engine_failed`): its one line, naming the
+    position, for the report."""
+
+    message: str
+
+
+# What the engine made of one task: the verified line, why it was dropped, or the engine's failure.
+Verdict = Checked | DropReason | EngineFailed
 
 
 @dataclass(frozen=True)
@@ -139,21 +151,28 @@ class Verifier:
         self.setting: Any = None
 
     def __call__(self, task: VerifyTask) -> Verdict:
-        """One candidate from an empty hash (the same on the driver and in an actor)."""
+        """One candidate from an empty hash (the same on the driver and in an actor). An engine
+        that crashes twice or hangs on it fails this candidate only (the next search starts a new
+        engine); one that cannot start again raises `EngineStartError`."""
         self.engine.new_puzzle()
         judge = None
         if task.practical and "practical" in self.how.standard.set_rules and self.how.model is not None:
             judge = self._practical(task)
-        verdict = check_candidate(
-            task.fen,
-            task.moves,
-            task.fixed,
-            self.engine,
-            self.how.standard,
-            judge,
-            defence_from=task.defence_from,
-            confirm=self.engine.deeper,
-        )
+        try:
+            verdict = check_candidate(
+                task.fen,
+                task.moves,
+                task.fixed,
+                self.engine,
+                self.how.standard,
+                judge,
+                defence_from=task.defence_from,
+                confirm=self.engine.deeper,
+            )
+        except EngineStartError:
+            raise
+        except EngineError as error:
+            return EngineFailed(str(error))
         if task.defence_only and not isinstance(verdict, str) and verdict.outcome != "defence":
             return "wins"
         return verdict
@@ -185,7 +204,8 @@ class Collector:
     cuts) what makes a collection rather than a heap of lines: one puzzle per game moment (a
     puzzle within MOMENT_PLIES of one already kept from the same game, or ending in the position
     one ends in, is `same_moment`), at most `per_game` puzzles of one game (`per_game`), and the
-    `limit` of puzzles kept. Shows each verdict on `progress`."""
+    `limit` of puzzles kept. Shows each verdict on `progress`. ENGINE_FAILURES_IN_A_ROW failed
+    candidates in a row stop the run (`EngineError`, the last failure's line)."""
 
     def __init__(
         self, tasks: Sequence[VerifyTask], limit: int | None, per_game: int | None, progress: Progress | None = None
@@ -199,6 +219,7 @@ class Collector:
         self.of_game: dict[str, int] = {}
         self.plies: dict[str, list[int]] = {}
         self.finals: set[str] = set()
+        self.failed_in_a_row = 0
 
     @property
     def full(self) -> bool:
@@ -206,10 +227,16 @@ class Collector:
 
     def take(self, verdict: Verdict) -> None:
         task = self.tasks[len(self.verdicts)]
-        if not isinstance(verdict, str):
+        if isinstance(verdict, EngineFailed):
+            self.failed_in_a_row += 1
+            if self.failed_in_a_row >= ENGINE_FAILURES_IN_A_ROW:
+                raise EngineError(f"{verdict.message}; the engine failed on {self.failed_in_a_row} candidates in a row")
+        else:
+            self.failed_in_a_row = 0
+        if isinstance(verdict, Checked):
             verdict = self._collected(task, verdict)
         self.verdicts.append(verdict)
-        self.kept += not isinstance(verdict, str)
+        self.kept += isinstance(verdict, Checked)
         self.progress.advance(detail=f"{self.kept:,} puzzles")
 
     def _collected(self, task: VerifyTask, checked: Checked) -> Verdict:
@@ -233,18 +260,17 @@ class Collector:
 @dataclass(frozen=True)
 class BatchOutcome:
     """What a verification actor returns for one batch: a verdict per task, in order, or the one
-    line that stops the job (an engine that cannot start, or crashed twice, or hung)."""
+    line that stops the job (an engine that cannot start)."""
 
     verdicts: tuple[Verdict, ...]
     fatal: str | None = None
-    start_failed: bool = False
-    """`fatal` is the engine failing to start (`EngineStartError`), not failing a search."""
+    """The engine's failure to start (`EngineStartError`), which stops the job."""
 
 
 class VerifyWorker:
     """The Ray actor: its own `Verifier` for the whole run, verifying a batch per call. An engine
     that cannot start is not an exception here (Ray would answer it by restarting the actor) but a
-    fatal outcome of every call."""
+    fatal outcome of every call; one that fails a search fails that candidate (`EngineFailed`)."""
 
     def __init__(self, how: Verification) -> None:
         self.verifier: Verifier | None = None
@@ -256,11 +282,11 @@ class VerifyWorker:
 
     def __call__(self, batch: Sequence[VerifyTask]) -> BatchOutcome:
         if self.verifier is None:
-            return BatchOutcome((), fatal=self.startup_error, start_failed=True)
+            return BatchOutcome((), fatal=self.startup_error)
         try:
             return BatchOutcome(tuple(self.verifier(task) for task in batch))
-        except EngineError as error:
-            return BatchOutcome((), fatal=str(error), start_failed=isinstance(error, EngineStartError))
+        except EngineStartError as error:
+            return BatchOutcome((), fatal=str(error))
 
 
 def verify_serial(
@@ -325,7 +351,7 @@ def verify_on_pool(
                         f"a verification worker died {WORKER_RESTARTS + 1} times: {' '.join(str(error).split())[:300]}"
                     ) from None
                 if outcome.fatal is not None:
-                    raise (EngineStartError if outcome.start_failed else EngineError)(outcome.fatal)
+                    raise EngineStartError(outcome.fatal)
                 finished[batch_index] = outcome.verdicts
     finally:
         # Calls still queued are not needed: cancelled first, so that Ray does not retry them (and
