@@ -153,6 +153,7 @@ def measure(data: Path, out: Path, rules: Standard, variant: str, args: argparse
         "candidates": report.candidates,
         "duplicates_merged": report.duplicates_merged,
         "dropped": report.dropped,
+        "engine_failures": report.engine_failures,
         "non_mating_one_movers": one_movers(puzzles),
         "below_plus_2_without_mate": below_advantage(puzzles),
         "recheck_nodes": rules.nodes * args.recheck,
