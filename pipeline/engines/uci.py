@@ -34,6 +34,7 @@ from typing import Any, Literal
 import chess
 import chess.engine
 
+from pipeline.engines.meter import EngineMeter, process_cpu_ns
 from pipeline.engines.options import EngineOptions
 from pipeline.engines.process import (
     DEFAULT_TIMEOUT,
@@ -235,6 +236,8 @@ class UciBackend:
         self.exact_root = exact_root
         self.engine = UciEngine(path, {"Threads": threads, "Hash": hash_mb}, timeout=timeout)  # fails fast
         self.options = dict(self.engine.options)
+        self.meter: EngineMeter | None = None
+        """Given (by a benchmark), it tallies every search by kind with the engine's CPU time."""
 
     @property
     def probes(self) -> bool:
@@ -315,7 +318,7 @@ class UciBackend:
             limits = probe_limits(self.limits) if self.probes else self.limits
 
         def run(process: EngineProcess) -> ReplyValues:
-            return UciOracle(self, process, board, setter, settings).reply_values(moves, limits, level)
+            return UciOracle(self, process, board, setter, settings, kind=level).reply_values(moves, limits, level)
 
         return self.engine.attempt(run, f"on FEN {board.fen()!r}")
 
@@ -362,9 +365,12 @@ class UciOracle:
         board: chess.Board,
         setter: chess.Color,
         settings: DiffiMaxSettings,
+        *,
+        kind: str = "tree",
     ) -> None:
         self.backend = backend
         self.process = process
+        self.kind = kind  # what the searches are for, on the backend's meter
         # The adapter keeps the move stack: the engine sees the game's history for repetitions.
         self.game = ChessGame(board, setter)
         self.setter = setter
@@ -489,9 +495,15 @@ class UciOracle:
         limit = call_limit(limits or backend.limits, count)
         # The fixed timeout, plus what the limit asks for: a long node budget is no hang.
         timeout = search_timeout(limit.nodes, limit.time, spare=backend.timeout)
+        meter = backend.meter
+        cpu = process_cpu_ns(self.process.pid) if meter is not None else None
         started = time.perf_counter()
         result = self.process.search(board, count, limit, root_moves, game, timeout)
-        self.engine_seconds += time.perf_counter() - started
+        took = time.perf_counter() - started
+        self.engine_seconds += took
+        if meter is not None:
+            after = process_cpu_ns(self.process.pid)
+            meter.record(self.kind, result.nodes, None if cpu is None or after is None else after - cpu, took)
         self.calls += 1
         self.nodes += result.nodes
         allowed = set(root_moves) if root_moves is not None else set(board.legal_moves)

@@ -21,6 +21,7 @@ import chess
 import chess.engine
 import pytest
 
+from pipeline.engines.meter import EngineMeter, process_cpu_ns
 from pipeline.engines.options import EngineOptions
 from pipeline.engines.process import (
     CALL_FACTOR_MAX,
@@ -645,3 +646,33 @@ def test_mining_units_run_on_the_uci_backend():
     assert [r.error for r in results] == [None, None]
     assert [r.ply for r in results] == [5, 6]
     assert results[1].response["legal"] == 31 and results[1].response["nodes"] > 0
+
+
+@pytest.mark.stockfish
+@needs_stockfish
+def test_a_meter_tallies_every_search_by_kind_with_the_engines_cpu():
+    # The cost benchmark's meter: the same searches as without it, each counted once under its
+    # kind, the nodes adding up to the position's, and the engine's CPU read from its threads.
+    (occurrence,) = game_occurrences("nd4", ND4_MOVES, [6])
+    judging = Judging(
+        DiffiMaxSettings(depth=UCI_DEFAULT_DEPTH), JudgeSettings(judges=frozenset({"dip", "trappy"})), "dip"
+    )
+    with open_uci_backend("stockfish", nodes=20_000) as backend:
+        judge = Judge(JudgingKit(backend, None, None), judging.settings, judging.judges)
+        plain = analyse_position(judge, occurrence.board(), judging, entry=AnalysisEntry())
+        backend.meter = EngineMeter()
+        started = time.process_time()
+        metered = analyse_position(judge, occurrence.board(), judging, entry=AnalysisEntry())
+        own_cpu = time.process_time() - started
+        assert process_cpu_ns(backend.pid) is not None
+    assert metered.response == plain.response and metered.traps == plain.traps
+    tallies = backend.meter.kinds
+    assert set(tallies) <= {"tree", "shallow", "probe", "deep", "deeper"} and {"tree", "shallow"} <= set(tallies)
+    # `engine_calls` counts the backend's calls; the tree (one call) is a search per node it visits.
+    assert sum(t.calls for t in tallies.values()) > metered.engine_calls
+    assert sum(t.nodes for t in tallies.values()) == metered.response["nodes"]
+    engine_cpu = sum(t.engine_cpu_seconds for t in tallies.values())
+    wall = sum(t.wall_seconds for t in tallies.values())
+    # 20,000-node searches take milliseconds of the engine's CPU each, and no more than their wall.
+    assert 0.001 * metered.engine_calls < engine_cpu <= wall * 1.05 + 0.01, (engine_cpu, wall, own_cpu)
+    assert process_cpu_ns(None) is None and process_cpu_ns(2**22 + 7) is None  # no such process
