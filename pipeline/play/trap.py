@@ -42,7 +42,7 @@ from search.expectimax import (
     within_margin,
 )
 from search.judges import JudgeName, JudgeSettings
-from search.values import MATE, MATE_BOUND, Value
+from search.values import MATE, MATE_BOUND, Value, format_percent, format_win_loss
 
 # Seconds a judged position is assumed to take before the first one has been timed.
 FIRST_JUDGE_SECONDS: Final = 0.15
@@ -190,12 +190,19 @@ def choose_trap(
         move = trap_pick(values, chances, settings.margin_cp)
         candidates = tuple(MoveOption(m, values[m], chance=chances.get(m), traps=traps.get(m, ())) for m in within)
         if chances.get(move, 0.0) > 0.0:
-            replies = ", ".join(f"{t.move} p={t.probability:.2f} drop={t.drop:.2f}" for t in traps[move])
-            below = "the best" if move == best else f"{loss_cp(values[best], values[move])} cp below {best}"
+            # One scale per idea: how likely in percent, a loss of win chances in points of Win%,
+            # a value in pawns.
+            replies = ", ".join(
+                f"{t.move}: {format_percent(t.probability)} likely, loses {format_win_loss(t.drop)} win chance"
+                for t in traps[move]
+            )
+            below = (
+                "the best" if move == best else f"{loss_cp(values[best], values[move]) / 100:.2f} pawns below {best}"
+            )
             reason = (
                 f"style trap: {move} ({pawns(values[move])}, {below}) sets {len(traps[move])} {sources[move]} "
-                f"trap(s) [{replies}], chance {chances[move]:.3f}; {len(within)} move(s) within the margin, "
-                f"{len(chances)} judged"
+                f"trap(s) [{replies}], fall chance {format_percent(chances[move])}; {len(within)} move(s) within "
+                f"the margin, {len(chances)} judged"
             )
         else:
             reason = (

@@ -13,6 +13,7 @@ import math
 import os
 import queue
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -43,6 +44,7 @@ from search.judges import JudgeSettings, NodeEvidence, ReplyEvidence, Verdicts
 from search.settings import DiffiMaxSettings, SettingsError
 from search.values import win_drop
 from tests.conftest import ROOT, needs_stockfish, require_stockfish
+from tests.reading import two_scales_in_words
 
 stockfish = [pytest.mark.stockfish, needs_stockfish]
 
@@ -473,6 +475,11 @@ def test_trap_style_sets_the_fishing_pole_when_it_is_within_the_margin(engine: t
     judged = {c.move: c.chance or 0.0 for c in choice.candidates if c.chance is not None}
     values = {c.move: c.value for c in choice.candidates if c.value is not None}
     assert trap_pick(values, judged, 50) == choice.move
+    # What a GUI shows of it (the info string) says each idea on its one scale: the bait's
+    # likelihood in percent, its loss in points of Win%, the move's cost in pawns.
+    assert re.search(rf"{victim_move.uci()}: [\d.<]+ % likely, loses [\d.]+ % win chance", choice.reason), choice.reason
+    assert re.search(r"\(\S+, \d+\.\d\d pawns below \w+\)", choice.reason), choice.reason
+    assert not two_scales_in_words(choice.reason) and " cp " not in choice.reason and "=" not in choice.reason
     # With no margin only the best move is left: the trap style then plays it.
     strict = _player(engine, style="trap", diffimax=DiffiMaxSettings(safety_margin=0.0)).choose(board)
     assert strict.move == strict.best == choice.best
