@@ -95,7 +95,8 @@ def plan_text(plan: Plan) -> str:
         f"{_duration(plan.driver_seconds.value)} serial ({quantity(plan.shards, 'shard')} "
         f"of --shard-games {plan.shard_games:,})",
         f"wall time:           {_range(plan.wall_seconds, _duration, few)} with {quantity(plan.workers, 'worker')}",
-        "on clusters:         a core per worker, from the CPU-seconds per position",
+        "on clusters:         a core per worker, from the CPU-seconds per position (read from /proc: the "
+        "worker's process and its engine's, as benchmarks/bench_position_cost reads them)",
         *(_scaling_line(row) for row in plan.scaling),
         f"sample:              {sample.games_read:,} games in {sample.blocks} blocks"
         f"{' (the whole job)' if sample.whole_job else ''}, {sample.positions:,} positions, {sample.distinct:,} "
