@@ -14,7 +14,7 @@ import pytest
 import diffimax
 from pipeline import api
 from pipeline.cli.jobs import mine_config
-from pipeline.cli.options import EngineFlags, EvidenceFlags, SearchFlags, ThresholdFlags, build_judges
+from pipeline.cli.options import EngineFlags, EvidenceFlags, JudgeThresholds, SearchFlags, build_judges
 from pipeline.dataset.integrity import DatasetError
 from pipeline.engines.options import EngineOptions
 from pipeline.judging import HumanEvidence
@@ -45,7 +45,9 @@ def test_explain_from_the_api_defaults_to_what_the_command_passes_with_no_flags(
     evidence, engine = EvidenceFlags(), "stockfish"
     assert EngineFlags().options(evidence.shallow_depth) == api.DEFAULT_ENGINE_OPTIONS
     assert SearchFlags().settings(default_depth(engine)) == DiffiMaxSettings(depth=default_depth(engine))
-    assert build_judges(evidence.judges, frozenset(JUDGES), ThresholdFlags()) == JudgeSettings(judges=frozenset(JUDGES))
+    assert build_judges(evidence.judges, frozenset(JUDGES), JudgeThresholds()) == JudgeSettings(
+        judges=frozenset(JUDGES)
+    )
     assert HumanEvidence(evidence.human_model, evidence.human_corpus) == api.DEFAULT_HUMAN
 
 

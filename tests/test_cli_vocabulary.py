@@ -107,17 +107,18 @@ def test_the_puzzles_per_game_default_is_the_generators() -> None:
     assert default == DEFAULT_PER_GAME
 
 
-def test_a_loss_flag_takes_points_of_win_percent_and_the_judges_keep_the_rows_scale() -> None:
-    """Issue 44, item 6: `--practical-drop` is given as people read a loss (points of Lichess's Win%,
-    as the views' `*_win_pct_lost` show it); the judges and the rows hold it on 0..2."""
-    from pipeline.cli.options import ThresholdFlags, build_judges
+def test_a_loss_threshold_takes_points_of_win_percent_and_the_judges_keep_the_rows_scale() -> None:
+    """Issue 44, item 6: the job file's `thresholds.practical-drop` is given as people read a loss
+    (points of Lichess's Win%, as the views' `*_win_pct_lost` show it); the judges and the rows
+    hold it on 0..2."""
+    from pipeline.cli.options import JudgeThresholds, build_judges, thresholds_of
     from search.judges import JudgeSettings
 
     practical = frozenset({"practical"})
-    assert build_judges(None, practical, ThresholdFlags()).practical_drop == JudgeSettings().practical_drop
-    assert build_judges(None, practical, ThresholdFlags(practical_drop=10.0)).practical_drop == 0.2
-    defaults = {flag: default for _, flag, _, default in flags_of(typer.main.get_group(app))}
-    assert defaults["--practical-drop"] == 50 * JudgeSettings().practical_drop == 7.5
+    assert build_judges(None, practical, JudgeThresholds()).practical_drop == JudgeSettings().practical_drop
+    assert build_judges(None, practical, JudgeThresholds(practical_drop=10.0)).practical_drop == 0.2
+    assert JudgeThresholds().practical_drop == 50 * JudgeSettings().practical_drop == 7.5
+    assert thresholds_of({"practical-drop": 10}, "job file 'j.toml'") == JudgeThresholds(practical_drop=10.0)
 
 
 def test_a_percentage_is_written_one_way() -> None:

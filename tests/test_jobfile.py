@@ -33,6 +33,10 @@ judges = "dip,trappy"
 human-model = "none"
 rated-only = false
 sample-positions = 2   # plan's: mine passes over it
+
+[thresholds]  # the judges' thresholds, which are no flags
+model-p = 0.25
+practical-drop = 10  # points of Win%
 """,
     )
     run_cli("mine", "--config", config, "--max-games", "2", check=True)
@@ -40,6 +44,7 @@ sample-positions = 2   # plan's: mine passes over it
     assert identity["inputs"] == [SAMPLE] and identity["max_games"] == 2  # the command line's 2, not the file's 5
     assert (identity["engine"], identity["depth"], identity["ply_from"], identity["ply_to"]) == ("native", 1, 10, 10)
     assert sorted(identity["judges"]) == ["dip", "trappy"]
+    assert (identity["model_p"], identity["practical_drop"]) == (0.25, 0.2)  # 10 points of Win% on the rows' 0..2
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["games_read"] == 2 and manifest["positions"] == 2
     # The same file plans the job: `out` is mine's and plan passes over it.
@@ -55,8 +60,14 @@ sample-positions = 2   # plan's: mine passes over it
         ("max-games = \n", "job file '{path}' is not TOML: "),
         ('max-games = "many"\n', "job file '{path}': invalid max-games = 'many': "),
         ("[engine]\nnodes = 5\n", "job file '{path}': key 'engine' holds a table"),
+        ("[thresholds]\nmodel-q = 0.3\n", "job file '{path}': unknown key thresholds.model-q (the judges' "),
+        ("[thresholds]\ntrappy-k = 1.5\n", "job file '{path}': invalid thresholds.trappy-k = 1.5: expected a whole"),
+        ('[thresholds]\nmodel-p = "high"\n', "job file '{path}': invalid thresholds.model-p = 'high': expected a "),
+        ("[thresholds]\nmodel-p = nan\n", "job file '{path}': [thresholds]: invalid model p nan: must be a probab"),
+        ("[thresholds]\ncorpus-min-games = 0\n", "job file '{path}': [thresholds]: invalid corpus min games 0"),
+        ("thresholds = 0.3\n", "job file '{path}': 'thresholds' is a table ([thresholds]) of the judges' "),
     ],
-    ids=["unknown-key", "not-toml", "bad-value", "table"],
+    ids=["unknown-key", "not-toml", "bad-value", "table", "threshold-key", "whole", "number", "nan", "range", "flat"],
 )
 def test_a_bad_job_file_is_one_line_naming_the_file_and_the_key(tmp_path: Path, text: str, message: str) -> None:
     config = job_file(tmp_path / "job.toml", text)
@@ -80,3 +91,15 @@ def test_the_repertoire_reads_its_own_keys(tmp_path: Path) -> None:
     mining = job_file(tmp_path / "mine.toml", "max-games = 3\n")
     result = cli_in_process("repertoire", "--config", mining, "--color", "white", "--rating", "1500")
     assert "unknown key 'max-games' (repertoire takes: " in one_error_line(result.stderr)
+
+
+def test_explain_reads_the_thresholds_of_a_job_file(tmp_path: Path) -> None:
+    config = job_file(tmp_path / "explain.toml", "[thresholds]\npractical-fall-p = 1.5\n")
+    result = cli_in_process("explain", "--moves", "e4 e5", "--engine", "native", "--config", config)
+    assert one_error_line(result.stderr) == (
+        f"diffimax: error: job file {config!r}: [thresholds]: invalid practical fall p 1.5: must be a probability in "
+        "(0, 1]"
+    )
+    good = job_file(tmp_path / "good.toml", "[thresholds]\npractical-fall-p = 0.5\n")
+    shown = cli_in_process("explain", "--moves", "e4 e5", "--engine", "native", "--config", good, "--json", check=True)
+    assert json.loads(shown.stdout)["judges"]["settings"]["practical_fall_p"] == 0.5  # the default is 0.4

@@ -7,11 +7,13 @@ from typing import Annotated, Any
 import typer
 
 from pipeline import api
+from pipeline.cli.jobfile import JobFileOpt
 from pipeline.cli.options import (
     EngineFlags,
     EvidenceFlags,
     FromOpt,
     JsonOut,
+    JudgeThresholds,
     MovesOpt,
     PoolOpt,
     RatingOpt,
@@ -19,7 +21,6 @@ from pipeline.cli.options import (
     RootOpt,
     SearchFlags,
     SeedOpt,
-    ThresholdFlags,
     TrapDip,
     UsageError,
     build_judges,
@@ -123,8 +124,9 @@ def explain(
         float | None, typer.Option("--clock", help="The responder's clock in seconds (human evidence).")
     ] = None,
     pool: PoolOpt = "auto",
-    thresholds: ThresholdFlags,
+    thresholds: JudgeThresholds,
     as_json: JsonOut = False,
+    job_file: JobFileOpt = None,  # read by its callback, before the other flags (`pipeline.cli.jobfile`)
 ) -> None:
     """Explain DiffiMax at one position: ranked responses, trap candidates, dips, a bar chart,
     and every trap judge (dip, trappy, human, model, practical) side by side with its evidence,

@@ -3,6 +3,8 @@
 Its keys are the command's flag names without the dashes (`max-games = 300`, `human-model =
 "maia3"`, `judges = "practical,dip"`), and `inputs` for the PGN inputs of `mine` and `plan`; a
 bool flag takes `true` or `false` (`rated-only = true`, `rated-only = false` for `--any-rated`).
+The judges' thresholds, which are no flags, are its `[thresholds]` table (`model-p = 0.25`,
+`practical-drop = 10`: `pipeline.cli.options.JudgeThresholds`).
 A flag given on the command line overrides the file. The file's values reach the command as
 click's `default_map` (they stand where a flag's default stood), so every value is checked and
 converted as the flag's own, and a job's identity (`OUT/job.json`) records the merged settings.
@@ -16,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from pipeline.cli.options import UsageError
+from pipeline.cli.options import JOB_TABLE, THRESHOLDS_META, UsageError, thresholds_of
 
 
 def _keys(command: Any, skip: str) -> dict[str, str]:
@@ -47,17 +49,25 @@ def read_job_file(ctx: typer.Context, param: typer.CallbackParam, value: str | N
         raise UsageError(f"job file {value!r} is not TOML: {error}") from None
     keys = _keys(ctx.command, param.name or "")
     siblings = _sibling_keys(ctx, param.name or "")
-    unknown = sorted(key for key in data if key not in keys and key not in siblings)
+    unknown = sorted(key for key in data if key not in keys and key not in siblings and key != JOB_TABLE)
     if unknown:
         known = ", ".join(sorted(keys))
         raise UsageError(f"job file {value!r}: unknown key {unknown[0]!r} ({ctx.info_name} takes: {known})")
     by_name = {p.name: p for p in ctx.command.params}
     defaults: dict[str, Any] = dict(ctx.default_map or {})
     for key, item in data.items():
+        if key == JOB_TABLE:
+            if not isinstance(item, dict):
+                raise UsageError(f"job file {value!r}: {key!r} is a table ([{JOB_TABLE}]) of the judges' thresholds")
+            ctx.meta[THRESHOLDS_META] = thresholds_of(item, f"job file {value!r}")
+            continue
         if key not in keys:
             continue  # the job's other command's (`out` in a file `plan` reads before `mine`)
         if isinstance(item, dict):
-            raise UsageError(f"job file {value!r}: key {key!r} holds a table; give flags at the top level")
+            raise UsageError(
+                f"job file {value!r}: key {key!r} holds a table; give flags at the top level (the one table is "
+                f"[{JOB_TABLE}], the judges' thresholds)"
+            )
         try:  # checked here, so that a bad value is said with the file that holds it
             by_name[keys[key]].process_value(ctx, item)
         except typer.BadParameter as error:

@@ -17,11 +17,11 @@ from pipeline.cli.options import (
     EvidenceFlags,
     GameRateOpt,
     JsonOut,
+    JudgeThresholds,
     PoolOpt,
     SearchFlags,
     SeedOpt,
     TableMbOpt,
-    ThresholdFlags,
     UsageError,
     WorkersOpt,
     build_judges,
@@ -80,7 +80,7 @@ def mine_config(
     table_mb: TableMbOpt = DEFAULT_TABLE_MB,
     pool: PoolOpt = "auto",
     evidence: EvidenceFlags,
-    thresholds: ThresholdFlags,
+    thresholds: JudgeThresholds,
 ) -> MineConfig:
     """The mining job the flags describe: `mine` runs it, `plan` estimates it. The flags after
     the two positional-only parameters are what `job_command` gives both commands."""

@@ -1,11 +1,11 @@
 """The flags several commands share, declared once, and what turns them into settings.
 
 A group of flags is a frozen dataclass whose fields are typer `Annotated` options
-(`SearchFlags`, `EngineFlags`, `EvidenceFlags`, `ThresholdFlags`). A command that takes a
-parameter annotated with one of them is wrapped by `with_flags`: typer sees the group's fields
-in its place, and the command receives the group, built from the values given. A group holds
-the raw values; its methods validate them when the command asks, so errors come in the order
-the command meets them.
+(`SearchFlags`, `EngineFlags`, `EvidenceFlags`). A command that takes a parameter annotated with
+one of them is wrapped by `with_flags`: typer sees the group's fields in its place, and the
+command receives the group, built from the values given. A group holds the raw values; its
+methods validate them when the command asks, so errors come in the order the command meets
+them. The judges' thresholds (`JudgeThresholds`) are no flags but a job file's `[thresholds]` table.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pipeline.engines.options import EngineOptions
 from pipeline.human.models import MODEL_HELP
 from search.errors import DiffimaxError
 from search.judges import JudgeName, JudgeSettings, parse_judges
-from search.settings import DiffiMaxSettings, parse_scope
+from search.settings import DiffiMaxSettings, SettingsError, parse_scope
 from search.values import win_drop_of_points, win_percent_points
 
 
@@ -129,38 +129,6 @@ ShallowDepthOpt = Annotated[
     int | None,
     typer.Option("--shallow-depth", help="The shallow pass (trappy judge): plies (native) or engine depth (UCI)."),
 ]
-TrappyKOpt = Annotated[int, typer.Option("--trappy-k", help="Trappy judge: among the shallow search's k best.")]
-ModelPOpt = Annotated[float, typer.Option("--model-p", help="Model judge: smallest probability of a candidate.")]
-PracticalRuleOpt = Annotated[
-    str,
-    typer.Option(
-        "--practical-rule",
-        help="Practical judge: fall (the position's fall probability), reply (each reply's own), or both.",
-    ),
-]
-PracticalFallPOpt = Annotated[
-    float, typer.Option("--practical-fall-p", help="Practical judge, fall rule: smallest fall probability.")
-]
-PracticalPOpt = Annotated[
-    float, typer.Option("--practical-p", help="Practical judge, reply rule: smallest human probability.")
-]
-PracticalDropOpt = Annotated[
-    float,
-    typer.Option(
-        "--practical-drop", help="Practical judge: smallest loss of win chance, in points of Lichess's Win% (0-100)."
-    ),
-]
-PracticalShallowKOpt = Annotated[
-    int, typer.Option("--practical-shallow-k", help="Practical judge: the shallow pass's k best need less evidence.")
-]
-PracticalShallowPOpt = Annotated[
-    float, typer.Option("--practical-shallow-p", help="Practical judge: human probability enough for those.")
-]
-CorpusShareOpt = Annotated[float, typer.Option("--corpus-share", help="Human judge: smallest share of games.")]
-CorpusGamesOpt = Annotated[
-    int, typer.Option("--corpus-min-games", help="Human judge: fewest corpus games for a verdict.")
-]
-
 AllowPartialOpt = Annotated[
     bool,
     typer.Option(
@@ -272,23 +240,70 @@ class EvidenceFlags:
 PRACTICAL_DROP_POINTS: Final = win_percent_points(JudgeSettings.practical_drop)
 
 
+# The job file's table of the judges' thresholds (`[thresholds]`, `pipeline.cli.jobfile`): tuning
+# knobs, set in a file rather than as flags (issue 46: one command line a person can read).
+JOB_TABLE = "thresholds"
+# Where the job file's callback leaves the thresholds for the command (the click context's `meta`).
+THRESHOLDS_META = "diffimax.judge_thresholds"
+# The parameter `with_flags` adds for typer to pass the click context (the job file's thresholds).
+CONTEXT_PARAMETER = "job_file_context"
+
+
 @dataclass(frozen=True)
-class ThresholdFlags:
-    """The judges' thresholds (explain, mine, plan); defaults: `JudgeSettings`'."""
+class JudgeThresholds:
+    """The judges' thresholds (explain, mine, plan, repertoire), as a job file's `[thresholds]` table
+    gives them (keys: the names with dashes, `model-p = 0.25`); defaults: `JudgeSettings`'."""
 
-    trappy_k: TrappyKOpt = JudgeSettings.trappy_k
-    model_p: ModelPOpt = JudgeSettings.model_p
-    practical_rule: PracticalRuleOpt = JudgeSettings.practical_rule
-    practical_fall_p: PracticalFallPOpt = JudgeSettings.practical_fall_p
-    practical_p: PracticalPOpt = JudgeSettings.practical_p
-    practical_drop: PracticalDropOpt = PRACTICAL_DROP_POINTS
-    practical_shallow_k: PracticalShallowKOpt = JudgeSettings.practical_shallow_k
-    practical_shallow_p: PracticalShallowPOpt = JudgeSettings.practical_shallow_p
-    corpus_share: CorpusShareOpt = JudgeSettings.corpus_share
-    corpus_min_games: CorpusGamesOpt = JudgeSettings.corpus_min_games
+    trappy_k: int = JudgeSettings.trappy_k
+    """Trappy judge: among the shallow search's k best."""
+    model_p: float = JudgeSettings.model_p
+    """Model judge: smallest probability of a candidate."""
+    practical_rule: str = JudgeSettings.practical_rule
+    """Practical judge: fall (the position's fall probability), reply (each reply's own), or both."""
+    practical_fall_p: float = JudgeSettings.practical_fall_p
+    """Practical judge, fall rule: smallest fall probability."""
+    practical_p: float = JudgeSettings.practical_p
+    """Practical judge, reply rule: smallest human probability."""
+    practical_drop: float = PRACTICAL_DROP_POINTS
+    """Practical judge: smallest loss of win chance, in points of Lichess's Win% (0-100)."""
+    practical_shallow_k: int = JudgeSettings.practical_shallow_k
+    """Practical judge: the shallow pass's k best need less evidence."""
+    practical_shallow_p: float = JudgeSettings.practical_shallow_p
+    """Practical judge: human probability enough for those."""
+    corpus_share: float = JudgeSettings.corpus_share
+    """Human judge: smallest share of games."""
+    corpus_min_games: int = JudgeSettings.corpus_min_games
+    """Human judge: fewest corpus games for a verdict."""
 
 
-def build_judges(judges: str | None, default: frozenset[JudgeName], thresholds: ThresholdFlags) -> JudgeSettings:
+def thresholds_of(table: dict[str, Any], where: str) -> JudgeThresholds:
+    """A job file's `[thresholds]` table (`where` names the file) as thresholds: one line for a key
+    that names no threshold or a value of the wrong kind (the ranges are `JudgeSettings`')."""
+    hints = typing.get_type_hints(JudgeThresholds)
+    names = {f.name.replace("_", "-"): f.name for f in dataclasses.fields(JudgeThresholds)}
+    given: dict[str, Any] = {}
+    for key, value in table.items():
+        name = names.get(key)
+        if name is None:
+            raise UsageError(f"{where}: unknown key {JOB_TABLE}.{key} (the judges' thresholds: {', '.join(names)})")
+        kind = hints[name]
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if kind is int and not (number and isinstance(value, int)):
+            raise UsageError(f"{where}: invalid {JOB_TABLE}.{key} = {value!r}: expected a whole number")
+        if kind is float and not number:
+            raise UsageError(f"{where}: invalid {JOB_TABLE}.{key} = {value!r}: expected a number")
+        if kind is str and not isinstance(value, str):
+            raise UsageError(f"{where}: invalid {JOB_TABLE}.{key} = {value!r}: expected text")
+        given[name] = float(value) if kind is float else value
+    thresholds = JudgeThresholds(**given)
+    try:  # the ranges, said with the file that holds the value
+        build_judges(None, JudgeSettings.judges, thresholds)
+    except SettingsError as error:
+        raise UsageError(f"{where}: [{JOB_TABLE}]: {error}") from None
+    return thresholds
+
+
+def build_judges(judges: str | None, default: frozenset[JudgeName], thresholds: JudgeThresholds) -> JudgeSettings:
     """The judge settings of `--judges` (`default` when not given) and the thresholds."""
     given = dataclasses.asdict(thresholds)
     # People give a loss in points of Win%; the judges (and the rows) hold it on [0, 2].
@@ -296,7 +311,7 @@ def build_judges(judges: str | None, default: frozenset[JudgeName], thresholds: 
     return JudgeSettings(judges=default if judges is None else parse_judges(judges), **given)
 
 
-FLAG_GROUPS: tuple[type, ...] = (SearchFlags, EngineFlags, EvidenceFlags, ThresholdFlags)
+FLAG_GROUPS: tuple[type, ...] = (SearchFlags, EngineFlags, EvidenceFlags)
 
 Command = TypeVar("Command", bound=Callable[..., Any])
 
@@ -304,15 +319,22 @@ Command = TypeVar("Command", bound=Callable[..., Any])
 def with_flags(command: Command) -> Command:
     """`command` with each parameter annotated by a flag group replaced, for typer, by the
     group's fields (keyword-only, in field order, where the parameter stood); the command
-    receives the group built from the values given. Parameters before the first group keep
-    their kind, so the wrapped function can still be called positionally."""
+    receives the group built from the values given. A `JudgeThresholds` parameter is no flag:
+    typer passes the click context (CONTEXT_PARAMETER), and the command receives the thresholds
+    its job file gave (`pipeline.cli.jobfile`), else the defaults; a caller from Python may pass
+    them itself. Parameters before the first group keep their kind, so the wrapped function can
+    still be called positionally."""
     hints = typing.get_type_hints(command, include_extras=True)
     shown: list[inspect.Parameter] = []
     groups: dict[str, type] = {}
+    from_file: list[str] = []
     for parameter in inspect.signature(command, eval_str=True).parameters.values():
         group = hints.get(parameter.name)
+        if group is JudgeThresholds:
+            from_file.append(parameter.name)
+            continue
         if group not in FLAG_GROUPS:
-            keep = parameter.kind if not groups else inspect.Parameter.KEYWORD_ONLY
+            keep = parameter.kind if not groups and not from_file else inspect.Parameter.KEYWORD_ONLY
             shown.append(parameter.replace(kind=keep, annotation=hints.get(parameter.name, parameter.annotation)))
             continue
         assert isinstance(group, type)
@@ -322,15 +344,24 @@ def with_flags(command: Command) -> Command:
             inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=field_hints[f.name])
             for f in dataclasses.fields(group)
         ]
+    if from_file:
+        shown.append(
+            inspect.Parameter(CONTEXT_PARAMETER, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=typer.Context)
+        )
     names = [p.name for p in shown]
     if len(names) != len(set(names)) or set(groups) & set(names):
         raise TypeError(f"{command.__name__}: a flag group's field repeats a parameter's name")
 
     @functools.wraps(command)
     def with_groups(*args: Any, **values: Any) -> Any:
+        context = values.pop(CONTEXT_PARAMETER, None)
         for name, group in groups.items():
             given = {f.name: values.pop(f.name) for f in dataclasses.fields(group) if f.name in values}
             values[name] = group(**given)
+        for name in from_file:
+            if name not in values:
+                meta = {} if context is None else context.meta
+                values[name] = meta.get(THRESHOLDS_META) or JudgeThresholds()
         return command(*args, **values)
 
     with_groups.__signature__ = inspect.Signature(shown, return_annotation=hints.get("return"))  # type: ignore[attr-defined]

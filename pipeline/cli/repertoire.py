@@ -18,13 +18,13 @@ from pipeline.cli.options import (
     FilesOpt,
     FormatOpt,
     FromOpt,
+    JudgeThresholds,
     ListOpt,
     MovesOpt,
     OptionalDataOpt,
     PoolOpt,
     SearchFlags,
     TableMbOpt,
-    ThresholdFlags,
     UsageError,
     WorkersOpt,
     build_judges,
@@ -88,7 +88,7 @@ def repertoire(
     search: SearchFlags,
     engine_flags: EngineFlags,
     evidence: EvidenceFlags,
-    thresholds: ThresholdFlags,
+    thresholds: JudgeThresholds,
 ) -> None:
     """The opening lines that give a player the best practical chances against humans of a rating:
     an expectimax over human replies, written as Parquet, PGN chapters and an offline explorer.

@@ -135,22 +135,27 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize(
-    ("changed", "flag"),
+    ("changed", "thresholds", "flag"),
     [
-        (["--shard-mb", "0.01"], "--shard-mb"),  # other shard ids: the rows would be duplicated
-        (["--shard-mb", "0.02", "--depth", "3", "--trap-dip", "0.5"], "--depth"),
-        (["--shard-mb", "0.02", "--plies", "10-12"], "--plies"),
-        (["--shard-mb", "0.02", "--scope", "2"], "--scope"),
-        (["--shard-mb", "0.02", "--max-games", "30"], "--max-games"),
-        # every judge setting reaches the job (mine once dropped these two)
-        (["--shard-mb", "0.02", "--practical-shallow-k", "1"], "--practical-shallow-k"),
-        (["--shard-mb", "0.02", "--practical-shallow-p", "0.1"], "--practical-shallow-p"),
-        (["--shard-mb", "0.02", "--trappy-k", "3"], "--trappy-k"),
+        (["--shard-mb", "0.01"], None, "--shard-mb"),  # other shard ids: the rows would be duplicated
+        (["--shard-mb", "0.02", "--depth", "3", "--trap-dip", "0.5"], None, "--depth"),
+        (["--shard-mb", "0.02", "--plies", "10-12"], None, "--plies"),
+        (["--shard-mb", "0.02", "--scope", "2"], None, "--scope"),
+        (["--shard-mb", "0.02", "--max-games", "30"], None, "--max-games"),
+        # every judge setting reaches the job (mine once dropped these two): a job file's thresholds
+        (["--shard-mb", "0.02"], "practical-shallow-k = 1", "the job file's thresholds.practical-shallow-k"),
+        (["--shard-mb", "0.02"], "practical-shallow-p = 0.1", "the job file's thresholds.practical-shallow-p"),
+        (["--shard-mb", "0.02"], "trappy-k = 3", "the job file's thresholds.trappy-k"),
     ],
 )
-def test_resume_under_other_settings_is_refused_and_changes_nothing(finished_run: Path, changed, flag) -> None:
+def test_resume_under_other_settings_is_refused_and_changes_nothing(
+    finished_run: Path, tmp_path: Path, changed, thresholds, flag
+) -> None:
     before_rows, before_manifest = rows(finished_run), manifest(finished_run)
     args = [arg for arg in SMALL if arg not in ("--max-games", "20")] if "--max-games" in changed else SMALL
+    if thresholds is not None:
+        (tmp_path / "job.toml").write_text(f"[thresholds]\n{thresholds}\n", encoding="utf-8")
+        changed = [*changed, "--config", str(tmp_path / "job.toml")]
     resumed = run_cli("mine", SAMPLE, "--out", str(finished_run), *args, *changed, "--resume")
     assert resumed.returncode == 1
     line = one_error_line(resumed.stderr)
