@@ -23,7 +23,7 @@ from typing import Any
 
 import chess
 
-from pipeline.cli.options import EngineFlags, SearchFlags, ThresholdFlags, build_judges
+from pipeline.cli.options import EngineFlags, JudgeThresholds, SearchFlags, build_judges
 from pipeline.harness.known_traps import KnownTrap, load_known_traps
 from pipeline.human.context import MoverContext
 from pipeline.mine.rows import reply_rows
@@ -45,7 +45,7 @@ def explain_trap(trap: KnownTrap, args: argparse.Namespace) -> dict[str, Any]:
     engine_flags = EngineFlags(engine=args.engine, nodes=args.nodes)
     engine = engine_flags.name()
     settings = SearchFlags(depth=args.depth).settings(default_depth(engine))
-    judges = build_judges(None, frozenset(JUDGES), ThresholdFlags())
+    judges = build_judges(None, frozenset(JUDGES), JudgeThresholds())
     started = time.perf_counter()
     explanation = explain_position(
         position, trap.setter, engine, engine_flags.options(), settings, judges, model=args.human_model, corpus=None
