@@ -1,4 +1,4 @@
-"""`diffimax plan` against the real run of the same job: counts and seconds, side by side.
+"""`diffimax mine --plan` against the real run of the same job: counts and seconds, side by side.
 
   python -m benchmarks.bench_plan [--engine native] [--max-games 100] [--sample-games 50]
                                   [--sample-positions 200] [-- extra mine flags]

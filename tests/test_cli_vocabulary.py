@@ -49,7 +49,7 @@ def vocabulary() -> dict[str, list[tuple[str, str, Any]]]:
 
 def test_the_walk_sees_every_command_and_its_flags() -> None:
     commands = {command for uses in vocabulary().values() for command, _, _ in uses}
-    assert {"mine", "plan", "explain", "puzzles", "evaluate", "play", "human train", "human eval"} <= commands
+    assert {"mine", "explain", "puzzles", "evaluate", "play", "human train", "human eval"} <= commands
     assert len(vocabulary()) > 100
 
 
@@ -88,11 +88,11 @@ def commands_of(command: Any, path: tuple[str, ...] = ()) -> dict[str, Any]:
 def test_help_answers_itself() -> None:
     """Issue 44: a flag's help never sends the reader to a help that does not say. --workers sends
     them to the command's description, so every command with --workers says there what its counts
-    mean for Ray (plan only estimates, so its --workers are a wall time's); no help says "see --help"."""
+    mean for Ray; no help says "see --help"."""
     uses = vocabulary()
     for name, command in commands_of(typer.main.get_command(app)).items():
         flags = {flag for param in command.params for flag in getattr(param, "opts", ())}
-        if "--workers" in flags and name != "plan":
+        if "--workers" in flags:
             text = " ".join((command.help or "").split())
             assert "--workers" in text and "Ray" in text, (name, text)
     assert not [(flag, command) for flag, rows in uses.items() for command, text, _ in rows if "see --help" in text]

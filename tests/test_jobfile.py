@@ -1,5 +1,5 @@
 """A job file (`--config job.toml`, `pipeline/cli/jobfile.py`; issue 46, item 4): the flags by
-name, flags on the command line over it, one file for `plan` and `mine`, a bad file in one line."""
+name, flags on the command line over it, one file for `mine --plan` and `mine`, a bad file in one line."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ workers = 1
 judges = "dip,trappy"
 human-model = "none"
 rated-only = false
-sample-positions = 2   # plan's: mine passes over it
+sample-positions = 2   # --plan's: mine passes over it
 
 [thresholds]  # the judges' thresholds, which are no flags
 model-p = 0.25
@@ -47,8 +47,8 @@ practical-drop = 10  # points of Win%
     assert (identity["model_p"], identity["practical_drop"]) == (0.25, 0.2)  # 10 points of Win% on the rows' 0..2
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["games_read"] == 2 and manifest["positions"] == 2
-    # The same file plans the job: `out` is mine's and plan passes over it.
-    planned = cli_in_process("plan", "--config", config, "--sample-games", "5", "--json", check=True)
+    # The same file plans the job (--plan reads its sample-positions; the plan writes nothing at `out`).
+    planned = cli_in_process("mine", "--plan", "--config", config, "--sample-games", "5", "--json", check=True)
     plan = json.loads(planned.stdout)
     assert (plan["engine"], plan["settings"]["depth"], plan["settings"]["max_games"]) == ("native", 1, 5)
 
@@ -77,7 +77,7 @@ def test_a_bad_job_file_is_one_line_naming_the_file_and_the_key(tmp_path: Path, 
 
 
 def test_a_missing_job_file_is_one_line(tmp_path: Path) -> None:
-    result = cli_in_process("plan", SAMPLE, "--config", str(tmp_path / "none.toml"))
+    result = cli_in_process("mine", "--plan", SAMPLE, "--config", str(tmp_path / "none.toml"))
     assert one_error_line(result.stderr) == (
         f"diffimax: error: cannot read job file {str(tmp_path / 'none.toml')!r}: No such file or directory"
     )

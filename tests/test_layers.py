@@ -328,13 +328,12 @@ def top_level_definitions() -> dict[str, list[str]]:
 
 
 # Public names defined in more than one module on purpose: a command function is named for its
-# command (`diffimax plan`, `diffimax evaluate`), whatever else bears the word.
+# command (`diffimax evaluate`), whatever else bears the word.
 SHARED_NAMES = {
     "evaluate": {"pipeline/cli/evaluate.py", "pipeline/human/evaluate.py", "search/pesto.py"},
     # `diffimax explain` and `mine` beside the Python API's functions they call (`diffimax.explain`).
     "explain": {"pipeline/api.py", "pipeline/cli/analysis.py"},
     "mine": {"pipeline/api.py", "pipeline/cli/jobs.py"},
-    "plan": {"pipeline/cli/jobs.py", "pipeline/mine/plan/planner.py"},
     "query": {"pipeline/cli/datasets.py", "pipeline/dataset/sql.py"},
     # `diffimax tag` (the puzzle tagger) beside the HTML writer's element builder.
     "tag": {"pipeline/cli/datasets.py", "pipeline/outputs/html.py"},

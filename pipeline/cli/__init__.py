@@ -18,7 +18,6 @@ for _command in (
     analysis.tree,
     analysis.explain,
     jobs.mine,
-    jobs.plan,
     datasets.query,
     datasets.verify,
     datasets.report,

@@ -1,7 +1,7 @@
 """A job file: a command's flags written once in TOML and given as `--config job.toml`.
 
 Its keys are the command's flag names without the dashes (`max-games = 300`, `human-model =
-"maia3"`, `judges = "practical,dip"`), and `inputs` for the PGN inputs of `mine` and `plan`; a
+"maia3"`, `judges = "practical,dip"`), and `inputs` for the PGN inputs of `mine`; a
 bool flag takes `true` or `false` (`rated-only = true`, `rated-only = false` for `--any-rated`).
 The judges' thresholds, which are no flags, are its `[thresholds]` table (`model-p = 0.25`,
 `practical-drop = 10`: `pipeline.cli.options.JudgeThresholds`).
@@ -48,8 +48,7 @@ def read_job_file(ctx: typer.Context, param: typer.CallbackParam, value: str | N
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise UsageError(f"job file {value!r} is not TOML: {error}") from None
     keys = _keys(ctx.command, param.name or "")
-    siblings = _sibling_keys(ctx, param.name or "")
-    unknown = sorted(key for key in data if key not in keys and key not in siblings and key != JOB_TABLE)
+    unknown = sorted(key for key in data if key not in keys and key != JOB_TABLE)
     if unknown:
         known = ", ".join(sorted(keys))
         raise UsageError(f"job file {value!r}: unknown key {unknown[0]!r} ({ctx.info_name} takes: {known})")
@@ -61,8 +60,6 @@ def read_job_file(ctx: typer.Context, param: typer.CallbackParam, value: str | N
                 raise UsageError(f"job file {value!r}: {key!r} is a table ([{JOB_TABLE}]) of the judges' thresholds")
             ctx.meta[THRESHOLDS_META] = thresholds_of(item, f"job file {value!r}")
             continue
-        if key not in keys:
-            continue  # the job's other command's (`out` in a file `plan` reads before `mine`)
         if isinstance(item, dict):
             raise UsageError(
                 f"job file {value!r}: key {key!r} holds a table; give flags at the top level (the one table is "
@@ -75,20 +72,6 @@ def read_job_file(ctx: typer.Context, param: typer.CallbackParam, value: str | N
         defaults[keys[key]] = item
     ctx.default_map = defaults
     return value
-
-
-# `plan` estimates the job `mine` runs: one job file serves both, each reading its own keys.
-SIBLINGS = {"mine": "plan", "plan": "mine"}
-
-
-def _sibling_keys(ctx: typer.Context, skip: str) -> set[str]:
-    sibling = SIBLINGS.get(ctx.info_name or "")
-    parent = ctx.parent
-    get_command = getattr(None if parent is None else parent.command, "get_command", None)
-    if sibling is None or get_command is None:
-        return set()
-    command = get_command(parent, sibling)
-    return set() if command is None else set(_keys(command, skip))
 
 
 JobFileOpt = Annotated[

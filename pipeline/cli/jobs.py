@@ -1,11 +1,9 @@
-"""`diffimax mine` and `diffimax plan`: one mining job's flags (`mine_config`), run or estimated."""
+"""`diffimax mine`: one mining job's flags (`JobFlags` and the shared groups), run, or estimated with --plan."""
 
 from __future__ import annotations
 
-import functools
-import inspect
-import typing
-from collections.abc import Callable
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
@@ -15,9 +13,11 @@ from pipeline.cli.options import (
     AddressOpt,
     EngineFlags,
     EvidenceFlags,
+    FlagGroup,
     GameRateOpt,
     JsonOut,
     JudgeThresholds,
+    PlanOpt,
     PoolOpt,
     SearchFlags,
     SeedOpt,
@@ -41,66 +41,69 @@ from search.judges import JudgeSettings
 from search.settings import default_depth
 
 
-@with_flags
-def mine_config(
-    out: str,
-    resume: bool,
-    /,
-    inputs: Annotated[list[str], typer.Argument(metavar="INPUT...", help="PGN files, directories, globs, URLs.")],
-    *,
-    search: SearchFlags,
-    engine_flags: EngineFlags,
-    min_elo: Annotated[int | None, typer.Option("--min-elo", help="Both players rated at least this.")] = None,
-    max_elo: Annotated[int | None, typer.Option("--max-elo", help="Both players rated at most this.")] = None,
+@dataclass(frozen=True)
+class JobFlags(FlagGroup):
+    """What a mining job reads and how it runs, beyond the search, the engine and the evidence."""
+
+    min_elo: Annotated[int | None, typer.Option("--min-elo", help="Both players rated at least this.")] = None
+    max_elo: Annotated[int | None, typer.Option("--max-elo", help="Both players rated at most this.")] = None
     time_control: Annotated[
         str | None,
         typer.Option("--time-control", help="Comma list: bullet, blitz, rapid, classical, correspondence."),
-    ] = None,
-    rated_only: Annotated[bool, typer.Option("--rated-only/--any-rated", help="Rated games only.")] = False,
-    plies: Annotated[str | None, typer.Option("--plies", help="Ply window FROM-TO of analysed positions.")] = None,
-    game_rate: GameRateOpt = 1.0,
-    seed: SeedOpt = 0,
-    max_games: Annotated[int | None, typer.Option("--max-games", help="Stop after this many games read.")] = None,
-    workers: WorkersOpt = None,
-    address: AddressOpt = None,
+    ] = None
+    rated_only: Annotated[bool, typer.Option("--rated-only/--any-rated", help="Rated games only.")] = False
+    plies: Annotated[str | None, typer.Option("--plies", help="Ply window FROM-TO of analysed positions.")] = None
+    game_rate: GameRateOpt = 1.0
+    seed: SeedOpt = 0
+    max_games: Annotated[int | None, typer.Option("--max-games", help="Stop after this many games read.")] = None
+    workers: WorkersOpt = None
+    address: AddressOpt = None
     setter_choices: Annotated[
         bool,
         typer.Option("--setter-choices", help="Also record which moves of the side to move would set a trap."),
-    ] = False,
-    shard_games: Annotated[int, typer.Option("--shard-games", help="Games per shard of a compressed stream.")] = 500,
-    shard_mb: Annotated[float, typer.Option("--shard-mb", help="MiB per shard of an uncompressed file.")] = 16.0,
+    ] = False
+    shard_games: Annotated[int, typer.Option("--shard-games", help="Games per shard of a compressed stream.")] = 500
+    shard_mb: Annotated[float, typer.Option("--shard-mb", help="MiB per shard of an uncompressed file.")] = 16.0
     max_game_mb: Annotated[
         float,
         typer.Option("--max-game-mb", help="Largest game (headers and movetext); a larger one is an error row."),
-    ] = MAX_GAME_BYTES / MIB,
+    ] = MAX_GAME_BYTES / MIB
     url_timeout: Annotated[
         float,
         typer.Option("--url-timeout", help="Seconds a URL may send nothing before it is resumed (HTTP Range)."),
-    ] = URL_TIMEOUT,
-    table_mb: TableMbOpt = DEFAULT_TABLE_MB,
-    pool: PoolOpt = "auto",
+    ] = URL_TIMEOUT
+    table_mb: TableMbOpt = DEFAULT_TABLE_MB
+    pool: PoolOpt = "auto"
+
+
+def job_config(
+    out: str,
+    resume: bool,
+    inputs: Sequence[str],
+    job: JobFlags,
+    search: SearchFlags,
+    engine_flags: EngineFlags,
     evidence: EvidenceFlags,
     thresholds: JudgeThresholds,
 ) -> MineConfig:
-    """The mining job the flags describe: `mine` runs it, `plan` estimates it. The flags after
-    the two positional-only parameters are what `job_command` gives both commands."""
+    """The mining job the flag groups describe (`mine` runs it, `mine --plan` estimates it)."""
     from pipeline.ingest.headers import GameFilter
     from pipeline.judging import HumanEvidence
     from pipeline.mine.config import mib_to_bytes
 
-    plies_from, plies_to = parse_plies(plies)
+    plies_from, plies_to = parse_plies(job.plies)
     engine = engine_flags.name()
     settings = search.settings(default_depth(engine))
     game_filter = GameFilter(
-        min_elo=min_elo,
-        max_elo=max_elo,
-        time_controls=frozenset(t.strip().lower() for t in time_control.split(",")) if time_control else None,
-        rated_only=rated_only,
+        min_elo=job.min_elo,
+        max_elo=job.max_elo,
+        time_controls=frozenset(t.strip().lower() for t in job.time_control.split(",")) if job.time_control else None,
+        rated_only=job.rated_only,
         standard_only=True,  # the engines play standard chess (From Position games included)
         ply_from=plies_from,
         ply_to=plies_to,
-        sample_rate=game_rate,
-        seed=seed,
+        sample_rate=job.game_rate,
+        seed=job.seed,
     )
     human_model = evidence.human_model
     return MineConfig(
@@ -112,109 +115,119 @@ def mine_config(
         engine=engine,
         engine_options=engine_flags.options(evidence.shallow_depth),
         game_filter=game_filter,
-        max_games=max_games,
-        workers=workers,
-        address=address,
+        max_games=job.max_games,
+        workers=job.workers,
+        address=job.address,
         resume=resume,
-        setter_choices=setter_choices,
-        shard_games=shard_games,
-        shard_bytes=mib_to_bytes(shard_mb),
-        max_game_bytes=mib_to_bytes(max_game_mb, "--max-game-mb"),
-        url_timeout=url_timeout,
-        table_mb=table_mb,
-        pool=parse_pool(pool),
+        setter_choices=job.setter_choices,
+        shard_games=job.shard_games,
+        shard_bytes=mib_to_bytes(job.shard_mb),
+        max_game_bytes=mib_to_bytes(job.max_game_mb, "--max-game-mb"),
+        url_timeout=job.url_timeout,
+        table_mb=job.table_mb,
+        pool=parse_pool(job.pool),
     )
 
 
-# A job's MineConfig from its output directory and --resume (the rest of the flags already bound).
-JobConfig = Callable[[str, bool], MineConfig]
-# The job's flags: `mine_config`'s parameters after `out` and `resume` (positional-only).
-JOB_FLAGS = [
-    parameter
-    for parameter in inspect.signature(mine_config, eval_str=True).parameters.values()
-    if parameter.kind is not inspect.Parameter.POSITIONAL_ONLY
-]
+@with_flags
+def mine_config(
+    out: str,
+    resume: bool,
+    /,
+    inputs: Sequence[str],
+    *,
+    job: JobFlags,
+    search: SearchFlags,
+    engine_flags: EngineFlags,
+    evidence: EvidenceFlags,
+    thresholds: JudgeThresholds,
+) -> MineConfig:
+    """`job_config` by flag name, as `mine` gets them (`mine_config("out", False, ["a.pgn"],
+    max_games=5)`): for tests and benchmarks that want a job as the command line makes it."""
+    return job_config(out, resume, inputs, job, search, engine_flags, evidence, thresholds)
 
 
-def job_command(command: Callable[..., None]) -> Callable[..., None]:
-    """Give `command` the job's flags (one list, `mine_config`'s): typer sees INPUT..., then the
-    command's own options, then the job's options; the command receives `job`, which builds the
-    MineConfig from the flags given, and its own options."""
-    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "job"]
-    keyword = inspect.Parameter.KEYWORD_ONLY  # so that options without a default may follow ones with
-    flags = [p.replace(kind=keyword) for p in JOB_FLAGS]
-    shown = [flags[0], *(p.replace(kind=keyword) for p in own), *flags[1:]]
-    names = {p.name for p in JOB_FLAGS}
-
-    @functools.wraps(command)
-    def with_job(**values: Any) -> None:
-        bound = {name: values.pop(name) for name in names}
-        command(job=functools.partial(mine_config, **bound), **values)
-
-    hints = typing.get_type_hints(command, include_extras=True)
-    with_job.__signature__ = inspect.Signature(shown, return_annotation=None)  # type: ignore[attr-defined]
-    with_job.__annotations__ = {p.name: p.annotation for p in shown}
-    with_job.__annotations__["return"] = hints.get("return")
-    return with_job
+PLANNED = "(planned, not written)"  # the output directory of a job --plan estimates
+PLAN_ONLY = ("sample_games", "sample_positions", "assume_games", "plan_seed", "as_json")  # `mine`'s flags of --plan
 
 
-@job_command
+@with_flags
 def mine(
-    job: JobConfig,
-    out: Annotated[str, typer.Option("--out", help="Output directory of the Parquet dataset.")],
+    ctx: typer.Context,
+    inputs: Annotated[list[str], typer.Argument(metavar="INPUT...", help="PGN files, directories, globs, URLs.")],
+    out: Annotated[
+        str | None, typer.Option("--out", help="Output directory of the Parquet dataset (not needed with --plan).")
+    ] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a run: skip committed shards.")] = False,
     repair: Annotated[
         bool, typer.Option("--repair", help="With --resume: remove damaged shards and mine them again.")
     ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", help="Show Ray's own log lines too.")] = False,
+    plan: PlanOpt = False,
+    sample_games: Annotated[
+        int, typer.Option("--sample-games", help="--plan: games of the input read through the filters.")
+    ] = SAMPLE_GAMES,
+    sample_positions: Annotated[
+        int, typer.Option("--sample-positions", help="--plan: positions judged to time the analysis here.")
+    ] = SAMPLE_POSITIONS,
+    assume_games: Annotated[
+        int | None,
+        typer.Option("--assume-games", help="--plan: for this many games read, shaped like the inputs'."),
+    ] = None,
+    plan_seed: Annotated[int, typer.Option("--plan-seed", help="--plan: seed of the game and position samples.")] = 0,
+    as_json: JsonOut = False,
     job_file: JobFileOpt = None,  # read by its callback, before the other flags (`pipeline.cli.jobfile`)
+    *,
+    job: JobFlags,
+    search: SearchFlags,
+    engine_flags: EngineFlags,
+    evidence: EvidenceFlags,
+    thresholds: JudgeThresholds,
 ) -> None:
     """Mine PGN databases for traps: DiffiMax at every selected position on Ray, Parquet out.
 
     Inputs are PGN files (.pgn, .pgn.zst, .pgn.gz, .pgn.bz2), directories, globs, http(s) URLs or
     s3:// and gs:// objects; --out is a directory, s3:// or gs://. --workers N starts N Ray
-    workers (1 is one worker, still on Ray); --address joins a running cluster instead."""
-    from pipeline import api
+    workers (1 is one worker, still on Ray); --address joins a running cluster instead.
 
+    --plan estimates the job before running it: games and positions after the filters, distinct
+    positions after reuse, engine core-hours and wall time for --workers, from samples of its input
+    read and judged here with its engine and settings; it writes nothing."""
+    if plan:
+        if resume or repair:
+            raise UsageError("--plan estimates a job: it takes no --resume or --repair")
+        config = job_config(out or PLANNED, False, inputs, job, search, engine_flags, evidence, thresholds)
+        _plan(config, sample_games, sample_positions, assume_games, plan_seed, as_json)
+        return
+    # A job file may hold the plan's settings beside the job's (one file for both); flags may not.
+    given = [name for name in PLAN_ONLY if getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"]
+    if given:
+        raise UsageError(f"--{given[0].replace('_', '-')} goes with --plan".replace("--as-json", "--json"))
+    if out is None:
+        raise UsageError("mine needs --out (the dataset's directory), or --plan to estimate the job")
     if repair and not resume:
         raise UsageError("--repair continues a run: give it with --resume")
-    manifest = api.mine(job(out, resume), verbose=verbose, repair=repair)
+    from pipeline import api
+
+    config = job_config(out, resume, inputs, job, search, engine_flags, evidence, thresholds)
+    manifest = api.mine(config, verbose=verbose, repair=repair)
     typer.echo(summary_text(manifest, out))
 
 
-@job_command
-def plan(
-    job: JobConfig,
-    sample_games: Annotated[
-        int, typer.Option("--sample-games", help="Games of the input read through the filters (seeded blocks).")
-    ] = SAMPLE_GAMES,
-    sample_positions: Annotated[
-        int, typer.Option("--sample-positions", help="Positions judged to time the analysis on this machine.")
-    ] = SAMPLE_POSITIONS,
-    assume_games: Annotated[
-        int | None,
-        typer.Option("--assume-games", help="Plan for this many games read, shaped like the inputs' (a stand-in)."),
-    ] = None,
-    plan_seed: Annotated[int, typer.Option("--plan-seed", help="Seed of the game and position samples.")] = 0,
-    as_json: JsonOut = False,
-    job_file: JobFileOpt = None,  # read by its callback, before the other flags (`pipeline.cli.jobfile`)
+def _plan(
+    config: MineConfig, sample_games: int, sample_positions: int, assume_games: int | None, seed: int, as_json: bool
 ) -> None:
-    """Estimate a mining job before running it: games and positions after the filters, distinct
-    positions after reuse, engine core-hours and wall time for --workers, from samples of its input
-    read and judged here with its engine and settings (`diffimax mine`'s flags)."""
     from pipeline.common.progress import Progress
     from pipeline.mine.plan import plan as plan_job
     from pipeline.mine.plan import plan_text
 
-    # Planning writes nothing: the output directory only completes the job's description.
-    config = job("(planned, not written)", False)
     with Progress() as progress:  # on stderr, beside --json's stdout
         planned = plan_job(
             config,
             sample_games=sample_games,
             sample_positions=sample_positions,
             assume_games=assume_games,
-            seed=plan_seed,
+            seed=seed,
             progress=progress,
         )
     emit(planned.describe(), plan_text(planned), as_json)

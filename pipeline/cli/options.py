@@ -92,6 +92,9 @@ FilesOpt = Annotated[
 ]
 ListOpt = Annotated[bool, typer.Option("--list", help="List the saved queries.")]
 FormatOpt = Annotated[str, typer.Option("--format", help="table, csv or json.")]
+PlanOpt = Annotated[
+    bool, typer.Option("--plan", help="Estimate the cost (engine core-hours, wall time) and stop: nothing is written.")
+]
 AddressOpt = Annotated[str | None, typer.Option("--address", help="An existing Ray cluster's address.")]
 
 # How to run the engine, the same flags on every command that uses one.
@@ -160,8 +163,12 @@ def parse_margin(safety_margin: str) -> float:
         raise UsageError(f"invalid safety margin {safety_margin!r}: expected pawns or inf") from None
 
 
+class FlagGroup:
+    """The base of a group of flags (a frozen dataclass of typer options) that `with_flags` expands."""
+
+
 @dataclass(frozen=True)
-class SearchFlags:
+class SearchFlags(FlagGroup):
     """The DiffiMax settings as given (tree, explain, mine, plan)."""
 
     depth: Depth = None
@@ -191,7 +198,7 @@ class SearchFlags:
 
 
 @dataclass(frozen=True)
-class EngineFlags:
+class EngineFlags(FlagGroup):
     """How to run the engine, as given (explain, mine, plan)."""
 
     engine: EngineOpt = None
@@ -227,7 +234,7 @@ class EngineFlags:
 
 
 @dataclass(frozen=True)
-class EvidenceFlags:
+class EvidenceFlags(FlagGroup):
     """Which judges, and the human evidence they read (explain, mine, plan)."""
 
     shallow_depth: ShallowDepthOpt = None
@@ -311,8 +318,6 @@ def build_judges(judges: str | None, default: frozenset[JudgeName], thresholds: 
     return JudgeSettings(judges=default if judges is None else parse_judges(judges), **given)
 
 
-FLAG_GROUPS: tuple[type, ...] = (SearchFlags, EngineFlags, EvidenceFlags)
-
 Command = TypeVar("Command", bound=Callable[..., Any])
 
 
@@ -333,18 +338,19 @@ def with_flags(command: Command) -> Command:
         if group is JudgeThresholds:
             from_file.append(parameter.name)
             continue
-        if group not in FLAG_GROUPS:
+        if not (isinstance(group, type) and issubclass(group, FlagGroup) and dataclasses.is_dataclass(group)):
             keep = parameter.kind if not groups and not from_file else inspect.Parameter.KEYWORD_ONLY
             shown.append(parameter.replace(kind=keep, annotation=hints.get(parameter.name, parameter.annotation)))
             continue
-        assert isinstance(group, type)
         groups[parameter.name] = group
         field_hints = typing.get_type_hints(group, include_extras=True)
         shown += [
             inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=field_hints[f.name])
             for f in dataclasses.fields(group)
         ]
-    if from_file:
+    # Typer passes the click context to one parameter: the command's own, else one added here.
+    own_context = next((p.name for p in shown if p.annotation is typer.Context), None)
+    if from_file and own_context is None:
         shown.append(
             inspect.Parameter(CONTEXT_PARAMETER, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=typer.Context)
         )
@@ -354,7 +360,7 @@ def with_flags(command: Command) -> Command:
 
     @functools.wraps(command)
     def with_groups(*args: Any, **values: Any) -> Any:
-        context = values.pop(CONTEXT_PARAMETER, None)
+        context = values.get(own_context) if own_context else values.pop(CONTEXT_PARAMETER, None)
         for name, group in groups.items():
             given = {f.name: values.pop(f.name) for f in dataclasses.fields(group) if f.name in values}
             values[name] = group(**given)

@@ -22,6 +22,7 @@ from pipeline.cli.options import (
     ListOpt,
     MovesOpt,
     OptionalDataOpt,
+    PlanOpt,
     PoolOpt,
     SearchFlags,
     TableMbOpt,
@@ -81,7 +82,7 @@ def repertoire(
     address: AddressOpt = None,
     table_mb: TableMbOpt = DEFAULT_TABLE_MB,
     files: FilesOpt = "all",
-    plan: Annotated[bool, typer.Option("--plan", help="Estimate the cost (engine hours, wall time) and stop.")] = False,
+    plan: PlanOpt = False,
     plan_sample: Annotated[int, typer.Option("--plan-sample", help="Nodes the plan times for real.")] = 24,
     job_file: JobFileOpt = None,  # read by its callback, before the other flags (`pipeline.cli.jobfile`)
     *,

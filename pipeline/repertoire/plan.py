@@ -1,5 +1,5 @@
 """`diffimax repertoire --plan`: what growing a repertoire will cost, estimated before it runs, as
-`diffimax plan` estimates a mining job: from a sample of its own work, done by its own worker on
+`diffimax mine --plan` estimates a mining job: from a sample of its own work, done by its own worker on
 this machine.
 
 1. *Sketch the tree.* The same growth (`pipeline.repertoire.tree.Growth`: the same margin, floor,

@@ -175,7 +175,14 @@ COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
         "--max-games",
         "40",
     ],
-    "plan": lambda data, tmp: [*DIFFIMAX, "plan", str(GAMES / "chesscom_mixed_1187.pgn"), "--max-games", "200"],
+    "plan": lambda data, tmp: [
+        *DIFFIMAX,
+        "mine",
+        "--plan",
+        str(GAMES / "chesscom_mixed_1187.pgn"),
+        "--max-games",
+        "200",
+    ],
     "puzzles": lambda data, tmp: [
         *DIFFIMAX,
         "puzzles",

@@ -47,7 +47,7 @@ def within(planned: float, measured: float) -> bool:
 
 def test_planned_counts_are_within_30_percent_of_the_real_run(data_dir: Path, tmp_path: Path) -> None:
     sample = ["--sample-games", "50", "--sample-positions", "200", "--json"]
-    planned = json.loads(run_cli("plan", str(SOURCE), *JOB, *sample, check=True).stdout)
+    planned = json.loads(run_cli("mine", "--plan", str(SOURCE), *JOB, *sample, check=True).stdout)
     assert not planned["sample"]["whole_job"], "the sample must be smaller than the job, or nothing is estimated"
     out = tmp_path / "mined"
     run_cli("mine", str(SOURCE), *JOB, "--out", str(out), check=True)
@@ -79,7 +79,7 @@ def test_planned_counts_are_within_30_percent_of_the_real_run(data_dir: Path, tm
     ],
 )
 def test_bad_planning_input_is_one_line(data_dir: Path, flags: list[str], message: str) -> None:
-    result = run_cli("plan", str(GAMES / "lichess_100.pgn"), "--engine", "native", *flags)
+    result = run_cli("mine", "--plan", str(GAMES / "lichess_100.pgn"), "--engine", "native", *flags)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1].startswith(f"diffimax: error: {message}")
     assert "Traceback" not in result.stderr
@@ -100,7 +100,8 @@ def test_plan_gives_no_interval_from_too_few_timed_games(data_dir: Path) -> None
     # The chess.com plan timed one game and printed "0.0 s - 7749 days": now the mean alone,
     # and how many games an interval needs.
     result = run_cli(
-        "plan",
+        "mine",
+        "--plan",
         str(GAMES / "lichess_100.pgn"),
         "--engine",
         "native",
@@ -145,7 +146,9 @@ def test_a_game_rate_scales_an_assumed_month_and_each_question_has_one_wall(data
         "1",
     ]
     assumed = ["--assume-games", "90000000", "--game-rate", "0.01"]
-    planned = json.loads(run_cli("plan", str(GAMES / "lichess_100.pgn"), *flags, *assumed, "--json", check=True).stdout)
+    planned = json.loads(
+        run_cli("mine", "--plan", str(GAMES / "lichess_100.pgn"), *flags, *assumed, "--json", check=True).stdout
+    )
     sample = planned["sample"]
     kept_share = sample["games_kept"] / sample["games_read"]
     assert sample["games_kept"] > 0 and not sample["whole_job"]
@@ -155,14 +158,14 @@ def test_a_game_rate_scales_an_assumed_month_and_each_question_has_one_wall(data
     # The same job at rate 1 plans 100 times the games and about 100 times the positions.
     whole = json.loads(
         run_cli(
-            "plan", str(GAMES / "lichess_100.pgn"), *flags, "--assume-games", "90000000", "--json", check=True
+            "mine", "--plan", str(GAMES / "lichess_100.pgn"), *flags, "--assume-games", "90000000", "--json", check=True
         ).stdout
     )
     assert whole["games_kept"]["value"] == pytest.approx(100 * planned["games_kept"]["value"])
     assert whole["positions"]["value"] == pytest.approx(100 * planned["positions"]["value"])
     # A game the rate leaves out costs its headers, not a replay: the parse is planned for the kept.
     assert planned["ingest_seconds"]["value"] < whole["ingest_seconds"]["value"] / 5
-    text = run_cli("plan", str(GAMES / "lichess_100.pgn"), *flags, *assumed, check=True).stdout
+    text = run_cli("mine", "--plan", str(GAMES / "lichess_100.pgn"), *flags, *assumed, check=True).stdout
     assert re.search(r"^wall time: .* with 1 worker$", text, re.MULTILINE), text
     assert not re.search(r"^\s+1 workers?:", text, re.MULTILINE), text
     assert re.search(r"unreadable: \d[\d,]*.*from \d+ of the \d+ games sampled", text), text

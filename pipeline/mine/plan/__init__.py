@@ -1,4 +1,4 @@
-"""`diffimax plan`: what a mining job will cost, estimated before it runs from samples of its own
+"""`diffimax mine --plan`: what a mining job will cost, estimated before it runs from samples of its own
 input, read and analysed by the project's own functions on this machine (no Ray).
 
 The method (docs/mining.md, "Planning a job"):

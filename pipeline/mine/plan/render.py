@@ -1,4 +1,4 @@
-"""The plan as a readable report (`diffimax plan` without --json)."""
+"""The plan as a readable report (`diffimax mine --plan` without --json)."""
 
 from __future__ import annotations
 
