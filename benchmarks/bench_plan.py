@@ -43,7 +43,7 @@ def main() -> None:
     if args.engine == "native":
         job += ["--depth", "1", "--judges", "trappy,dip", "--human-model", "none"]
     sample = ["--sample-games", str(args.sample_games), "--sample-positions", str(args.sample_positions), "--json"]
-    planned = json.loads(diffimax("plan", str(SOURCE), *job, *sample))
+    planned = json.loads(diffimax("mine", "--plan", str(SOURCE), *job, *sample))
     with tempfile.TemporaryDirectory() as tmp:
         diffimax("mine", str(SOURCE), *job, "--out", f"{tmp}/run")
         manifest = json.loads(Path(f"{tmp}/run/manifest.json").read_text())
