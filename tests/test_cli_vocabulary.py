@@ -24,6 +24,7 @@ RETIRED = {
     "--sample": "--game-rate",
     "--sample-rate": "--position-rate, --train-rate",
     "--tune-sample-rate": "--tune-rate",
+    "--opponent-rating": "--rating (play: the UCI option Opponent Rating)",
 }
 
 
@@ -65,14 +66,151 @@ def test_one_flag_name_has_one_meaning_and_one_default() -> None:
     assert not mixed, "\n".join(mixed)
 
 
+# What each flag name means, written by hand (issue 46: one name per meaning, compared by meaning,
+# not by help text, so that a reworded twin is caught). A new flag gets its line here; a meaning
+# already listed is a second name for it: use the first. Flags of one word in different roles (an
+# engine depth for a search, for the model's features, for a baseline) have meanings of their own.
+MEANINGS: dict[str, str] = {
+    "--address": "a running Ray cluster to join",
+    "--algorithm": "the search algorithm of a textbook tree",
+    "--allow-partial": "read a damaged or unfinished dataset",
+    "--assume-games": "the games a plan assumes the input holds",
+    "--baseline-depth": "the engine depth of an engine baseline of the human-move model",
+    "--baseline-rate": "the share of positions the engine baselines are measured on",
+    "--book-min-games": "the times a position is reached to enter the model's book",
+    "--branching": "the children per node of a random tree",
+    "--candidates": "the player's moves valued at a repertoire node",
+    "--clock": "the responder's clock",
+    "--color": "the repertoire player's colour",
+    "--config": "a job file of flags",
+    "--corpus-games": "the games a corpus baseline counts",
+    "--corpus-splits": "the parts of the shared files a corpus counts",
+    "--data": "a mined dataset to read",
+    "--depth": "the DiffiMax search depth",
+    "--dir": "the models directory",
+    "--draw-rule": "the prototype's draw rule",
+    "--draw-thresh": "the prototype's draw threshold",
+    "--dump-examples": "where training examples are saved",
+    "--engine": "the engine",
+    "--engine-depth": "a depth limit per engine search",
+    "--epsilon": "the tutor's starting epsilon",
+    "--exclude-captures": "leave capturing replies out of the alternatives",
+    "--exclude-checks": "leave checking replies out of the alternatives",
+    "--feature-depth": "the engine depth of the model's engine features",
+    "--files": "which output files are written",
+    "--fit-threads": "the threads a model fit uses",
+    "--floor": "the probability a repertoire line needs to be explored",
+    "--format": "how a query's answer is printed",
+    "--from": "the position a line of moves starts from",
+    "--game": "which game of a PGN file",
+    "--game-rate": "the share of the games read",
+    "--games": "the games a model or corpus learns from",
+    "--groups": "the model's feature groups",
+    "--hash": "the engine's hash size",
+    "--human-corpus": "a corpus of what humans played",
+    "--human-model": "the human-move model",
+    "--in": "a repertoire's output to query",
+    "--json": "print JSON",
+    "--judges": "which trap judges run",
+    "--kind": "which puzzle kinds",
+    "--known-traps": "the set of known traps",
+    "--learner": "the model's learner",
+    "--learning-rate": "the boosting's shrinkage",
+    "--limit": "the most puzzles written",
+    "--line-plies": "the longest repertoire line",
+    "--list": "list the saved queries",
+    "--list-options": "list the UCI options",
+    "--load": "read saved evidence instead of gathering it",
+    "--margin": "how far a puzzle's best move must beat the second",
+    "--max-elo": "the highest rating of a game read",
+    "--max-game-mb": "the largest game read",
+    "--max-games": "the most games read",
+    "--max-positions": "the most positions a model evaluation measures (a cap, in order)",
+    "--max-rounds": "the most boosting rounds",
+    "--min-children": "the fewest children of a prototype opponent node",
+    "--min-data-in-leaf": "the fewest moves in a tree leaf",
+    "--min-dip": "the smallest dip of a puzzle's trap",
+    "--min-elo": "the lowest rating of a game read",
+    "--move-overhead": "the time kept back from the clock",
+    "--moves": "a line of moves from the start",
+    "--movetime": "a time limit per engine search",
+    "--nodes": "a node limit per engine search",
+    "--npm": "the npm command",
+    "--num-leaves": "the leaves per boosted tree",
+    "--option": "a UCI option by name",
+    "--out": "where the output is written",
+    "--per-game": "the most puzzles from one game",
+    "--pgn": "a PGN file to take a position from",
+    "--plan": "estimate the cost and stop",
+    "--plan-sample": "the repertoire nodes a plan times",
+    "--plan-seed": "the seed of a plan's samples",
+    "--player-rating": "the player's own rating",
+    "--plies": "the ply window of the positions mined",
+    "--ply": "which ply of a PGN game",
+    "--pool": "the rating pool",
+    "--position-rate": "the share of positions a model evaluation measures",
+    "--positions": "the positions the judges' evaluation samples (spread over games)",
+    "--rated-only": "rated games only",
+    "--rating": "the opponent's rating",
+    "--read-only": "touch nothing outside the dataset",
+    "--reasonable-dip": "the reasonable player dip R",
+    "--reference-model": "a second human-move model measured beside the first",
+    "--repair": "mine damaged shards again on resume",
+    "--resume": "continue an interrupted run",
+    "--revised-margin": "the safety margin of the revised DiffiMax the prototype is compared with (exhaustive by default)",
+    "--root": "who moves at a tree's root",
+    "--safety-margin": "the pawns the setter may give up for a trap line",
+    "--sample-games": "the games a mining plan reads",
+    "--sample-positions": "the positions a mining plan times",
+    "--save": "where gathered evidence is saved",
+    "--saved": "a saved query by name",
+    "--scope": "the opponent responses in scope",
+    "--scopes": "the scopes the prototype is compared at",
+    "--script": "run every statement of the SQL",
+    "--seed": "the seed of the command's random choices",
+    "--setter": "the setter's colour",
+    "--setter-choices": "record the setter's trap-setting moves",
+    "--shallow-depth": "the shallow pass's depth",
+    "--shallow-depths": "the shallow-pass depths the trappy judge is evaluated at",
+    "--shard-games": "the games per shard of a stream",
+    "--shard-mb": "the size of a shard of a file",
+    "--source-game-rate": "one file's share of the games read",
+    "--source-rate": "one file's share of the positions used",
+    "--split": "which split of the shared files",
+    "--standard": "the puzzle standard",
+    "--step": "the random walk's step",
+    "--style": "how the engine plays",
+    "--table-mb": "the size of a worker's table of engine answers",
+    "--temperature": "the tutor's temperature",
+    "--threads": "the engine's threads",
+    "--time-control": "the time controls of the games read",
+    "--train-rate": "the share of training positions used",
+    "--trainer": "where a model is fitted",
+    "--trap-dip": "the trap dip threshold T",
+    "--trap-rating": "the rating assumed for the known traps' victims",
+    "--traps": "list each tree's prototype traps",
+    "--tree-depth": "the plies of a random tree",
+    "--trees": "how many random trees",
+    "--tune-rate": "the share of tune positions used for early stopping",
+    "--tutor-rating": "the rating the tutor imitates",
+    "--url-timeout": "how long a URL may be silent",
+    "--value-limit": "the clip of a random tree's values",
+    "--values": "how a random tree's leaves are valued",
+    "--verbose": "show Ray's own log lines",
+    "--width": "the player's candidates grown beyond one reply",
+    "--win-thresh": "the prototype's win threshold",
+    "--workers": "the parallel workers",
+}
+
+
 def test_one_meaning_has_one_name() -> None:
-    names_of: dict[str, set[str]] = defaultdict(set)
-    for flag, uses in vocabulary().items():
-        for _, help_text, _ in uses:
-            names_of[help_text].add(flag)
-    shared = {help_text: names for help_text, names in names_of.items() if len(names) > 1}
-    assert not shared, shared
-    retired = sorted(set(RETIRED) & set(vocabulary()))
+    flags = set(vocabulary())
+    assert flags == set(MEANINGS), {"without a meaning": flags - set(MEANINGS), "gone": set(MEANINGS) - flags}
+    names_of: dict[str, list[str]] = defaultdict(list)
+    for flag, meaning in MEANINGS.items():
+        names_of[meaning].append(flag)
+    assert not {meaning: names for meaning, names in names_of.items() if len(names) > 1}
+    retired = sorted(set(RETIRED) & flags)
     assert not retired, [f"{flag}: use {RETIRED[flag]}" for flag in retired]
 
 

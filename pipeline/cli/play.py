@@ -14,6 +14,7 @@ from pipeline.cli.options import (
     HumanCorpusOpt,
     HumanModelOpt,
     NodesOpt,
+    RatingOpt,
     SafetyMargin,
     SeedOpt,
     ShallowDepthOpt,
@@ -33,9 +34,7 @@ def play(
     human_model: HumanModelOpt = "default",
     human_corpus: HumanCorpusOpt = None,
     safety_margin: SafetyMargin = "0.5",
-    opponent_rating: Annotated[
-        int | None, typer.Option("--opponent-rating", help="The opponent's rating (Opponent Rating).")
-    ] = None,
+    opponent_rating: RatingOpt = None,  # UCI option Opponent Rating
     tutor_rating: Annotated[
         int | None, typer.Option("--tutor-rating", help="The rating the tutor imitates (Tutor Rating).")
     ] = None,
