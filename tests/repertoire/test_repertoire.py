@@ -126,7 +126,7 @@ def test_the_pgn_parses_its_main_lines_are_legal_and_its_figures_are_the_rows(bu
         for node in game.mainline():  # the trap variations: the reply is a trap row of the tree
             for variation in node.variations[1:]:
                 path = tree_path(variation.board())
-                assert by_path[path]["trap"] and "trap: p" in variation.comment
+                assert by_path[path]["trap"] and variation.comment.startswith("Trap, played by "), variation.comment
     assert checked > 0
 
 
@@ -165,26 +165,43 @@ def tree_path(board: chess.Board) -> tuple[str, ...]:
     return played[len(START_MOVES) :]
 
 
+LOSS = r"loses? (\d+\.\d) pawns|allows? #\d+|loses? (\d+(?:\.\d)?) % of the expected score"
+
+
+def shows_loss(words: str, trap: dict[str, Any], before: dict[str, Any]) -> bool:
+    """A trap's loss as the comment says it: pawns from the two rows' values, or the mate."""
+    pawns = re.fullmatch(r"loses? (\d+\.\d) pawns", words)
+    if pawns:
+        return abs(float(pawns[1]) - (trap["value_cp"] - before["value_cp"]) / 100) <= 0.051
+    return words.startswith(("allows #", "allow #")) and trap["value_cp"] > 90_000
+
+
 def check_comment(comment: str, row: dict[str, Any], rows: list[dict[str, Any]]) -> int:
     """Assert the comment's figures are the row's (to the digits shown), and the traps it names
-    are its node's trap replies with their figures; 1 if it had any figures."""
-    figures = dict(re.findall(rf"(?:^|; )(gain|expected|p) ({PERCENT})", comment))
-    if not figures:
+    are its node's trap replies with their figures, in words a student reads (percent, pawns or
+    #N, SAN); 1 if it had any figures."""
+    assert not re.search(r"\b(p|gain|drop|works) [-+\d]", comment), comment  # no bare figures
+    expected = re.search(rf"^Expected score ({PERCENT}) against 1600 players \(({PERCENT}) over", comment)
+    played = re.search(rf"^Played by ({PERCENT}) of 1600 players", comment)
+    if expected is None and played is None:
         return 0
-    # Scores, gains, drops and probabilities in percent (a score's points are Win%'s), never 0..1.
-    for name, column in (("gain", "move_gain"), ("expected", "expected"), ("p", "probability")):
-        if name in figures:
-            assert shows_percent(figures[name], row[column]), (comment, row[column])
-    named = re.findall(rf"(\S+) p ({PERCENT}) drop ({PERCENT})", comment)
+    if expected:
+        assert shows_percent(expected[1], row["expected"]) and shows_percent(expected[2], row["move_gain"]), comment
+    if played:
+        assert shows_percent(played[1], row["probability"]), comment
+    named = re.findall(rf"(\S+) \(({PERCENT}) of 1600 players, ({LOSS})( to \S+)?\)", comment)
     traps = {r["move_san"]: r for r in rows if r["parent_id"] == row["node_id"] and r["trap"]}
-    assert sorted(san for san, _, _ in named) == sorted(traps), comment
-    for san, p, drop in named:
-        assert shows_percent(p, traps[san]["probability"]) and shows_percent(drop, traps[san]["drop"]), comment
-    works = re.search(rf"works ({PERCENT})", comment)
+    assert sorted(re.sub(r"^\d+\.+", "", found[0]) for found in named) == sorted(traps), comment
+    for numbered, p, loss, *_rest in named:
+        trap = traps[re.sub(r"^\d+\.+", "", numbered)]
+        assert shows_percent(p, trap["probability"]) and shows_loss(loss, trap, row), (comment, trap)
+        if trap["punishment_san"]:
+            assert f"{loss} to {trap['punishment_san'].split()[0]})" in comment, comment
+    works = re.search(rf"One comes ({PERCENT}) of the time", comment)
     assert (works is None) == (not traps)
     if works:
         assert shows_percent(works[1], row["trap_probability"]), comment
-    seen = re.search(r"seen (\d+)/(\d+)", comment)
+    seen = re.search(r"Seen in (\d+) of (\d+) games", comment)
     if seen:
         assert (int(seen[1]), int(seen[2])) == (row["observed_count"], row["observed_games"])
     return 1
