@@ -76,6 +76,16 @@ def shown_rows(page: Any, moves_expected: bool) -> dict[str, dict[str, str]]:
     return found
 
 
+def descendants(rows: list[dict[str, Any]], node_id: int) -> list[dict[str, Any]]:
+    """Every row below the node (the test's own walk of the parent links)."""
+    found, frontier = [], {node_id}
+    while frontier:
+        below = [r for r in rows if r["parent_id"] in frontier]
+        found += below
+        frontier = {r["node_id"] for r in below}
+    return found
+
+
 def check_table(page: Any, rows: list[dict[str, Any]], node_id: int) -> None:
     """Every child of the node is shown with the row's figures, as the rows say them."""
     children = [r for r in rows if r["parent_id"] == node_id]
@@ -87,6 +97,16 @@ def check_table(page: Any, rows: list[dict[str, Any]], node_id: int) -> None:
         assert shows_percent(cells["expected"], row["expected"]), (cells, row["expected"])
         assert shows_percent(cells["gain"], row["move_gain"]) and cells["gain"][0] in "+-", (cells, row["move_gain"])
         assert cells["value"] == format_pawns(row["value_cp"])
+        # How far each move was grown, so that a deep estimate and a one-reply one are told apart.
+        below = descendants(rows, row["node_id"])
+        if row["status"] == "width":
+            assert cells["grown"] == "one reply (estimate)", cells
+        elif below:
+            plies = max(r["depth"] for r in below) - row["depth"]
+            unit = "ply" if plies == 1 else "plies"
+            assert cells["grown"] == f"{len(below):,} nodes, {plies} {unit}", (cells, len(below), plies)
+        else:
+            assert cells["grown"].startswith("leaf"), cells
         if row["mover"] == "opponent":
             assert shows_percent(cells["p"], row["probability"]), (cells, row["probability"])
         elif row["trap_probability"]:

@@ -12,7 +12,7 @@
   // would offer buttons that do nothing): say that this one does.
   document.documentElement.className += " js";
   var placement = diffimaxBoard.placement;
-  var COLUMNS = ["move", "p", "value", "expected", "gain", "traps", "works", "seen", "score"];
+  var COLUMNS = ["move", "p", "value", "expected", "gain", "grown", "traps", "works", "seen", "score"];
   function setup(root) {
     var data = JSON.parse(root.getAttribute("data-tree"));
     var nodes = {};

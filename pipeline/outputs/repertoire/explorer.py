@@ -25,6 +25,7 @@ import chess.svg
 from pipeline.common.sanitize import clean_text
 from pipeline.outputs.html import BOARD_SCRIPT, Html, document, tag
 from pipeline.outputs.puzzles.book import STYLE, board_svg, shared_defs
+from pipeline.outputs.repertoire.pgn import loss_words, players
 from search.values import format_pawns, format_percent
 
 HERE = Path(__file__).resolve().parent
@@ -44,7 +45,7 @@ table.moves button.go{border:1px solid #888;border-radius:4px;background:#f0f0f0
 textarea.pgn{width:100%;min-height:5em;font-family:monospace}
 .explorer .controls{max-width:60em}
 """
-HEADINGS = ("move", "p", "value", "expected", "gain", "traps", "works", "seen", "score")
+HEADINGS = ("move", "p", "value", "expected", "gain", "grown", "traps", "works", "seen", "score")
 
 
 def piece_images() -> dict[str, str]:
@@ -67,8 +68,33 @@ def label(row: Mapping[str, Any]) -> str:
     return f"{number}.{row['move_san']}" if board.turn == chess.BLACK else f"{number}...{row['move_san']}"
 
 
-def cells(row: Mapping[str, Any]) -> dict[str, str]:
-    """The figures of a move's row as the table shows them (the test reads them back)."""
+def grown_words(row: Mapping[str, Any], size: int, plies: int) -> str:
+    """How far the tree below a move was grown, so that two moves' figures are read for what they
+    are: an estimate from one reply (a candidate `--width` left ungrown), or its subtree's nodes
+    and the plies they reach below the move."""
+    if row["status"] == "width":
+        return "one reply (estimate)"
+    if size <= 1:
+        return f"leaf ({row['status']})" if row["status"] != "expanded" else "leaf"
+    return f"{size - 1:,} nodes, {plies} {'ply' if plies == 1 else 'plies'}"
+
+
+def subtree_sizes(rows: Sequence[Mapping[str, Any]]) -> dict[int, tuple[int, int]]:
+    """Each node's subtree: its nodes (itself included) and the plies it reaches below the node."""
+    found = {row["node_id"]: (1, 0) for row in rows}
+    for row in sorted(rows, key=lambda r: -r["depth"]):  # children before their parents
+        parent = row["parent_id"]
+        if parent is None:
+            continue
+        size, plies = found[row["node_id"]]
+        above_size, above_plies = found[parent]
+        found[parent] = (above_size + size, max(above_plies, plies + 1))
+    return found
+
+
+def cells(row: Mapping[str, Any], size: int = 1, plies: int = 0) -> dict[str, str]:
+    """The figures of a move's row as the table shows them (the test reads them back); `size` and
+    `plies` are its subtree's (`subtree_sizes`)."""
     player = row["mover"] == "player"
     seen = ""
     if row.get("observed_games") is not None:
@@ -80,6 +106,7 @@ def cells(row: Mapping[str, Any]) -> dict[str, str]:
         "value": "" if row["value_cp"] is None else format_pawns(row["value_cp"]),
         "expected": "" if row["expected"] is None else format_percent(row["expected"]),
         "gain": "" if row["move_gain"] is None else format_percent(row["move_gain"], signed=True),
+        "grown": grown_words(row, size, plies),
         "traps": str(row["traps"] or 0) if player else ("trap" if row["trap"] else ""),
         "works": format_percent(row["trap_probability"]) if player and row["trap_probability"] else "",
         "seen": seen,
@@ -99,13 +126,14 @@ def summary(row: Mapping[str, Any], player: str, opponent: str) -> str:
     return text + "."
 
 
-def trap_lines(row: Mapping[str, Any], children: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The traps of a position with the opponent to move: each reply, its figures, its punishment."""
+def trap_lines(row: Mapping[str, Any], children: Sequence[Mapping[str, Any]], rating: int) -> list[str]:
+    """The traps of a position with the opponent to move: each reply, how many players of the
+    rating play it, what it loses (pawns, or the mate it allows), its punishment (as the PGN says)."""
     found = []
     for child in sorted(children, key=lambda c: (-(c["probability"] or 0.0), c["move_uci"])):
         if child["trap"]:
             found.append(
-                f"{label(child)}? p {format_percent(child['probability'])}, drop {format_percent(child['drop'])}; "
+                f"{label(child)}? {players(child['probability'], rating)}; it {loss_words(child, row)}; "
                 f"punished by {clean_text(child['punishment_san'] or '(no line)')}"
             )
     return found
@@ -119,6 +147,8 @@ def tree_data(rows: Sequence[Mapping[str, Any]], start: chess.Board) -> dict[str
             children.setdefault(row["parent_id"], []).append(row)
     root = rows[0]
     player, opponent = ("White", "Black") if root["color"] == "white" else ("Black", "White")
+    sizes = subtree_sizes(rows)
+    rating = int(root["opponent_rating"])
     nodes = []
     for row in rows:
         below = children.get(row["node_id"], [])
@@ -132,9 +162,9 @@ def tree_data(rows: Sequence[Mapping[str, Any]], start: chess.Board) -> dict[str
                 "label": label(row),
                 "placement": row["fen"].split()[0],
                 "children": [c["node_id"] for c in ordered],
-                "cells": cells(row),
+                "cells": cells(row, *sizes[row["node_id"]]),
                 "summary": summary(row, player, opponent),
-                "traps": trap_lines(row, below),
+                "traps": trap_lines(row, below, rating),
             }
         )
     prefix = chess.Board().variation_san(start.move_stack) + " " if start.move_stack else ""
@@ -163,9 +193,10 @@ def render_explorer(rows: Sequence[Mapping[str, Any]], start: chess.Board, *, ti
         f"{' (' + root['pool'] + ')' if root['pool'] else ''}; plies {root['plies']}, floor {root['floor']}, "
         f"width {root['width']}, engine {root['engine']}. Click a move in the table, or a piece and its square. "
         "Expected: the expected score against humans (Lichess's win-chance curve, in percent: the points of "
-        "Win%); gain: what the move adds over best play by both sides; drop: the score a trap reply gives up; "
-        "p: how likely a human of the rating plays the reply; works: how often one of the traps it sets is "
-        "played; seen / score: the real games of --data.",
+        "Win%); gain: what the move adds over best play by both sides; grown: how far the tree below the move "
+        "was grown (compare two moves' figures knowing it; 'one reply' marks an estimate); p: how likely a human "
+        "of the rating plays the reply; works: how often one of the traps it sets is played; a trap's loss is in "
+        "pawns (#N: the mate it allows); seen / score: the real games of --data.",
         class_="about",
     )
     head_row = tag("tr", [tag("th", name) for name in HEADINGS])
