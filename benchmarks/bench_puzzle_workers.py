@@ -34,7 +34,7 @@ from pipeline.common.progress import Progress
 from pipeline.ingest.headers import GameFilter
 from pipeline.mine.config import MineConfig
 from pipeline.mine.driver import run
-from pipeline.outputs.puzzles import DEFAULT_NODES, PuzzleReport, generate_puzzles
+from pipeline.outputs.puzzles import DEFAULT_NODES, PuzzleReport, PuzzleRequest, generate_puzzles
 from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings
 
@@ -159,7 +159,7 @@ def main(args: argparse.Namespace) -> None:
             started = time.perf_counter()
             with CpuSampler() as sampler:
                 report = generate_puzzles(
-                    data, workdir / f"out-{number}", nodes=args.nodes, limit=args.limit, workers=workers
+                    data, workdir / f"out-{number}", PuzzleRequest(nodes=args.nodes, limit=args.limit), workers=workers
                 )
             seconds = time.perf_counter() - started
             runs.append((workers, seconds, report))

@@ -29,7 +29,7 @@ from typing import Any
 
 from pipeline.common.progress import Progress
 from pipeline.dataset.duck import connect
-from pipeline.outputs.puzzles import STANDARDS, EngineVerifier, generate_puzzles, recheck, standard_of
+from pipeline.outputs.puzzles import STANDARDS, EngineVerifier, PuzzleRequest, generate_puzzles, recheck, standard_of
 from pipeline.outputs.puzzles.records import Puzzle, PuzzleReport
 from pipeline.outputs.puzzles.rules import cp_of
 from pipeline.outputs.puzzles.standards import ADVANTAGE_CP, LICHESS_WINNING_CP, Standard
@@ -130,9 +130,8 @@ def measure(data: Path, out: Path, rules: Standard, variant: str, args: argparse
         report: PuzzleReport = generate_puzzles(
             data,
             out / f"{data.name}-{rules.name}-{variant}",
-            standard=rules,
+            PuzzleRequest(standard=rules, engine=args.engine),
             workers=args.workers,
-            engine=args.engine,
             progress=progress,
         )
     seconds = time.monotonic() - started

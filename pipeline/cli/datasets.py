@@ -156,23 +156,25 @@ def puzzles(
     a game (two within two plies of each other, or ending in one position, are one)."""
     from pipeline.common.progress import Progress
     from pipeline.dataset.lock import output_lock
-    from pipeline.outputs.puzzles import generate_puzzles, parse_formats, parse_kind
+    from pipeline.outputs.puzzles import PuzzleRequest, generate_puzzles, parse_formats, parse_kind
 
     with output_lock(local_out(out)), Progress() as progress:
         report = generate_puzzles(
             data,
             out,
-            kind=parse_kind(kind),
-            min_dip=min_dip,
-            limit=limit,
-            formats=parse_formats(files),
-            engine=uci_engine(engine, "puzzles"),
-            standard=standard,
-            nodes=nodes,
-            margin=None if margin is None else win_drop_of_points(margin),
+            PuzzleRequest(
+                kind=parse_kind(kind),
+                min_dip=min_dip,
+                limit=limit,
+                formats=parse_formats(files),
+                engine=uci_engine(engine, "puzzles"),
+                standard=standard,
+                nodes=nodes,
+                margin=None if margin is None else win_drop_of_points(margin),
+                human_model=None if human_model.lower() == "none" else human_model,
+                per_game=per_game,
+            ),
             workers=workers,
-            human_model=None if human_model.lower() == "none" else human_model,
-            per_game=per_game,
             progress=progress,
         )
     typer.echo(report.summary())

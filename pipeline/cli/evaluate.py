@@ -63,7 +63,7 @@ def evaluate(
     this process, without Ray."""
     from pipeline.common.progress import Progress
     from pipeline.harness.calibration import calibration_table
-    from pipeline.harness.measure import markdown_table, run_harness
+    from pipeline.harness.measure import HarnessRequest, markdown_table, run_harness
     from search.judges import JUDGES, parse_judges
 
     flags = EngineFlags(engine, nodes, engine_depth, None, threads, hash_mb)
@@ -79,12 +79,11 @@ def evaluate(
         ) from None
     with Progress() as progress:
         progress.say(f"evaluate: sampling {positions} positions of the {split} games")
-        run = run_harness(
-            inputs,
-            engine=engine,
-            options=options,
-            settings=settings,
-            shallow_depths=depths,
+        request = HarnessRequest(
+            tuple(inputs),
+            engine,
+            options,
+            settings,
             split=split,
             positions=positions,
             seed=seed,
@@ -92,12 +91,10 @@ def evaluate(
             trap_rating=trap_rating,
             model=human_model,
             corpus=human_corpus,
-            workers=workers_or_cpus(workers),
-            save=save,
-            load=load,
-            progress=progress,
+            shallow_depths=tuple(depths),
             gathered=frozenset(JUDGES) if judges is None else parse_judges(judges),
         )
+        run = run_harness(request, workers=workers_or_cpus(workers), save=save, load=load, progress=progress)
     if as_json:
         emit({"about": run.about, "variants": run.rows, "calibration": run.calibration}, "", True)
     else:

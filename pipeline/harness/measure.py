@@ -450,72 +450,85 @@ class HarnessRun:
     """The fall probability against how often humans fell (`pipeline.harness.calibration`)."""
 
 
+@dataclass(frozen=True)
+class HarnessRequest:
+    """What the harness measures: `positions` samples (by `seed`) of the `split` games of `inputs`
+    and the known traps (`known_traps`: a PGN, 'default' or 'none'; the victim rated
+    `trap_rating`, 0: none), judged with `engine` at `options` and `settings`, the human-move
+    `model` and `corpus`; the trappy judge at each of `shallow_depths`. `gathered`: the judges whose
+    evidence is gathered (without `dip`, nodes are valued as a mining job values them)."""
+
+    inputs: tuple[str, ...]
+    engine: str
+    options: EngineOptions
+    settings: DiffiMaxSettings
+    split: str = "held_out"
+    positions: int = 300
+    seed: int = SAMPLE_SEED
+    known_traps: str = "default"
+    trap_rating: int = KNOWN_TRAP_RATING
+    model: str = "default"
+    corpus: str | None = None
+    shallow_depths: tuple[int, ...] = tuple(SHALLOW_DEPTHS)
+    gathered: frozenset[JudgeName] = frozenset(JUDGES)
+
+    def about(self) -> dict[str, Any]:
+        """What an evidence file records of the request (`save_records`)."""
+        return {
+            "inputs": list(self.inputs),
+            "split": self.split,
+            "positions": self.positions,
+            "seed": self.seed,
+            "engine": self.engine,
+            "nodes": self.options.nodes,
+            "depth": self.settings.depth,
+            "human_model": self.model,
+            "human_corpus": self.corpus,
+            "trap_rating": self.trap_rating or None,
+            "gathered": sorted(self.gathered),
+        }
+
+
 def run_harness(
-    inputs: Sequence[str],
+    request: HarnessRequest,
     *,
-    engine: str,
-    options: EngineOptions,
-    settings: DiffiMaxSettings,
-    shallow_depths: Sequence[int] = SHALLOW_DEPTHS,
-    split: str = "held_out",
-    positions: int = 300,
-    seed: int = SAMPLE_SEED,
-    known_traps: str = "default",
-    trap_rating: int = KNOWN_TRAP_RATING,
-    model: str = "default",
-    corpus: str | None = None,
     workers: int = 2,
     save: str | None = None,
     load: str | None = None,
     progress: Progress | None = None,
-    gathered: frozenset[JudgeName] = frozenset(JUDGES),
 ) -> HarnessRun:
-    """The judge harness with the default judge settings: the evidence at `positions` samples of
-    the `split` games of `inputs` and at the known traps (`known_traps`: a PGN, 'default' or
-    'none'; the victim rated `trap_rating`, 0: none), gathered on `workers` Ray workers (or read
-    from the evidence file `load`, and written to `save`), measured for every variant.
-    `progress` shows the positions gathered as they are. `gathered`: the judges whose evidence is
-    gathered (without `dip`, nodes are valued as a mining job values them)."""
+    """The judge harness with the default judge settings on `request`'s positions, gathered on
+    `workers` Ray workers (or read from the evidence file `load`, and written to `save`), measured
+    for every variant. `progress` shows the positions gathered as they are."""
     base = JudgeSettings()
     if load:
         records, about = load_records(load)
     else:
         shown = progress or Progress.quiet()
-        samples = game_samples(inputs, parse_split(split), positions, seed=seed, progress=shown)
-        if known_traps != "none":
-            samples += trap_samples(
-                None if known_traps == "default" else load_known_traps(known_traps), trap_rating or None
-            )
+        samples = game_samples(
+            request.inputs, parse_split(request.split), request.positions, seed=request.seed, progress=shown
+        )
+        if request.known_traps != "none":
+            traps_file = None if request.known_traps == "default" else load_known_traps(request.known_traps)
+            samples += trap_samples(traps_file, request.trap_rating or None)
         shown.start("gathered", "positions", len(samples))
         records = gather_parallel(
             samples,
-            engine,
-            options,
-            settings,
-            dataclasses.replace(base, judges=gathered),
-            model=None if model == "none" else model,
-            corpus=corpus,
+            request.engine,
+            request.options,
+            request.settings,
+            dataclasses.replace(base, judges=request.gathered),
+            model=None if request.model == "none" else request.model,
+            corpus=request.corpus,
             workers=workers,
-            shallow_depths=shallow_depths,
+            shallow_depths=request.shallow_depths,
             progress=shown,
         )
         shown.finish_step()
-        about = {
-            "inputs": list(inputs),
-            "split": split,
-            "positions": positions,
-            "seed": seed,
-            "engine": engine,
-            "nodes": options.nodes,
-            "depth": settings.depth,
-            "human_model": model,
-            "human_corpus": corpus,
-            "trap_rating": trap_rating or None,
-            "gathered": sorted(gathered),
-        }
+        about = request.about()
         if save:
             save_records(records, save, about)
     games = [r for r in records if r.source != "known_traps"]
     traps = [r for r in records if r.source == "known_traps"]
-    rows = evaluate_records(games, traps, settings, base, shallow_depths)
+    rows = evaluate_records(games, traps, request.settings, base, request.shallow_depths)
     return HarnessRun(about, rows, calibrate(games, base))

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.dataset.integrity import file_record
-from pipeline.outputs.puzzles import generate_puzzles
+from pipeline.outputs.puzzles import PuzzleRequest, generate_puzzles
 from tests.conftest import GAMES, PUZZLES, needs_stockfish, one_error_line, run_cli
 
 pytestmark = pytest.mark.cluster
@@ -100,7 +100,9 @@ def re_signed(data: Path, table: str, column: str, value: object) -> None:
 def test_puzzles_on_a_damaged_shard_drop_its_candidates_and_go_on(mined: Path, tmp_path: Path, damage: str) -> None:
     data = tmp_path / "data"
     shutil.copytree(mined, data)
-    clean = generate_puzzles(mined, tmp_path / "clean", kind="punish", nodes=2_000, workers=1, human_model=None)
+    clean = generate_puzzles(
+        mined, tmp_path / "clean", PuzzleRequest(kind="punish", nodes=2_000, human_model=None), workers=1
+    )
     assert clean.candidates["punish"] > 0, "the dataset has no punish candidate to damage"
     if damage == "fen":
         re_signed(data, "positions", "fen", "not a fen")
@@ -109,7 +111,9 @@ def test_puzzles_on_a_damaged_shard_drop_its_candidates_and_go_on(mined: Path, t
     else:  # a move that is UCI but not legal there (the punish query matches it with the move played)
         re_signed(data, "traps", "move", "a1a1")
         re_signed(data, "positions", "move_uci", "a1a1")
-    report = generate_puzzles(data, tmp_path / "out", kind="punish", nodes=2_000, workers=1, human_model=None)
+    report = generate_puzzles(
+        data, tmp_path / "out", PuzzleRequest(kind="punish", nodes=2_000, human_model=None), workers=1
+    )
     dropped = report.dropped["punish"]
     assert dropped.get("unreadable", 0) + dropped.get("illegal", 0) == clean.candidates["punish"], dropped
     result = run_cli(

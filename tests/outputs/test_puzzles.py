@@ -46,6 +46,7 @@ from pipeline.outputs.puzzles import (
     PuzzleCandidate,
     PuzzleError,
     PuzzleReport,
+    PuzzleRequest,
     SolverCheck,
     check_candidate,
     generate_puzzles,
@@ -506,24 +507,24 @@ def test_a_mate_in_one_with_a_winning_second_best_is_not_an_only_move() -> None:
 
 def test_bad_settings_fail_with_one_clear_line(tmp_path: Path) -> None:
     with pytest.raises(PuzzleError, match=r"^invalid --kind 'every': expected punish, set, defend, both or all$"):
-        generate_puzzles(tmp_path, tmp_path / "out", kind="every")
+        generate_puzzles(tmp_path, tmp_path / "out", PuzzleRequest(kind="every"))
     with pytest.raises(PuzzleError, match=r"^the lichess standard has no defensive puzzles"):
-        generate_puzzles(tmp_path, tmp_path / "out", kind="defend", standard="lichess")
+        generate_puzzles(tmp_path, tmp_path / "out", PuzzleRequest(kind="defend", standard="lichess"))
     with pytest.raises(PuzzleError, match=r"^invalid --files 'svg': expected csv, pgn, html or all$"):
-        generate_puzzles(tmp_path, tmp_path / "out", formats=["csv", "svg"])
+        generate_puzzles(tmp_path, tmp_path / "out", PuzzleRequest(formats=["csv", "svg"]))
     with pytest.raises(PuzzleError, match=r"^invalid margin 0: expected win chances in \(0, 2\)$"):
-        generate_puzzles(tmp_path, tmp_path / "out", margin=0)
+        generate_puzzles(tmp_path, tmp_path / "out", PuzzleRequest(margin=0))
     with pytest.raises(PuzzleError, match=r"^invalid limit 0: expected at least 1$"):
-        generate_puzzles(tmp_path, tmp_path / "out", limit=0)
+        generate_puzzles(tmp_path, tmp_path / "out", PuzzleRequest(limit=0))
     with pytest.raises(PuzzleError, match=r"^invalid workers 0: expected at least 1$"):
         generate_puzzles(tmp_path, tmp_path / "out", workers=0)
     # The engine is checked before the dataset is read (tmp_path holds none).
     with pytest.raises(
         EngineStartError, match=r"^engine not found: 'no-such-engine-xyz' is not on PATH or in /usr/games$"
     ):
-        generate_puzzles(tmp_path, tmp_path / "out", engine="no-such-engine-xyz")
+        generate_puzzles(tmp_path, tmp_path / "out", PuzzleRequest(engine="no-such-engine-xyz"))
     with pytest.raises(EngineStartError, match=r"^engine not found: /nowhere/stockfish$"):
-        generate_puzzles(tmp_path, tmp_path / "out", engine="/nowhere/stockfish")
+        generate_puzzles(tmp_path, tmp_path / "out", PuzzleRequest(engine="/nowhere/stockfish"))
     assert not (tmp_path / "out").exists()
 
 
@@ -531,7 +532,7 @@ def test_a_program_that_is_no_uci_engine_is_refused_in_one_line(tmp_path: Path) 
     with pytest.raises(EngineStartError, match=r"^engine /bin/true did not start as a UCI engine: [^\n]+$"):
         EngineVerifier("/bin/true")
     with pytest.raises(EngineStartError, match=r"^engine /bin/true did not start as a UCI engine: [^\n]+$"):
-        generate_puzzles(tmp_path, tmp_path / "out", engine="/bin/true")  # before the (missing) dataset
+        generate_puzzles(tmp_path, tmp_path / "out", PuzzleRequest(engine="/bin/true"))  # before the (missing) dataset
 
 
 @needs_stockfish
@@ -737,7 +738,7 @@ def generated(mined: Path, tmp_path_factory: pytest.TempPathFactory) -> PuzzleRe
     require_stockfish()
     out = tmp_path_factory.mktemp("puzzles") / "book"
     # No `workers`: one per CPU of the module's Ray session (2), so the end-to-end tests read the pool's output.
-    return generate_puzzles(mined, out, kind="both", nodes=TEST_NODES, margin=TEST_MARGIN)
+    return generate_puzzles(mined, out, PuzzleRequest(kind="both", nodes=TEST_NODES, margin=TEST_MARGIN))
 
 
 def independent_win_chances(score: chess.engine.Score) -> float:
@@ -859,7 +860,9 @@ def test_csv_pgn_and_html_agree_and_are_well_formed(generated: PuzzleReport) -> 
 def test_no_puzzle_writes_no_file_and_says_so_in_one_line(mined: Path, tmp_path: Path) -> None:
     # A margin no line can pass: every candidate is dropped, nothing is written (the issue's lichess
     # run wrote three empty files), and the summary says so.
-    report = generate_puzzles(mined, tmp_path / "none", nodes=TEST_NODES, margin=1.99, workers=1, human_model=None)
+    report = generate_puzzles(
+        mined, tmp_path / "none", PuzzleRequest(nodes=TEST_NODES, margin=1.99, human_model=None), workers=1
+    )
     assert report.puzzles == [] and report.written == {} and not (tmp_path / "none").exists()
     assert report.summary().splitlines()[-1] == f"no puzzles from {report.games:,} games: nothing written"
 
@@ -878,7 +881,9 @@ def counts(report: PuzzleReport) -> dict[str, object]:
 def test_one_engine_on_the_driver_and_the_pool_write_the_same_bytes(
     generated: PuzzleReport, mined: Path, tmp_path: Path
 ) -> None:
-    serial = generate_puzzles(mined, tmp_path / "serial", nodes=TEST_NODES, margin=TEST_MARGIN, workers=1)
+    serial = generate_puzzles(
+        mined, tmp_path / "serial", PuzzleRequest(nodes=TEST_NODES, margin=TEST_MARGIN), workers=1
+    )
     assert serial.workers == 1 and generated.workers == 2
     screened = ("history_missing", "screened")  # dropped before the engine
     distinct = sum(
@@ -904,7 +909,10 @@ def test_a_limit_cuts_the_pool_where_it_cuts_the_serial_run(
     limit = len(generated.puzzles) - 1 if short_of_all else 1
     runs = {
         workers: generate_puzzles(
-            mined, tmp_path / str(workers), nodes=TEST_NODES, margin=TEST_MARGIN, limit=limit, workers=workers
+            mined,
+            tmp_path / str(workers),
+            PuzzleRequest(nodes=TEST_NODES, margin=TEST_MARGIN, limit=limit),
+            workers=workers,
         )
         for workers in (1, 2)
     }
@@ -959,7 +967,9 @@ def test_the_command_starts_its_own_cluster_and_leaves_nothing_running(mined: Pa
     assert any("raylet" in command for command in seen.values()), seen  # its own cluster, in its session
     assert sum("stockfish" in command for command in seen.values()) >= 2, seen  # the actors' engines
     assert_session_ends(process.pid)
-    serial = generate_puzzles(mined, tmp_path / "serial", nodes=TEST_NODES, margin=TEST_MARGIN, limit=limit, workers=1)
+    serial = generate_puzzles(
+        mined, tmp_path / "serial", PuzzleRequest(nodes=TEST_NODES, margin=TEST_MARGIN, limit=limit), workers=1
+    )
     pool_files = {name: (tmp_path / "pool" / path.name).read_bytes() for name, path in serial.written.items()}
     assert pool_files == outputs(serial)
 
@@ -1007,7 +1017,7 @@ def test_an_engine_that_crashes_in_every_search_stops_in_one_line(mined: Path, t
     # One candidate's failure drops it (`engine_failed`); ENGINE_FAILURES_IN_A_ROW stop the run.
     stop = rf"^engine {engine} crashed twice on FEN '[^'\n]+': [^\n]+; the engine failed on 3 candidates in a row$"
     with pytest.raises(EngineError, match=stop) as caught:
-        generate_puzzles(mined, tmp_path / "out", engine=str(engine), workers=workers)
+        generate_puzzles(mined, tmp_path / "out", PuzzleRequest(engine=str(engine)), workers=workers)
     assert not isinstance(caught.value, EngineStartError)
     assert not (tmp_path / "out").exists()
 
@@ -1022,7 +1032,9 @@ def test_a_candidate_the_engine_fails_on_is_dropped_with_its_line_and_the_rest_g
     victim = generated.puzzles[0]
     placement = victim.fen.split()[0]
     engine = fake_engine(tmp_path, "crashes-on-one", crashes_on(placement, resolve_engine("stockfish")))
-    report = generate_puzzles(mined, tmp_path / "out", engine=str(engine), nodes=TEST_NODES, margin=TEST_MARGIN)
+    report = generate_puzzles(
+        mined, tmp_path / "out", PuzzleRequest(engine=str(engine), nodes=TEST_NODES, margin=TEST_MARGIN)
+    )
     assert report.workers == 2
     assert sum(dropped.get("engine_failed", 0) for dropped in report.dropped.values()) == len(report.engine_failures)
     assert report.engine_failures, report.summary()
@@ -1082,7 +1094,9 @@ def test_hostile_headers_stay_inert_and_repeats_merge(generated: PuzzleReport, t
     # The raw newline breaks its header block: that game is refused and recorded, not mined.
     (reason,) = connect(data).execute("select reason from errors where stage = 'parse'").fetchone() or ("",)
     assert "unparseable header line" in reason
-    report = generate_puzzles(data, tmp_path / "book", kind="punish", nodes=TEST_NODES, margin=TEST_MARGIN)
+    report = generate_puzzles(
+        data, tmp_path / "book", PuzzleRequest(kind="punish", nodes=TEST_NODES, margin=TEST_MARGIN)
+    )
     assert [p.puzzle_id for p in report.puzzles] == [source.puzzle_id]
     (puzzle,) = report.puzzles
     assert puzzle.moves == source.moves and puzzle.game.game_id == "hostile01"

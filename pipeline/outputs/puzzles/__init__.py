@@ -29,7 +29,14 @@ from __future__ import annotations
 
 from pipeline.outputs.puzzles.book import render_html
 from pipeline.outputs.puzzles.csv_out import render_csv
-from pipeline.outputs.puzzles.generate import generate_puzzles, parse_formats, parse_kind, puzzle_id, themes_for
+from pipeline.outputs.puzzles.generate import (
+    PuzzleRequest,
+    generate_puzzles,
+    parse_formats,
+    parse_kind,
+    puzzle_id,
+    themes_for,
+)
 from pipeline.outputs.puzzles.line import LineError, PuzzleLine
 from pipeline.outputs.puzzles.openings import opening_tags
 from pipeline.outputs.puzzles.pgn_out import render_pgn
@@ -77,6 +84,7 @@ __all__ = [
     "PuzzleError",
     "PuzzleLine",
     "PuzzleReport",
+    "PuzzleRequest",
     "SolverCheck",
     "Standard",
     "check_candidate",

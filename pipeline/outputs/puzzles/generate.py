@@ -7,6 +7,7 @@ import hashlib
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -147,44 +148,53 @@ def _passed(ordered: Sequence[Group], verdicts: Sequence[Verdict], report: Puzzl
     return passed
 
 
-def generate_puzzles(
-    data: str | Path,
-    out: str | Path,
-    *,
-    kind: str | Sequence[str] = "both",
-    min_dip: float = 1.0,
-    limit: int | None = None,
-    formats: Sequence[str] = FORMATS,
-    engine: str = "stockfish",
-    standard: str | Standard = "default",
-    nodes: int | None = None,
-    margin: float | None = None,
-    title: str = "diffimax puzzles",
-    workers: int | None = None,
-    human_model: str | None = "default",
-    per_game: int | None = DEFAULT_PER_GAME,
-    progress: Progress | None = None,
-) -> PuzzleReport:
-    """Verified puzzles from the dataset `data`, written to `out` as puzzles.csv / .pgn / .html
-    (nothing is written, and `out` is not made, when no candidate passes).
+@dataclass(frozen=True)
+class PuzzleRequest:
+    """Which puzzles to make and how to verify them (`generate_puzzles`).
 
     `kind` names the kinds asked for (`parse_kind`: punish and set by default; defend only when
     named). `standard` names the rules (`standards.STANDARDS`), or is a `Standard` of one's own;
     `nodes` and `margin` override its budget and margin. `min_dip` is in pawns (setter's view);
     `limit` caps the puzzles written (candidates are verified in order of the evidence that humans
-    fall, `evidence_order`, and verification stops at the limit). `workers` engines verify (see
-    `run_verification`); the output is the same whatever their number. `human_model` judges
-    practical setting moves; the rating is `RATING_MODEL`'s, the model its knots were fitted on
-    (None: no rating, set puzzles by the only-move rule alone). A collection keeps one puzzle per
-    moment of a game and at most `per_game` puzzles of one game (None: any number; the lichess
-    standard keeps one), the first in the evidence order (`Collector`). `progress` shows the work.
-    """
+    fall, `evidence_order`, and verification stops at the limit). `human_model` judges practical
+    setting moves; the rating is `RATING_MODEL`'s, the model its knots were fitted on (None: no
+    rating, set puzzles by the only-move rule alone). A collection keeps one puzzle per moment of a
+    game and at most `per_game` puzzles of one game (None: any number; the lichess standard keeps
+    one), the first in the evidence order (`Collector`)."""
+
+    kind: str | Sequence[str] = "both"
+    min_dip: float = 1.0
+    limit: int | None = None
+    formats: Sequence[str] = FORMATS
+    engine: str = "stockfish"
+    standard: str | Standard = "default"
+    nodes: int | None = None
+    margin: float | None = None
+    title: str = "diffimax puzzles"
+    human_model: str | None = "default"
+    per_game: int | None = DEFAULT_PER_GAME
+
+
+def generate_puzzles(
+    data: str | Path,
+    out: str | Path,
+    request: PuzzleRequest = PuzzleRequest(),
+    *,
+    workers: int | None = None,
+    progress: Progress | None = None,
+) -> PuzzleReport:
+    """Verified puzzles from the dataset `data` as `request` asks, written to `out` as
+    puzzles.csv / .pgn / .html (nothing is written, and `out` is not made, when no candidate
+    passes). `workers` engines verify (see `run_verification`); the output is the same whatever
+    their number. `progress` shows the work."""
+    kind, min_dip, limit, formats = request.kind, request.min_dip, request.limit, request.formats
+    engine, human_model, per_game = request.engine, request.human_model, request.per_game
     started = time.monotonic()
     shown = progress or Progress.quiet()
     _check_settings(limit, min_dip, workers, per_game)
     kinds = parse_kind(kind)
     chosen = parse_formats(formats)
-    rules = standard_of(standard, margin=margin, nodes=nodes)
+    rules = standard_of(request.standard, margin=request.margin, nodes=request.nodes)
     if "defend" in kinds and not rules.defence:
         raise PuzzleError(
             f"the {rules.name} standard has no defensive puzzles (every solver move keeps +2): "
@@ -216,7 +226,7 @@ def generate_puzzles(
     report.not_checked = len(ordered) - len(verdicts)
     report.puzzles = _puzzles(_passed(ordered, verdicts, report), rules, model, shown)
     if report.puzzles:
-        _write(report, Path(out), chosen, title)
+        _write(report, Path(out), chosen, request.title)
     report.seconds = time.monotonic() - started
     return report
 
