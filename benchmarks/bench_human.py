@@ -348,7 +348,6 @@ RENAMED = {
     "--kind": "--learner",
     "--sample-rate": "--train-rate",
     "--tune-sample-rate": "--tune-rate",
-    "--threads": "--fit-threads",
     "--engine-depth": "--feature-depth",
 }
 
@@ -356,13 +355,17 @@ RENAMED = {
 def retrain(model_path: Path) -> dict[str, Any]:
     """Run the recorded training command into a temporary directory, time it, compare bytes."""
     recorded = HumanMoveModel.load(model_path)
-    command = str(recorded.describe()["training"]["command"])
+    training = recorded.describe()["training"]
+    command, job_file = str(training["command"]), training.get("job_file")
     recorded.close()
     words = [RENAMED.get(word, word) for word in shlex.split(command)]
     assert words[:3] == ["diffimax", "human", "train"], command
     with tempfile.TemporaryDirectory() as directory:
         out = Path(directory) / model_path.name
         words[words.index("--out") + 1] = str(out)
+        if job_file is not None:  # LightGBM's parameters, recorded beside the command
+            (Path(directory) / "training.toml").write_text(str(job_file), encoding="utf-8")
+            words[words.index("--config") + 1] = str(Path(directory) / "training.toml")
         started = time.monotonic()
         subprocess.run([sys.executable, "-m", "pipeline.cli", *words[1:]], cwd=ROOT, check=True)
         seconds = time.monotonic() - started

@@ -389,7 +389,7 @@ def main(argv: list[str] | None = None) -> None:
     players: dict[str, chess.engine.SimpleEngine] = {}
     try:
         for style in styles:
-            players[style] = open_player("--style", style, "--nodes", str(args.nodes), "--seed", str(args.seed))
+            players[style] = open_player("--style", style, "--nodes", str(args.nodes), "--option", f"Seed={args.seed}")
         for index in range(args.games):
             if deadline is not None and time.monotonic() > deadline:
                 print(

@@ -122,9 +122,7 @@ def mine_command(args: argparse.Namespace, out: Path) -> list[str]:
         "--plies",
         args.plies,
         "--nodes",
-        str(args.nodes),
-        "--threads",
-        "1",
+        str(args.nodes),  # one engine thread per worker: the default (engine-options.threads)
         "--workers",
         str(args.workers),
         "--shard-games",

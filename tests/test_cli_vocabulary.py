@@ -66,8 +66,9 @@ def test_one_flag_name_has_one_meaning_and_one_default() -> None:
     assert not mixed, "\n".join(mixed)
 
 
-# What each flag name means, written by hand (issue 46: one name per meaning, compared by meaning,
-# not by help text, so that a reworded twin is caught). A new flag gets its line here; a meaning
+# What each flag name and each job-file key ("engine-options.threads") means, written by hand (issue 46:
+# one name per meaning, compared by meaning, not by help text, so that a reworded twin is caught,
+# on the command line or in a job file's tables). A new flag gets its line here; a meaning
 # already listed is a second name for it: use the first. Flags of one word in different roles (an
 # engine depth for a search, for the model's features, for a baseline) have meanings of their own.
 MEANINGS: dict[str, str] = {
@@ -78,7 +79,6 @@ MEANINGS: dict[str, str] = {
     "--baseline-depth": "the engine depth of an engine baseline of the human-move model",
     "--baseline-rate": "the share of positions the engine baselines are measured on",
     "--book-min-games": "the times a position is reached to enter the model's book",
-    "--branching": "the children per node of a random tree",
     "--candidates": "the player's moves valued at a repertoire node",
     "--clock": "the responder's clock",
     "--color": "the repertoire player's colour",
@@ -88,17 +88,10 @@ MEANINGS: dict[str, str] = {
     "--data": "a mined dataset to read",
     "--depth": "the DiffiMax search depth",
     "--dir": "the models directory",
-    "--draw-rule": "the prototype's draw rule",
-    "--draw-thresh": "the prototype's draw threshold",
     "--dump-examples": "where training examples are saved",
     "--engine": "the engine",
-    "--engine-depth": "a depth limit per engine search",
-    "--epsilon": "the tutor's starting epsilon",
-    "--exclude-captures": "leave capturing replies out of the alternatives",
-    "--exclude-checks": "leave checking replies out of the alternatives",
     "--feature-depth": "the engine depth of the model's engine features",
     "--files": "which output files are written",
-    "--fit-threads": "the threads a model fit uses",
     "--floor": "the probability a repertoire line needs to be explored",
     "--format": "how a query's answer is printed",
     "--from": "the position a line of moves starts from",
@@ -106,7 +99,6 @@ MEANINGS: dict[str, str] = {
     "--game-rate": "the share of the games read",
     "--games": "the games a model or corpus learns from",
     "--groups": "the model's feature groups",
-    "--hash": "the engine's hash size",
     "--human-corpus": "a corpus of what humans played",
     "--human-model": "the human-move model",
     "--in": "a repertoire's output to query",
@@ -115,7 +107,6 @@ MEANINGS: dict[str, str] = {
     "--kind": "which puzzle kinds",
     "--known-traps": "the set of known traps",
     "--learner": "the model's learner",
-    "--learning-rate": "the boosting's shrinkage",
     "--limit": "the most puzzles written",
     "--line-plies": "the longest repertoire line",
     "--list": "list the saved queries",
@@ -126,17 +117,11 @@ MEANINGS: dict[str, str] = {
     "--max-game-mb": "the largest game read",
     "--max-games": "the most games read",
     "--max-positions": "the most positions a model evaluation measures (a cap, in order)",
-    "--max-rounds": "the most boosting rounds",
-    "--min-children": "the fewest children of a prototype opponent node",
-    "--min-data-in-leaf": "the fewest moves in a tree leaf",
     "--min-dip": "the smallest dip of a puzzle's trap",
     "--min-elo": "the lowest rating of a game read",
-    "--move-overhead": "the time kept back from the clock",
     "--moves": "a line of moves from the start",
-    "--movetime": "a time limit per engine search",
     "--nodes": "a node limit per engine search",
     "--npm": "the npm command",
-    "--num-leaves": "the leaves per boosted tree",
     "--option": "a UCI option by name",
     "--out": "where the output is written",
     "--per-game": "the most puzzles from one game",
@@ -164,13 +149,11 @@ MEANINGS: dict[str, str] = {
     "--sample-positions": "the positions a mining plan times",
     "--save": "where gathered evidence is saved",
     "--saved": "a saved query by name",
-    "--scope": "the opponent responses in scope",
     "--scopes": "the scopes the prototype is compared at",
     "--script": "run every statement of the SQL",
     "--seed": "the seed of the command's random choices",
     "--setter": "the setter's colour",
     "--setter-choices": "record the setter's trap-setting moves",
-    "--shallow-depth": "the shallow pass's depth",
     "--shallow-depths": "the shallow-pass depths the trappy judge is evaluated at",
     "--shard-games": "the games per shard of a stream",
     "--shard-mb": "the size of a shard of a file",
@@ -178,33 +161,69 @@ MEANINGS: dict[str, str] = {
     "--source-rate": "one file's share of the positions used",
     "--split": "which split of the shared files",
     "--standard": "the puzzle standard",
-    "--step": "the random walk's step",
     "--style": "how the engine plays",
     "--table-mb": "the size of a worker's table of engine answers",
-    "--temperature": "the tutor's temperature",
-    "--threads": "the engine's threads",
     "--time-control": "the time controls of the games read",
     "--train-rate": "the share of training positions used",
     "--trainer": "where a model is fitted",
     "--trap-dip": "the trap dip threshold T",
     "--trap-rating": "the rating assumed for the known traps' victims",
     "--traps": "list each tree's prototype traps",
-    "--tree-depth": "the plies of a random tree",
     "--trees": "how many random trees",
     "--tune-rate": "the share of tune positions used for early stopping",
-    "--tutor-rating": "the rating the tutor imitates",
     "--url-timeout": "how long a URL may be silent",
-    "--value-limit": "the clip of a random tree's values",
-    "--values": "how a random tree's leaves are valued",
     "--verbose": "show Ray's own log lines",
     "--width": "the player's candidates grown beyond one reply",
-    "--win-thresh": "the prototype's win threshold",
     "--workers": "the parallel workers",
+    "engine-options.depth": "a depth limit per engine search",
+    "engine-options.hash": "the engine's hash size",
+    "engine-options.movetime": "a time limit per engine search",
+    "engine-options.shallow-depth": "the shallow pass's depth",
+    "engine-options.threads": "the engine's threads",
+    "lightgbm.learning-rate": "the boosting's shrinkage",
+    "lightgbm.max-rounds": "the most boosting rounds",
+    "lightgbm.min-data-in-leaf": "the fewest moves in a tree leaf",
+    "lightgbm.num-leaves": "the leaves per boosted tree",
+    "lightgbm.threads": "the threads a model fit uses",
+    "rule.draw-rule": "the prototype's draw rule",
+    "rule.draw-thresh": "the prototype's draw threshold",
+    "rule.min-children": "the fewest children of a prototype opponent node",
+    "rule.win-thresh": "the prototype's win threshold",
+    "search.exclude-captures": "leave capturing replies out of the alternatives",
+    "search.exclude-checks": "leave checking replies out of the alternatives",
+    "search.scope": "the opponent responses in scope",
+    "thresholds.corpus-min-games": "the fewest corpus games for a verdict",
+    "thresholds.corpus-share": "the smallest share of corpus games of a candidate",
+    "thresholds.model-p": "the smallest model probability of a candidate",
+    "thresholds.practical-drop": "the smallest loss of win chance of a practical candidate",
+    "thresholds.practical-fall-p": "the smallest fall probability of a practical trap",
+    "thresholds.practical-p": "the smallest human probability of a practical candidate",
+    "thresholds.practical-rule": "the practical judge's rule",
+    "thresholds.practical-shallow-k": "the shallow pass's k best that need less evidence",
+    "thresholds.practical-shallow-p": "the human probability enough for those",
+    "thresholds.trappy-k": "the shallow pass's k best a trappy candidate is among",
+    "tree-shape.branching": "the children per node of a random tree",
+    "tree-shape.depth": "the plies of a random tree",
+    "tree-shape.step": "the random walk's step",
+    "tree-shape.value-limit": "the clip of a random tree's values",
+    "tree-shape.values": "how a random tree's leaves are valued",
 }
 
 
+def job_file_keys() -> set[str]:
+    """Every job-file table key ("engine-options.threads") some command takes, from typer's tree."""
+    from pipeline.cli.options import JOB_FILE_FIELDS
+
+    return {
+        f"{table}.{key}"
+        for command in commands_of(typer.main.get_command(app)).values()
+        for table, keys in getattr(command.callback, JOB_FILE_FIELDS, {}).items()
+        for key in keys
+    }
+
+
 def test_one_meaning_has_one_name() -> None:
-    flags = set(vocabulary())
+    flags = set(vocabulary()) | job_file_keys()
     assert flags == set(MEANINGS), {"without a meaning": flags - set(MEANINGS), "gone": set(MEANINGS) - flags}
     names_of: dict[str, list[str]] = defaultdict(list)
     for flag, meaning in MEANINGS.items():
@@ -212,6 +231,20 @@ def test_one_meaning_has_one_name() -> None:
     assert not {meaning: names for meaning, names in names_of.items() if len(names) > 1}
     retired = sorted(set(RETIRED) & flags)
     assert not retired, [f"{flag}: use {RETIRED[flag]}" for flag in retired]
+
+
+def test_a_job_files_table_never_shares_a_name_with_a_flag() -> None:
+    """A job file holds a command's flags at its top level (`engine = "stockfish"`) and its
+    tables beside them (`[engine-options]`): TOML cannot hold a key and a table of one name."""
+    from pipeline.cli.options import JOB_FILE_FIELDS
+
+    clashes = []
+    for name, command in commands_of(typer.main.get_command(app)).items():
+        keys = {flag.lstrip("-") for param in command.params for flag in getattr(param, "opts", ())}
+        keys |= {param.name for param in command.params if param.param_type_name == "argument"}
+        tables = set(getattr(command.callback, JOB_FILE_FIELDS, {}))
+        clashes += [f"{name}: [{table}]" for table in sorted(tables & keys)]
+    assert not clashes
 
 
 def commands_of(command: Any, path: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -249,14 +282,16 @@ def test_a_loss_threshold_takes_points_of_win_percent_and_the_judges_keep_the_ro
     """Issue 44, item 6: the job file's `thresholds.practical-drop` is given as people read a loss
     (points of Lichess's Win%, as the views' `*_win_pct_lost` show it); the judges and the rows
     hold it on 0..2."""
-    from pipeline.cli.options import JudgeThresholds, build_judges, thresholds_of
+    from pipeline.cli.jobfile import read_table
+    from pipeline.cli.options import JudgeThresholds, build_judges, job_file_fields
     from search.judges import JudgeSettings
 
     practical = frozenset({"practical"})
     assert build_judges(None, practical, JudgeThresholds()).practical_drop == JudgeSettings().practical_drop
     assert build_judges(None, practical, JudgeThresholds(practical_drop=10.0)).practical_drop == 0.2
     assert JudgeThresholds().practical_drop == 50 * JudgeSettings().practical_drop == 7.5
-    assert thresholds_of({"practical-drop": 10}, "job file 'j.toml'") == JudgeThresholds(practical_drop=10.0)
+    fields = {spec.key: (JudgeThresholds, name) for name, spec in job_file_fields(JudgeThresholds).items()}
+    assert read_table("thresholds", {"practical-drop": 10}, fields, "explain", "j") == {"practical-drop": 10.0}
 
 
 def test_a_percentage_is_written_one_way() -> None:

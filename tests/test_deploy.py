@@ -55,7 +55,6 @@ JOB_FLAGS = frozenset(
         "--out",
         "--engine",
         "--depth",
-        "--scope",
         "--reasonable-dip",
         "--trap-dip",
         "--safety-margin",

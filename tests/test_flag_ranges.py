@@ -76,6 +76,33 @@ def number_kind(annotation: object) -> type | None:
 OPTIONS = sorted(set(numeric_options()))
 
 
+def numeric_job_file_keys() -> Iterator[tuple[str, str, type]]:
+    """(command, "table.key", int or float) of every numeric key of a job file's tables that a
+    command takes (`pipeline.cli.options.from_job_file`)."""
+    import typing
+
+    from pipeline.cli import app
+    from pipeline.cli.options import JOB_FILE_FIELDS
+
+    def walk(command: object, path: str) -> Iterator[tuple[str, object]]:
+        commands = getattr(command, "commands", None)
+        if commands is None:
+            yield path, command
+            return
+        for name, sub in commands.items():
+            yield from walk(sub, f"{path} {name}".strip())
+
+    for path, command in walk(typer.main.get_group(app), ""):
+        for table, keys in getattr(getattr(command, "callback", None), JOB_FILE_FIELDS, {}).items():
+            for key, (group, name) in keys.items():
+                kind = number_kind(typing.get_type_hints(group)[name])
+                if kind is not None:
+                    yield path, f"{table}.{key}", kind
+
+
+KEYS = sorted(set(numeric_job_file_keys()))
+
+
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The one-game PGN, and a dataset mined from it with no puzzle candidate (so `puzzles`
@@ -144,13 +171,23 @@ def test_every_numeric_flag_of_every_command_is_walked() -> None:
         "human train",
         "human eval",
     }, commands
-    assert len(OPTIONS) > 100  # 112 since the thresholds moved to job files and plan into mine --plan
+    assert len(OPTIONS) > 70  # 76 since the engine's secondary limits and the tuning knobs moved to job files
+    expected = {"explain", "mine", "evaluate", "prototype", "repertoire", "human train"}  # tree's [search] has none
+    assert {command for command, _, _ in KEYS} == expected
+    assert len(KEYS) > 40, KEYS
 
 
 def test_every_numeric_flag_has_a_row_in_the_table() -> None:
     from pipeline.cli.limits import range_of
 
     missing = [f"{command} {flag}" for command, flag, _ in OPTIONS if range_of(command, flag) is None]
+    assert not missing, missing
+
+
+def test_every_numeric_job_file_key_has_a_row_in_the_table() -> None:
+    from pipeline.cli.limits import range_of
+
+    missing = [f"{command} {key}" for command, key, _ in KEYS if range_of(command, key) is None]
     assert not missing, missing
 
 
@@ -189,6 +226,29 @@ def test_extremes_end_in_one_line_or_a_finished_run(
         args = [*command.split(), *base_args(command, inputs, f"{flag}-{index}"), flag, shown(value)]
         result = cli_in_process(*args)
         assert_one_line_or_done(result, " ".join(args))
+
+
+@pytest.mark.parametrize(("command", "key", "kind"), KEYS, ids=[f"{c} {k}" for c, k, _ in KEYS])
+def test_a_job_file_value_out_of_range_is_one_line_naming_the_file_and_key(
+    command: str, key: str, kind: type, inputs: dict[str, str], tmp_path: Path
+) -> None:
+    """A job file's numeric key, given the extremes, is one line naming the file and the key
+    before any work (the walk above, for the settings that are no flags)."""
+    from pipeline.cli.limits import range_of
+
+    table, name = key.split(".")
+    bound = range_of(command, key)
+    assert bound is not None
+    for index, value in enumerate(EXTREMES):
+        if kind is int and isinstance(value, float):
+            value = 1.5  # a whole number's key refuses a fraction as a flag's parser does
+        path = tmp_path / f"job-{index}.toml"
+        path.write_text(f"[{table}]\n{name} = {shown(value)}\n")
+        args = [*command.split(), *base_args(command, inputs, f"{key}-{index}"), "--config", str(path)]
+        result = cli_in_process(*args)
+        assert_one_line_or_done(result, f"{' '.join(args)} ({key} = {shown(value)})")
+        if (isinstance(value, float) and kind is int) or bound.problem(value) is not None:  # refused, by the file
+            assert f"job file {str(path)!r}: " in one_error_line(result), (key, value, result.stderr)
 
 
 def assert_one_line_or_done(result: subprocess.CompletedProcess[str], line: str) -> None:

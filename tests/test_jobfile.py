@@ -60,14 +60,40 @@ practical-drop = 10  # points of Win%
         ("max-games = \n", "job file '{path}' is not TOML: "),
         ('max-games = "many"\n', "job file '{path}': invalid max-games = 'many': "),
         ("[engine]\nnodes = 5\n", "job file '{path}': key 'engine' holds a table"),
-        ("[thresholds]\nmodel-q = 0.3\n", "job file '{path}': unknown key thresholds.model-q (the judges' "),
+        (
+            "[thresholds]\nmodel-q = 0.3\n",
+            "job file '{path}': unknown key thresholds.model-q ([thresholds] holds: trappy-k, ",
+        ),
         ("[thresholds]\ntrappy-k = 1.5\n", "job file '{path}': invalid thresholds.trappy-k = 1.5: expected a whole"),
         ('[thresholds]\nmodel-p = "high"\n', "job file '{path}': invalid thresholds.model-p = 'high': expected a "),
-        ("[thresholds]\nmodel-p = nan\n", "job file '{path}': [thresholds]: invalid model p nan: must be a probab"),
-        ("[thresholds]\ncorpus-min-games = 0\n", "job file '{path}': [thresholds]: invalid corpus min games 0"),
-        ("thresholds = 0.3\n", "job file '{path}': 'thresholds' is a table ([thresholds]) of the judges' "),
+        ("[thresholds]\nmodel-p = nan\n", "job file '{path}': invalid thresholds.model-p nan: must be a finite"),
+        ("[thresholds]\ncorpus-min-games = 0\n", "job file '{path}': invalid thresholds.corpus-min-games 0: must be"),
+        ('[thresholds]\npractical-rule = "most"\n', "job file '{path}': [thresholds]: invalid practical rule 'most'"),
+        ("thresholds = 0.3\n", "job file '{path}': 'thresholds' is a table: write it as [thresholds] with"),
+        ("[engine-options]\nhash = 0\n", "job file '{path}': invalid engine-options.hash 0: must be a whole"),
+        ("[engine-options]\nthreads = true\n", "job file '{path}': invalid engine-options.threads = True: expec"),
+        ("[search]\nexclude-checks = 1\n", "job file '{path}': invalid search.exclude-checks = 1: expected true"),
+        ('[search]\nscope = "7"\n', "job file '{path}': [search]: invalid scope '7': expected 2, 3, 4, 5 or all"),
+        ("[lightgbm]\nthreads = 2\n", "job file '{path}': unknown key 'lightgbm' (mine takes: "),
     ],
-    ids=["unknown-key", "not-toml", "bad-value", "table", "threshold-key", "whole", "number", "nan", "range", "flat"],
+    ids=[
+        "unknown-key",
+        "not-toml",
+        "bad-value",
+        "table",
+        "threshold-key",
+        "whole",
+        "number",
+        "nan",
+        "range",
+        "rule",
+        "flat",
+        "engine-range",
+        "engine-bool",
+        "search-bool",
+        "search-scope",
+        "other-command",
+    ],
 )
 def test_a_bad_job_file_is_one_line_naming_the_file_and_the_key(tmp_path: Path, text: str, message: str) -> None:
     config = job_file(tmp_path / "job.toml", text)
@@ -97,8 +123,8 @@ def test_explain_reads_the_thresholds_of_a_job_file(tmp_path: Path) -> None:
     config = job_file(tmp_path / "explain.toml", "[thresholds]\npractical-fall-p = 1.5\n")
     result = cli_in_process("explain", "--moves", "e4 e5", "--engine", "native", "--config", config)
     assert one_error_line(result.stderr) == (
-        f"diffimax: error: job file {config!r}: [thresholds]: invalid practical fall p 1.5: must be a probability in "
-        "(0, 1]"
+        f"diffimax: error: job file {config!r}: invalid thresholds.practical-fall-p 1.5: must be a number above 0 and "
+        "at most 1 (a probability)"
     )
     good = job_file(tmp_path / "good.toml", "[thresholds]\npractical-fall-p = 0.5\n")
     shown = cli_in_process("explain", "--moves", "e4 e5", "--engine", "native", "--config", good, "--json", check=True)

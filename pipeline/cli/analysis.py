@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
@@ -11,6 +12,7 @@ from pipeline.cli.jobfile import JobFileOpt
 from pipeline.cli.options import (
     EngineFlags,
     EvidenceFlags,
+    FlagGroup,
     FromOpt,
     JsonOut,
     JudgeThresholds,
@@ -25,6 +27,8 @@ from pipeline.cli.options import (
     UsageError,
     build_judges,
     emit,
+    file_key,
+    from_job_file,
     parse_margin,
     with_flags,
 )
@@ -34,6 +38,7 @@ from pipeline.outputs.explain_input import explain_input
 from search.alphabeta import Searcher, minimax_decision
 from search.diffimax import DiffiMaxSearch
 from search.judges import JUDGES
+from search.prototype import PrototypeSettings
 from search.settings import default_depth, parse_scope
 from search.tree import TreeGame, parse_tree, tree_height
 from search.ttable import TranspositionTable
@@ -48,6 +53,7 @@ def tree(
     *,
     search: SearchFlags,
     as_json: JsonOut = False,
+    job_file: JobFileOpt = None,  # the [search] table (`pipeline.cli.jobfile`)
 ) -> None:
     """Search a nested-tuple game tree (leaves are utilities; moves are child indices)."""
     if root not in ("max", "min"):
@@ -156,25 +162,68 @@ def explain(
         typer.echo(explanation.text())
 
 
+@dataclass(frozen=True)
+class TreeShape(FlagGroup):
+    """The prototype's random trees beyond their count and seed: a job file's `[tree-shape]` table."""
+
+    depth: int = from_job_file("tree-shape", 4, about="Plies from the root to every leaf.")
+    branching: str = from_job_file(
+        "tree-shape", "6-14", about="Children per internal node, MIN-MAX (uniform) or one number."
+    )
+    values: str = from_job_file("tree-shape", "walk", about="Leaf values: walk (random walk) or uniform.")
+    step: float = from_job_file("tree-shape", 1.0, about="Walk: sd of one ply's change, in pawns.")
+    value_limit: float = from_job_file("tree-shape", 10.0, about="Values clipped to +-this many pawns.")
+
+    def check(self) -> None:
+        """SettingsError (or UsageError) for a shape no tree takes."""
+        prototype_settings(self, PrototypeRule())
+
+
+@dataclass(frozen=True)
+class PrototypeRule(FlagGroup):
+    """Seed 000's hard-coded conditions, a job file's `[rule]` table (seed 000's names)."""
+
+    draw_thresh: float = from_job_file("rule", 1.25, about="Prototype drawThresh in pawns.")
+    win_thresh: float = from_job_file("rule", 2.0, about="Prototype winThresh in pawns.")
+    min_children: int = from_job_file("rule", 10, about="Prototype: opponent nodes need at least this many children.")
+    draw_rule: str = from_job_file("rule", "band", about="band: |v1| <= drawThresh; ceiling: v1 <= drawThresh.")
+
+    def check(self) -> None:
+        """SettingsError for conditions the prototype does not take."""
+        prototype_settings(TreeShape(), self)
+
+
+def prototype_settings(shape: TreeShape, rule: PrototypeRule, root: str = "max", seed: int = 0) -> PrototypeSettings:
+    """The prototype's settings (checked by `PrototypeSettings`) from the job file's tables."""
+    low, dash, high = shape.branching.partition("-")
+    try:
+        min_branching = int(low)
+        max_branching = int(high) if dash else min_branching
+    except ValueError:
+        raise UsageError(
+            f"invalid {file_key(TreeShape, 'branching')} {shape.branching!r}: expected MIN-MAX, e.g. 6-14"
+        ) from None
+    return PrototypeSettings(
+        draw_thresh=rule.draw_thresh,
+        win_thresh=rule.win_thresh,
+        min_children=rule.min_children,
+        draw_rule=rule.draw_rule,  # type: ignore[arg-type]  # validated by PrototypeSettings
+        depth=shape.depth,
+        min_branching=min_branching,
+        max_branching=max_branching,
+        values=shape.values,  # type: ignore[arg-type]
+        step=shape.step,
+        value_limit=shape.value_limit,
+        root=root,  # type: ignore[arg-type]
+        seed=seed,
+    )
+
+
+@with_flags
 def prototype(
     trees: Annotated[int, typer.Option("--trees", help="How many seeded random trees to compare on.")] = 100,
     seed: SeedOpt = 0,
-    tree_depth: Annotated[int, typer.Option("--tree-depth", help="Plies from the root to every leaf.")] = 4,
-    branching: Annotated[
-        str, typer.Option("--branching", help="Children per internal node, MIN-MAX (uniform) or one number.")
-    ] = "6-14",
-    values: Annotated[str, typer.Option("--values", help="Leaf values: walk (random walk) or uniform.")] = "walk",
-    step: Annotated[float, typer.Option("--step", help="Walk: sd of one ply's change, in pawns.")] = 1.0,
-    value_limit: Annotated[float, typer.Option("--value-limit", help="Values clipped to +-this many pawns.")] = 10.0,
     root: RootOpt = "max",
-    draw_thresh: Annotated[float, typer.Option("--draw-thresh", help="Prototype drawThresh in pawns.")] = 1.25,
-    win_thresh: Annotated[float, typer.Option("--win-thresh", help="Prototype winThresh in pawns.")] = 2.0,
-    min_children: Annotated[
-        int, typer.Option("--min-children", help="Prototype: opponent nodes need at least this many children.")
-    ] = 10,
-    draw_rule: Annotated[
-        str, typer.Option("--draw-rule", help="band: |v1| <= drawThresh; ceiling: v1 <= drawThresh.")
-    ] = "band",
     scopes: Annotated[
         str, typer.Option("--scopes", help="Revised DiffiMax scopes to compare with, comma list of 2-5, all.")
     ] = "all,2",
@@ -186,33 +235,19 @@ def prototype(
     ] = "inf",
     traps: Annotated[bool, typer.Option("--traps", help="With --json: list each tree's prototype traps.")] = False,
     as_json: JsonOut = False,
+    job_file: JobFileOpt = None,  # the [tree-shape] and [rule] tables (`pipeline.cli.jobfile`)
+    *,
+    shape: TreeShape,
+    rule: PrototypeRule,
 ) -> None:
     """Seed 000's first DiffiMax prototype on seeded random trees (tree i depends on --seed and i
     only), compared with the revised DiffiMax (unbounded safety margin by default, as exhaustive as
-    the prototype)."""
-    from search.prototype import PrototypeSettings, compare, comparison_json, comparison_text, revised_settings
+    the prototype). The trees' shape and the prototype's conditions are a job file's [tree-shape] and
+    [rule] tables (docs/prototype.md)."""
+    from search.prototype import compare, comparison_json, comparison_text, revised_settings
 
-    low, dash, high = branching.partition("-")
-    try:
-        min_branching = int(low)
-        max_branching = int(high) if dash else min_branching
-    except ValueError:
-        raise UsageError(f"invalid --branching {branching!r}: expected MIN-MAX, e.g. 6-14") from None
     margin = parse_margin(revised_margin)
-    settings = PrototypeSettings(
-        draw_thresh=draw_thresh,
-        win_thresh=win_thresh,
-        min_children=min_children,
-        draw_rule=draw_rule,  # type: ignore[arg-type]  # validated by PrototypeSettings
-        depth=tree_depth,
-        min_branching=min_branching,
-        max_branching=max_branching,
-        values=values,  # type: ignore[arg-type]
-        step=step,
-        value_limit=value_limit,
-        root=root,  # type: ignore[arg-type]
-        seed=seed,
-    )
+    settings = prototype_settings(shape, rule, root, seed)
     revised = revised_settings(
         settings,
         [parse_scope(token) for token in scopes.split(",")],

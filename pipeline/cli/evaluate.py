@@ -6,28 +6,26 @@ from typing import Annotated
 
 import typer
 
+from pipeline.cli.jobfile import JobFileOpt
 from pipeline.cli.options import (
     Depth,
-    EngineDepthOpt,
     EngineFlags,
-    EngineOpt,
-    HashOpt,
     HumanCorpusOpt,
     HumanModelOpt,
     JsonOut,
     JudgesOpt,
-    NodesOpt,
     SeedOpt,
     SplitOpt,
-    ThreadsOpt,
     UsageError,
     WorkersOpt,
     emit,
+    with_flags,
     workers_or_cpus,
 )
 from search.settings import DiffiMaxSettings, default_depth
 
 
+@with_flags
 def evaluate(
     inputs: Annotated[list[str], typer.Argument(metavar="PGN...", help="Games to draw positions from.")],
     split: SplitOpt = "held_out",
@@ -39,11 +37,6 @@ def evaluate(
     trap_rating: Annotated[
         int, typer.Option("--trap-rating", help="The rating a known trap's victim is given (0: none).")
     ] = 1200,
-    engine: EngineOpt = None,
-    nodes: NodesOpt = None,
-    engine_depth: EngineDepthOpt = None,
-    threads: ThreadsOpt = None,
-    hash_mb: HashOpt = None,
     depth: Depth = None,
     shallow_depths: Annotated[
         str, typer.Option("--shallow-depths", help="Depths of the shallow pass to measure the trappy judge at.")
@@ -55,6 +48,9 @@ def evaluate(
     save: Annotated[str | None, typer.Option("--save", help="Write the gathered evidence to this file.")] = None,
     load: Annotated[str | None, typer.Option("--load", help="Measure saved evidence instead of gathering it.")] = None,
     as_json: JsonOut = False,
+    job_file: JobFileOpt = None,  # the [engine-options] table (`pipeline.cli.jobfile`)
+    *,
+    engine_flags: EngineFlags,
 ) -> None:
     """The judge harness: trap-node share, candidates, fall rate and lift over chance, and recall on
     known traps, for every trap judge on held-out games, and the fall probability's calibration
@@ -66,8 +62,7 @@ def evaluate(
     from pipeline.harness.measure import HarnessRequest, markdown_table, run_harness
     from search.judges import JUDGES, parse_judges
 
-    flags = EngineFlags(engine, nodes, engine_depth, None, threads, hash_mb)
-    engine, options = flags.name(), flags.options()  # the shared flags' checks: one line for a bad value
+    engine, options = engine_flags.name(), engine_flags.options()  # the shared flags' checks: one line for a bad value
     if workers is not None and workers < 1:
         raise UsageError(f"invalid --workers {workers}: must be a whole number >= 1")
     settings = DiffiMaxSettings(depth=depth if depth is not None else default_depth(engine))

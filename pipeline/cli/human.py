@@ -10,12 +10,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, cast
 
 import typer
 
+from pipeline.cli.jobfile import JobFileOpt
 from pipeline.cli.options import (
     EngineOpt,
+    FlagGroup,
     GameRateOpt,
     GamesOpt,
     HumanModelOpt,
@@ -25,7 +28,9 @@ from pipeline.cli.options import (
     SeedOpt,
     SplitOpt,
     WorkersOpt,
+    from_job_file,
     uci_engine,
+    with_flags,
     workers_or_cpus,
 )
 from pipeline.common.progress import Progress
@@ -61,7 +66,19 @@ SourceGameRateOpt = Annotated[
 ]
 
 
+@dataclass(frozen=True)
+class LightGbmFit(FlagGroup):
+    """LightGBM's own parameters (`human train`): a job file's `[lightgbm]` table."""
+
+    num_leaves: int = from_job_file("lightgbm", TrainConfig.num_leaves, about="LightGBM leaves per tree.")
+    learning_rate: float = from_job_file("lightgbm", TrainConfig.learning_rate, about="LightGBM shrinkage.")
+    max_rounds: int = from_job_file("lightgbm", TrainConfig.max_rounds, about="Most trees.")
+    min_data_in_leaf: int = from_job_file("lightgbm", TrainConfig.min_data_in_leaf, about="Fewest moves in a leaf.")
+    threads: int = from_job_file("lightgbm", TrainConfig.threads, about="LightGBM threads.")
+
+
 @human_app.command("train")
+@with_flags
 def train_command(
     games: GamesOpt,
     out: Annotated[str, typer.Option("--out", help="Model file to write (JSON).")],
@@ -83,11 +100,6 @@ def train_command(
     pool: PoolOpt = "auto",
     seed: SeedOpt = 0,
     book_min_games: Annotated[int, typer.Option("--book-min-games", help="Times a book position was reached.")] = 3,
-    num_leaves: Annotated[int, typer.Option("--num-leaves", help="LightGBM leaves per tree.")] = 63,
-    learning_rate: Annotated[float, typer.Option("--learning-rate", help="LightGBM shrinkage.")] = 0.15,
-    max_rounds: Annotated[int, typer.Option("--max-rounds", help="Most trees.")] = 300,
-    min_data_in_leaf: Annotated[int, typer.Option("--min-data-in-leaf", help="Fewest moves in a leaf.")] = 200,
-    fit_threads: Annotated[int, typer.Option("--fit-threads", help="LightGBM threads.")] = 1,
     workers: WorkersOpt = None,
     trainer: Annotated[
         str,
@@ -97,9 +109,12 @@ def train_command(
     dump_examples: Annotated[
         str | None, typer.Option("--dump-examples", help="Save the extracted examples in this directory.")
     ] = None,
+    job_file: JobFileOpt = None,  # the [lightgbm] table (`pipeline.cli.jobfile`)
+    *,
+    fit: LightGbmFit,
 ) -> None:
     """Train a human-move model on the training split of the games (feature extraction on Ray
-    when --workers is above 1)."""
+    when --workers is above 1). LightGBM's own parameters are a job file's [lightgbm] table."""
     chosen = parse_groups([part.strip() for part in groups.split(",") if part.strip()])
     # The engine runs only for the engine features: without them it is neither looked for nor needed.
     features_engine = uci_engine(engine, "human train") if "engine" in chosen else engine or "stockfish"
@@ -116,11 +131,11 @@ def train_command(
         source_game_rates=parse_source_rates(source_game_rate or []),
         seed=seed,
         book_min_games=book_min_games,
-        num_leaves=num_leaves,
-        learning_rate=learning_rate,
-        max_rounds=max_rounds,
-        min_data_in_leaf=min_data_in_leaf,
-        threads=fit_threads,
+        num_leaves=fit.num_leaves,
+        learning_rate=fit.learning_rate,
+        max_rounds=fit.max_rounds,
+        min_data_in_leaf=fit.min_data_in_leaf,
+        threads=fit.threads,
         workers=workers_or_cpus(workers),
         trainer=cast(Literal["local", "ray"], trainer),  # checked by TrainConfig
     )

@@ -1,7 +1,8 @@
 """Every numeric flag's range, checked against what the flag feeds before a command does any work.
 
-`BOUNDS` is the one table: a flag (`--depth`), or a flag of one command (`repertoire --rating`)
-where that command feeds it elsewhere, maps to the range of what it feeds: a Parquet column (the
+`BOUNDS` is the one table: a flag (`--depth`), a flag of one command (`repertoire --rating`)
+where that command feeds it elsewhere, or a job file's key (`engine-options.hash`, checked by
+`pipeline.cli.jobfile` as the file is read), maps to the range of what it feeds: a Parquet column (the
 range of the column's type, read from the schema, within the rules `diffimax verify` holds the
 column to), a limit of Python (the longest wait a thread can make), of the engine (UCI nodes,
 depth, Threads, Hash; `diffimax play`'s UCI options) or of memory where the flag sizes an
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 import threading
 import typing
 from collections.abc import Callable
@@ -114,13 +114,13 @@ BOUNDS: dict[str, FlagRange] = {
     "--trap-dip": DIP,
     # The engine.
     "--nodes": FlagRange(1, NODES_MAX, "its timeout, at 150,000 nodes per second, must fit Python's longest wait"),
-    "--engine-depth": ENGINE_DEPTH,
-    "--shallow-depth": ENGINE_DEPTH,
+    "engine-options.depth": ENGINE_DEPTH,
+    "engine-options.shallow-depth": ENGINE_DEPTH,
     "--feature-depth": ENGINE_DEPTH,
     "--baseline-depth": ENGINE_DEPTH,
-    "--movetime": FlagRange(0.0, MOVETIME_MAX, "as long as the largest --nodes search", above=True),
-    "--threads": FlagRange(1, 1024, "Stockfish's Threads option"),
-    "--hash": FlagRange(1, MEMORY_MIB_MAX, "MiB of memory: 1 TiB at most"),
+    "engine-options.movetime": FlagRange(0.0, MOVETIME_MAX, "as long as the largest --nodes search", above=True),
+    "engine-options.threads": FlagRange(1, 1024, "Stockfish's Threads option"),
+    "engine-options.hash": FlagRange(1, MEMORY_MIB_MAX, "MiB of memory: 1 TiB at most"),
     # The human evidence and the judges.
     "--rating": RATING,
     "--player-rating": RATING,
@@ -128,15 +128,15 @@ BOUNDS: dict[str, FlagRange] = {
     "--min-elo": column(dataset.GAMES, "white_elo", "games", why=RATING_WHY),
     "--max-elo": column(dataset.GAMES, "white_elo", "games", why=RATING_WHY),
     "--clock": FlagRange(0.0, dataset.CLOCK_SECONDS_MAX, "a clock holds at most 31 days, the rule of clock_seconds"),
-    "--trappy-k": SHALLOW_RANK,
-    "--practical-shallow-k": column(dataset.TRAPS, "shallow_rank", "traps", low=0),
-    "--model-p": PROBABILITY,
-    "--practical-p": PROBABILITY,
-    "--practical-fall-p": PROBABILITY,
-    "--practical-shallow-p": PROBABILITY,
-    "--corpus-share": PROBABILITY,
-    "--practical-drop": FlagRange(0.0, 100.0, "a loss of win chance in points of Win% (0-100)", above=True),
-    "--corpus-min-games": column(dataset.RESPONSES, "corpus_games", "responses", low=1),
+    "thresholds.trappy-k": SHALLOW_RANK,
+    "thresholds.practical-shallow-k": column(dataset.TRAPS, "shallow_rank", "traps", low=0),
+    "thresholds.model-p": PROBABILITY,
+    "thresholds.practical-p": PROBABILITY,
+    "thresholds.practical-fall-p": PROBABILITY,
+    "thresholds.practical-shallow-p": PROBABILITY,
+    "thresholds.corpus-share": PROBABILITY,
+    "thresholds.practical-drop": FlagRange(0.0, 100.0, "a loss of win chance in points of Win% (0-100)", above=True),
+    "thresholds.corpus-min-games": column(dataset.RESPONSES, "corpus_games", "responses", low=1),
     # Reading games and sampling them.
     "--seed": SEED,
     "--plan-seed": SEED,
@@ -175,29 +175,22 @@ BOUNDS: dict[str, FlagRange] = {
     "--plan-sample": counted(1),
     # The prototype's random trees (at most MAX_LEAVES leaves: 2 children a node reach it first).
     "--trees": FlagRange(1, 1_000_000, "a million trees take days to compare, at 0.3 s a tree"),
-    "--tree-depth": FlagRange(1, int(math.log2(MAX_LEAVES)), f"a tree has at most {MAX_LEAVES:,} leaves"),
-    "--min-children": FlagRange(2, LEGAL_MOVES_MAX, "a position has at most 218 legal moves"),
-    "--step": FlagRange(0.0, PAWNS.high, PAWNS.reason),
-    "--value-limit": FlagRange(0.0, PAWNS.high, PAWNS.reason, above=True),
-    "--draw-thresh": FlagRange(0.0, PAWNS.high, PAWNS.reason),
-    "--win-thresh": PAWNS,
+    "tree-shape.depth": FlagRange(1, int(math.log2(MAX_LEAVES)), f"a tree has at most {MAX_LEAVES:,} leaves"),
+    "rule.min-children": FlagRange(2, LEGAL_MOVES_MAX, "a position has at most 218 legal moves"),
+    "tree-shape.step": FlagRange(0.0, PAWNS.high, PAWNS.reason),
+    "tree-shape.value-limit": FlagRange(0.0, PAWNS.high, PAWNS.reason, above=True),
+    "rule.draw-thresh": FlagRange(0.0, PAWNS.high, PAWNS.reason),
+    "rule.win-thresh": PAWNS,
     # The human-move model's training (LightGBM's parameters are C ints).
     "--book-min-games": column(dataset.RESPONSES, "corpus_games", "responses", low=1),
-    "--num-leaves": FlagRange(2, 131_072, "LightGBM's num_leaves"),
-    "--learning-rate": FlagRange(0.0, sys.float_info.max, "a finite number", above=True),
-    "--max-rounds": FlagRange(1, C_INT, "LightGBM's num_iterations is a C int"),
-    "--min-data-in-leaf": FlagRange(0, C_INT, "LightGBM's min_data_in_leaf is a C int"),
-    "--fit-threads": FlagRange(1, 1024, "LightGBM's threads, as many as Stockfish's"),
+    "lightgbm.num-leaves": FlagRange(2, 131_072, "LightGBM's num_leaves"),
+    "lightgbm.learning-rate": FlagRange(0.0, 1.0, "LightGBM's shrinkage, at most 1", above=True),
+    "lightgbm.max-rounds": FlagRange(1, C_INT, "LightGBM's num_iterations is a C int"),
+    "lightgbm.min-data-in-leaf": FlagRange(1, C_INT, "LightGBM's min_data_in_leaf is a C int"),
+    "lightgbm.threads": FlagRange(1, 1024, "LightGBM's threads, as many as Stockfish's"),
     # `diffimax play`: each flag sets one of its UCI options, whose range it takes.
     "play --nodes": uci_option("Nodes"),
-    "play --engine-depth": uci_option("Engine Depth"),
-    "play --threads": uci_option("Threads"),
-    "play --hash": uci_option("Hash"),
-    "play --shallow-depth": uci_option("Shallow Depth"),
-    "play --seed": uci_option("Seed"),
-    "play --opponent-rating": uci_option("Opponent Rating"),
-    "play --tutor-rating": uci_option("Tutor Rating"),
-    "play --move-overhead": uci_option("Move Overhead"),
+    "play --rating": uci_option("Opponent Rating"),
 }
 
 

@@ -5,7 +5,9 @@ A group of flags is a frozen dataclass whose fields are typer `Annotated` option
 one of them is wrapped by `with_flags`: typer sees the group's fields in its place, and the
 command receives the group, built from the values given. A group holds the raw values; its
 methods validate them when the command asks, so errors come in the order the command meets
-them. The judges' thresholds (`JudgeThresholds`) are no flags but a job file's `[thresholds]` table.
+them. A group's tuning knobs are no flags but a job file's tables (`from_job_file`): the judges'
+thresholds (`JudgeThresholds`, `[thresholds]`), the engine's secondary limits (`[engine-options]`), the
+replies DiffiMax counts as alternatives (`[search]`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pipeline.engines.options import EngineOptions
 from pipeline.human.models import MODEL_HELP
 from search.errors import DiffimaxError
 from search.judges import JudgeName, JudgeSettings, parse_judges
-from search.settings import DiffiMaxSettings, SettingsError, parse_scope
+from search.settings import DiffiMaxSettings, parse_scope
 from search.values import win_drop_of_points, win_percent_points
 
 
@@ -37,13 +39,8 @@ class UsageError(DiffimaxError, ValueError):
 
 # The DiffiMax settings, the same flags on every command that searches.
 Depth = Annotated[int | None, typer.Option("--depth", help="Search Depth in plies below the root.")]
-ScopeOpt = Annotated[str, typer.Option("--scope", help="Opponent Responses: 2, 3, 4, 5 or all.")]
 ReasonableDip = Annotated[float, typer.Option("--reasonable-dip", help="Reasonable Player Dip R in pawns.")]
 TrapDip = Annotated[float, typer.Option("--trap-dip", help="Trap Dip Threshold T in pawns (T <= R).")]
-ExcludeChecks = Annotated[bool, typer.Option("--exclude-checks", help="Ignore checking responses as alternatives.")]
-ExcludeCaptures = Annotated[
-    bool, typer.Option("--exclude-captures", help="Ignore capturing responses as alternatives.")
-]
 SafetyMargin = Annotated[
     str,
     typer.Option("--safety-margin", help="Pawns the setter may give up for a trap line, or inf (exhaustive)."),
@@ -106,10 +103,6 @@ EngineOpt = Annotated[
     ),
 ]
 NodesOpt = Annotated[int | None, typer.Option("--nodes", help="Engine node limit per search.")]
-EngineDepthOpt = Annotated[int | None, typer.Option("--engine-depth", help="UCI depth limit per search.")]
-MovetimeOpt = Annotated[float | None, typer.Option("--movetime", help="UCI time limit per search (s).")]
-ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="UCI Threads per engine.")]
-HashOpt = Annotated[int | None, typer.Option("--hash", help="UCI Hash in MiB per engine.")]
 
 # The trap judges, the same flags on explain and mine.
 JudgesOpt = Annotated[
@@ -127,10 +120,6 @@ HumanModelOpt = Annotated[
 HumanCorpusOpt = Annotated[
     str | None,
     typer.Option("--human-corpus", help="A mined dataset or corpus file: what humans played where (human judge)."),
-]
-ShallowDepthOpt = Annotated[
-    int | None,
-    typer.Option("--shallow-depth", help="The shallow pass (trappy judge): plies (native) or engine depth (UCI)."),
 ]
 AllowPartialOpt = Annotated[
     bool,
@@ -164,20 +153,68 @@ def parse_margin(safety_margin: str) -> float:
 
 
 class FlagGroup:
-    """The base of a group of flags (a frozen dataclass of typer options) that `with_flags` expands."""
+    """The base of a group of flags (a frozen dataclass of typer options) that `with_flags` expands.
+    A field made by `from_job_file` is no flag: a job file's table sets it (`JobFileField`)."""
+
+
+# Where a `from_job_file` field keeps its table and key (the dataclass field's metadata).
+JOB_FILE_FIELD: Final = "diffimax.job_file"
+# Where the job file's callback leaves its tables' values for the command (the click context's
+# `meta`): {table: {key: value}}, checked and converted (`pipeline.cli.jobfile`).
+JOB_TABLES_META: Final = "diffimax.job_tables"
+# The parameter `with_flags` adds for typer to pass the click context (the job file's tables).
+CONTEXT_PARAMETER: Final = "job_file_context"
+# The attribute of a `with_flags` command naming the job-file fields it takes (for the job file).
+JOB_FILE_FIELDS: Final = "__job_file_fields__"
+
+
+@dataclass(frozen=True)
+class JobFileField:
+    """A setting a job file's `[table]` gives as `key = value` (`[engine-options]` `threads = 2`): a
+    tuning knob, set in a file rather than a flag, so the command line stays one a person reads."""
+
+    table: str
+    key: str
+    about: str
+
+
+def from_job_file(table: str, default: Any, *, key: str = "", about: str) -> Any:
+    """A flag group's field that a job file's `[table]` sets (`key`: the field's name with dashes)."""
+    return dataclasses.field(default=default, metadata={JOB_FILE_FIELD: JobFileField(table, key, about)})
+
+
+def job_file_fields(group: type) -> dict[str, JobFileField]:
+    """The fields of `group` a job file sets: field name -> its table and key."""
+    found = {}
+    for item in dataclasses.fields(group):
+        spec = item.metadata.get(JOB_FILE_FIELD)
+        if spec is not None:
+            found[item.name] = dataclasses.replace(spec, key=spec.key or item.name.replace("_", "-"))
+    return found
+
+
+def file_key(group: type, name: str) -> str:
+    """How a message names field `name` of `group`: its table and key, "engine-options.threads"."""
+    spec = job_file_fields(group)[name]
+    return f"{spec.table}.{spec.key}"
 
 
 @dataclass(frozen=True)
 class SearchFlags(FlagGroup):
-    """The DiffiMax settings as given (tree, explain, mine, plan)."""
+    """The DiffiMax settings as given (tree, explain, mine, repertoire): the dips, the depth and the
+    margin as flags; which replies count as alternatives in a job file's `[search]` table."""
 
     depth: Depth = None
-    scope: ScopeOpt = "all"
     reasonable_dip: ReasonableDip = 2.0
     trap_dip: TrapDip = 1.0
-    exclude_checks: ExcludeChecks = False
-    exclude_captures: ExcludeCaptures = False
     safety_margin: SafetyMargin = "0.5"
+    scope: str = from_job_file("search", "all", about="Opponent Responses: 2, 3, 4, 5 or all.")
+    exclude_checks: bool = from_job_file("search", False, about="Ignore checking responses as alternatives.")
+    exclude_captures: bool = from_job_file("search", False, about="Ignore capturing responses as alternatives.")
+
+    def check(self) -> None:
+        """SettingsError for a scope no search takes (a job file's `[search]` table)."""
+        parse_scope(self.scope)
 
     def settings(self, default: int) -> DiffiMaxSettings:
         """The settings, with `default` plies when --depth is not given."""
@@ -199,30 +236,33 @@ class SearchFlags(FlagGroup):
 
 @dataclass(frozen=True)
 class EngineFlags(FlagGroup):
-    """How to run the engine, as given (explain, mine, plan)."""
+    """How to run the engine, as given (explain, mine, repertoire, evaluate): which engine and its
+    node limit as flags; its secondary limits in a job file's `[engine-options]` table."""
 
     engine: EngineOpt = None
     nodes: NodesOpt = None
-    engine_depth: EngineDepthOpt = None
-    movetime: MovetimeOpt = None
-    threads: ThreadsOpt = None
-    hash_mb: HashOpt = None
+    engine_depth: int | None = from_job_file("engine-options", None, key="depth", about="UCI depth limit per search.")
+    movetime: float | None = from_job_file("engine-options", None, about="UCI time limit per search (s).")
+    threads: int | None = from_job_file("engine-options", None, about="UCI Threads per engine.")
+    hash_mb: int | None = from_job_file("engine-options", None, key="hash", about="UCI Hash in MiB per engine.")
 
     def name(self) -> str:
         """The engine given, else the default one (Stockfish where installed)."""
         return self.engine or default_engine()
 
     def options(self, shallow_depth: int | None = None) -> EngineOptions:
-        for flag, value in (
+        for name, value in (
             ("--nodes", self.nodes),
-            ("--engine-depth", self.engine_depth),
-            ("--threads", self.threads),
-            ("--hash", self.hash_mb),
+            (file_key(EngineFlags, "engine_depth"), self.engine_depth),
+            (file_key(EngineFlags, "threads"), self.threads),
+            (file_key(EngineFlags, "hash_mb"), self.hash_mb),
         ):
             if value is not None and value < 1:
-                raise UsageError(f"invalid {flag} {value}: must be a whole number >= 1")
+                raise UsageError(f"invalid {name} {value}: must be a whole number >= 1")
         if self.movetime is not None and not self.movetime > 0:
-            raise UsageError(f"invalid --movetime {self.movetime}: must be a number of seconds above 0")
+            raise UsageError(
+                f"invalid {file_key(EngineFlags, 'movetime')} {self.movetime}: must be a number of seconds above 0"
+            )
         return EngineOptions(
             threads=self.threads,
             hash_mb=self.hash_mb,
@@ -235,79 +275,67 @@ class EngineFlags(FlagGroup):
 
 @dataclass(frozen=True)
 class EvidenceFlags(FlagGroup):
-    """Which judges, and the human evidence they read (explain, mine, plan)."""
+    """Which judges, and the human evidence they read (explain, mine, repertoire); the shallow
+    pass's depth (the trappy judge's evidence) is the job file's `engine-options.shallow-depth`."""
 
-    shallow_depth: ShallowDepthOpt = None
     judges: JudgesOpt = None
     human_model: HumanModelOpt = "default"
     human_corpus: HumanCorpusOpt = None
+    shallow_depth: int | None = from_job_file(
+        "engine-options", None, about="The shallow pass (trappy judge): plies (native) or engine depth (UCI)."
+    )
 
 
 # The practical judge's drop as its flag takes it, in points of Win% (7.5).
 PRACTICAL_DROP_POINTS: Final = win_percent_points(JudgeSettings.practical_drop)
 
 
-# The job file's table of the judges' thresholds (`[thresholds]`, `pipeline.cli.jobfile`): tuning
-# knobs, set in a file rather than as flags (issue 46: one command line a person can read).
-JOB_TABLE = "thresholds"
-# Where the job file's callback leaves the thresholds for the command (the click context's `meta`).
-THRESHOLDS_META = "diffimax.judge_thresholds"
-# The parameter `with_flags` adds for typer to pass the click context (the job file's thresholds).
-CONTEXT_PARAMETER = "job_file_context"
-
-
 @dataclass(frozen=True)
-class JudgeThresholds:
-    """The judges' thresholds (explain, mine, plan, repertoire), as a job file's `[thresholds]` table
-    gives them (keys: the names with dashes, `model-p = 0.25`); defaults: `JudgeSettings`'."""
+class JudgeThresholds(FlagGroup):
+    """The judges' thresholds (explain, mine, repertoire), a job file's `[thresholds]` table (keys:
+    the names with dashes, `model-p = 0.25`); defaults: `JudgeSettings`'. `check` holds them to
+    the judges' ranges, so a bad value is said with the file that holds it."""
 
-    trappy_k: int = JudgeSettings.trappy_k
-    """Trappy judge: among the shallow search's k best."""
-    model_p: float = JudgeSettings.model_p
-    """Model judge: smallest probability of a candidate."""
-    practical_rule: str = JudgeSettings.practical_rule
-    """Practical judge: fall (the position's fall probability), reply (each reply's own), or both."""
-    practical_fall_p: float = JudgeSettings.practical_fall_p
-    """Practical judge, fall rule: smallest fall probability."""
-    practical_p: float = JudgeSettings.practical_p
-    """Practical judge, reply rule: smallest human probability."""
-    practical_drop: float = PRACTICAL_DROP_POINTS
-    """Practical judge: smallest loss of win chance, in points of Lichess's Win% (0-100)."""
-    practical_shallow_k: int = JudgeSettings.practical_shallow_k
-    """Practical judge: the shallow pass's k best need less evidence."""
-    practical_shallow_p: float = JudgeSettings.practical_shallow_p
-    """Practical judge: human probability enough for those."""
-    corpus_share: float = JudgeSettings.corpus_share
-    """Human judge: smallest share of games."""
-    corpus_min_games: int = JudgeSettings.corpus_min_games
-    """Human judge: fewest corpus games for a verdict."""
+    trappy_k: int = from_job_file(
+        "thresholds", JudgeSettings.trappy_k, about="Trappy judge: among the shallow search's k best."
+    )
+    model_p: float = from_job_file(
+        "thresholds", JudgeSettings.model_p, about="Model judge: smallest probability of a candidate."
+    )
+    practical_rule: str = from_job_file(
+        "thresholds",
+        JudgeSettings.practical_rule,
+        about="Practical judge: fall (the position's fall probability), reply (each reply's own), or both.",
+    )
+    practical_fall_p: float = from_job_file(
+        "thresholds", JudgeSettings.practical_fall_p, about="Practical judge, fall rule: smallest fall probability."
+    )
+    practical_p: float = from_job_file(
+        "thresholds", JudgeSettings.practical_p, about="Practical judge, reply rule: smallest human probability."
+    )
+    practical_drop: float = from_job_file(
+        "thresholds",
+        PRACTICAL_DROP_POINTS,
+        about="Practical judge: smallest loss of win chance, in points of Lichess's Win% (0-100).",
+    )
+    practical_shallow_k: int = from_job_file(
+        "thresholds",
+        JudgeSettings.practical_shallow_k,
+        about="Practical judge: the shallow pass's k best need less evidence.",
+    )
+    practical_shallow_p: float = from_job_file(
+        "thresholds", JudgeSettings.practical_shallow_p, about="Practical judge: human probability enough for those."
+    )
+    corpus_share: float = from_job_file(
+        "thresholds", JudgeSettings.corpus_share, about="Human judge: smallest share of games."
+    )
+    corpus_min_games: int = from_job_file(
+        "thresholds", JudgeSettings.corpus_min_games, about="Human judge: fewest corpus games for a verdict."
+    )
 
-
-def thresholds_of(table: dict[str, Any], where: str) -> JudgeThresholds:
-    """A job file's `[thresholds]` table (`where` names the file) as thresholds: one line for a key
-    that names no threshold or a value of the wrong kind (the ranges are `JudgeSettings`')."""
-    hints = typing.get_type_hints(JudgeThresholds)
-    names = {f.name.replace("_", "-"): f.name for f in dataclasses.fields(JudgeThresholds)}
-    given: dict[str, Any] = {}
-    for key, value in table.items():
-        name = names.get(key)
-        if name is None:
-            raise UsageError(f"{where}: unknown key {JOB_TABLE}.{key} (the judges' thresholds: {', '.join(names)})")
-        kind = hints[name]
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if kind is int and not (number and isinstance(value, int)):
-            raise UsageError(f"{where}: invalid {JOB_TABLE}.{key} = {value!r}: expected a whole number")
-        if kind is float and not number:
-            raise UsageError(f"{where}: invalid {JOB_TABLE}.{key} = {value!r}: expected a number")
-        if kind is str and not isinstance(value, str):
-            raise UsageError(f"{where}: invalid {JOB_TABLE}.{key} = {value!r}: expected text")
-        given[name] = float(value) if kind is float else value
-    thresholds = JudgeThresholds(**given)
-    try:  # the ranges, said with the file that holds the value
-        build_judges(None, JudgeSettings.judges, thresholds)
-    except SettingsError as error:
-        raise UsageError(f"{where}: [{JOB_TABLE}]: {error}") from None
-    return thresholds
+    def check(self) -> None:
+        """SettingsError when a threshold is out of the judges' range."""
+        build_judges(None, JudgeSettings.judges, self)
 
 
 def build_judges(judges: str | None, default: frozenset[JudgeName], thresholds: JudgeThresholds) -> JudgeSettings:
@@ -323,30 +351,32 @@ Command = TypeVar("Command", bound=Callable[..., Any])
 
 def with_flags(command: Command) -> Command:
     """`command` with each parameter annotated by a flag group replaced, for typer, by the
-    group's fields (keyword-only, in field order, where the parameter stood); the command
-    receives the group built from the values given. A `JudgeThresholds` parameter is no flag:
-    typer passes the click context (CONTEXT_PARAMETER), and the command receives the thresholds
-    its job file gave (`pipeline.cli.jobfile`), else the defaults; a caller from Python may pass
-    them itself. Parameters before the first group keep their kind, so the wrapped function can
-    still be called positionally."""
+    group's flags (keyword-only, in field order, where the parameter stood); the command
+    receives the group built from the values given. A group's `from_job_file` fields are no
+    flags: typer passes the click context (CONTEXT_PARAMETER, unless the command takes its own),
+    and each takes the value its job file's table gave (`pipeline.cli.jobfile`), else its
+    default; a caller from Python may pass any field by name. Parameters before the first group
+    keep their kind, so the wrapped function can still be called positionally."""
     hints = typing.get_type_hints(command, include_extras=True)
     shown: list[inspect.Parameter] = []
     groups: dict[str, type] = {}
-    from_file: list[str] = []
+    from_file: dict[str, dict[str, tuple[type, str]]] = {}  # table -> key -> (group, field), for the job file
     for parameter in inspect.signature(command, eval_str=True).parameters.values():
         group = hints.get(parameter.name)
-        if group is JudgeThresholds:
-            from_file.append(parameter.name)
-            continue
         if not (isinstance(group, type) and issubclass(group, FlagGroup) and dataclasses.is_dataclass(group)):
-            keep = parameter.kind if not groups and not from_file else inspect.Parameter.KEYWORD_ONLY
+            keep = parameter.kind if not groups else inspect.Parameter.KEYWORD_ONLY
             shown.append(parameter.replace(kind=keep, annotation=hints.get(parameter.name, parameter.annotation)))
             continue
         groups[parameter.name] = group
         field_hints = typing.get_type_hints(group, include_extras=True)
+        filed = job_file_fields(group)
+        for name, spec in filed.items():
+            if from_file.setdefault(spec.table, {}).setdefault(spec.key, (group, name)) != (group, name):
+                raise TypeError(f"{command.__name__}: two fields are the job file's {spec.table}.{spec.key}")
         shown += [
             inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=field_hints[f.name])
             for f in dataclasses.fields(group)
+            if f.name not in filed
         ]
     # Typer passes the click context to one parameter: the command's own, else one added here.
     own_context = next((p.name for p in shown if p.annotation is typer.Context), None)
@@ -361,17 +391,19 @@ def with_flags(command: Command) -> Command:
     @functools.wraps(command)
     def with_groups(*args: Any, **values: Any) -> Any:
         context = values.get(own_context) if own_context else values.pop(CONTEXT_PARAMETER, None)
+        tables: dict[str, dict[str, Any]] = {} if context is None else context.meta.get(JOB_TABLES_META, {})
         for name, group in groups.items():
+            filed = job_file_fields(group)
             given = {f.name: values.pop(f.name) for f in dataclasses.fields(group) if f.name in values}
+            for field_name, spec in filed.items():
+                if field_name not in given and spec.key in tables.get(spec.table, {}):
+                    given[field_name] = tables[spec.table][spec.key]
             values[name] = group(**given)
-        for name in from_file:
-            if name not in values:
-                meta = {} if context is None else context.meta
-                values[name] = meta.get(THRESHOLDS_META) or JudgeThresholds()
         return command(*args, **values)
 
     with_groups.__signature__ = inspect.Signature(shown, return_annotation=hints.get("return"))  # type: ignore[attr-defined]
     with_groups.__annotations__ = {p.name: p.annotation for p in shown} | {"return": hints.get("return")}
+    setattr(with_groups, JOB_FILE_FIELDS, from_file)
     return typing.cast(Command, with_groups)
 
 

@@ -7,44 +7,15 @@ from typing import Annotated
 
 import typer
 
-from pipeline.cli.options import (
-    EngineDepthOpt,
-    EngineOpt,
-    HashOpt,
-    HumanCorpusOpt,
-    HumanModelOpt,
-    NodesOpt,
-    RatingOpt,
-    SafetyMargin,
-    SeedOpt,
-    ShallowDepthOpt,
-    ThreadsOpt,
-)
+from pipeline.cli.options import EngineOpt, HumanModelOpt, NodesOpt, RatingOpt
 
 
 def play(
     style: Annotated[str | None, typer.Option("--style", help="trap, tutor or best (UCI option Style).")] = None,
     engine: EngineOpt = None,
     nodes: NodesOpt = None,
-    engine_depth: EngineDepthOpt = None,
-    threads: ThreadsOpt = None,
-    hash_mb: HashOpt = None,
-    shallow_depth: ShallowDepthOpt = None,
-    seed: SeedOpt = 0,
     human_model: HumanModelOpt = "default",
-    human_corpus: HumanCorpusOpt = None,
-    safety_margin: SafetyMargin = "0.5",
     opponent_rating: RatingOpt = None,  # UCI option Opponent Rating
-    tutor_rating: Annotated[
-        int | None, typer.Option("--tutor-rating", help="The rating the tutor imitates (Tutor Rating).")
-    ] = None,
-    epsilon: Annotated[str | None, typer.Option("--epsilon", help="The tutor's starting epsilon (Epsilon).")] = None,
-    temperature: Annotated[
-        str | None, typer.Option("--temperature", help="The tutor's temperature, centipawns (Temperature).")
-    ] = None,
-    move_overhead: Annotated[
-        int | None, typer.Option("--move-overhead", help="Milliseconds kept back from the clock (Move Overhead).")
-    ] = None,
     option: Annotated[
         list[str] | None,
         typer.Option("--option", help="Any UCI option as 'Name=value' (repeatable); --list-options names them."),
@@ -52,8 +23,9 @@ def play(
     list_options: Annotated[bool, typer.Option("--list-options", help="List the UCI options and exit.")] = False,
 ) -> None:
     """Run the UCI engine on stdin/stdout: it sets traps (style trap), loses plausibly (tutor) or
-    plays the backend's best move (best). Every flag is also a UCI option (docs/play.md,
-    --list-options), with the meaning and default it has on every other command."""
+    plays the backend's best move (best). Its flags set the UCI options a GUI sets most (Style,
+    Engine, Nodes, Human Model, Opponent Rating); --option sets any other, as a GUI's setoption
+    does (--option "Threads=2" --option "Tutor Rating=1500"; docs/play.md, --list-options)."""
     from pipeline.engines.backends import default_engine
     from pipeline.play.uci_options import Config, OptionError, configure, option_table
     from pipeline.play.uci_server import run_uci
@@ -67,19 +39,8 @@ def play(
             ("Style", style),
             ("Engine", engine or default_engine()),
             ("Nodes", nodes),
-            ("Engine Depth", engine_depth),
-            ("Threads", threads),
-            ("Hash", hash_mb),
-            ("Shallow Depth", shallow_depth),
-            ("Seed", seed),
             ("Human Model", human_model),
-            ("Human Corpus", human_corpus),
-            ("Safety Margin", safety_margin),
             ("Opponent Rating", opponent_rating),
-            ("Tutor Rating", tutor_rating),
-            ("Epsilon", epsilon),
-            ("Temperature", temperature),
-            ("Move Overhead", move_overhead),
         )
         if value is not None
     ]

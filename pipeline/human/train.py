@@ -371,17 +371,40 @@ FLAG_OF: Final = {
     "kind": "--learner",
     "sample_rate": "--train-rate",
     "tune_sample_rate": "--tune-rate",
-    "threads": "--fit-threads",
 }
+# LightGBM's own parameters, a job file's `[lightgbm]` table (`pipeline.cli.human.LightGbmFit`):
+# TrainConfig field -> key.
+LIGHTGBM_KEYS: Final = {
+    "num_leaves": "num-leaves",
+    "learning_rate": "learning-rate",
+    "max_rounds": "max-rounds",
+    "min_data_in_leaf": "min-data-in-leaf",
+    "threads": "threads",
+}
+# The job file a recorded command names when LightGBM's parameters are not the defaults.
+TRAINING_JOB_FILE: Final = "training.toml"
+
+
+def training_job_file(config: TrainConfig) -> str | None:
+    """The `[lightgbm]` table of the parameters `config` sets apart from the defaults (TOML), or
+    None when all are the defaults."""
+    default = TrainConfig()
+    lines = [
+        f"{key} = {getattr(config, name)!r}"
+        for name, key in LIGHTGBM_KEYS.items()
+        if getattr(config, name) != getattr(default, name)
+    ]
+    return "\n".join(["[lightgbm]", *lines, ""]) if lines else None
 
 
 def training_command(data: Sequence[str], config: TrainConfig, out_name: str) -> str:
     """The command that reproduces the model (the output's file name only, so the same run into
-    two directories records the same text)."""
+    two directories records the same text), with `--config training.toml` when LightGBM's
+    parameters are not the defaults: that file's text is `training_job_file`'s."""
     default = TrainConfig()
     parts = ["diffimax human train", *(f"--games {item}" for item in data)]
     for name, value in asdict(config).items():
-        if name in UNRECORDED_FIELDS:
+        if name in UNRECORDED_FIELDS or name in LIGHTGBM_KEYS:
             continue
         if name in ("source_rates", "source_game_rates"):
             option = "--source-rate" if name == "source_rates" else "--source-game-rate"
@@ -393,6 +416,8 @@ def training_command(data: Sequence[str], config: TrainConfig, out_name: str) ->
             parts.append(f"{FLAG_OF.get(name, '--' + name.replace('_', '-'))} {text}")
     if "engine" in config.groups and (config.engine, config.engine_options) != (default.engine, default.engine_options):
         parts.append(f"--engine {config.engine} --feature-depth {config.engine_options.depth}")
+    if training_job_file(config) is not None:  # its text is recorded beside the command
+        parts.append(f"--config {TRAINING_JOB_FILE}")
     parts.append(f"--out {out_name}")
     return " ".join(parts)
 
@@ -528,6 +553,7 @@ def write_model(
     config_record = {k: v for k, v in asdict(config).items() if k not in UNRECORDED_FIELDS}
     document["training"] = {
         "command": training_command(data, config, out.rsplit("/", 1)[-1]),
+        **({"job_file": job_file} if (job_file := training_job_file(config)) is not None else {}),
         "data": input_digest(data),
         "split": "pipeline.common.splits.split_of: fitted on 'train', early-stopped on " + record.tune_source,
         "config": config_record,

@@ -13,8 +13,12 @@ from tests.human.helpers import cli, slice_pgn
 def test_cli_train_and_eval_on_a_small_slice(data_dir, tmp_path):
     data = slice_pgn(tmp_path, 30)
     out = tmp_path / "m.json"
+    fit = tmp_path / "fit.toml"
+    fit.write_text("[lightgbm]\nmax-rounds = 20\n")
     done = cli(
         "train",
+        "--config",
+        str(fit),
         "--games",
         str(data),
         "--out",
@@ -25,8 +29,6 @@ def test_cli_train_and_eval_on_a_small_slice(data_dir, tmp_path):
         "1",
         "--tune-rate",
         "1",
-        "--max-rounds",
-        "20",
         "--book-min-games",
         "2",
         "--json",
@@ -38,8 +40,9 @@ def test_cli_train_and_eval_on_a_small_slice(data_dir, tmp_path):
     assert summary["train_positions"] > 500 and 0 < summary["tune"]["top1"] < 1
     recorded = json.loads(out.read_text())["training"]
     assert recorded["command"].startswith("diffimax human train --games ") and recorded["command"].endswith(
-        "--out m.json"
+        "--config training.toml --out m.json"
     )
+    assert recorded["job_file"] == "[lightgbm]\nmax-rounds = 20\n"  # what --config names, to train it again
     shown = cli("eval", "--human-model", str(out), str(data), "--split", "all", "--json", "--workers", "1")
     assert shown.returncode == 0, shown.stderr
     report = json.loads(shown.stdout)

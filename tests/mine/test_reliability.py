@@ -135,26 +135,35 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize(
-    ("changed", "thresholds", "flag"),
+    ("changed", "job_file", "flag"),
     [
         (["--shard-mb", "0.01"], None, "--shard-mb"),  # other shard ids: the rows would be duplicated
         (["--shard-mb", "0.02", "--depth", "3", "--trap-dip", "0.5"], None, "--depth"),
         (["--shard-mb", "0.02", "--plies", "10-12"], None, "--plies"),
-        (["--shard-mb", "0.02", "--scope", "2"], None, "--scope"),
+        (["--shard-mb", "0.02"], '[search]\nscope = "2"', "the job file's search.scope"),
+        (["--shard-mb", "0.02"], "[engine-options]\nshallow-depth = 2", "the job file's engine-options.shallow-depth"),
         (["--shard-mb", "0.02", "--max-games", "30"], None, "--max-games"),
-        # every judge setting reaches the job (mine once dropped these two): a job file's thresholds
-        (["--shard-mb", "0.02"], "practical-shallow-k = 1", "the job file's thresholds.practical-shallow-k"),
-        (["--shard-mb", "0.02"], "practical-shallow-p = 0.1", "the job file's thresholds.practical-shallow-p"),
-        (["--shard-mb", "0.02"], "trappy-k = 3", "the job file's thresholds.trappy-k"),
+        # every judge setting reaches the job (mine once dropped these two): a job file's tables
+        (
+            ["--shard-mb", "0.02"],
+            "[thresholds]\npractical-shallow-k = 1",
+            "the job file's thresholds.practical-shallow-k",
+        ),
+        (
+            ["--shard-mb", "0.02"],
+            "[thresholds]\npractical-shallow-p = 0.1",
+            "the job file's thresholds.practical-shallow-p",
+        ),
+        (["--shard-mb", "0.02"], "[thresholds]\ntrappy-k = 3", "the job file's thresholds.trappy-k"),
     ],
 )
 def test_resume_under_other_settings_is_refused_and_changes_nothing(
-    finished_run: Path, tmp_path: Path, changed, thresholds, flag
+    finished_run: Path, tmp_path: Path, changed, job_file, flag
 ) -> None:
     before_rows, before_manifest = rows(finished_run), manifest(finished_run)
     args = [arg for arg in SMALL if arg not in ("--max-games", "20")] if "--max-games" in changed else SMALL
-    if thresholds is not None:
-        (tmp_path / "job.toml").write_text(f"[thresholds]\n{thresholds}\n", encoding="utf-8")
+    if job_file is not None:
+        (tmp_path / "job.toml").write_text(f"{job_file}\n", encoding="utf-8")
         changed = [*changed, "--config", str(tmp_path / "job.toml")]
     resumed = run_cli("mine", SAMPLE, "--out", str(finished_run), *args, *changed, "--resume")
     assert resumed.returncode == 1

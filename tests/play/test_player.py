@@ -887,7 +887,7 @@ def test_same_seed_same_positions_same_moves() -> None:
     ]
     positions = [game[:ply] for ply in range(10, 18)]
     for style in ("tutor", "trap"):
-        flags = ["--style", style, "--seed", "3", "--nodes", str(NODES)]
+        flags = ["--style", style, "--option", "Seed=3", "--nodes", str(NODES)]
         first = _moves_played(flags, positions)
         assert _moves_played(flags, positions) == first, style
         for position, move in zip(positions, first, strict=True):
@@ -946,7 +946,9 @@ def test_a_setup_part_that_does_not_open_is_said_once_and_play_goes_on(tmp_path:
     broken_model.write_text("{not json")
     broken_corpus = tmp_path / "corpus.parquet"
     broken_corpus.write_bytes(b"junk")
-    engine = UciPipe("--engine", "material", "--human-model", str(broken_model), "--human-corpus", str(broken_corpus))
+    engine = UciPipe(
+        "--engine", "material", "--human-model", str(broken_model), "--option", f"Human Corpus={broken_corpus}"
+    )
     try:
         engine.send("uci", "isready")
         lines = engine.until("readyok", 30)

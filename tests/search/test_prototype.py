@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -456,8 +457,15 @@ TRAP_FIELDS = {
 }
 
 
-def test_cli_prints_json_with_the_documented_fields():
-    args = ["--trees", "6", "--tree-depth", "3", "--branching", "8-12", "--seed", "3", "--step", "1.5"]
+def _job_file(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "trees.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_cli_prints_json_with_the_documented_fields(tmp_path: Path) -> None:
+    shape = _job_file(tmp_path, '[tree-shape]\ndepth = 3\nbranching = "8-12"\nstep = 1.5\n')
+    args = ["--trees", "6", "--seed", "3", "--config", shape]
     out = _cli(*args, "--scopes", "all,2", "--json", "--traps")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
@@ -477,13 +485,18 @@ def test_cli_prints_json_with_the_documented_fields():
     assert data["totals"]["prototype_nodes"] > 0
 
 
-def test_cli_text_table_and_bad_input():
-    out = _cli("--trees", "2", "--tree-depth", "2", "--scopes", "2")
+def test_cli_text_table_and_bad_input(tmp_path: Path) -> None:
+    out = _cli("--trees", "2", "--config", _job_file(tmp_path, "[tree-shape]\ndepth = 2\n"), "--scopes", "2")
     assert out.returncode == 0, out.stderr
     assert "revised Top 2" in out.stdout and "Jaccard, all opponent nodes" in out.stdout
-    bad = _cli("--branching", "6-x")
+    path = _job_file(tmp_path, '[tree-shape]\nbranching = "6-x"\n')
+    bad = _cli("--config", path)
     assert bad.returncode == 1
-    assert bad.stderr.strip() == "diffimax: error: invalid --branching '6-x': expected MIN-MAX, e.g. 6-14"
-    bad = _cli("--win-thresh", "1")
+    assert bad.stderr.strip() == (
+        f"diffimax: error: job file {path!r}: [tree-shape]: invalid tree-shape.branching '6-x': expected MIN-MAX, e.g. 6-14"
+    )
+    path = _job_file(tmp_path, "[rule]\nwin-thresh = 1\n")
+    bad = _cli("--config", path)
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1
+    assert f"job file {path!r}: [rule]: " in bad.stderr
     assert "win threshold 1.0 must exceed draw threshold 1.25" in bad.stderr

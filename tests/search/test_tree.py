@@ -87,7 +87,14 @@ def test_cli_alphabeta_fewer_leaves():
     assert pruned["cutoffs"] == 3
 
 
-def test_cli_seed_000_json_fields():
+def job_file(tmp_path, text: str) -> str:
+    """A job file holding `text` (TOML), for the settings that are no flags."""
+    path = tmp_path / "job.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_cli_seed_000_json_fields(tmp_path):
     out = run_cli(
         "tree",
         SEED_000_NODE,
@@ -97,8 +104,8 @@ def test_cli_seed_000_json_fields():
         "2.0",
         "--trap-dip",
         "1.0",
-        "--scope",
-        "all",
+        "--config",
+        job_file(tmp_path, '[search]\nscope = "all"\n'),
         "--json",
         check=True,
     )
@@ -121,7 +128,10 @@ def test_cli_seed_000_json_fields():
     ]
     assert traps[0]["best_move"] == "0" and traps[0]["best_value"] == -0.2
 
-    top2 = json.loads(run_cli("tree", SEED_000_NODE, "--root", "min", "--scope", "2", "--json", check=True).stdout)
+    top2_file = job_file(tmp_path, '[search]\nscope = "2"\n')
+    top2 = json.loads(
+        run_cli("tree", SEED_000_NODE, "--root", "min", "--config", top2_file, "--json", check=True).stdout
+    )
     assert [t["move"] for t in top2["traps"]] == ["1"]
 
 
@@ -151,7 +161,6 @@ LEGAL_KINGS = "4k3/8/8/8/8/8/8/4K3 w - - 0 1"
         (("tree", "(1, 'a')"), "neither a number nor a tuple"),
         (("tree", "(1.234, 2)"), "more than two decimals"),
         (("tree", "(1,2)", "--trap-dip", "3"), "trap dip 3.0 exceeds reasonable dip 2.0"),
-        (("tree", "(1,2)", "--scope", "1"), "invalid scope '1'"),
         # Refused by the flags' table (pipeline/cli/limits.py) before the settings are made.
         (("tree", "(1,2)", "--depth", "-1"), "invalid --depth -1: must be a whole number >= 0"),
         (("tree", "(1,2)", "--reasonable-dip", "-1", "--trap-dip", "-2"), "invalid --reasonable-dip -1.0: must be a"),
@@ -164,7 +173,6 @@ LEGAL_KINGS = "4k3/8/8/8/8/8/8/4K3 w - - 0 1"
         (("explain", LEGAL_KINGS, "--engine", "native", "--depth", "0"), "invalid --depth 0: a chess search needs"),
         (("mine", "no-such.pgn", "--out", "unused", "--depth", "0"), "invalid --depth 0: a chess search needs"),
         (("explain", LEGAL_KINGS, "--engine", "native", "--nodes", "0"), "invalid --nodes 0: must be a whole number"),
-        (("explain", LEGAL_KINGS, "--engine", "native", "--movetime", "0"), "invalid --movetime 0.0"),
         (("evaluate", "no-such.pgn", "--shallow-depths", "a,b"), "invalid --shallow-depths 'a,b'"),
     ],
 )
@@ -174,6 +182,41 @@ def test_cli_bad_input_is_one_clear_line(args, message):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert message in lines[0] and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "table", "message"),
+    [
+        (("tree", "(1,2)"), '[search]\nscope = "1"', "job file '{}': [search]: invalid scope '1': expected 2, 3, 4"),
+        (("tree", "(1,2)"), "[search]\nscope = 2", "job file '{}': invalid search.scope = 2: expected text"),
+        (
+            ("explain", LEGAL_KINGS, "--engine", "native"),
+            "[engine-options]\nmovetime = 0",
+            "job file '{}': invalid engine-options.movetime 0.0: must be a number above 0",
+        ),
+        (
+            ("explain", LEGAL_KINGS),
+            "[engine-options]\nthreads = 0",
+            "job file '{}': invalid engine-options.threads 0: must be a whole",
+        ),
+        (
+            ("explain", LEGAL_KINGS),
+            "[engine-options]\nthread = 1",
+            "job file '{}': unknown key engine-options.thread ([engine-options] holds:",
+        ),
+        (
+            ("tree", "(1,2)"),
+            "[engine-options]\nthreads = 1",
+            "job file '{}': unknown key 'engine-options' (tree takes: ",
+        ),
+    ],
+)
+def test_a_bad_job_file_table_is_one_line_naming_the_file_and_key(tmp_path, args, table, message):
+    path = job_file(tmp_path, table + "\n")
+    result = run_cli(*args, "--config", path)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message.format(path) in lines[0], result.stderr
 
 
 def test_parse_tree_rejects_booleans_and_infinities():
