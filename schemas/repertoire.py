@@ -33,6 +33,7 @@ NODES = pa.schema(
         pa.field("plies", pa.int16(), nullable=False),
         pa.field("floor", pa.float64(), nullable=False),
         pa.field("width", pa.int16(), nullable=False),
+        pa.field("root_width", pa.int16(), nullable=False),  # the width at the player's first moves
         pa.field("safety_margin", pa.float64()),  # pawns; null: unbounded
         pa.field("engine", pa.string(), nullable=False),
         pa.field("human_model", pa.string()),

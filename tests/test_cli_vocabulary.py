@@ -173,6 +173,7 @@ MEANINGS: dict[str, str] = {
     "--tune-rate": "the share of tune positions used for early stopping",
     "--url-timeout": "how long a URL may be silent",
     "--verbose": "show Ray's own log lines",
+    "--root-width": "the player's first moves grown beyond one reply",
     "--width": "the player's candidates grown beyond one reply",
     "--workers": "the parallel workers",
     "engine-options.depth": "a depth limit per engine search",

@@ -170,6 +170,7 @@ BOUNDS: dict[str, FlagRange] = {
     "repertoire --player-rating": column(repertoire.NODES, "player_rating", "nodes", 0, dataset.RATING_MAX, RATING_WHY),
     "--line-plies": column(repertoire.NODES, "plies", "nodes", low=1),
     "--width": column(repertoire.NODES, "width", "nodes", low=1),
+    "--root-width": column(repertoire.NODES, "root_width", "nodes", low=1),
     "--candidates": FlagRange(1, LEGAL_MOVES_MAX, "a position has at most 218 legal moves"),
     "--floor": FlagRange(0.0, 1.0, "a probability below 1"),
     "--plan-sample": counted(1),

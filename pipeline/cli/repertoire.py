@@ -40,6 +40,7 @@ from pipeline.repertoire.settings import (
     DEFAULT_CANDIDATES,
     DEFAULT_FLOOR,
     DEFAULT_PLIES,
+    DEFAULT_ROOT_WIDTH,
     DEFAULT_WIDTH,
     REPERTOIRE_JUDGES,
     RepertoireSettings,
@@ -74,6 +75,9 @@ def repertoire(
     width: Annotated[
         int, typer.Option("--width", help="The player's candidates grown beyond one reply.")
     ] = DEFAULT_WIDTH,
+    root_width: Annotated[
+        int, typer.Option("--root-width", help="The same for the player's first moves, compared at one depth.")
+    ] = DEFAULT_ROOT_WIDTH,
     candidates: Annotated[
         int, typer.Option("--candidates", help="The player's moves valued per node (by the shallow pass).")
     ] = DEFAULT_CANDIDATES,
@@ -109,6 +113,7 @@ def repertoire(
         plies=line_plies,
         floor=floor,
         width=width,
+        root_width=root_width,
         candidates=candidates,
         diffimax=search.settings(default_depth(engine)),
         judges=build_judges(evidence.judges, REPERTOIRE_JUDGES, thresholds),

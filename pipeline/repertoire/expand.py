@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 import chess
 
@@ -129,11 +129,32 @@ def board_analysis_key(board: chess.Board) -> int:
     return analysis_key(to_signed64(zobrist(board)), board.halfmove_clock, history)
 
 
-def expand_player(lines: TableLines, board: chess.Board, settings: RepertoireSettings, node: int) -> PlayerResult:
+# The player's own moves that humans of the player's rating play most join the shallow pass's
+# candidates (issue 45: its six best left 1...e5 out of black's tree against 1.e4, the move most
+# 1200 players choose): up to this many, each chosen by at least this share of them. They still
+# have to lie within the safety margin of the best to be candidates.
+HUMAN_CHOICES: Final = 2
+HUMAN_CHOICE_P: Final = 0.15
+
+
+def human_choices(board: chess.Board, settings: RepertoireSettings, model: MoveModel | None) -> list[str]:
+    """The moves a human of the player's rating plays most at `board` (the model's, at the
+    player's context): up to HUMAN_CHOICES, each at least HUMAN_CHOICE_P; none without a model."""
+    if model is None:
+        return []
+    chosen = model.move_probabilities(board, settings.player_context())
+    ranked = sorted(chosen, key=lambda move: (-chosen[move], move))[:HUMAN_CHOICES]
+    return [move for move in ranked if chosen[move] >= HUMAN_CHOICE_P]
+
+
+def expand_player(
+    lines: TableLines, board: chess.Board, settings: RepertoireSettings, node: int, model: MoveModel | None = None
+) -> PlayerResult:
     """The player's moves at `board` (the player to move): the shallow pass ranks them, the
-    `candidates` best and the engine's best are valued by the full search (`diffimax play`'s trap
-    style does the same; a probe's values, a quarter of the nodes, put moves a pawn apart that the
-    full search puts level), and those within the safety margin of the best are the candidates."""
+    `candidates` best, the engine's best and the moves humans of the player's rating play most
+    (`human_choices`, by `model`) are valued by the full search (`diffimax play`'s trap style does
+    the same; a probe's values, a quarter of the nodes, put moves a pawn apart that the full search
+    puts level), and those within the safety margin of the best are the candidates."""
     level: Level = "deep"
     shallow = lines.shallow()
     legal = {move.uci() for move in board.legal_moves}
@@ -141,6 +162,7 @@ def expand_player(lines: TableLines, board: chess.Board, settings: RepertoireSet
     ranked += sorted(legal - set(ranked))  # a move the engine left out of its MultiPV ranks last
     best_search = lines.best(level)
     pool = set(ranked[: settings.candidates]) | ({best_search.best} & legal if best_search.best else set())
+    pool |= set(human_choices(board, settings, model)) & legal
     found = lines.replies(sorted(pool), level)
     values = dict(found.values)
     best = within_margin(values, None)[0]
@@ -221,10 +243,12 @@ def expand_opponent(
     )
 
 
-def sketch_player(lines: TableLines, board: chess.Board, settings: RepertoireSettings, node: int) -> PlayerResult:
+def sketch_player(
+    lines: TableLines, board: chess.Board, settings: RepertoireSettings, node: int, depth: int = 2
+) -> PlayerResult:
     """`expand_player` on the shallow pass alone (a plan's sketch of the tree: its shape, not its
     values): the moves within the safety margin of the shallow pass's best, and at least the
-    `width` best of them. The shallow pass spreads the moves' values further than the full search:
+    `width_at(depth)` best of them. The shallow pass spreads the moves' values further than the full search:
     on the white-1200 tree its margin left one candidate at 28 % of the player nodes (the start
     among them) where the full search left one at 13 %, and the sketch, growing one line where the
     run grows `width`, planned a quarter of the nodes (docs/results/repertoire.md, "Cost")."""
@@ -237,7 +261,7 @@ def sketch_player(lines: TableLines, board: chess.Board, settings: RepertoireSet
     kept = {m: values[m] for m in ranked}
     within = within_margin(kept, settings.margin_cp)
     best = within[0]
-    within = [best] if values[best] >= MATE_BOUND else ranked[: max(len(within), settings.width)]
+    within = [best] if values[best] >= MATE_BOUND else ranked[: max(len(within), settings.width_at(depth))]
     return PlayerResult(node, kept, best, values[best], tuple(within), {}, "shallow")
 
 

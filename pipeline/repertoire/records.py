@@ -70,6 +70,7 @@ def node_rows(growth: Growth, labels: Labels, evidence: PositionGames | None = N
         "plies": settings.plies,
         "floor": settings.floor,
         "width": settings.width,
+        "root_width": settings.root_width,
         "safety_margin": settings.diffimax.safety_margin,
         "engine": labels.engine,
         "human_model": labels.human.model,

@@ -32,6 +32,12 @@ DEFAULT_CANDIDATES: Final = 6
 # The candidates at a player node whose lines are grown beyond one reply (the best by the expected
 # score after one reply); the others keep that one-reply expectation.
 DEFAULT_WIDTH: Final = 2
+# The player's first moves (at the start, or right after the opponent's reply to it) whose lines
+# grow beyond one reply: more than `DEFAULT_WIDTH`, so that the first moves a reader compares
+# (1.e4 and 1.d4 from the start) are valued to the same depth, not one of them by a one-reply
+# estimate (issue 45: 1.e4 was an 11-node estimate beside a 3,355-node 1.d4). Four of the six
+# candidates roughly doubles a tree from the start; `--root-width 6` grows them all.
+DEFAULT_ROOT_WIDTH: Final = 4
 # The judges an opponent node runs: the practical judge names the traps (the human evidence and the
 # win-chance drop the expectation needs are its evidence too).
 REPERTOIRE_JUDGES: Final[frozenset[JudgeName]] = frozenset({"practical"})
@@ -97,6 +103,8 @@ class RepertoireSettings:
     (the product of the opponent's reply probabilities along it); the rest is unexplored mass."""
     width: int = DEFAULT_WIDTH
     """Candidates per player node whose lines grow beyond one reply."""
+    root_width: int = DEFAULT_ROOT_WIDTH
+    """The same for the player's first moves (`width_at`)."""
     candidates: int = DEFAULT_CANDIDATES
     """The player's moves valued per player node (by the shallow pass's ranking)."""
     diffimax: DiffiMaxSettings = field(default_factory=DiffiMaxSettings)
@@ -109,6 +117,7 @@ class RepertoireSettings:
             ("rating", self.rating, 0),
             ("plies", self.plies, 1),
             ("width", self.width, 1),
+            ("root width", self.root_width, 1),
             ("candidates", self.candidates, 1),
         ):
             if not is_whole(value, minimum):
@@ -119,6 +128,12 @@ class RepertoireSettings:
             raise RepertoireError(f"invalid floor {self.floor!r}: must be a probability in [0, 1)")
         if "practical" not in self.judges.judges:
             raise RepertoireError("the repertoire needs the practical judge (its traps and drops)")
+
+    def width_at(self, depth: int) -> int:
+        """The candidates grown beyond one reply at a player node `depth` plies below the start:
+        `root_width` for the player's first moves (depth 0 from a player start, 1 from an
+        opponent start), `width` below them."""
+        return self.root_width if depth <= 1 else self.width
 
     @property
     def margin_cp(self) -> int | None:
@@ -132,6 +147,14 @@ class RepertoireSettings:
         extra = {"opponent_rating": self.player_rating} if "opponent_rating" in known else {}
         return MoverContext(rating=self.rating, pool=self.pool, **extra)
 
+    def player_context(self) -> MoverContext:
+        """The player as the human evidence sees them (their own moves, `expand.human_choices`):
+        their rating (the opponents' where none is given), in the pool, against the opponents'."""
+        known = {f.name for f in dataclasses.fields(MoverContext)}
+        extra = {"opponent_rating": self.rating} if "opponent_rating" in known else {}
+        rating = self.rating if self.player_rating is None else self.player_rating
+        return MoverContext(rating=rating, pool=self.pool, **extra)
+
     def describe(self) -> dict[str, object]:
         return {
             "color": "white" if self.color == chess.WHITE else "black",
@@ -141,6 +164,7 @@ class RepertoireSettings:
             "plies": self.plies,
             "floor": self.floor,
             "width": self.width,
+            "root_width": self.root_width,
             "candidates": self.candidates,
             "safety_margin": self.diffimax.safety_margin,
             "judges": self.judges.describe(),

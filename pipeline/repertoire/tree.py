@@ -6,9 +6,10 @@ How it grows (`Growth`):
 - the start is a player node or an opponent node, by who is to move;
 - a **player node**'s candidates (the moves within the safety margin) each lead to an opponent
   node, which is expanded (its replies valued) unless the line is `plies` long or the game is over;
-- once every candidate's opponent node is in, the `width` candidates with the best expected score
-  after one reply grow on: each explored reply of theirs (above the floor) leads to a player node,
-  expanded likewise. The other candidates keep that one-reply expectation: their replies are leaves;
+- once every candidate's opponent node is in, the `width` candidates (`root_width` for the
+  player's first moves) with the best expected score after one reply grow on: each explored reply
+  of theirs (above the floor) leads to a player node, expanded likewise. The other candidates
+  keep that one-reply expectation: their replies are leaves;
 - an opponent node at the start grows on at once.
 
 The order results come in does not change the tree: a node's children depend on its own result
@@ -174,8 +175,8 @@ class Growth:
         return wanted
 
     def deepen(self, node: Node) -> list[NodeRequest]:
-        """A player node whose candidates are all in: its `width` best by the expected score after
-        one reply grow on."""
+        """A player node whose candidates are all in: its `width_at` best by the expected score
+        after one reply grow on."""
         result = node.result
         assert isinstance(result, PlayerResult)
         one_reply = {}
@@ -185,7 +186,7 @@ class Growth:
             one_reply[move] = move_gain(result.best_value, result.values[move], gain)
         ranked = sorted(one_reply, key=lambda m: (-one_reply[m], -result.values[m], m))
         wanted = []
-        for move in ranked[: self.settings.width]:
+        for move in ranked[: self.settings.width_at(node.depth)]:
             child = self.nodes[node.children[move]]
             if child.leaf is None and isinstance(child.result, OpponentResult):
                 for leaf_id in child.children.values():

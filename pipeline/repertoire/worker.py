@@ -71,10 +71,12 @@ class RepertoireWorker(KitWorker):
         entry = entry or AnalysisEntry()
         lines = TableLines(entry, self.backend, board, self.settings.color, self.settings.diffimax)
         try:
-            player, opponent = (sketch_player, sketch_opponent) if self.sketch else (expand_player, expand_opponent)
-            if request.kind == "player":
-                result: NodeResult = player(lines, board, self.settings, request.node)
+            if request.kind == "player" and self.sketch:
+                result: NodeResult = sketch_player(lines, board, self.settings, request.node, len(request.path))
+            elif request.kind == "player":
+                result = expand_player(lines, board, self.settings, request.node, self.judge.kit.model)
             else:
+                opponent = sketch_opponent if self.sketch else expand_opponent
                 result = opponent(lines, board, self.settings, request, self.judge)
         except EngineStartError as error:
             return failed(request, f"engine did not start: {error}")

@@ -338,3 +338,24 @@ def test_the_plan_sketches_the_tree_and_times_real_nodes(built: dict[str, Any]) 
     planned = sum(kind.nodes for kind in plan.kinds.values())
     assert planned / 3 <= built["local"]["stats"].expanded <= planned * 3
     assert "1 -> 2 workers" in repertoire_plan_text(plan)
+
+
+def test_the_moves_humans_of_the_players_rating_play_most_join_the_candidates() -> None:
+    """Issue 45: the shallow pass's six best left 1...e5 out of black's tree against 1.e4; the
+    moves the player's peers choose most are valued too (and are candidates within the margin)."""
+    from pipeline.repertoire.expand import HUMAN_CHOICE_P, HUMAN_CHOICES, human_choices
+
+    board = chess.Board()
+    board.push_san("e4")
+    model = load_move_model("bundled")
+    assert model is not None
+    try:
+        settings = RepertoireSettings(color=chess.BLACK, rating=1200)
+        chosen = human_choices(board, settings, model)
+        shares = model.move_probabilities(board, settings.player_context())
+    finally:
+        model.close()
+    assert "e7e5" in chosen and 1 <= len(chosen) <= HUMAN_CHOICES
+    assert all(shares[move] >= HUMAN_CHOICE_P for move in chosen)
+    assert chosen == sorted(chosen, key=lambda move: -shares[move])
+    assert human_choices(board, settings, None) == []

@@ -140,12 +140,33 @@ def test_the_gains_are_the_expectimax_over_the_explored_replies() -> None:
 
 
 def test_the_width_grows_only_the_best_candidates_after_one_reply() -> None:
-    nodes = by_path(grow(RepertoireSettings(color=chess.WHITE, rating=1200, plies=3, floor=0.2, width=1)))
+    settings = RepertoireSettings(color=chess.WHITE, rating=1200, plies=3, floor=0.2, width=1, root_width=1)
+    nodes = by_path(grow(settings))
     # 1.e4's one-reply expectation beats 1.d4's: only 1.e4's replies grow; 1.d4 d5 is a leaf of the width.
     assert nodes[("e2e4", "e7e5")].leaf is None  # type: ignore[attr-defined]
     assert nodes[("d2d4", "d7d5")].leaf == "width"  # type: ignore[attr-defined]
     assert ("d2d4", "d7d5", "c2c4") not in nodes
     assert nodes[("d2d4",)].deepened is False and nodes[("e2e4",)].deepened is True  # type: ignore[attr-defined]
+
+
+def test_the_first_moves_grow_to_the_root_width_and_the_width_holds_below_them() -> None:
+    """Issue 45: the first moves a reader compares are valued to one depth (1.d4 is no one-reply
+    estimate beside a grown 1.e4); below them `width` holds."""
+    settings = RepertoireSettings(color=chess.WHITE, rating=1200, plies=4, floor=0.05, width=1, root_width=2)
+    growth = grow(settings)
+    nodes = by_path(growth)
+    assert nodes[("e2e4",)].deepened and nodes[("d2d4",)].deepened  # type: ignore[attr-defined]
+    assert nodes[("d2d4", "d7d5")].leaf is None and ("d2d4", "d7d5", "c2c4") in nodes  # type: ignore[attr-defined]
+    # Two plies down, a player node with two candidates grows one of them: the width.
+    after_f6 = [nodes[("e2e4", "f7f6", move)] for move in ("g1f3", "d2d4")]
+    assert sorted(bool(node.deepened) for node in after_f6) == [False, True]  # type: ignore[attr-defined]
+    narrow = by_path(
+        grow(RepertoireSettings(color=chess.WHITE, rating=1200, plies=4, floor=0.05, width=1, root_width=1))
+    )
+    assert not narrow[("d2d4",)].deepened and narrow[("d2d4", "d7d5")].leaf == "width"  # type: ignore[attr-defined]
+    assert len(growth.nodes) > len(narrow)
+    # From an opponent start the player's first moves are one ply down.
+    assert settings.width_at(0) == settings.width_at(1) == 2 and settings.width_at(2) == 1
 
 
 def test_the_tree_does_not_depend_on_the_order_results_come_in() -> None:
@@ -212,6 +233,7 @@ def test_moves_are_read_as_san_or_uci_with_move_numbers() -> None:
         ({"floor": 1.0}, r"^invalid floor 1.0: must be a probability in \[0, 1\)$"),
         ({"plies": 0}, r"^invalid plies 0: must be a whole number >= 1$"),
         ({"width": 0}, r"^invalid width 0: must be a whole number >= 1$"),
+        ({"root_width": 0}, r"^invalid root width 0: must be a whole number >= 1$"),
         ({"rating": -5}, r"^invalid rating -5: must be a whole number >= 0$"),
     ],
 )

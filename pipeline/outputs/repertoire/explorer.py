@@ -191,7 +191,8 @@ def render_explorer(rows: Sequence[Mapping[str, Any]], start: chess.Board, *, ti
         "p",
         f"{len(rows)} positions; opponents rated {root['opponent_rating']}"
         f"{' (' + root['pool'] + ')' if root['pool'] else ''}; plies {root['plies']}, floor {root['floor']}, "
-        f"width {root['width']}, engine {root['engine']}. Click a move in the table, or a piece and its square. "
+        f"width {root['width']} ({root['root_width']} at the first moves), engine {root['engine']}. "
+        "Click a move in the table, or a piece and its square. "
         "Expected: the expected score against humans (Lichess's win-chance curve, in percent: the points of "
         "Win%); gain: what the move adds over best play by both sides; grown: how far the tree below the move "
         "was grown (compare two moves' figures knowing it; 'one reply' marks an estimate); p: how likely a human "
