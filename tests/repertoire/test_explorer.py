@@ -22,7 +22,7 @@ from pipeline.repertoire.records import NODES_FILE, Labels
 from pipeline.repertoire.settings import RepertoireSettings, parse_start
 from search.values import format_pawns
 from tests.conftest import CHROMIUM, STOCKFISH, needs_chromium, needs_stockfish, require_playwright
-from tests.reading import PERCENT, shows_percent
+from tests.reading import PERCENT, UCI_MOVE, percents_without_space, shows_percent
 
 pytestmark = [needs_chromium, needs_stockfish]
 ARGS = [
@@ -36,17 +36,22 @@ ARGS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def repertoire(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
-    """Black against 1500 after 1.e4, three plies deep (Stockfish at 20,000 nodes a line)."""
-    settings = RepertoireSettings(color=chess.BLACK, rating=1500, plies=3, floor=0.2, width=1)
+def grow(out: Path, settings: RepertoireSettings, moves: str) -> tuple[Path, list[dict[str, Any]]]:
+    """A repertoire from `moves` (Stockfish at 20,000 nodes a line, the bundled human-move model),
+    written to `out`, and its rows."""
     spec = WorkerSpec(
-        str(STOCKFISH), EngineOptions(nodes=20_000), settings, parse_start(None, "e4"), HumanEvidence(model="bundled")
+        str(STOCKFISH), EngineOptions(nodes=20_000), settings, parse_start(None, moves), HumanEvidence(model="bundled")
     )
     growth, stats = build_repertoire(spec, 0)
-    out = tmp_path_factory.mktemp("explorer")
     write_repertoire(growth, stats, Labels("stockfish", HumanEvidence("default")), out)
     return out, pq.read_table(out / NODES_FILE).to_pylist()
+
+
+@pytest.fixture(scope="module")
+def repertoire(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    """Black against 1500 after 1.e4, three plies deep."""
+    settings = RepertoireSettings(color=chess.BLACK, rating=1500, plies=3, floor=0.2, width=1)
+    return grow(tmp_path_factory.mktemp("explorer"), settings, "e4")
 
 
 @pytest.fixture(scope="module")
@@ -180,3 +185,196 @@ def test_the_pieces_sit_on_the_boards_squares_and_clear_of_its_coordinates(
     assert len(letters) == 16
     size = page.evaluate("() => getComputedStyle(document.querySelector('svg.defs #cb')).fontSize")
     assert 0 < float(size.removesuffix("px")) < 1 / 3, size  # a square is 1 (the board's viewBox is 8)
+
+
+# The drill (issue 45, item 4): the student plays their side, the opponent's replies are drawn from
+# the predicted distribution, a trap reply asks for its punishment, and mistakes are remembered.
+BLACKBURNE = "e4 e5 Nf3 Nc6 Bc4 Nd4"  # the Blackburne Shilling: 4.Nxe5 Qg5 and 5.Nxf7 or 5.Nf3 are traps
+RAW_PROBABILITY = re.compile(r"(?<![\d.])0\.\d")
+
+
+@pytest.fixture(scope="module")
+def trap_repertoire(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    """Black against 1200 from the Blackburne Shilling's position, three plies deep: White's
+    reply, Black's move, White's reply (a trap among them after 4.Nxe5 Qg5)."""
+    settings = RepertoireSettings(color=chess.BLACK, rating=1200, plies=3, floor=0.2, width=1)
+    return grow(tmp_path_factory.mktemp("drill"), settings, BLACKBURNE)
+
+
+def drill_page(browser: Any, out: Path, seed: int, errors: list[str], *, clear: bool = False) -> Any:
+    """The explorer opened in the drill with `?seed=` (a page of the one persistent context)."""
+    page = browser.new_page()
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    open_drill(page, out, seed, clear=clear)
+    return page
+
+
+def open_drill(page: Any, out: Path, seed: int, *, clear: bool = False) -> None:
+    page.goto(f"{(out / HTML_FILE).as_uri()}?seed={seed}")
+    if clear:
+        page.evaluate("() => localStorage.clear()")
+        page.reload()
+    page.locator("button.mode-drill").click()
+    page.locator(".drill[data-asking]").wait_for()
+
+
+def asking(page: Any) -> tuple[int, str]:
+    """Where the drill is (the node's id) and what it asks: move, punishment or next."""
+    panel = page.locator(".drill")
+    return int(panel.get_attribute("data-node")), panel.get_attribute("data-asking")
+
+
+def answer(rows: dict[int, dict[str, Any]], node_id: int, what: str) -> str:
+    """The right answer by the test's own reading of the rows: the recommended move, or the trap's
+    punishment's first move (numbered SAN)."""
+    if what == "punishment":
+        return str(rows[node_id]["punishment_san"].split()[0])
+    (move,) = [r for r in rows.values() if r["parent_id"] == node_id and r["recommended"]]
+    return str(move["move_san"])
+
+
+def play(page: Any, move: str) -> None:
+    page.locator("input.drill-move").fill(move)
+    page.locator("button.drill-play").click()
+
+
+def bare(san: str) -> str:
+    return re.sub(r"^\d+\.+", "", san)
+
+
+def reads_for_people(text: str) -> None:
+    """Text a 1200 student reads: no raw probability, no coordinate move, percents as "48 %"."""
+    assert not RAW_PROBABILITY.search(text), text
+    assert not UCI_MOVE.search(text), text
+    assert not percents_without_space(text), text
+
+
+def drill_storage(page: Any, rows: list[dict[str, Any]]) -> Any:
+    """The drill's memory in localStorage, under the repertoire's key (its start, colour, rating)."""
+    root = rows[0]
+    key = f"diffimax-drill {root['fen']}|{root['color']}|{root['opponent_rating']}"
+    return page.evaluate("(key) => JSON.parse(localStorage.getItem(key))", key)
+
+
+def numbered(before: dict[str, Any], san: str) -> str:
+    """A move played at the row's position as the drill says it: "4...Qg5", "5.Nxf7"."""
+    board = chess.Board(before["fen"])
+    return f"{board.fullmove_number}{'.' if board.turn == chess.WHITE else '...'}{san}"
+
+
+def test_a_student_drills_a_line_to_a_sprung_trap_and_punishes_it(
+    browser: Any, trap_repertoire: tuple[Path, list], tmp_path: Path
+) -> None:
+    out, rows = trap_repertoire
+    by_id = {r["node_id"]: r for r in rows}
+    assert [r for r in rows if r["trap"] and r["punishment_san"]], "the fixture's tree has no trap to drill"
+    errors: list[str] = []
+    page = drill_page(browser, out, 1, errors, clear=True)
+    sprung = None
+    for _ in range(60):  # lines drawn until a trap comes
+        node_id, what = asking(page)
+        prompt = page.locator(".drill-prompt").inner_text()
+        reads_for_people(prompt)
+        if what == "next":
+            page.locator("input.drill-move").press("Enter")
+            continue
+        row = by_id[node_id]
+        if row["mover"] == "opponent":  # the reply drawn, said with its share of the rating's players
+            reply = numbered(by_id[row["parent_id"]], row["move_san"])
+            said = re.search(rf"White plays {re.escape(reply)} \(({PERCENT}) of 1200 players play it\)", prompt)
+            assert said and shows_percent(said[1], row["probability"]), (prompt, row["probability"])
+        if what == "punishment":
+            sprung = row
+            before = by_id[row["parent_id"]]
+            assert row["trap"] and abs(row["value_cp"]) < 90_000  # a loss in pawns (no mate here)
+            assert f"It is a trap: it loses {max(0, row['value_cp'] - before['value_cp']) / 100:.1f} pawns." in prompt
+            assert "Find Black's punishment." in prompt, prompt
+            # docs/results/img/repertoire-drill.png is this screenshot.
+            page.locator("section.explorer").screenshot(path=str(tmp_path / "repertoire-drill.png"))
+            play(page, bare(answer(by_id, node_id, what)) + "+")  # typed with a check mark or without
+            break
+        assert what == "move", what
+        play(page, answer(by_id, node_id, what))
+        right = numbered(row, answer(by_id, node_id, what))
+        assert page.locator(".drill-feedback").inner_text() == f"Right: {right}."
+    assert sprung is not None, "no trap came in 60 steps"
+    punishment = sprung["punishment_san"].split()[0]  # "5...Qxg2"
+    assert page.locator(".drill-feedback").inner_text() == f"Right: {punishment}."
+    summary = page.locator(".drill-summary").inner_text()
+    trap = numbered(by_id[sprung["parent_id"]], sprung["move_san"])
+    line = sprung["line_san"] + " " + bare(punishment)  # "4.Nxe5 Qg5 5.Nxf7 Qxg2"
+    assert re.match(rf"Line \d+: {re.escape(line)}\. ", summary), (summary, line)
+    share = re.search(rf"The trap {re.escape(trap)} \(({PERCENT}) of 1200 players play it\) came", summary)
+    assert share and shows_percent(share[1], sprung["probability"]), summary
+    assert summary.endswith(f"and you punished it with {punishment}. You found 2 of 2."), summary
+    reads_for_people(summary)
+    # The board shows the punishment played (the rows' move): the piece moved is on its square.
+    move = chess.Move.from_uci(sprung["punishment_uci"][0])
+    piece = chess.Board(sprung["fen"]).piece_at(move.from_square)
+    assert piece is not None
+    to = chess.square_name(move.to_square)
+    assert page.locator(f'button[data-square="{to}"]').get_attribute("aria-label") == f"{to} {piece.symbol()}"
+    assert page.locator(".drill-prompt").inner_text().endswith("Press Enter or New line for the next one.")
+    assert drill_storage(page, rows) is None  # nothing missed, nothing stored
+    # Explore shows the table again (the drill hides it: it shows the answers), Drill comes back.
+    page.locator("button.mode-explore").click()
+    assert page.locator("table.moves").is_visible() and not page.locator(".drill").is_visible()
+    page.locator("button.mode-drill").click()
+    assert page.locator(".drill").is_visible() and not page.locator("table.moves").is_visible()
+    assert errors == []
+
+
+def test_a_wrong_answer_is_said_stored_and_its_line_drilled_first_after_a_reload(
+    browser: Any, trap_repertoire: tuple[Path, list]
+) -> None:
+    out, rows = trap_repertoire
+    by_id = {r["node_id"]: r for r in rows}
+    errors: list[str] = []
+    page = drill_page(browser, out, 1, errors, clear=True)
+    # Where each seed's first line first asks (nothing remembered): one seed to make a mistake
+    # with, another whose first line goes elsewhere (so that only the memory can bring it back).
+    first = {}
+    for seed in range(1, 16):
+        open_drill(page, out, seed)
+        first[seed] = asking(page)
+    moves = {seed: node for seed, (node, what) in first.items() if what == "move"}
+    assert moves, first
+    mistake_seed, mistaken = next(iter(moves.items()))
+    others = [seed for seed, (node, _) in first.items() if node != mistaken]
+    assert others, f"every seed's first line asks at node {mistaken}: the test cannot tell the memory from chance"
+    row = by_id[mistaken]
+    right = numbered(row, answer(by_id, mistaken, "move"))  # "4...Qg5"
+    wrong = "h6" if bare(right) != "h6" else "a6"
+    open_drill(page, out, mistake_seed)
+    assert asking(page) == (mistaken, "move")
+    play(page, wrong)
+    number = right[: right.index(".")] + ("..." if "..." in right else ".")
+    feedback = page.locator(".drill-feedback").inner_text()
+    assert feedback == f"Not {number}{wrong}: the move is {right}. This position comes back first next time.", feedback
+    reads_for_people(feedback)
+    # Remembered under the repertoire's key, the position named by its moves from the tree's start.
+    where = f"after 1.e4 e5 2.Nf3 Nc6 3.Bc4 Nd4 {row['line_san']}"
+    stored = drill_storage(page, rows)
+    assert stored == {"version": 1, "mistakes": {" ".join(row["path_uci"]): {"misses": 1, "where": where}}}, stored
+    assert page.locator(".drill-memory").inner_text() == f"Positions you missed, drilled first: {where} (missed once)."
+    # The line went on with the right move on the board.
+    assert asking(page)[0] != mistaken
+    page.close()
+    # A new session in the same browser profile, with a seed whose first line goes elsewhere: it
+    # goes to the missed position first.
+    page = drill_page(browser, out, others[0], errors)
+    assert asking(page) == (mistaken, "move"), (first, others[0])
+    prompt = page.locator(".drill-prompt").inner_text()
+    assert f"Back to a position you missed ({where})." in prompt, prompt
+    reads_for_people(prompt)
+    play(page, bare(right))
+    assert page.locator(".drill-feedback").inner_text() == f"Right: {right}."
+    assert drill_storage(page, rows) == {"version": 1, "mistakes": {}}  # answered right: forgotten
+    # Missed again, then "Forget my mistakes".
+    open_drill(page, out, mistake_seed)
+    play(page, wrong)
+    assert drill_storage(page, rows)["mistakes"][" ".join(row["path_uci"])]["misses"] == 1
+    page.locator("button.drill-forget").click()
+    assert drill_storage(page, rows) is None
+    assert page.locator(".drill-memory").inner_text() == "No mistakes remembered yet."
+    assert errors == []

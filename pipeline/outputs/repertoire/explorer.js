@@ -3,9 +3,12 @@
 // by the generator) and the piece images are in the explorer's data-tree attribute:
 // {"orientation": "white"|"black", "pieces": {"P": dataUri, ...}, "start": "<PGN tags and moves
 // before the tree>", "nodes": [{"id", "parent", "san", "uci", "mover", "toMove", "placement",
-// "label", "children": [id...], "cells": {...}, "traps": [...]}, ...]}.
+// "label", "children": [id...], "cells": {...}, "traps": [...], and for the drill "recommended",
+// "p", "share", "trap": {"loss", "punish", "punishUci"}}, ...], "drill": {"key", "player",
+// "opponent", "rating", "before"}}.
 // Click a move in the table, or a piece and its square on the board; Back goes up a ply; the
-// line's buttons jump; Export shows the line as PGN.
+// line's buttons jump; Export shows the line as PGN. Drill switches to the drill (drill.js) on
+// the same board.
 (function () {
   "use strict";
   // The book's style shows the board and its buttons only when a script runs (a page without one
@@ -34,8 +37,8 @@
       td.className = kind;
       return td;
     }
-    function drawBoard(node) {
-      var squares = placement(node.placement);
+    // The pieces of `squares` ({square: piece letter}) on the board, the move `uci` marked.
+    function drawSquares(squares, uci) {
       for (var name in buttons) {
         var piece = squares[name];
         var b = buttons[name];
@@ -43,10 +46,13 @@
         b.classList.remove("from", "to", "last");
         b.setAttribute("aria-label", name + (piece ? " " + piece : ""));
       }
-      if (node.uci) {
-        buttons[node.uci.slice(0, 2)].classList.add("last");
-        buttons[node.uci.slice(2, 4)].classList.add("last");
+      if (uci) {
+        buttons[uci.slice(0, 2)].classList.add("last");
+        buttons[uci.slice(2, 4)].classList.add("last");
       }
+    }
+    function drawBoard(node) {
+      drawSquares(placement(node.placement), node.uci);
     }
     function drawLine(node) {
       var path = [];
@@ -131,7 +137,7 @@
     }
     grid.addEventListener("click", function (event) {
       var target = event.target.closest("button.sq");
-      if (!target) {
+      if (!target || root.classList.contains("drilling")) {
         return;
       }
       var name = target.getAttribute("data-square");
@@ -165,6 +171,27 @@
     root.querySelector("button.export").addEventListener("click", function () {
       exported.hidden = false;
       exported.select();
+    });
+    // Explore and Drill share the board: Drill hides the explorer's table (it shows the answers).
+    var drill = diffimaxDrill.setup(root, data, nodes, drawSquares);
+    var explore = root.querySelector("button.mode-explore");
+    var drillButton = root.querySelector("button.mode-drill");
+    function mode(drilling) {
+      root.classList.toggle("drilling", drilling);
+      root.querySelector(".drill").hidden = !drilling;
+      explore.setAttribute("aria-pressed", String(!drilling));
+      drillButton.setAttribute("aria-pressed", String(drilling));
+      if (drilling) {
+        drill.show();
+      } else {
+        go(state.node);
+      }
+    }
+    explore.addEventListener("click", function () {
+      mode(false);
+    });
+    drillButton.addEventListener("click", function () {
+      mode(true);
     });
     go(0);
   }

@@ -1,6 +1,8 @@
 """The offline HTML explorer of a repertoire: one file in which a reader clicks through the tree on
 the puzzle book's board and sees each move's expected score, practical gain, traps and the real
-games' evidence, and exports the line as PGN.
+games' evidence, and exports the line as PGN; and drills it (`drill.js`): the student plays their
+side, the opponent's replies are drawn from the predicted distribution at the rating, a trap reply
+asks for its punishment, and the positions missed are remembered (localStorage) and drilled first.
 
 The board is the puzzle book's widget (`pipeline.outputs.puzzles.book`: its style sheet, a
 python-chess SVG board under a grid of square buttons); here the squares show the pieces of each
@@ -26,10 +28,12 @@ from pipeline.common.sanitize import clean_text
 from pipeline.outputs.html import BOARD_SCRIPT, Html, document, tag
 from pipeline.outputs.puzzles.book import STYLE, board_svg, shared_defs
 from pipeline.outputs.repertoire.pgn import loss_words, players
+from search.notation import with_numbers
 from search.values import format_pawns, format_percent
 
 HERE = Path(__file__).resolve().parent
-SCRIPT = BOARD_SCRIPT + (HERE / "explorer.js").read_text(encoding="utf-8")
+# One script (the page's CSP allows it by hash): the board, the drill, the explorer that starts both.
+SCRIPT = BOARD_SCRIPT + "".join((HERE / name).read_text(encoding="utf-8") for name in ("drill.js", "explorer.js"))
 # The explorer's own rules, after the book's.
 EXPLORER_STYLE = """
 .sq{background-size:100% 100%;background-repeat:no-repeat}
@@ -44,6 +48,15 @@ table.moves tr.trap td{color:#a22}
 table.moves button.go{border:1px solid #888;border-radius:4px;background:#f0f0f0;cursor:pointer;min-width:4.5em}
 textarea.pgn{width:100%;min-height:5em;font-family:monospace}
 .explorer .controls{max-width:60em}
+.modes button{margin:0 .3em .3em 0;padding:.3em .9em;border:1px solid #888;border-radius:4px;background:#f0f0f0;
+ cursor:pointer}
+.modes button[aria-pressed=true]{background:#333;color:#fff}
+.explorer.drilling .explore{display:none}
+.explorer .controls.drill{max-width:30em}
+.drill .drill-prompt{font-weight:600;min-height:3em}
+.drill .drill-feedback.right{color:#262} .drill .drill-feedback.wrong{color:#a22;font-weight:600}
+.drill .drill-summary{border-left:3px solid #999;padding-left:.6em}
+.drill input.drill-move{width:8em;font-size:1em;padding:.2em}
 """
 HEADINGS = ("move", "p", "value", "expected", "gain", "grown", "traps", "works", "seen", "score")
 
@@ -149,32 +162,69 @@ def tree_data(rows: Sequence[Mapping[str, Any]], start: chess.Board) -> dict[str
     player, opponent = ("White", "Black") if root["color"] == "white" else ("Black", "White")
     sizes = subtree_sizes(rows)
     rating = int(root["opponent_rating"])
+    by_id = {row["node_id"]: row for row in rows}
     nodes = []
     for row in rows:
         below = children.get(row["node_id"], [])
         ordered = sorted(below, key=lambda c: (not c["recommended"], -(c["probability"] or 0.0), -(c["expected"] or 0)))
-        nodes.append(
-            {
-                "id": row["node_id"],
-                "parent": row["parent_id"],
-                "san": row["move_san"],
-                "uci": row["move_uci"],
-                "label": label(row),
-                "placement": row["fen"].split()[0],
-                "children": [c["node_id"] for c in ordered],
-                "cells": cells(row, *sizes[row["node_id"]]),
-                "summary": summary(row, player, opponent),
-                "traps": trap_lines(row, below, rating),
-            }
-        )
+        node = {
+            "id": row["node_id"],
+            "parent": row["parent_id"],
+            "san": row["move_san"],
+            "uci": row["move_uci"],
+            "mover": row["mover"],
+            "toMove": row["to_move"],
+            "label": label(row),
+            "placement": row["fen"].split()[0],
+            "children": [c["node_id"] for c in ordered],
+            "cells": cells(row, *sizes[row["node_id"]]),
+            "summary": summary(row, player, opponent),
+            "traps": trap_lines(row, below, rating),
+        }
+        node.update(drill_fields(row, by_id.get(row["parent_id"])))
+        nodes.append(node)
     prefix = chess.Board().variation_san(start.move_stack) + " " if start.move_stack else ""
     tags = "" if start.root().fen() == chess.STARTING_FEN else f'[SetUp "1"]\n[FEN "{start.root().fen()}"]\n\n'
+    replay = start.root()
+    words = []
+    for move in start.move_stack:
+        words.append(replay.san(move))
+        replay.push(move)
     return {
         "orientation": "white" if root["color"] == "white" else "black",
         "pieces": piece_images(),
         "start": tags + prefix,
         "nodes": nodes,
+        "drill": {
+            # The drill's memory of mistakes is kept per repertoire: its start, colour and rating
+            # (a tree grown again deeper or wider keeps it; its positions are named by their moves).
+            "key": f"{root['fen']}|{root['color']}|{rating}",
+            "player": player,
+            "opponent": opponent,
+            "rating": rating,
+            "before": with_numbers(start.root(), words),
+        },
     }
+
+
+def drill_fields(row: Mapping[str, Any], parent: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What the drill (`drill.js`) needs of a node beyond the explorer's: whether its move is the
+    recommended one; for an opponent's reply its probability (`p`, to draw it; never shown) and
+    how the rows say it (`share`, "48 %"); for a trap, its loss in words and the punishment's first
+    move (numbered SAN, and its UCI to draw the board after it)."""
+    found: dict[str, Any] = {}
+    if row["recommended"]:
+        found["recommended"] = True
+    if row["mover"] == "opponent" and row["probability"] is not None:
+        found["p"] = round(float(row["probability"]), 6)
+        found["share"] = format_percent(row["probability"])
+    if row["trap"] and row["punishment_san"] and row["punishment_uci"] and parent is not None:
+        found["trap"] = {
+            "loss": loss_words(row, parent),
+            "punish": clean_text(row["punishment_san"].split()[0]),
+            "punishUci": row["punishment_uci"][0],
+        }
+    return found
 
 
 def render_explorer(rows: Sequence[Mapping[str, Any]], start: chess.Board, *, title: str | None = None) -> str:
@@ -197,7 +247,9 @@ def render_explorer(rows: Sequence[Mapping[str, Any]], start: chess.Board, *, ti
         "Win%); gain: what the move adds over best play by both sides; grown: how far the tree below the move "
         "was grown (compare two moves' figures knowing it; 'one reply' marks an estimate); p: how likely a human "
         "of the rating plays the reply; works: how often one of the traps it sets is played; a trap's loss is in "
-        "pawns (#N: the mate it allows); seen / score: the real games of --data.",
+        "pawns (#N: the mate it allows); seen / score: the real games of --data. Drill: play your side; the "
+        "opponent replies as players of the rating do; when a trap comes, find its punishment. The positions "
+        "you miss are remembered in this browser and drilled first.",
         class_="about",
     )
     head_row = tag("tr", [tag("th", name) for name in HEADINGS])
@@ -211,7 +263,34 @@ def render_explorer(rows: Sequence[Mapping[str, Any]], start: chess.Board, *, ti
         tag("h3", "Traps set here"),
         tag("ul", class_="traps"),
         tag("textarea", class_="pgn", readonly=True, hidden=True, aria_label="the line as PGN"),
-        class_="controls",
+        class_="controls explore",
+    )
+    drill = tag(
+        "div",
+        tag("h3", "Drill"),
+        tag("p", class_="drill-prompt", aria_live="polite"),
+        tag("p", class_="drill-feedback", aria_live="polite"),
+        tag(
+            "p",
+            tag(
+                "label",
+                "Your move (SAN, e.g. Nf3): ",
+                tag("input", type="text", class_="drill-move", autocomplete="off"),
+            ),
+            tag("button", "Play", type="button", class_="drill-play"),
+            tag("button", "New line", type="button", class_="drill-new"),
+        ),
+        tag("p", class_="drill-summary"),
+        tag("p", class_="drill-memory"),
+        tag("button", "Forget my mistakes", type="button", class_="drill-forget"),
+        class_="controls drill",
+        hidden=True,
+    )
+    modes = tag(
+        "p",
+        tag("button", "Explore", type="button", class_="mode-explore", aria_pressed="true"),
+        tag("button", "Drill", type="button", class_="mode-drill", aria_pressed="false"),
+        class_="modes",
     )
     stage = tag(
         "div",
@@ -223,7 +302,9 @@ def render_explorer(rows: Sequence[Mapping[str, Any]], start: chess.Board, *, ti
         class_="stage",
     )
     data = json.dumps(tree_data(rows, start), separators=(",", ":"), sort_keys=True)
-    section = tag("section", tag("div", stage, controls, class_="play"), class_="explorer", data_tree=data)
+    section = tag(
+        "section", modes, tag("div", stage, controls, drill, class_="play"), class_="explorer", data_tree=data
+    )
     return document(
         heading,
         [shared_defs(), tag("h1", heading), about, section, tag("script", Html(SCRIPT))],
