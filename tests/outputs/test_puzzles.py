@@ -61,7 +61,9 @@ from pipeline.outputs.puzzles import (
     score_win_chances,
     themes_for,
 )
-from pipeline.outputs.puzzles.rules import final_recapture, regains_only
+from pipeline.outputs.puzzles.rules import clear_margin, clears_outcome, final_recapture, regains_only
+from pipeline.outputs.puzzles.setting_move import SAFETY_CP, SETTING_BAND_CP
+from pipeline.outputs.puzzles.standards import ADVANTAGE_CP
 from search.judges import JudgeSettings
 from search.settings import DiffiMaxSettings
 from search.values import format_win_loss
@@ -85,7 +87,12 @@ from tests.reading import mate_markers, two_scales_in_words
 SAMPLE = GAMES / "lichess_100.pgn"
 # Engine budget of the tests: per MultiPV-2 search, for the generator and the independent check.
 TEST_NODES = 100_000
-TEST_MARGIN = 0.3
+# The end-to-end runs' margin (`--margin`): the default standard's 0.3 is written only with a clear
+# margin of 0.4 (issue 44), which none of this slice's lines has at 100k nodes (its two puzzles
+# pass by 0.32 and 0.36); at 0.2 they are written with a clear margin of 0.3, and every rule but
+# the margin's value is the default standard's. (50 games at plies 6-40 give three at 0.3, in ~7
+# minutes instead of ~1.)
+TEST_MARGIN = 0.2
 # The first 25 games of lichess_100.pgn at plies 6-23, depth 2: at 100k nodes this slice gives
 # punish puzzles (j1dkb5dw ply 18, mntamgdj ply 7, ...) and a set puzzle (fiv37vzi, root ply 21).
 MINE_GAMES = 25
@@ -491,6 +498,71 @@ def test_a_narrow_pass_is_searched_again_deeper_and_the_deeper_search_decides() 
     assert asked == [after_trap, after_trap] and STANDARDS["lichess"].confirm_band == 0.0
 
 
+def test_a_written_puzzle_clears_every_threshold_by_the_band_and_is_rechecked_at_the_threshold() -> None:
+    """Issue 44: 15 of 213 set puzzles written at 500,000 nodes failed at 2,000,000, each where a
+    verdict sat near its threshold (a refutation move's gap 0.30-0.36 at both 500k and 1M, a line
+    ending at +2.01, a practical setting move giving up 0.39 at the deeper search). Under the
+    default standard a written puzzle clears each threshold `recheck` holds it to by the band: a
+    solver move's gap the margin plus `confirm_band`, the final score +2 plus the band in win
+    chances, a practical setting move SAFETY_CP less SETTING_BAND_CP; a narrow pass is searched
+    again at twice the nodes, and that search must clear it too."""
+    cp = chess.engine.Cp
+    after_trap = epd_after(BEFORE_TRAP, "g7g6")
+    after_second = epd_after(BEFORE_TRAP, "g7g6", "f3e5", "g4d1")
+    table: Table = {
+        after_trap: [("f3e5 g4d1", cp(400)), ("h2h3", cp(0))],
+        after_second: [("c4f7 e8e7", cp(500)), ("c3d1", cp(-300))],
+        epd_after(BEFORE_TRAP, "g7g6", "f3e5", "g4d1", "c4f7", "e8e7"): [("c3d5", cp(650)), ("h2h3", cp(600))],
+    }
+    line = ["g7g6", "f3e5", "g4d1", "c4f7"]
+    assert clear_margin(DEFAULT) == pytest.approx(0.4) and clear_margin(STANDARDS["lichess"]) == 0.7
+    # The gap: Nxe5 +2.00 against h3 0.00 is 0.352, above the margin, and still 0.352 deeper: dropped.
+    gap = {**table, after_trap: [("f3e5 g4d1", cp(200)), ("h2h3", cp(0))]}
+    assert is_only_move(cp(200), cp(0), DEFAULT.margin)  # what `recheck` holds a written puzzle to
+    assert check_candidate(BEFORE_TRAP, line, 1, scripted(gap), DEFAULT, confirm=scripted(gap)) == "not_unique"
+    assert check_candidate(BEFORE_TRAP, line, 1, scripted(gap), DEFAULT) == "not_unique"  # no deeper search
+    wide = {after_trap: [("f3e5 g4d1", cp(400)), ("h2h3", cp(0))]}
+    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(gap), DEFAULT, confirm=scripted(wide))
+    assert not isinstance(checked, str) and checked.checks[0].best == cp(400)
+    # The end: Bxf7+ at +2.30 reaches +2 but not the band (+2.65): searched again deeper.
+    end = {**table, after_second: [("c4f7 e8e7", cp(230)), ("c3d1", cp(-300))]}
+    assert clears_outcome(cp(230), ADVANTAGE_CP, 0.0) and not clears_outcome(cp(230), ADVANTAGE_CP, 0.1)
+    assert clears_outcome(cp(270), ADVANTAGE_CP, 0.1) and clears_outcome(chess.engine.Mate(3), ADVANTAGE_CP, 0.1)
+    assert check_candidate(BEFORE_TRAP, line, 1, scripted(end), DEFAULT, confirm=scripted(end)) == "too_short"
+    deeper_end = {after_second: [("c4f7 e8e7", cp(300)), ("c3d1", cp(-300))]}
+    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(end), DEFAULT, confirm=scripted(deeper_end))
+    assert not isinstance(checked, str) and checked.moves == tuple(line) and checked.checks[-1].best == cp(300)
+    # A set puzzle's required refutation move ending its line narrowly: no shorter line, no puzzle.
+    set_table: Table = {
+        epd_after(SET_FEN, "c8g4"): [("b1c3 g7g6", cp(60)), ("h2h3", cp(-200))],
+        epd_after(SET_FEN, *SET_LINE[:3]): [("f3e5 g4d1", cp(230)), ("h2h3", cp(-300))],
+        epd_after(SET_FEN, *SET_LINE, "g4d1"): [("c4f7 e8e7", cp(500)), ("c3d1", cp(450))],  # the end
+    }
+    assert check_candidate(SET_FEN, SET_LINE, 3, scripted(set_table), DEFAULT) == "not_winning"
+    deeper_set = {epd_after(SET_FEN, *SET_LINE[:3]): [("f3e5 g4d1", cp(300)), ("h2h3", cp(-300))]}
+    checked = check_candidate(SET_FEN, SET_LINE, 3, scripted(set_table), DEFAULT, confirm=scripted(deeper_set))
+    assert not isinstance(checked, str) and checked.moves == tuple(SET_LINE) and checked.checks[-1].best == cp(300)
+    # Without a band (the lichess standard's rule, and the benchmark's --baseline), +2.30 ends a line.
+    no_band = dataclasses.replace(DEFAULT, confirm_band=0.0)
+    checked = check_candidate(BEFORE_TRAP, line, 1, scripted(end), no_band)
+    assert not isinstance(checked, str) and checked.moves == tuple(line)
+    assert recheck(BEFORE_TRAP, tuple(line), 1, scripted(end), DEFAULT, "advantage")  # held to +2 alone
+
+    # A practical setting move giving up 0.35 at 500k and at the deeper search: within SAFETY_CP,
+    # not within SAFETY_CP - SETTING_BAND_CP; 0.20 passes outright.
+    def judge(board: chess.Board, move: chess.Move) -> PracticalCheck | None:
+        return PracticalCheck(0.41, 0.12, "h2h3", 0)
+
+    assert SAFETY_CP - SETTING_BAND_CP == 25
+    narrow = scripted(practical_table(95, 60))
+    assert check_candidate(SET_FEN, SET_LINE, 3, narrow, DEFAULT, judge, confirm=narrow) == "not_safe"
+    assert check_candidate(SET_FEN, SET_LINE, 3, narrow, DEFAULT, judge) == "not_safe"
+    held = check_candidate(SET_FEN, SET_LINE, 3, narrow, DEFAULT, judge, confirm=scripted(practical_table(80, 60)))
+    assert not isinstance(held, str) and held.practical is not None and held.practical.loss == 20
+    moves = ("c8g4", "b1c3", "g7g6", "f3e5", "g4d1", "c4f7")
+    assert recheck(SET_FEN, moves, 3, narrow, DEFAULT, "advantage", True)  # held to SAFETY_CP alone
+
+
 def test_a_mate_in_one_with_a_winning_second_best_is_not_an_only_move() -> None:
     cp, mate = chess.engine.Cp, chess.engine.Mate
     line = ["g7g6", "f3e5", "g4d1", "c4f7", "e8e7", "c3d5"]
@@ -817,6 +889,28 @@ def test_every_puzzle_passes_a_fresh_engine_and_matches_the_game(generated: Puzz
 
 
 @pytest.mark.stockfish
+def test_every_written_puzzle_cleared_its_thresholds_by_the_band(generated: PuzzleReport) -> None:
+    """Issue 44, on real Stockfish: what the verifier recorded for every written puzzle clears the
+    thresholds `recheck` holds it to by the band (the curve is the test's own copy): each solver
+    move's gap the margin + `confirm_band`, the end +2 + the band in win chances, a practical
+    setting move's loss SAFETY_CP - SETTING_BAND_CP."""
+    band = DEFAULT.confirm_band
+    floor = independent_win_chances(chess.engine.Cp(ADVANTAGE_CP)) + band
+    assert generated.puzzles
+    for puzzle in generated.puzzles:
+        for check in puzzle.checks:
+            if check.second is None or (puzzle.set_rule == "practical" and check.index == 1):
+                continue
+            best, second = independent_win_chances(check.best), independent_win_chances(check.second)
+            mate_in_one = check.best == chess.engine.Mate(1) and second <= 0.6
+            assert best - second > TEST_MARGIN + band or mate_in_one, (puzzle.puzzle_id, check)
+        if puzzle.outcome == "advantage":
+            assert independent_win_chances(puzzle.checks[-1].best) >= floor, (puzzle.puzzle_id, puzzle.checks)
+        if puzzle.practical is not None:
+            assert puzzle.practical.loss <= SAFETY_CP - SETTING_BAND_CP, puzzle.puzzle_id
+
+
+@pytest.mark.stockfish
 def test_csv_pgn_and_html_read_a_mate_as_a_mate_and_a_loss_on_one_scale(generated: PuzzleReport) -> None:
     """Issue 44, item 6 (`tests.reading`): no internal mate score (99,9xx cp, 999.9x pawns) and no
     loss of win chances on the rows' 0..2 in any of the three outputs."""
@@ -951,6 +1045,8 @@ def test_the_command_starts_its_own_cluster_and_leaves_nothing_running(mined: Pa
         str(tmp_path / "pool"),
         "--nodes",
         str(TEST_NODES),
+        "--margin",
+        str(TEST_MARGIN * 50),  # points of Win% on the command line (0.2 -> 10)
         "--workers",
         "2",
         "--limit",

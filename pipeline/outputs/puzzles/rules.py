@@ -20,7 +20,7 @@ from pipeline.outputs.puzzles.records import (
     SetRule,
     SolverCheck,
 )
-from pipeline.outputs.puzzles.setting_move import SAFETY_CP
+from pipeline.outputs.puzzles.setting_move import SAFETY_CP, SETTING_BAND_CP
 from pipeline.outputs.puzzles.standards import (
     ADVANTAGE_CP,
     BEHIND_CP,
@@ -66,9 +66,27 @@ def passes_narrowly(lines: Sequence[MultiPvLine], standard: Standard) -> bool:
     if len(lines) < 2:
         return False
     best, second = lines[0].score, lines[1].score
-    return is_only_move(best, second, standard.margin) and not is_only_move(
-        best, second, standard.margin + standard.confirm_band
-    )
+    return is_only_move(best, second, standard.margin) and not is_only_move(best, second, clear_margin(standard))
+
+
+def clear_margin(standard: Standard) -> float:
+    """The margin a solver move must clear to be written: the standard's margin plus its
+    `confirm_band` (a written puzzle is then held to the margin alone, `recheck`, on any budget)."""
+    return standard.margin + standard.confirm_band
+
+
+def clears_outcome(score: chess.engine.Score, floor_cp: int, band: float) -> bool:
+    """Does a line's final score (the solver's view) clear `floor_cp` (ADVANTAGE_CP, or LEVEL_CP
+    for a defensive line) by `band` win chances? A mate does."""
+    if score.mate() is not None:
+        return (score.mate() or 0) > 0
+    return score_win_chances(score) >= score_win_chances(chess.engine.Cp(floor_cp)) + band
+
+
+def setting_band_cp(standard: Standard) -> int:
+    """What a practical setting move must stay within SAFETY_CP by to be written (centipawns):
+    SETTING_BAND_CP under a standard that searches narrow verdicts again (`confirm_band`), else 0."""
+    return SETTING_BAND_CP if standard.confirm_band > 0 else 0
 
 
 def mates_in_one(board: chess.Board) -> list[chess.Move]:
@@ -216,8 +234,12 @@ def check_candidate(
     standard also wants every solver move at `winning_cp`; a first solver move that only wins
     back what the opponent's move took needs a line that wins more (`recapture`).
 
-    `confirm` is the deeper search (`Standard.confirm_band`): a solver move that passes by less
-    than the band is searched again on it, and its answer decides.
+    Under a standard with a `confirm_band` (issue 44) every verdict must clear its threshold by a
+    band to be written, so that a recheck on another budget (`recheck`, at the bare thresholds)
+    does not turn it: a solver move the margin plus the band (`clear_margin`), the line's end its
+    floor plus the band in win chances (`clears_outcome`, `_cut_unclear_end`), a practical setting
+    move SAFETY_CP less SETTING_BAND_CP. `confirm` is the deeper search: a verdict that passes the
+    threshold but not the band is searched again on it, and must clear the band there.
     """
     full = _parse(fen, moves, fixed)
     if isinstance(full, str):
@@ -287,7 +309,7 @@ def _solver_move(walk: _Walk, planned: chess.Move | None, index: int, rules: _Ru
     if rules.confirm is not None and passes_narrowly(lines, rules.standard):
         lines = rules.confirm(walk.board, 2)
     best, second = lines[0], (lines[1] if len(lines) > 1 else None)
-    unique = is_only_move(best.score, second.score if second else None, rules.standard.margin)
+    unique = is_only_move(best.score, second.score if second else None, clear_margin(rules.standard))
     required = index <= rules.fixed
     move = planned if planned is not None and (required or best.move == planned or not unique) else best.move
     passed = best.move == move and unique
@@ -297,7 +319,8 @@ def _solver_move(walk: _Walk, planned: chess.Move | None, index: int, rules: _Ru
         if passed:
             walk.set_rule = "only"
         elif "practical" in rules.standard.set_rules and rules.judge_setting is not None:
-            safe = setting_within_margin(walk.board, move, rules.analyse, rules.confirm, best_at_budget)
+            band = setting_band_cp(rules.standard)
+            safe = setting_within_margin(walk.board, move, rules.analyse, rules.confirm, best_at_budget, band)
             if safe is None:
                 return "not_safe"
             score, walk.setting_loss = safe
@@ -324,25 +347,28 @@ def setting_within_margin(
     analyse: Analyse,
     confirm: Analyse | None,
     best: chess.engine.Score | None = None,
+    band: int = 0,
 ) -> tuple[chess.engine.Score, int] | None:
     """A practical setting move's own score (the setter's view) and what it gives up against the
-    engine's best, centipawns, if that is at most SAFETY_CP at the verification budget: the
-    practical rule chose it at the mining budget, where "gives up 0.00" became a pawn at the
-    verifier's. A move that passes by less than half the margin is searched again on `confirm`
-    (the deeper search), whose answer decides, as for the solver's moves. None: not safe. `best`
-    is the best move's score `analyse` already gave here (searched for when not given)."""
+    engine's best, centipawns, if that is at most SAFETY_CP - `band` at the verification budget:
+    the practical rule chose it at the mining budget, where "gives up 0.00" became a pawn at the
+    verifier's. A move within SAFETY_CP but not within SAFETY_CP - `band` (a narrow pass) is
+    searched again on `confirm` (the deeper search), which must find it within SAFETY_CP - `band`
+    (without `confirm`, it is not safe). None: not safe. `band` 0 is the plain rule (`recheck`:
+    within SAFETY_CP on one search). `best` is the best move's score `analyse` already gave here
+    (searched for when not given)."""
     after = board.copy()
     after.push(move)
     searches = [(analyse, best)] if confirm is None else [(analyse, best), (confirm, None)]
-    found: tuple[chess.engine.Score, int] | None = None
     for search, known in searches:
         best_score = known if known is not None else search(board, 1)[0].score
         score = -search(after, 1)[0].score if not after.is_game_over() else _ended_score(after)
         loss = max(0, cp_of(best_score) - cp_of(score))
-        found = (score, loss) if loss <= SAFETY_CP else None
-        if found is None or loss <= SAFETY_CP // 2:
-            break
-    return found
+        if loss <= SAFETY_CP - band:
+            return score, loss
+        if loss > SAFETY_CP:
+            break  # not safe at all: not searched again
+    return None
 
 
 def _ended_score(board: chess.Board) -> chess.engine.Score:
@@ -367,14 +393,17 @@ def _finish(fen: str, walk: _Walk, rules: _Rules) -> Checked | DropReason:
     """The puzzle rules on the whole verified line (see `check_candidate`)."""
     full, checks = walk.moves, walk.checks
     practical_index = 1 if walk.set_rule == "practical" else None
-    while (
-        len(checks) > 1
-        and checks[-1].index > rules.fixed
-        and (checks[-1].second is None or final_recapture(fen, full, checks[-1].index))
-    ):
-        cut = checks.pop().index  # a final only-legal move, or a final recapture, is no puzzle move
-        del full[cut - 1 :]
-        walk.trimmed = True
+    while True:
+        while (
+            len(checks) > 1
+            and checks[-1].index > rules.fixed
+            and (checks[-1].second is None or final_recapture(fen, full, checks[-1].index))
+        ):
+            cut = checks.pop().index  # a final only-legal move, or a final recapture, is no puzzle move
+            del full[cut - 1 :]
+            walk.trimmed = True
+        if rules.standard.confirm_band <= 0 or not _cut_unclear_end(fen, walk, rules):
+            break
     final = chess.Board(fen)
     for move in full:
         final.push(move)
@@ -384,12 +413,13 @@ def _finish(fen: str, walk: _Walk, rules: _Rules) -> Checked | DropReason:
         scored = [c for c in checks if c.index != practical_index]  # a practical setting move is judged by its chance
         if len(checks) < MIN_SOLVER_MOVES:
             return "too_short"
-        end = cp_of(checks[-1].best)
+        end = checks[-1].best
+        band = rules.standard.confirm_band
         if rules.standard.winning_cp is not None and any(cp_of(c.best) < rules.standard.winning_cp for c in scored):
             return "not_winning"
-        if end >= ADVANTAGE_CP:
+        if clears_outcome(end, ADVANTAGE_CP, band):
             outcome = "advantage"
-        elif rules.defending and end >= LEVEL_CP:
+        elif rules.defending and clears_outcome(end, LEVEL_CP, band):
             outcome = "defence"
         else:
             return "not_winning"
@@ -398,6 +428,51 @@ def _finish(fen: str, walk: _Walk, rules: _Rules) -> Checked | DropReason:
         return "recapture"
     extended = min(walk.extended, len(checks))
     return Checked(ucis, tuple(checks), walk.trimmed, mate, walk.set_rule, walk.practical, outcome, extended)
+
+
+def _ends_clear(score: chess.engine.Score, rules: _Rules, band: float) -> bool:
+    return clears_outcome(score, ADVANTAGE_CP, band) or (rules.defending and clears_outcome(score, LEVEL_CP, band))
+
+
+def _cut_unclear_end(fen: str, walk: _Walk, rules: _Rules) -> bool:
+    """Under a standard with a `confirm_band`, a line's final score must clear its floor
+    (ADVANTAGE_CP, or LEVEL_CP for a defensive line) by the band, as a solver move must clear the
+    margin. A final score that reaches the floor but not by the band (a narrow pass) is searched
+    again deeper (`confirm`): where the line's move is still the deeper search's best, the only
+    good move by the clear margin, and its score clears the floor by the band, that search is
+    recorded and the line stands. Otherwise a later solver move is cut, with the reply before it
+    (True: judge the new end the same way); a required one stays, and the outcome rules drop the
+    line (`not_winning`). A score below the floor, and a line that ends in mate, are left to the
+    outcome rules."""
+    full, checks = walk.moves, walk.checks
+    if not checks:
+        return False
+    board = chess.Board(fen)
+    for move in full:
+        board.push(move)
+    last = checks[-1]
+    band = rules.standard.confirm_band
+    if board.is_checkmate() or _ends_clear(last.best, rules, band) or not _ends_clear(last.best, rules, 0.0):
+        return False
+    if rules.confirm is not None:
+        before = chess.Board(fen)
+        for move in full[: last.index]:
+            before.push(move)
+        lines = rules.confirm(before, 2)
+        best, second = lines[0], (lines[1].score if len(lines) > 1 else None)
+        if (
+            best.move == full[last.index]
+            and is_only_move(best.score, second, clear_margin(rules.standard))
+            and _ends_clear(best.score, rules, band)
+        ):
+            checks[-1] = SolverCheck(last.index, best.score, second)
+            return False
+    if last.index <= rules.fixed or len(checks) < 2:
+        return False
+    checks.pop()
+    del full[last.index - 1 :]
+    walk.trimmed = True
+    return True
 
 
 def recheck(

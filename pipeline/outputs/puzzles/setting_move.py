@@ -27,6 +27,7 @@ from pipeline.outputs.puzzles.records import PracticalCheck
 PRACTICAL_FLOOR = 0.20  # the setting move's trap chance must be at least this (the practical judge's own P)
 PRACTICAL_GAP = 0.10  # ... and beat the next safe move's by this (a clear best, not a coin toss)
 SAFETY_CP = 50  # what a setting move may give up against the engine's best (mining's safety margin)
+SETTING_BAND_CP = 25  # the verifier writes a setting move only within SAFETY_CP - this (`rules.setting_band_cp`)
 SETTING_NODES = 100_000  # engine nodes per line for the setting judge (the mining default)
 NEAR_SHALLOW_CP = 150  # setter moves this close to the shallow pass's best are valued deeply
 
