@@ -6,6 +6,7 @@ over the dataset, and `play --style trap` chooses what the repertoire recommends
 
 from __future__ import annotations
 
+import html
 import io
 import re
 from pathlib import Path
@@ -359,3 +360,19 @@ def test_the_moves_humans_of_the_players_rating_play_most_join_the_candidates() 
     assert all(shares[move] >= HUMAN_CHOICE_P for move in chosen)
     assert chosen == sorted(chosen, key=lambda move: -shares[move])
     assert human_choices(board, settings, None) == []
+
+
+def test_a_repertoire_from_a_fen_and_moves_writes_its_outputs_with_the_moves_from_that_fen(tmp_path: Path) -> None:
+    """`--from FEN --moves ...`: the explorer's and the PGN's lines start from the FEN (the
+    explorer once replayed the moves from the standard start: an internal error)."""
+    out = tmp_path / "rep"
+    after_e4 = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
+    done = run_cli(
+        *("repertoire", "--color", "white", "--rating", "1200", "--from", after_e4, "--moves", "e5"),
+        *("--line-plies", "1", "--nodes", "2000", "--workers", "0", "--human-model", "bundled", "--out", str(out)),
+    )
+    assert done.returncode == 0, done.stderr
+    page = html.unescape((out / "explorer.html").read_text(encoding="utf-8"))  # the tree is an attribute's JSON
+    assert f'[FEN \\"{after_e4}\\"]' in page and '\\n\\n1...e5 "' in page
+    game = chess.pgn.read_game(io.StringIO((out / "repertoire.pgn").read_text(encoding="utf-8")))
+    assert game is not None and game.headers.get("FEN") == after_e4

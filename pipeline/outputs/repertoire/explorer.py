@@ -183,7 +183,8 @@ def tree_data(rows: Sequence[Mapping[str, Any]], start: chess.Board) -> dict[str
         }
         node.update(drill_fields(row, by_id.get(row["parent_id"])))
         nodes.append(node)
-    prefix = chess.Board().variation_san(start.move_stack) + " " if start.move_stack else ""
+    # The moves before the tree, in SAN from where they were played (`--from FEN`, else the start).
+    prefix = start.root().variation_san(start.move_stack) + " " if start.move_stack else ""
     tags = "" if start.root().fen() == chess.STARTING_FEN else f'[SetUp "1"]\n[FEN "{start.root().fen()}"]\n\n'
     replay = start.root()
     words = []
