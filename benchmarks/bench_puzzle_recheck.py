@@ -27,7 +27,7 @@ import chess
 
 from pipeline.outputs.puzzles import EngineVerifier, recheck
 from pipeline.outputs.puzzles.candidates import load_candidates
-from pipeline.outputs.puzzles.generate import _groups, _task
+from pipeline.outputs.puzzles.generate import merged_candidates, verify_task
 from pipeline.outputs.puzzles.records import MultiPvLine, Outcome, PracticalCheck, PuzzleReport
 from pipeline.outputs.puzzles.rules import check_candidate
 from pipeline.outputs.puzzles.standards import STANDARDS
@@ -77,7 +77,7 @@ def main() -> None:
     )
     report.candidates["set"] = report.duplicates_merged["set"] = 0
     report.dropped["set"] = {}
-    groups = _groups(candidates, ("punish", "set"), report)
+    groups = merged_candidates(candidates, ("punish", "set"), report)
     results: list[dict[str, Any]] = []
     with (
         EngineVerifier(args.engine, nodes=standard.nodes) as engine,
@@ -90,7 +90,7 @@ def main() -> None:
                 for (kind, _), m in groups
                 if kind == "set" and m[0].fen == row["FEN"] and list(m[0].moves[:3]) == moves[:3]
             )
-            task = _task(members, ("punish", "set"))
+            task = verify_task(members, ("punish", "set"))
             engine.new_puzzle()
             counted = Counted(engine)
             started = time.monotonic()

@@ -52,7 +52,7 @@ from pipeline.outputs.puzzles.verify import (
 
 # A puzzle's key: the solver's position (EPD) and the solution's moves.
 PuzzleKey = tuple[str, tuple[str, ...]]
-# Candidates of one kind and key, merged (`_groups`), and a group that passed with its written kind.
+# Candidates of one kind and key, merged (`merged_candidates`), and a group that passed with its written kind.
 Group = tuple[tuple[CandidateKind, PuzzleKey], list[PuzzleCandidate]]
 Passed = tuple[PuzzleKind, PuzzleKey, list[PuzzleCandidate], Checked]
 
@@ -217,8 +217,8 @@ def generate_puzzles(
         report.candidates[name] = sum(early[name].values())
         report.dropped[name] = dict(early[name])
         report.duplicates_merged[name] = report.verified[name] = report.trimmed[name] = 0
-    ordered = _groups(candidates, kinds, report)
-    tasks = [_task(members, kinds) for _, members in ordered]
+    ordered = merged_candidates(candidates, kinds, report)
+    tasks = [verify_task(members, kinds) for _, members in ordered]
     how = Verification(engine, rules, human_model, per_game)
     shown.start("verified", "candidates", len(tasks), "0 puzzles")
     verdicts, report.discarded, report.workers = run_verification(tasks, how, limit, workers, shown)
@@ -231,7 +231,9 @@ def generate_puzzles(
     return report
 
 
-def _groups(candidates: Sequence[PuzzleCandidate], kinds: Sequence[PuzzleKind], report: PuzzleReport) -> list[Group]:
+def merged_candidates(
+    candidates: Sequence[PuzzleCandidate], kinds: Sequence[PuzzleKind], report: PuzzleReport
+) -> list[Group]:
     """The distinct candidates (repeats merged) in the evidence order, each group's representative
     (the smallest game id) first. Asked for the defensive kind alone, a punish candidate whose
     solver was not BEHIND_CP down before the opponent's move is dropped here (`not_behind`)."""
@@ -262,7 +264,9 @@ def _write(report: PuzzleReport, out: Path, chosen: Sequence[OutputFormat], titl
         report.written[fmt] = write_atomic(out / filename, render(report.puzzles))
 
 
-def _task(members: Sequence[PuzzleCandidate], kinds: Sequence[PuzzleKind]) -> VerifyTask:
+def verify_task(members: Sequence[PuzzleCandidate], kinds: Sequence[PuzzleKind]) -> VerifyTask:
+    """What the verifier checks for one group of merged candidates (`merged_candidates`): the
+    representative's position and moves, every game and moment it stands for, and its kind's rules."""
     first = members[0]
     games = tuple(sorted({c.game.game_id for c in members}))
     moments = tuple(sorted({(c.game.game_id, c.ply) for c in members}))

@@ -228,6 +228,39 @@ def drill_fields(row: Mapping[str, Any], parent: Mapping[str, Any] | None) -> di
     return found
 
 
+def drill_panel() -> tuple[Html, Html]:
+    """The drill's controls (hidden until chosen: `drill.js`) and the buttons that switch between
+    exploring and drilling."""
+    panel = tag(
+        "div",
+        tag("h3", "Drill"),
+        tag("p", class_="drill-prompt", aria_live="polite"),
+        tag("p", class_="drill-feedback", aria_live="polite"),
+        tag(
+            "p",
+            tag(
+                "label",
+                "Your move (SAN, e.g. Nf3): ",
+                tag("input", type="text", class_="drill-move", autocomplete="off"),
+            ),
+            tag("button", "Play", type="button", class_="drill-play"),
+            tag("button", "New line", type="button", class_="drill-new"),
+        ),
+        tag("p", class_="drill-summary"),
+        tag("p", class_="drill-memory"),
+        tag("button", "Forget my mistakes", type="button", class_="drill-forget"),
+        class_="controls drill",
+        hidden=True,
+    )
+    modes = tag(
+        "p",
+        tag("button", "Explore", type="button", class_="mode-explore", aria_pressed="true"),
+        tag("button", "Drill", type="button", class_="mode-drill", aria_pressed="false"),
+        class_="modes",
+    )
+    return panel, modes
+
+
 def render_explorer(rows: Sequence[Mapping[str, Any]], start: chess.Board, *, title: str | None = None) -> str:
     """The explorer page (see the module docstring)."""
     root = rows[0]
@@ -266,33 +299,7 @@ def render_explorer(rows: Sequence[Mapping[str, Any]], start: chess.Board, *, ti
         tag("textarea", class_="pgn", readonly=True, hidden=True, aria_label="the line as PGN"),
         class_="controls explore",
     )
-    drill = tag(
-        "div",
-        tag("h3", "Drill"),
-        tag("p", class_="drill-prompt", aria_live="polite"),
-        tag("p", class_="drill-feedback", aria_live="polite"),
-        tag(
-            "p",
-            tag(
-                "label",
-                "Your move (SAN, e.g. Nf3): ",
-                tag("input", type="text", class_="drill-move", autocomplete="off"),
-            ),
-            tag("button", "Play", type="button", class_="drill-play"),
-            tag("button", "New line", type="button", class_="drill-new"),
-        ),
-        tag("p", class_="drill-summary"),
-        tag("p", class_="drill-memory"),
-        tag("button", "Forget my mistakes", type="button", class_="drill-forget"),
-        class_="controls drill",
-        hidden=True,
-    )
-    modes = tag(
-        "p",
-        tag("button", "Explore", type="button", class_="mode-explore", aria_pressed="true"),
-        tag("button", "Drill", type="button", class_="mode-drill", aria_pressed="false"),
-        class_="modes",
-    )
+    drill, modes = drill_panel()
     stage = tag(
         "div",
         # The book's board: its squares fill the stage the square buttons cover, and the coordinates
