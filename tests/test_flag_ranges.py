@@ -43,20 +43,22 @@ FEN = "4k3/8/8/8/8/8/8/4K2R w K - 0 1"
 MISSING = "/nonexistent/games.pgn"
 
 
+def leaf_commands(command: object, path: str = "") -> Iterator[tuple[str, object]]:
+    """Every leaf command below `command` with its path ("human train")."""
+    commands = getattr(command, "commands", None)
+    if commands is None:
+        yield path, command
+        return
+    for name, sub in commands.items():
+        yield from leaf_commands(sub, f"{path} {name}".strip())
+
+
 def numeric_options() -> Iterator[tuple[str, str, type]]:
     """(command, flag, int or float) of every numeric option of every command, read from the
     app the console entry point runs (sub-apps' commands as "human train")."""
     from pipeline.cli import app
 
-    def walk(command: object, path: str) -> Iterator[tuple[str, object]]:
-        commands = getattr(command, "commands", None)
-        if commands is None:
-            yield path, command
-            return
-        for name, sub in commands.items():
-            yield from walk(sub, f"{path} {name}".strip())
-
-    for path, command in walk(typer.main.get_group(app), ""):
+    for path, command in leaf_commands(typer.main.get_group(app)):
         for parameter in getattr(command, "params", []):
             kind = number_kind(parameter.type_descriptor.annotation)
             if kind is not None and getattr(parameter, "opts", None):
@@ -84,15 +86,7 @@ def numeric_job_file_keys() -> Iterator[tuple[str, str, type]]:
     from pipeline.cli import app
     from pipeline.cli.options import JOB_FILE_FIELDS
 
-    def walk(command: object, path: str) -> Iterator[tuple[str, object]]:
-        commands = getattr(command, "commands", None)
-        if commands is None:
-            yield path, command
-            return
-        for name, sub in commands.items():
-            yield from walk(sub, f"{path} {name}".strip())
-
-    for path, command in walk(typer.main.get_group(app), ""):
+    for path, command in leaf_commands(typer.main.get_group(app)):
         for table, keys in getattr(getattr(command, "callback", None), JOB_FILE_FIELDS, {}).items():
             for key, (group, name) in keys.items():
                 kind = number_kind(typing.get_type_hints(group)[name])

@@ -360,6 +360,7 @@ def with_flags(command: Command) -> Command:
     hints = typing.get_type_hints(command, include_extras=True)
     shown: list[inspect.Parameter] = []
     groups: dict[str, type] = {}
+    filed_of: dict[str, dict[str, JobFileField]] = {}  # each group's job-file fields, read once
     from_file: dict[str, dict[str, tuple[type, str]]] = {}  # table -> key -> (group, field), for the job file
     for parameter in inspect.signature(command, eval_str=True).parameters.values():
         group = hints.get(parameter.name)
@@ -369,7 +370,7 @@ def with_flags(command: Command) -> Command:
             continue
         groups[parameter.name] = group
         field_hints = typing.get_type_hints(group, include_extras=True)
-        filed = job_file_fields(group)
+        filed = filed_of[parameter.name] = job_file_fields(group)
         for name, spec in filed.items():
             if from_file.setdefault(spec.table, {}).setdefault(spec.key, (group, name)) != (group, name):
                 raise TypeError(f"{command.__name__}: two fields are the job file's {spec.table}.{spec.key}")
@@ -393,9 +394,8 @@ def with_flags(command: Command) -> Command:
         context = values.get(own_context) if own_context else values.pop(CONTEXT_PARAMETER, None)
         tables: dict[str, dict[str, Any]] = {} if context is None else context.meta.get(JOB_TABLES_META, {})
         for name, group in groups.items():
-            filed = job_file_fields(group)
             given = {f.name: values.pop(f.name) for f in dataclasses.fields(group) if f.name in values}
-            for field_name, spec in filed.items():
+            for field_name, spec in filed_of[name].items():
                 if field_name not in given and spec.key in tables.get(spec.table, {}):
                     given[field_name] = tables[spec.table][spec.key]
             values[name] = group(**given)
