@@ -190,7 +190,8 @@ def test_the_pieces_sit_on_the_boards_squares_and_clear_of_its_coordinates(
 # The drill (issue 45, item 4): the student plays their side, the opponent's replies are drawn from
 # the predicted distribution, a trap reply asks for its punishment, and mistakes are remembered.
 BLACKBURNE = "e4 e5 Nf3 Nc6 Bc4 Nd4"  # the Blackburne Shilling: 4.Nxe5 Qg5 and 5.Nxf7 or 5.Nf3 are traps
-RAW_PROBABILITY = re.compile(r"(?<![\d.])0\.\d")
+# A probability as a bare fraction ("0.48"); a pawn amount ("0.50 pawns") is no probability.
+RAW_PROBABILITY = re.compile(r"(?<![\d.])0\.\d+(?!\d| pawns?\b)")
 
 
 @pytest.fixture(scope="module")
@@ -377,4 +378,50 @@ def test_a_wrong_answer_is_said_stored_and_its_line_drilled_first_after_a_reload
     page.locator("button.drill-forget").click()
     assert drill_storage(page, rows) is None
     assert page.locator(".drill-memory").inner_text() == "No mistakes remembered yet."
+    assert errors == []
+
+
+def test_a_typed_move_is_read_as_a_legal_move_and_a_sound_one_is_no_mistake(
+    browser: Any, repertoire: tuple[Path, list]
+) -> None:
+    """Issue 45: the drill compared the typed text with the answer, so an illegal move was "wrong"
+    and a move the tree keeps within the safety margin was a mistake remembered for next time. Now
+    an illegal move is said to be one (no answer counted), UCI is read too, and a sound move is no
+    mistake: the line goes on with the repertoire's move."""
+    out, rows = repertoire
+    by_id = {r["node_id"]: r for r in rows}
+    root = rows[0]
+    children = [r for r in rows if r["parent_id"] == root["node_id"]]
+    best = max(r["value_cp"] for r in children)
+    margin = round(root["safety_margin"] * 100)
+    sound = [r for r in children if not r["recommended"] and r["value_cp"] >= best - margin]
+    assert sound, f"the fixture's first position has no sound move beside the recommended: {children}"
+    errors: list[str] = []
+    page = drill_page(browser, out, 1, errors, clear=True)
+    assert asking(page) == (root["node_id"], "move")
+    board = chess.Board(root["fen"])
+    illegal = "Ke2" if not any(board.san(m) == "Ke2" for m in board.legal_moves) else "Qh4"
+    play(page, illegal)
+    feedback = page.locator(".drill-feedback").inner_text()
+    assert feedback == f"{illegal} is not a legal move here. Try again: a move in SAN, e.g. Nf3 or exd5.", feedback
+    assert asking(page) == (root["node_id"], "move") and drill_storage(page, rows) is None
+    # A sound move typed in UCI: no mistake, and said as SAN with the repertoire's move beside it.
+    move = sound[0]
+    play(page, move["move_uci"])
+    right = numbered(root, answer(by_id, root["node_id"], "move"))
+    feedback = page.locator(".drill-feedback").inner_text()
+    expected = (
+        f"Sound: {numbered(root, move['move_san'])} keeps within {margin / 100:.2f} pawns of the best move, "
+        f"but this repertoire plays {right}."
+    )
+    assert feedback == expected, feedback
+    reads_for_people(feedback)
+    assert drill_storage(page, rows) is None  # nothing remembered as missed
+    assert asking(page)[0] != root["node_id"]  # the line went on
+    # A legal move outside the tree's sound ones is a mistake, said in SAN.
+    open_drill(page, out, 1, clear=True)
+    outside = next(board.san(m) for m in board.legal_moves if board.san(m) not in {r["move_san"] for r in children})
+    play(page, outside)
+    feedback = page.locator(".drill-feedback").inner_text()
+    assert feedback.startswith(f"Not {numbered(root, outside)}: the move is {right}."), feedback
     assert errors == []

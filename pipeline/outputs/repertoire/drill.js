@@ -278,6 +278,27 @@ var diffimaxDrill = (function () {
       }
       return node.children[node.children.length - 1];
     }
+    // The legal move the student typed, as SAN (null: none); SAN as typed is read without its
+    // number and marks, and UCI ("g1f3") is taken too. A node the drill never asks at has no list.
+    function legalMove(node, typed) {
+      if (!node.legal) {
+        return normalize(typed);
+      }
+      var wanted = normalize(typed);
+      var uci = String(typed).trim().toLowerCase();
+      for (var i = 0; i < node.legal.length; i++) {
+        if (normalize(node.legal[i]) === wanted || node.legalUci[i] === uci) {
+          return node.legal[i];
+        }
+      }
+      return null;
+    }
+    // The number before the student's move as the drill says it: "5." or "5...".
+    function expectedNumber() {
+      var node = nodes[line.at];
+      var expected = line.asking === "punishment" ? node.trap.punish : recommended(node).label;
+      return expected.replace(/\.+.*$/, "") + (player === "White" ? "." : "...");
+    }
     function answer() {
       if (!line || !line.asking) {
         return;
@@ -293,19 +314,40 @@ var diffimaxDrill = (function () {
         return;
       }
       var node = nodes[line.at];
+      var san = legalMove(node, typed);
+      var number = expectedNumber();
+      if (san === null) {
+        feedback.className = "drill-feedback wrong";
+        feedback.textContent =
+          normalize(typed) + " is not a legal move here. Try again: a move in SAN, e.g. Nf3 or exd5.";
+        return;
+      }
       var expected = line.asking === "punishment" ? node.trap.punish : recommended(node).label;
-      var right = normalize(typed) === normalize(bare(expected));
+      var right = normalize(san) === normalize(bare(expected));
+      // Another move the tree keeps within the safety margin is sound: no mistake, but the line
+      // goes on with the repertoire's move, and the student is told which it is.
+      var sound =
+        !right &&
+        line.asking === "move" &&
+        (node.sound || []).some(function (move) {
+          return normalize(move) === normalize(san);
+        });
       line.asked += 1;
-      remember(line.at, right);
+      remember(line.at, right || sound);
       if (right) {
         line.right += 1;
         feedback.className = "drill-feedback right";
         feedback.textContent = "Right: " + expected + ".";
+      } else if (sound) {
+        line.right += 1;
+        feedback.className = "drill-feedback right";
+        feedback.textContent =
+          "Sound: " + number + san + " keeps within " + node.margin + " pawns of the best move, but this repertoire plays " +
+          expected + ".";
       } else {
         feedback.className = "drill-feedback wrong";
         feedback.textContent =
-          "Not " + expected.replace(/\.+.*$/, "") + (player === "White" ? "." : "...") + normalize(typed) +
-          ": the move is " + expected + ". This position comes back first next time.";
+          "Not " + number + san + ": the move is " + expected + ". This position comes back first next time.";
       }
       line.labels.push(expected);
       if (line.asking === "punishment") {

@@ -163,6 +163,7 @@ def tree_data(rows: Sequence[Mapping[str, Any]], start: chess.Board) -> dict[str
     sizes = subtree_sizes(rows)
     rating = int(root["opponent_rating"])
     by_id = {row["node_id"]: row for row in rows}
+    asked = drill_positions(rows)
     nodes = []
     for row in rows:
         below = children.get(row["node_id"], [])
@@ -181,7 +182,7 @@ def tree_data(rows: Sequence[Mapping[str, Any]], start: chess.Board) -> dict[str
             "summary": summary(row, player, opponent),
             "traps": trap_lines(row, below, rating),
         }
-        node.update(drill_fields(row, by_id.get(row["parent_id"])))
+        node.update(drill_fields(row, by_id.get(row["parent_id"]), below if row["node_id"] in asked else None))
         nodes.append(node)
     # The moves before the tree, in SAN from where they were played (`--from FEN`, else the start).
     prefix = start.root().variation_san(start.move_stack) + " " if start.move_stack else ""
@@ -208,12 +209,48 @@ def tree_data(rows: Sequence[Mapping[str, Any]], start: chess.Board) -> dict[str
     }
 
 
-def drill_fields(row: Mapping[str, Any], parent: Mapping[str, Any] | None) -> dict[str, Any]:
+def drill_positions(rows: Sequence[Mapping[str, Any]]) -> set[int]:
+    """The nodes where the drill can ask the student for a move: the player to move, reached by the
+    recommended player moves (the only ones the drill plays) and any opponent replies."""
+    reached: set[int] = set()
+    for row in rows:  # parents come before their children
+        parent = row["parent_id"]
+        if parent is None or (parent in reached and (row["mover"] != "player" or row["recommended"])):
+            reached.add(row["node_id"])
+    return {row["node_id"] for row in rows if row["node_id"] in reached and row["to_move"] == "player"}
+
+
+def sound_moves(row: Mapping[str, Any], children: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The player's moves the tree has at a node that keep within the safety margin of its best
+    (the recommended one among them): a student who plays one has played a sound move, not the
+    repertoire's."""
+    valued = [c for c in children if c["value_cp"] is not None]
+    if not valued:
+        return []
+    best = max(c["value_cp"] for c in valued)
+    margin = row["safety_margin"]
+    return [c["move_san"] for c in valued if margin is None or c["value_cp"] >= best - round(margin * 100)]
+
+
+def drill_fields(
+    row: Mapping[str, Any], parent: Mapping[str, Any] | None, children: Sequence[Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
     """What the drill (`drill.js`) needs of a node beyond the explorer's: whether its move is the
     recommended one; for an opponent's reply its probability (`p`, to draw it; never shown) and
     how the rows say it (`share`, "48 %"); for a trap, its loss in words and the punishment's first
-    move (numbered SAN, and its UCI to draw the board after it)."""
+    move (numbered SAN, and its UCI to draw the board after it). Where the drill asks (`children`
+    given: `drill_positions`), the legal moves (SAN and UCI, so that a typed move is read as a move
+    or said to be none) and the sound ones (`sound_moves`)."""
     found: dict[str, Any] = {}
+    if children is not None:
+        board = chess.Board(row["fen"])
+        legal = list(board.legal_moves)
+        found["legal"] = [board.san(move) for move in legal]
+        found["legalUci"] = [move.uci() for move in legal]
+        found["sound"] = sound_moves(row, children)
+        found["margin"] = (
+            None if row["safety_margin"] is None else format_pawns(round(row["safety_margin"] * 100), signed=False)
+        )
     if row["recommended"]:
         found["recommended"] = True
     if row["mover"] == "opponent" and row["probability"] is not None:
