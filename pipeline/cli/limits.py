@@ -88,8 +88,9 @@ def counted(low: int, reason: str = "a count is int64 where the dataset and Duck
 C_INT = integer_range(pa.int32())[1]
 # Memory-sane sizes: no machine holds a terabyte for one table, one engine's hash or one game.
 MEMORY_MIB_MAX = TIB_IN_MIB
-# Processes one command starts (one per worker, each with its own engine and tables).
-WORKERS_MAX = 10_000
+# Workers one job asks for (a process each, with its own engine and tables), across a cluster: a
+# Lichess month is planned on 12,000 (docs/results/mining.md), so the bound leaves room above it.
+WORKERS_MAX = 1_000_000
 # The most legal moves a chess position has.
 LEGAL_MOVES_MAX = 218
 # Stockfish searches at most MAX_PLY (246) plies deep.
@@ -103,7 +104,7 @@ PAWNS = FlagRange(-dataset.EVAL_CP_MAX / 100, dataset.EVAL_CP_MAX / 100, "an eva
 DIP = FlagRange(0.0, 2 * dataset.EVAL_CP_MAX / 100, "a dip between two evaluations of at most 1,000 pawns")
 ENGINE_DEPTH = FlagRange(1, ENGINE_DEPTH_MAX, "Stockfish searches at most 245 plies")
 SEED = FlagRange(0, C_INT, "a seed is a C int: LightGBM's, the UCI option Seed's")
-WORKERS = FlagRange(0, WORKERS_MAX, "a process each, with its engine")
+WORKERS = FlagRange(0, WORKERS_MAX, "a process each, with its engine, across the cluster")
 MEMORY = FlagRange(0.0, MEMORY_MIB_MAX, "MiB of memory: 1 TiB at most")
 SHALLOW_RANK = column(dataset.TRAPS, "shallow_rank", "traps", low=1)
 

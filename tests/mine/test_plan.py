@@ -169,3 +169,27 @@ def test_a_game_rate_scales_an_assumed_month_and_each_question_has_one_wall(data
     assert re.search(r"^wall time: .* with 1 worker$", text, re.MULTILINE), text
     assert not re.search(r"^\s+1 workers?:", text, re.MULTILINE), text
     assert re.search(r"unreadable: \d[\d,]*.*from \d+ of the \d+ games sampled", text), text
+
+
+def test_a_month_plans_on_12000_workers(data_dir: Path) -> None:
+    """Issue 47's plan is `--workers 12000`; the flag's bound (10,000, a machine's processes) refused
+    it with "at most 10,000". The bound is now the cluster's, and the plan's wall is for 12,000."""
+    flags = ["--engine", "native", "--depth", "1", "--judges", "dip", "--human-model", "none", "--plies", "10-12"]
+    planned = json.loads(
+        run_cli(
+            "mine",
+            "--plan",
+            str(GAMES / "lichess_100.pgn"),
+            *flags,
+            "--sample-positions",
+            "6",
+            "--assume-games",
+            "90000000",
+            "--workers",
+            "12000",
+            "--json",
+            check=True,
+        ).stdout
+    )
+    assert planned["workers"] == 12000
+    assert run_cli("mine", "--plan", str(GAMES / "lichess_100.pgn"), "--workers", "1000001").returncode == 1
