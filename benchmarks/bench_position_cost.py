@@ -3,7 +3,8 @@ one fixed set of positions, one real `AnalysisWorker` in a Ray actor, CPU read f
 
   python -m benchmarks.bench_position_cost build            # the position set (once; it is committed)
   python -m benchmarks.bench_position_cost reference        # the 600,000-node verdicts (once, resumable)
-  python -m benchmarks.bench_position_cost run [--positions N] [--part 64] [--json OUT]
+  python -m benchmarks.bench_position_cost run [--positions N] [--part 64] [--json OUT] [--rows ROWS]
+  python -m benchmarks.bench_position_cost rules --rows ROWS   # the searches by the rule that asked
 
 *The set* (`benchmarks/data/cost_positions.jsonl`): SET_PER_FILE positions drawn with a fixed seed
 from every position of the first SET_GAMES games of each of five shared files (Lichess: a player's
@@ -58,6 +59,8 @@ from pipeline.mine.config import MineConfig
 from pipeline.mine.occurrences import Occurrence, game_occurrences, occurrences_of, unpack_board
 from pipeline.mine.plan import cpu_seconds
 from pipeline.mine.work import AnalysisWorker
+from search.judges import JudgeSettings
+from search.values import win_chances, win_drop
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "games"
 HERE = Path(__file__).resolve().parent / "data"
@@ -195,6 +198,7 @@ class MeteredWorker(AnalysisWorker):
             "candidates": candidates,
             "nodes": {seq: row.get("nodes") or 0 for seq, row in zip(outcome.response_seq, rows, strict=True)},
             "failures": [list(failure) for failure in outcome.failures],
+            "rows": {seq: row for seq, row in zip(outcome.response_seq, rows, strict=True)},
         }
 
     def counters(self) -> dict[str, Any]:
@@ -267,17 +271,24 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return 1.0 if not a and not b else len(a & b) / len(a | b)
 
 
-def run(records: Sequence[dict[str, Any]], part: int) -> dict[str, Any]:
+def run(records: Sequence[dict[str, Any]], part: int, rows_out: Path | None = None) -> dict[str, Any]:
     answers: dict[int, list[str]] = {}
     nodes: dict[int, int] = {}
     failures: list[Any] = []
+    rows = rows_out.open("w", encoding="utf-8") if rows_out else None
 
     def take(answer: dict[str, Any]) -> None:
         answers.update(answer["candidates"])
         nodes.update(answer["nodes"])
         failures.extend(answer["failures"])
+        for seq, row in answer["rows"].items() if rows else ():
+            rows.write(json.dumps({"id": records[seq]["id"], "row": row}, default=str) + "\n")
 
-    counters = judged(records, EngineOptions(), part, take)
+    try:
+        counters = judged(records, EngineOptions(), part, take)
+    finally:
+        if rows:
+            rows.close()
     positions = len(records)
     engine = counters["engine"]
     engine_cpu = sum(kind["engine_cpu_seconds"] for kind in engine.values())
@@ -313,6 +324,80 @@ def run(records: Sequence[dict[str, Any]], part: int) -> dict[str, Any]:
     }
 
 
+# -- where the searches go, by the rule that asked for them (`rules`, on a run's --rows) -------------
+
+
+def position_state(row: dict[str, Any], settings: JudgeSettings) -> str:
+    """One legal reply; decided for the setter (`search.judges.decided`: no reply can lose the
+    practical threshold); lost for the setter as far (the responder is as far ahead); or open."""
+    chances = win_chances(row["value"])
+    if row["legal"] == 1:
+        return "one legal reply"
+    if chances > 1.0 - settings.practical_drop:
+        return "decided for the setter"
+    if chances < -(1.0 - settings.practical_drop):
+        return "decided for the responder"
+    return "open"
+
+
+def deeper_rule(reply: dict[str, Any], settings: JudgeSettings) -> str:
+    """Which of `needs_deeper`'s rules asked for a reply's deeper search, from its row (the share is
+    the model's: the benchmark has no corpus; the drop is at the level the reply was measured)."""
+    share, drop = reply["model_p"] or 0.0, reply["win_drop"] or 0.0
+    threshold = settings.practical_drop
+    if share >= settings.majority_p and drop >= threshold:
+        return "majority (share >= 0.5, a candidate)"
+    if share >= settings.recall_p and threshold - settings.recall_margin <= drop < threshold:
+        return "recall (share >= 0.1, loss 0.05-0.15)"
+    return "stability (a candidate's loss near 0.15)"
+
+
+def rules_report(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The positions by state, with their engine nodes and trap nodes; the deeper re-searches by the
+    rule that asked, and how many turned a reply across the threshold; and the recall rule's turns
+    by the loss the reply was measured at."""
+    settings = JudgeSettings()
+    states: dict[str, list[int]] = {}
+    rules: dict[str, list[int]] = {}
+    recall_bands: dict[str, list[int]] = {}
+    for line in rows:
+        row = line["row"]
+        state = states.setdefault(position_state(row, settings), [0, 0, 0])
+        state[0] += 1
+        state[1] += row["nodes"] or 0
+        state[2] += bool(row["trap_node_practical"] or row["trap_node_model"])
+        for reply in row["responses"]:
+            if reply["deeper_value"] is None:
+                continue
+            rule = deeper_rule(reply, settings)
+            measured = (reply["win_drop"] or 0.0) >= settings.practical_drop
+            deeper = win_drop(row["value"], reply["deeper_value"]) >= settings.practical_drop
+            counted = rules.setdefault(rule, [0, 0, 0])
+            counted[0] += 1
+            counted[1] += measured != deeper
+            counted[2] += bool(reply["by_practical"])
+            if rule.startswith("recall"):
+                low = int((reply["win_drop"] or 0.0) * 50) / 50
+                band = recall_bands.setdefault(f"{low:.2f}-{low + 0.02:.2f}", [0, 0])
+                band[0] += 1
+                band[1] += measured != deeper
+    return {"positions": len(rows), "states": states, "deeper_rules": rules, "recall_bands": recall_bands}
+
+
+def print_rules(report: dict[str, Any]) -> None:
+    nodes = sum(state[1] for state in report["states"].values()) or 1
+    print(f"{report['positions']} positions by state (win chances past 1 - the practical threshold):")
+    for name, (count, spent, traps) in sorted(report["states"].items(), key=lambda item: -item[1][1]):
+        each, share = spent / max(count, 1), spent / nodes
+        print(f"  {name:<26} {count:5} positions  {each:9,.0f} nodes each  {share:6.1%} of nodes  {traps:4} trap nodes")
+    print("deeper re-searches by the rule that asked (turned: across the threshold at the deeper search):")
+    for name, (count, turned, named) in sorted(report["deeper_rules"].items(), key=lambda item: -item[1][0]):
+        print(f"  {name:<42} {count:5} searches  {turned:4} turned  {named:4} practical candidates")
+    print("the recall rule's searches by the loss measured before them:")
+    for band, (count, turned) in sorted(report["recall_bands"].items()):
+        print(f"  {band}  {count:5} searches  {turned:4} turned")
+
+
 def print_report(report: dict[str, Any]) -> None:
     per = report["cpu_seconds_per_position"]
     print(
@@ -335,11 +420,16 @@ def print_report(report: dict[str, Any]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=("build", "reference", "run"))
+    parser.add_argument("step", choices=("build", "reference", "run", "rules"))
     parser.add_argument("--positions", type=int, default=None, help="the first N of the set (default: all)")
     parser.add_argument("--part", type=int, default=64, help="positions per call to the worker (a job's part)")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--rows", type=Path, help="run: write every judged row here; rules: read them")
     args = parser.parse_args(argv)
+    if args.step == "rules":
+        with args.rows.open(encoding="utf-8") as handle:
+            print_rules(rules_report([json.loads(line) for line in handle if line.strip()]))
+        return
     if args.step == "build":
         chosen = build_set()
         HERE.mkdir(exist_ok=True)
@@ -350,7 +440,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.step == "reference":
         build_reference(records, args.part)
         return
-    report = run(records, args.part)
+    report = run(records, args.part, args.rows)
     print_report(report)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
