@@ -352,6 +352,23 @@ def deeper_rule(reply: dict[str, Any], settings: JudgeSettings) -> str:
     return "stability (a candidate's loss near 0.15)"
 
 
+def probe_reason(reply: dict[str, Any], settings: JudgeSettings) -> str:
+    """Why a reply other than the best was probed (`search.judges.needs_deep`, the first that holds):
+    the model judge's plausibility, the practical judge's (a shallow top move humans play), or as
+    one of the fall probability's carriers, by its share (below `practical_fall_reply_p` it can
+    never be a candidate itself: it only moves the node's falling mass)."""
+    share, rank = reply["model_p"] or 0.0, reply["shallow_rank"]
+    if share >= settings.model_p:
+        return f"model judge (share >= {settings.model_p:.2f})"
+    if rank is not None and rank <= settings.practical_shallow_k and share >= settings.practical_shallow_p:
+        return (
+            f"practical judge (shallow top {settings.practical_shallow_k}, share >= {settings.practical_shallow_p:.2f})"
+        )
+    if share >= settings.practical_fall_reply_p:
+        return f"fall carrier, share {settings.practical_fall_reply_p:.2f}-{settings.model_p:.2f}"
+    return f"fall carrier, share {settings.fall_min_p:.2f}-{settings.practical_fall_reply_p:.2f} (never a candidate)"
+
+
 def rules_report(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The positions by state, with their engine nodes and trap nodes; the deeper re-searches by the
     rule that asked, and how many turned a reply across the threshold; and the recall rule's turns
@@ -360,6 +377,7 @@ def rules_report(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     states: dict[str, list[int]] = {}
     rules: dict[str, list[int]] = {}
     recall_bands: dict[str, list[int]] = {}
+    probes: dict[str, int] = {}
     for line in rows:
         row = line["row"]
         state = states.setdefault(position_state(row, settings), [0, 0, 0])
@@ -367,6 +385,8 @@ def rules_report(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         state[1] += row["nodes"] or 0
         state[2] += bool(row["trap_node_practical"] or row["trap_node_model"])
         for reply in row["responses"]:
+            if reply["probe_value"] is not None and reply["move"] != row["best_move"]:
+                probes[probe_reason(reply, settings)] = probes.get(probe_reason(reply, settings), 0) + 1
             if reply["deeper_value"] is None:
                 continue
             rule = deeper_rule(reply, settings)
@@ -377,11 +397,18 @@ def rules_report(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             counted[1] += measured != deeper
             counted[2] += bool(reply["by_practical"])
             if rule.startswith("recall"):
-                low = int((reply["win_drop"] or 0.0) * 50) / 50
+                origin = settings.practical_drop - settings.recall_margin
+                low = origin + 0.02 * int(((reply["win_drop"] or 0.0) - origin) / 0.02 + 1e-9)
                 band = recall_bands.setdefault(f"{low:.2f}-{low + 0.02:.2f}", [0, 0])
                 band[0] += 1
                 band[1] += measured != deeper
-    return {"positions": len(rows), "states": states, "deeper_rules": rules, "recall_bands": recall_bands}
+    return {
+        "positions": len(rows),
+        "states": states,
+        "reply_probes": probes,
+        "deeper_rules": rules,
+        "recall_bands": recall_bands,
+    }
 
 
 def print_rules(report: dict[str, Any]) -> None:
@@ -390,6 +417,10 @@ def print_rules(report: dict[str, Any]) -> None:
     for name, (count, spent, traps) in sorted(report["states"].items(), key=lambda item: -item[1][1]):
         each, share = spent / max(count, 1), spent / nodes
         print(f"  {name:<26} {count:5} positions  {each:9,.0f} nodes each  {share:6.1%} of nodes  {traps:4} trap nodes")
+    probes = report["reply_probes"]
+    print(f"reply probes (the best's own aside) by why they were asked: {sum(probes.values())}")
+    for name, count in sorted(probes.items(), key=lambda item: -item[1]):
+        print(f"  {name:<62} {count:5}  {count / max(sum(probes.values()), 1):6.1%}")
     print("deeper re-searches by the rule that asked (turned: across the threshold at the deeper search):")
     for name, (count, turned, named) in sorted(report["deeper_rules"].items(), key=lambda item: -item[1][0]):
         print(f"  {name:<42} {count:5} searches  {turned:4} turned  {named:4} practical candidates")
