@@ -4,7 +4,7 @@ one fixed set of positions, one real `AnalysisWorker` in a Ray actor, CPU read f
   python -m benchmarks.bench_position_cost build            # the position set (once; it is committed)
   python -m benchmarks.bench_position_cost reference        # the 600,000-node verdicts (once, resumable)
   python -m benchmarks.bench_position_cost run [--positions N] [--part 64] [--json OUT] [--rows ROWS]
-  python -m benchmarks.bench_position_cost rules --rows ROWS   # the searches by the rule that asked
+  python -m benchmarks.bench_position_cost rules --rows ROWS|DATASET   # the searches by the rule that asked
 
 *The set* (`benchmarks/data/cost_positions.jsonl`): SET_PER_FILE positions drawn with a fixed seed
 from every position of the first SET_GAMES games of each of five shared files (Lichess: a player's
@@ -411,6 +411,20 @@ def rules_report(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def judged_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows `run --rows` wrote, or a mined dataset's `responses` rows (the same columns)."""
+    if path.is_dir():
+        import pyarrow.parquet as pq
+
+        return [
+            {"row": row}
+            for table in sorted(path.glob("shards/*/responses.parquet"))
+            for row in pq.read_table(table).to_pylist()
+        ]
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
 def print_rules(report: dict[str, Any]) -> None:
     nodes = sum(state[1] for state in report["states"].values()) or 1
     print(f"{report['positions']} positions by state (win chances past 1 - the practical threshold):")
@@ -455,11 +469,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--positions", type=int, default=None, help="the first N of the set (default: all)")
     parser.add_argument("--part", type=int, default=64, help="positions per call to the worker (a job's part)")
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--rows", type=Path, help="run: write every judged row here; rules: read them")
+    parser.add_argument(
+        "--rows", type=Path, help="run: write every judged row here; rules: read them, or a mined dataset's folder"
+    )
     args = parser.parse_args(argv)
     if args.step == "rules":
-        with args.rows.open(encoding="utf-8") as handle:
-            print_rules(rules_report([json.loads(line) for line in handle if line.strip()]))
+        print_rules(rules_report(judged_rows(args.rows)))
         return
     if args.step == "build":
         chosen = build_set()
