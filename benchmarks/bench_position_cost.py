@@ -4,6 +4,7 @@ one fixed set of positions, one real `AnalysisWorker` in a Ray actor, CPU read f
   python -m benchmarks.bench_position_cost build            # the position set (once; it is committed)
   python -m benchmarks.bench_position_cost reference        # the 600,000-node verdicts (once, resumable)
   python -m benchmarks.bench_position_cost run [--positions N] [--part 64] [--json OUT] [--rows ROWS]
+  python -m benchmarks.bench_position_cost run --baseline WORKTREE [--rounds 2]   # alternated, ratios
   python -m benchmarks.bench_position_cost rules --rows ROWS|DATASET   # the searches by the rule that asked
 
 *The set* (`benchmarks/data/cost_positions.jsonl`): SET_PER_FILE positions drawn with a fixed seed
@@ -40,12 +41,15 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from benchmarks.checkouts import cli_of
 from pipeline.cli import mine_config
 from pipeline.engines.meter import EngineMeter
 from pipeline.engines.options import EngineOptions
@@ -463,6 +467,63 @@ def print_report(report: dict[str, Any]) -> None:
         )
 
 
+# -- beside a baseline (`run --baseline CHECKOUT`) -------------------------------------------------
+
+
+def run_in(checkout: Path, positions: int | None, part: int, out: Path) -> dict[str, Any]:
+    """`run` of `checkout`'s code (its own benchmark and reference file), in a process of its own."""
+    _, environment = cli_of(checkout)
+    python = checkout / ".venv" / "bin" / "python"
+    command = [str(python if python.exists() else sys.executable), "-m", "benchmarks.bench_position_cost", "run"]
+    command += ["--part", str(part), "--json", str(out)] + (
+        [] if positions is None else ["--positions", str(positions)]
+    )
+    subprocess.run(command, cwd=checkout, env=environment, check=True, stdout=subprocess.DEVNULL)
+    report: dict[str, Any] = json.loads(out.read_text())
+    return report
+
+
+def beside(baseline: Path, positions: int | None, part: int, rounds: int) -> dict[str, Any]:
+    """The baseline checkout and this one, alternated `rounds` times in one run (the machine's
+    load falls on both alike): each side's reports and the ratio of their mean CPU per position."""
+    here = Path(__file__).resolve().parents[1]
+    reports: dict[str, list[dict[str, Any]]] = {"baseline": [], "this": []}
+    with tempfile.TemporaryDirectory() as scratch:
+        for round_ in range(rounds):
+            for side, checkout in (("baseline", baseline), ("this", here)):
+                found = run_in(checkout, positions, part, Path(scratch) / f"{side}-{round_}.json")
+                reports[side].append(found)
+                print(
+                    f"round {round_ + 1}, {side}: {found['cpu_seconds_per_position']:.4f} CPU-s per position",
+                    flush=True,
+                )
+    return {"baseline": str(baseline), "rounds": rounds, "reports": reports}
+
+
+def print_beside(found: dict[str, Any]) -> None:
+    reports = found["reports"]
+    names = ["the worker's Python", "Maia-3 (the model)", "Ray and the rest"]
+
+    def mean(side: str, pick: Callable[[dict[str, Any]], float]) -> float:
+        return statistics.mean(pick(report) for report in reports[side])
+
+    rows: list[tuple[str, Callable[[dict[str, Any]], float]]] = [
+        ("the engine", lambda report: report["engine_cpu_seconds_per_position"]),
+        *((name, lambda report, name=name: report["breakdown_seconds_per_position"][name]) for name in names),
+        ("total", lambda report: report["cpu_seconds_per_position"]),
+    ]
+    print(f"CPU-seconds per position, mean of {found['rounds']} alternated runs (baseline {found['baseline']}):")
+    for label, pick in rows:
+        base, this = mean("baseline", pick), mean("this", pick)
+        print(f"  {label:<22} baseline {base:.4f}  this {this:.4f}  ratio {this / base if base else float('nan'):.3f}")
+    for side in ("baseline", "this"):
+        last = reports[side][-1]
+        print(
+            f"  {side}: {last['nodes_per_position']:,.0f} engine nodes per position; same candidates as the reference "
+            f"on {last['reference_positions']} positions: {last['same_candidates']:.1%}"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("step", choices=("build", "reference", "run", "rules"))
@@ -472,6 +533,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--rows", type=Path, help="run: write every judged row here; rules: read them, or a mined dataset's folder"
     )
+    parser.add_argument("--baseline", type=Path, help="run: alternate with this checkout's code (a worktree)")
+    parser.add_argument("--rounds", type=int, default=2, help="run --baseline: alternations of the two")
     args = parser.parse_args(argv)
     if args.step == "rules":
         print_rules(rules_report(judged_rows(args.rows)))
@@ -485,6 +548,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     records = load_set()[: args.positions]
     if args.step == "reference":
         build_reference(records, args.part)
+        return
+    if args.baseline is not None:
+        found = beside(args.baseline, args.positions, args.part, args.rounds)
+        print_beside(found)
+        if args.json:
+            args.json.write_text(json.dumps(found, indent=2))
         return
     report = run(records, args.part, args.rows)
     print_report(report)
