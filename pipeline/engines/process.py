@@ -126,7 +126,7 @@ class _Handles:
     loop: asyncio.AbstractEventLoop
     thread: threading.Thread
     transport: asyncio.SubprocessTransport | None = None
-    protocol: ShortPvProtocol | None = None
+    protocol: chess.engine.UciProtocol | None = None
 
 
 def _shutdown(handles: _Handles, graceful: bool = True) -> None:
@@ -177,72 +177,6 @@ def is_bound(info: chess.engine.InfoDict) -> bool:
     return bool(info.get("lowerbound") or info.get("upperbound"))
 
 
-# A UCI move as python-chess reads one in a principal variation (`chess.engine.UCI_REGEX`).
-UCI_TOKEN = chess.engine.UCI_REGEX
-# The info field that carries a line's serial number from `ShortPvProtocol` to `EngineProcess`:
-# one python-chess parses as a whole number and Stockfish never sends.
-SERIAL_FIELD = "cpuload"
-
-
-class ShortPvProtocol(chess.engine.UciProtocol):
-    """python-chess's UCI protocol, with every `info ... pv` line's principal variation cut to its
-    first move before python-chess reads it, and kept whole as text by the line's serial number.
-
-    Why: python-chess reads a PV by playing it on a board, 350 us for 14 moves, and Stockfish
-    sends a line per depth and per MultiPV line (about 240 for one judged position), where a search
-    reads the moves and scores of all of them and the whole PV of two or three. `EngineProcess`
-    plays back only those (`full_pv`). The engine, its searches and their answers are unchanged."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.unread = bytearray()
-        self.pvs: dict[int, tuple[str, ...]] = {}
-        self.serial = 0
-
-    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        if fd != 1:
-            super().pipe_data_received(fd, data)
-            return
-        self.unread.extend(data.encode() if isinstance(data, str) else data)
-        end = self.unread.rfind(b"\n")
-        if end < 0:
-            return
-        complete, self.unread = bytes(self.unread[: end + 1]), self.unread[end + 1 :]
-        super().pipe_data_received(fd, b"".join(map(self.shorten, complete.splitlines(keepends=True))))
-
-    def shorten(self, line: bytes) -> bytes:
-        """An info line with its PV's first move only and a serial number; the rest as it came."""
-        if not line.startswith(b"info ") or b" pv " not in line:
-            return line
-        head, _, tail = line.partition(b" pv ")
-        if b" string " in head + b" ":  # free text up to the line's end: never a PV
-            return line
-        tokens = tail.split()
-        moves = 0
-        while moves < len(tokens) and UCI_TOKEN.match(tokens[moves].decode("ascii", "replace")):
-            moves += 1
-        if moves == 0:
-            return line
-        self.serial += 1
-        self.pvs[self.serial] = tuple(token.decode("ascii") for token in tokens[:moves])
-        rest = b" ".join([tokens[0], *tokens[moves:]])
-        return b"%s %s %d pv %s\n" % (head, SERIAL_FIELD.encode(), self.serial, rest)
-
-    def forget(self) -> None:
-        """Drop the PVs kept so far (a new search begins)."""
-        self.pvs.clear()
-
-
-def full_pv(protocol: ShortPvProtocol, board: chess.Board, info: chess.engine.InfoDict) -> chess.engine.InfoDict:
-    """`info` with its whole PV, played on `board` as python-chess plays one, and no serial."""
-    found = dict(info)
-    serial = found.pop(SERIAL_FIELD, None)
-    if serial is not None and serial in protocol.pvs:
-        replay = board.copy(stack=False)
-        found["pv"] = [replay.push_uci(move) for move in protocol.pvs[serial]]
-    return found  # type: ignore[return-value]
-
-
 @dataclass(frozen=True)
 class CallResult:
     infos: list[chess.engine.InfoDict]  # the final info per MultiPV index, in index order
@@ -267,7 +201,7 @@ class EngineProcess:
             raise
 
     async def _start(self, options: dict[str, int]) -> None:
-        transport, protocol = await ShortPvProtocol.popen(self.path, setpgrp=True, preexec_fn=_die_with_parent)
+        transport, protocol = await chess.engine.UciProtocol.popen(self.path, setpgrp=True, preexec_fn=_die_with_parent)
         self._handles.transport, self._handles.protocol = transport, protocol
         await protocol.initialize()
         supported = {name: value for name, value in options.items() if name in protocol.options}
@@ -275,7 +209,7 @@ class EngineProcess:
         self.options = supported
 
     @property
-    def protocol(self) -> ShortPvProtocol:
+    def protocol(self) -> chess.engine.UciProtocol:
         protocol = self._handles.protocol
         if protocol is None:
             raise EngineCrashed("engine is not running")
@@ -337,9 +271,7 @@ class EngineProcess:
         root_moves: Sequence[chess.Move] | None,
         game: object,
     ) -> CallResult:
-        protocol = self.protocol
-        protocol.forget()
-        analysis = await protocol.analysis(
+        analysis = await self.protocol.analysis(
             board, limit, multipv=lines if lines > 1 else None, game=game, info=INFO, root_moves=root_moves
         )
         final: dict[int, chess.engine.InfoDict] = {}  # the last line per MultiPV index
@@ -364,8 +296,7 @@ class EngineProcess:
         # A search stopped by its node or time limit inside an aspiration re-search ends on a
         # bound (with a cut PV): take that move's score from its last completed iteration.
         ordered = [final[index] for index in sorted(final)]
-        chosen = [exact.get(info["pv"][0], info) if is_bound(info) else info for info in ordered]
-        return CallResult([full_pv(protocol, board, info) for info in chosen], nodes)
+        return CallResult([exact.get(info["pv"][0], info) if is_bound(info) else info for info in ordered], nodes)
 
     def engine_id(self) -> dict[str, str]:
         return dict(self.protocol.id)
