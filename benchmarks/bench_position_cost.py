@@ -192,17 +192,17 @@ class MeteredWorker(AnalysisWorker):
         self.part_cpu += time.process_time() - started
         if outcome.fatal is not None:
             raise RuntimeError(outcome.fatal)
-        rows = outcome.responses.to_pylist() if outcome.responses is not None else []
+        listed = outcome.responses.to_pylist() if outcome.responses is not None else []
+        rows = dict(zip(outcome.response_seq, listed, strict=True))
         primary = self.judging.primary
-        candidates = {
-            seq: sorted(item["move"] for item in row["responses"] or () if item.get(f"by_{primary}"))
-            for seq, row in zip(outcome.response_seq, rows, strict=True)
-        }
         return {
-            "candidates": candidates,
-            "nodes": {seq: row.get("nodes") or 0 for seq, row in zip(outcome.response_seq, rows, strict=True)},
+            "candidates": {
+                seq: sorted(item["move"] for item in row["responses"] or () if item.get(f"by_{primary}"))
+                for seq, row in rows.items()
+            },
+            "nodes": {seq: row.get("nodes") or 0 for seq, row in rows.items()},
             "failures": [list(failure) for failure in outcome.failures],
-            "rows": {seq: row for seq, row in zip(outcome.response_seq, rows, strict=True)},
+            "rows": rows,
         }
 
     def counters(self) -> dict[str, Any]:
@@ -390,7 +390,8 @@ def rules_report(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         state[2] += bool(row["trap_node_practical"] or row["trap_node_model"])
         for reply in row["responses"]:
             if reply["probe_value"] is not None and reply["move"] != row["best_move"]:
-                probes[probe_reason(reply, settings)] = probes.get(probe_reason(reply, settings), 0) + 1
+                reason = probe_reason(reply, settings)
+                probes[reason] = probes.get(reason, 0) + 1
             if reply["deeper_value"] is None:
                 continue
             rule = deeper_rule(reply, settings)
@@ -472,9 +473,8 @@ def print_report(report: dict[str, Any]) -> None:
 
 def run_in(checkout: Path, positions: int | None, part: int, out: Path) -> dict[str, Any]:
     """`run` of `checkout`'s code (its own benchmark and reference file), in a process of its own."""
-    _, environment = cli_of(checkout)
-    python = checkout / ".venv" / "bin" / "python"
-    command = [str(python if python.exists() else sys.executable), "-m", "benchmarks.bench_position_cost", "run"]
+    (python, *_), environment = cli_of(checkout)  # the checkout's own interpreter, its code first
+    command = [python, "-m", "benchmarks.bench_position_cost", "run"]
     command += ["--part", str(part), "--json", str(out)] + (
         [] if positions is None else ["--positions", str(positions)]
     )

@@ -293,12 +293,6 @@ var diffimaxDrill = (function () {
       }
       return null;
     }
-    // The number before the student's move as the drill says it: "5." or "5...".
-    function expectedNumber() {
-      var node = nodes[line.at];
-      var expected = line.asking === "punishment" ? node.trap.punish : recommended(node).label;
-      return expected.replace(/\.+.*$/, "") + (player === "White" ? "." : "...");
-    }
     function answer() {
       if (!line || !line.asking) {
         return;
@@ -315,7 +309,6 @@ var diffimaxDrill = (function () {
       }
       var node = nodes[line.at];
       var san = legalMove(node, typed);
-      var number = expectedNumber();
       if (san === null) {
         feedback.className = "drill-feedback wrong";
         feedback.textContent =
@@ -323,6 +316,8 @@ var diffimaxDrill = (function () {
         return;
       }
       var expected = line.asking === "punishment" ? node.trap.punish : recommended(node).label;
+      // The number before the student's move as the drill says it: "5." or "5...".
+      var number = expected.replace(/\.+.*$/, "") + (player === "White" ? "." : "...");
       var right = normalize(san) === normalize(bare(expected));
       // Another move the tree keeps within the safety margin is sound: no mistake, but the line
       // goes on with the repertoire's move, and the student is told which it is.

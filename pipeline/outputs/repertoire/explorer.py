@@ -28,8 +28,9 @@ from pipeline.common.sanitize import clean_text
 from pipeline.outputs.html import BOARD_SCRIPT, Html, document, tag
 from pipeline.outputs.puzzles.book import STYLE, board_svg, shared_defs
 from pipeline.outputs.repertoire.pgn import loss_words, players
+from search.expectimax import within_margin
 from search.notation import with_numbers
-from search.values import format_pawns, format_percent
+from search.values import format_pawns, format_percent, pawns_to_cp
 
 HERE = Path(__file__).resolve().parent
 # One script (the page's CSP allows it by hash): the board, the drill, the explorer that starts both.
@@ -224,12 +225,9 @@ def sound_moves(row: Mapping[str, Any], children: Sequence[Mapping[str, Any]]) -
     """The player's moves the tree has at a node that keep within the safety margin of its best
     (the recommended one among them): a student who plays one has played a sound move, not the
     repertoire's."""
-    valued = [c for c in children if c["value_cp"] is not None]
-    if not valued:
-        return []
-    best = max(c["value_cp"] for c in valued)
+    values = {c["move_san"]: c["value_cp"] for c in children if c["value_cp"] is not None}
     margin = row["safety_margin"]
-    return [c["move_san"] for c in valued if margin is None or c["value_cp"] >= best - round(margin * 100)]
+    return within_margin(values, None if margin is None else pawns_to_cp(margin))
 
 
 def drill_fields(
@@ -248,9 +246,8 @@ def drill_fields(
         found["legal"] = [board.san(move) for move in legal]
         found["legalUci"] = [move.uci() for move in legal]
         found["sound"] = sound_moves(row, children)
-        found["margin"] = (
-            None if row["safety_margin"] is None else format_pawns(round(row["safety_margin"] * 100), signed=False)
-        )
+        margin = row["safety_margin"]
+        found["margin"] = None if margin is None else format_pawns(pawns_to_cp(margin), signed=False)
     if row["recommended"]:
         found["recommended"] = True
     if row["mover"] == "opponent" and row["probability"] is not None:
