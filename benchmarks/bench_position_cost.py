@@ -174,8 +174,8 @@ class MeteredModel:
 class MeteredWorker(AnalysisWorker):
     """The job's worker with a meter on its engine and its model."""
 
-    def __init__(self, config: MineConfig, options: EngineOptions) -> None:
-        super().__init__(config.engine, options, config.judging(), config.human)
+    def __init__(self, config: MineConfig, options: EngineOptions, evals: str | None = None) -> None:
+        super().__init__(config.engine, options, config.judging(), config.human, evals=evals)
         if self.backend is None:
             raise SystemExit(f"the engine did not start: {self.startup_error}")
         if not isinstance(self.backend, UciBackend):
@@ -203,6 +203,7 @@ class MeteredWorker(AnalysisWorker):
             "nodes": {seq: row.get("nodes") or 0 for seq, row in rows.items()},
             "failures": [list(failure) for failure in outcome.failures],
             "rows": rows,
+            "evals": (outcome.evals_found, outcome.evals_served),
         }
 
     def counters(self) -> dict[str, Any]:
@@ -218,10 +219,15 @@ class MeteredWorker(AnalysisWorker):
 
 
 def judged(
-    records: Sequence[dict[str, Any]], options: EngineOptions, part: int, each: Callable[[dict[str, Any]], None]
+    records: Sequence[dict[str, Any]],
+    options: EngineOptions,
+    part: int,
+    each: Callable[[dict[str, Any]], None],
+    evals: str | None = None,
 ) -> dict[str, Any]:
-    """Judge `records` in parts on one metered worker actor of a local Ray cluster; `each` gets every
-    part's answer. Returns the counters, the wall and the CPU of the whole process tree."""
+    """Judge `records` in parts on one metered worker actor of a local Ray cluster (with the
+    evaluation cache `evals`, as `mine --evals` gives it); `each` gets every part's answer. Returns
+    the counters, the wall and the CPU of the whole process tree."""
     import ray
 
     from pipeline.common.cluster import ray_session
@@ -229,7 +235,7 @@ def judged(
     config: MineConfig = cast(Any, mine_config)("", False, [str(DATA / SET_FILES[2])])  # the flags' defaults
     occurrences = [occurrence_of(record, seq) for seq, record in enumerate(records)]
     with ray_session(num_cpus=2):
-        actor: Any = ray.remote(num_cpus=1)(MeteredWorker).remote(config, options)
+        actor: Any = ray.remote(num_cpus=1)(MeteredWorker).remote(config, options, evals)
         ray.get(actor.counters.remote())  # started: engine up, model loaded
         cpu_before, wall_before = cpu_seconds(), time.perf_counter()
         for start in range(0, len(occurrences), part):
@@ -275,21 +281,26 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return 1.0 if not a and not b else len(a & b) / len(a | b)
 
 
-def run(records: Sequence[dict[str, Any]], part: int, rows_out: Path | None = None) -> dict[str, Any]:
+def run(
+    records: Sequence[dict[str, Any]], part: int, rows_out: Path | None = None, evals: str | None = None
+) -> dict[str, Any]:
     answers: dict[int, list[str]] = {}
     nodes: dict[int, int] = {}
     failures: list[Any] = []
+    from_evals = [0, 0]  # positions the cache held, and those it stood in for a root search at
     rows = rows_out.open("w", encoding="utf-8") if rows_out else None
 
     def take(answer: dict[str, Any]) -> None:
         answers.update(answer["candidates"])
         nodes.update(answer["nodes"])
         failures.extend(answer["failures"])
+        from_evals[0] += answer["evals"][0]
+        from_evals[1] += answer["evals"][1]
         for seq, row in answer["rows"].items() if rows else ():
             rows.write(json.dumps({"id": records[seq]["id"], "row": row}, default=str) + "\n")
 
     try:
-        counters = judged(records, EngineOptions(), part, take)
+        counters = judged(records, EngineOptions(), part, take, evals)
     finally:
         if rows:
             rows.close()
@@ -325,6 +336,9 @@ def run(records: Sequence[dict[str, Any]], part: int, rows_out: Path | None = No
         "mean_candidates": statistics.mean(len(a) for a, _ in pairs) if pairs else None,
         "model_calls": counters["model_calls"],
         "part": part,
+        "evals": evals,
+        "evals_found": from_evals[0],
+        "evals_served": from_evals[1],
     }
 
 

@@ -207,6 +207,7 @@ CLUSTER_MODULES = frozenset(
         "test_hostile_pgn",
         "test_object_storage",
         "test_driver",
+        "test_evals",
         "test_datasets",
         "test_fuzz",
         "test_faults",

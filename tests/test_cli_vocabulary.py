@@ -89,6 +89,7 @@ MEANINGS: dict[str, str] = {
     "--depth": "the DiffiMax search depth",
     "--dir": "the models directory",
     "--dump-examples": "where training examples are saved",
+    "--evals": "a cache of engine evaluations standing in for root searches",
     "--engine": "the engine",
     "--feature-depth": "the engine depth of the model's engine features",
     "--files": "which output files are written",

@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("search",),
     ("schemas", "pipeline.common"),
     ("pipeline.ingest", "pipeline.engines", "pipeline.dataset"),
-    ("pipeline.human",),
+    ("pipeline.human", "pipeline.evals"),
     ("pipeline.judging",),
     ("pipeline.harness", "pipeline.mine", "pipeline.repertoire"),
     ("pipeline.outputs", "pipeline.play"),

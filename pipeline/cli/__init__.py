@@ -18,6 +18,7 @@ for _command in (
     analysis.tree,
     analysis.explain,
     jobs.mine,
+    jobs.evals,
     datasets.query,
     datasets.verify,
     datasets.report,

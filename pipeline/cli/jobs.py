@@ -74,6 +74,14 @@ class JobFlags(FlagGroup):
     ] = URL_TIMEOUT
     table_mb: TableMbOpt = DEFAULT_TABLE_MB
     pool: PoolOpt = "auto"
+    evals: Annotated[
+        str | None,
+        typer.Option(
+            "--evals",
+            help="Cached evals (diffimax evals' Parquet, a path or s3://): each stands in for the "
+            "root searches it is as deep as.",
+        ),
+    ] = None
 
 
 def job_config(
@@ -126,6 +134,7 @@ def job_config(
         url_timeout=job.url_timeout,
         table_mb=job.table_mb,
         pool=parse_pool(job.pool),
+        evals=job.evals,
     )
 
 
@@ -212,6 +221,28 @@ def mine(
     config = job_config(out, resume, inputs, job, search, engine_flags, evidence, thresholds)
     manifest = api.mine(config, verbose=verbose, repair=repair)
     typer.echo(summary_text(manifest, out))
+
+
+def evals(
+    export: Annotated[
+        str,
+        typer.Argument(metavar="EXPORT", help="Lichess's evaluation export: .jsonl or .jsonl.zst, a path or s3://."),
+    ],
+    out: Annotated[str, typer.Option("--out", help="The Parquet file to write (local).")],
+    as_json: JsonOut = False,
+) -> None:
+    """Convert Lichess's evaluation export to the Parquet file `mine --evals` reads.
+
+    The export is lichess_db_eval.jsonl.zst from https://database.lichess.org/#evals (about 330 M
+    positions). Each eval becomes a row keyed by the position's Polyglot key; a line or an eval that
+    cannot be read is counted, and written with its reason beside --out (OUT.rejected.jsonl)."""
+    from pipeline.common.progress import Progress
+    from pipeline.evals.export import convert, convert_text
+
+    with Progress() as progress:  # on stderr, beside --json's stdout
+        progress.start("converting", "lines")
+        report = convert(export, out, progress=progress.update)
+    emit(report.describe(), convert_text(report), as_json)
 
 
 def _plan(

@@ -65,13 +65,22 @@ class MiningWorker(AnalysisWorker):
         counter: str,
         table_mb: float = DEFAULT_TABLE_MB,
         shipped_model: str | None = None,
+        evals: str | None = None,
     ) -> None:
         """`shipped_model` names the job's `SharedModel` actor, which holds Maia-3's graph, or is
-        None (a name, not a handle: Ray counts a handle among an argument's object references)."""
+        None (a name, not a handle: Ray counts a handle among an argument's object references).
+        `evals`: the job's evaluation cache (`--evals`)."""
         handle = ray.get_actor(counter)
         model: Any = None if shipped_model is None else ray.get(ray.get_actor(shipped_model).payload.remote())
         super().__init__(
-            engine, options, judging, human, progress=handle.add.remote, table_mb=table_mb, shipped_model=model
+            engine,
+            options,
+            judging,
+            human,
+            progress=handle.add.remote,
+            table_mb=table_mb,
+            shipped_model=model,
+            evals=evals,
         )
 
     def table_stats(self) -> dict[str, int]:

@@ -55,6 +55,9 @@ class MineConfig:
     max_game_bytes: int = MAX_GAME_BYTES
     """The largest game an input may hold (`--max-game-mb`): a larger one is an error row, and
     reading goes on at the next game start."""
+    evals: str | None = None
+    """A converted evaluation export (`diffimax evals`, a path or an object URL): deep enough cached
+    evals stand in for the root searches (`pipeline.evals.cache`)."""
     url_timeout: float = URL_TIMEOUT
     """Seconds a URL may send nothing before its connection is resumed with a Range request
     (`--url-timeout`); not part of the identity (rows never depend on it)."""
@@ -91,6 +94,16 @@ class MineConfig:
             and 0 <= self.table_mb < 1 << 30
         ):
             raise SettingsError(f"invalid --table-mb {self.table_mb!r}: must be a number of MiB >= 0")
+        if self.evals is not None:
+            if self.engine == "native":
+                raise SettingsError(
+                    "--evals stands in for a UCI engine's searches: give --engine stockfish (or a UCI engine)"
+                )
+            if self.engine_options.movetime is not None:
+                raise SettingsError(
+                    "--evals compares a cached eval's nodes and depth with the job's: a time limit "
+                    "(engine-options.movetime) has neither; give --nodes or engine-options.depth"
+                )
         if self.setter_choices and "dip" not in self.judges.judges:
             raise SettingsError("--setter-choices asks the dip judge which moves set a trap: add dip to --judges")
 

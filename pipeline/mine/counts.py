@@ -78,6 +78,10 @@ class Counts:
         return cls(**values)
 
 
+# Effort's counts (its other fields are seconds).
+WHOLE_EFFORT = frozenset({"engine_calls", "evals_found", "evals_served"})
+
+
 @dataclass
 class Effort:
     """What a shard's analysis cost (the manifest's `analysis_seconds`, `engine_seconds` and
@@ -87,11 +91,17 @@ class Effort:
     analysis_seconds: float = 0.0
     engine_seconds: float = 0.0
     engine_calls: int = 0
+    evals_found: int = 0
+    """Positions analysed whose position the evaluation cache held (`mine --evals`)."""
+    evals_served: int = 0
+    """Of those, the positions whose root search a cached eval stood in for."""
 
     def add(self, other: Effort) -> None:
         self.analysis_seconds += other.analysis_seconds
         self.engine_seconds += other.engine_seconds
         self.engine_calls += other.engine_calls
+        self.evals_found += other.evals_found
+        self.evals_served += other.evals_served
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], shard: str = "a shard") -> Effort:
@@ -102,7 +112,7 @@ class Effort:
             value = record.get(item.name)
             if value is None:
                 continue
-            whole = item.name == "engine_calls"
+            whole = item.name in WHOLE_EFFORT
             if type(value) not in ((int,) if whole else (int, float)) or not value >= 0:
                 kind = "a whole number" if whole else "a number of seconds"
                 raise DamagedDatasetError(

@@ -278,6 +278,7 @@ class MiningJob:
                 counter_name,
                 config.table_mb,
                 model_name,
+                config.evals,
             )
             for _ in range(self.workers)
         ]
@@ -459,7 +460,7 @@ class MiningJob:
                 self.identities.pop(self.published.popleft(), None)
             self.counts.add(result.counts)
             self.counts.shards_committed += 1
-            self.effort.add(Effort(result.analysis_seconds, result.engine_seconds, result.engine_calls))
+            self.effort.add(result.effort)
 
     def resolve(self, run: ShardRun, ref: Any) -> Any:
         """`ray.get` of one of the shard's results; after a system failure (objects lost with a
@@ -537,12 +538,13 @@ class MiningJob:
             "workers": self.workers,
             "workers_up": len(self.ready),
             "tables": {"table_mb": config.table_mb, "workers": self.table_stats()},
+            "evals": config.evals,
             "writers": self.writers(),
             "versions": versions(),
             "started": self.started,
             "finished": time.time(),
             "wall_seconds": time.time() - self.started,
-            **asdict(self.effort),  # analysis_seconds, engine_seconds, engine_calls: every committed shard's
+            **asdict(self.effort),  # analysis_seconds, engine_seconds, engine_calls, evals_*: every committed shard's
             "resumed": config.resume,
             **asdict(self.counts),
         }

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.common.files import feed_file
-from pipeline.common.storage import is_object_url
+from pipeline.common.storage import describe_pin, is_object_url, object_pin, parse_url
 from pipeline.dataset.store import DatasetReader
 from pipeline.engines.backends import effective_engine_options
+from pipeline.evals.cache import EvalCache
 from pipeline.human.corpus import Corpus
 from pipeline.human.models import resolve_model
 from pipeline.ingest.pins import changed_input
@@ -86,6 +87,7 @@ FLAGS: dict[str, str] = {
     "majority_p": "the deeper check of a majority candidate",
     "human_model": "--human-model",
     "human_corpus": "--human-corpus",
+    "evals": "--evals",
     "shard_bytes": "--shard-mb",
     "shard_games": "--shard-games",
     "max_game_bytes": "--max-game-mb",
@@ -101,7 +103,7 @@ SHOWN: dict[str, Any] = {
 
 # Identity fields added since datasets were first written: a job that started without one is
 # resumed without comparing it.
-RECORDED_SINCE = frozenset({"input_pins", "max_game_bytes"})
+RECORDED_SINCE = frozenset({"input_pins", "max_game_bytes", "evals"})
 
 
 def job_identity(
@@ -142,6 +144,7 @@ def job_identity(
         **config.judges.describe(),
         "human_model": (human or {}).get("human_model"),
         "human_corpus": (human or {}).get("human_corpus"),
+        "evals": None if config.evals is None else evals_digest(config.evals),
     }
     assert set(identity) <= set(FLAGS), f"identity fields without a flag: {set(identity) - set(FLAGS)}"
     return identity
@@ -184,6 +187,15 @@ def human_evidence_digests(human: HumanEvidence) -> dict[str, str | None]:
         "human_model": None if choice is None else choice.identity(),
         "human_corpus": None if human.corpus is None else file_digest(human.corpus),
     }
+
+
+def evals_digest(source: str) -> str:
+    """The evaluation cache of `--evals`, checked (one line if it is none) and named by its content:
+    a local file's SHA-256, an object's ETag (its bytes are not read again)."""
+    EvalCache(source)
+    if is_object_url(source):
+        return describe_pin(object_pin(parse_url(source)))
+    return file_digest(source)
 
 
 def file_digest(path: str) -> str:

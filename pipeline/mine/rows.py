@@ -432,4 +432,8 @@ class PartOutcome:
     seconds: float = 0.0
     engine_seconds: float = 0.0
     """Seconds of the judged analyses (engine, model, corpus), as the manifest sums them."""
+    evals_found: int = 0
+    """Occurrences analysed on a fresh entry whose position the evaluation cache holds (`--evals`)."""
+    evals_served: int = 0
+    """Of those, the ones with a cached eval deep enough to stand in for a root search."""
     fatal: str | None = None

@@ -167,14 +167,24 @@ class ShardResult:
     shard_id: str
     committed: bool
     counts: Counts
-    analysis_seconds: float = 0.0
-    engine_seconds: float = 0.0
-    engine_calls: int = 0
+    effort: Effort = field(default_factory=Effort)
+    """What its analysis cost (`Effort`)."""
     fatal: str | None = None
     misplaced: bool = False
     """The writer's node does not see the dataset: nothing written (`pipeline.mine.actors.write`)."""
     node: str = ""
     """The node that wrote it."""
+
+
+def effort_of(parts: Sequence[PartOutcome]) -> Effort:
+    """What the workers' parts of one shard cost, together."""
+    return Effort(
+        analysis_seconds=sum(part.seconds for part in parts),
+        engine_seconds=sum(part.engine_seconds for part in parts),
+        engine_calls=sum(part.engine_calls for part in parts),
+        evals_found=sum(part.evals_found for part in parts),
+        evals_served=sum(part.evals_served for part in parts),
+    )
 
 
 def write_shard(
@@ -192,11 +202,9 @@ def write_shard(
     the job's lease `tenure` is held); nothing is written if a worker could not analyse at all, or
     the job has lost its lease (`fatal`: the job stops)."""
     fatal = next((part.fatal for part in parts if part.fatal is not None), None)
-    analysis = sum(part.seconds for part in parts)
-    engine = sum(part.engine_seconds for part in parts)
-    calls = sum(part.engine_calls for part in parts)
+    effort = effort_of(parts)
     if fatal is not None:
-        return ShardResult(shard.shard_id, False, Counts(), analysis, engine, calls, fatal)
+        return ShardResult(shard.shard_id, False, Counts(), effort, fatal)
     responses = played_from_next(in_order([(part.responses, part.response_seq) for part in parts], "responses"))
     traps = in_order([(part.traps, part.trap_seq) for part in parts], "traps")
     failures = sorted(failure for part in parts for failure in part.failures)
@@ -246,14 +254,14 @@ def write_shard(
                 "source": shard.source,
                 "ordinal": tables.ordinal,
                 "counts": shard_counts.shard_record(),
-                "effort": asdict(Effort(analysis_seconds=analysis, engine_seconds=engine, engine_calls=calls)),
+                "effort": asdict(effort),
             },
             run=run,
             tenure=tenure,
         )
     except LeaseLostError as lost:
-        return ShardResult(shard.shard_id, False, Counts(), analysis, engine, calls, str(lost))
-    return ShardResult(shard.shard_id, committed, shard_counts, analysis, engine, calls)
+        return ShardResult(shard.shard_id, False, Counts(), effort, str(lost))
+    return ShardResult(shard.shard_id, committed, shard_counts, effort)
 
 
 def in_order(parts: Sequence[tuple[pa.Table | None, list[int]]], name: str) -> pa.Table:

@@ -13,6 +13,9 @@ search would give, and the rows never depend on which repeats were served: only 
 work the job spent does (how many workers, how big their tables, what was evicted, a restarted
 worker's empty table).
 
+A job given an evaluation cache (`mine --evals`) fills a fresh entry with the root searches its
+cached evals are deep enough for (`serve_cached`) before the judging asks for them.
+
 Entries are kept pickled and compressed (`zlib`, level 1), least recently used first out, within
 a byte budget (`--table-mb`).
 """
@@ -29,6 +32,9 @@ from dataclasses import dataclass, field
 import chess
 
 from pipeline.common.files import MIB
+from pipeline.engines.options import EngineOptions
+from pipeline.evals.cache import cached_lines
+from pipeline.evals.export import CachedEval
 from schemas.dataset import to_signed64
 from schemas.rows import ChoiceColumns
 from search.backend import Backend, Level, ReplyValues
@@ -75,6 +81,26 @@ class AnalysisEntry:
     seed: DiffiMaxResult | None = None
     choices: ChoiceColumns | None = None
     """The side to move's setter choices (`--setter-choices`), when asked."""
+
+
+def serve_cached(
+    entry: AnalysisEntry, board: chess.Board, evals: list[CachedEval], levels: dict[Level, EngineOptions]
+) -> int:
+    """Put into `entry` (a position's entry, with no answers yet) the root searches that `evals` (the
+    position's cached evals, deepest first: `mine --evals`) stand in for at each of `levels`, and
+    their lines' reply values; the number of levels served. The values are the cache's, not a
+    search's: a job with a cache depends on it (its identity names the file)."""
+    served = 0
+    for level, limits in levels.items():
+        values, pvs = cached_lines(board, evals, limits)
+        if not values:
+            continue
+        best = min(values, key=values.__getitem__)  # the responder's best: the setter's lowest value
+        entry.best[level] = ReplyValues({best: values[best]}, {best: pvs[best]}, best, 0)
+        for move, value in values.items():
+            entry.lines[move, level] = (value, pvs[move], 0)
+        served += 1
+    return served
 
 
 class AnalysisTable:
@@ -215,4 +241,5 @@ __all__ = [
     "TableLines",
     "analysis_key",
     "partition_of",
+    "serve_cached",
 ]

@@ -20,6 +20,9 @@ from pipeline.common.files import MIB
 from pipeline.dataset.store import table_of
 from pipeline.engines.options import EngineOptions
 from pipeline.engines.process import EngineStartError
+from pipeline.engines.uci import UciBackend
+from pipeline.evals.cache import EvalCache, level_limits
+from pipeline.evals.export import CachedEval
 from pipeline.human.context import MoverContext
 from pipeline.human.maia3 import Maia3Model
 from pipeline.judging import HumanEvidence, Judge, KitWorker
@@ -34,7 +37,7 @@ from pipeline.mine.rows import (
     settings_columns,
     trap_rows,
 )
-from pipeline.mine.table import DEFAULT_TABLE_MB, AnalysisEntry, AnalysisTable, TableLines
+from pipeline.mine.table import DEFAULT_TABLE_MB, AnalysisEntry, AnalysisTable, TableLines, serve_cached
 from schemas.dataset import to_signed64
 from schemas.rows import ChoiceColumns, PositionResponse, ResponseRow, TrapRow
 from search.chessgame import zobrist
@@ -161,9 +164,11 @@ class AnalysisWorker(KitWorker):
         progress: Callable[[int], Any] | None = None,
         table_mb: float = DEFAULT_TABLE_MB,
         shipped_model: tuple[bytes, str] | None = None,
+        evals: str | None = None,
     ) -> None:
         """`shipped_model`: Maia-3's graph as the driver built it (`pipeline.human.maia3.payload`),
-        used in place of loading `human.model` here."""
+        used in place of loading `human.model` here. `evals`: a converted evaluation export
+        (`pipeline.evals`) whose deep enough evals stand in for root searches."""
         self.judging = judging
         self.progress = progress
         self.table = AnalysisTable(round(table_mb * MIB))
@@ -171,11 +176,18 @@ class AnalysisWorker(KitWorker):
         super().__init__(engine, options, human, model=shipped)
         self.judge = Judge(self.kit, judging.settings, judging.judges)
         self.wants_model = bool(judging.judges.judges & {"model", "practical"})
+        self.evals: EvalCache | None = None
+        if evals is not None and self.startup_error is None:
+            try:
+                self.evals = EvalCache(evals)
+            except DiffimaxError as error:  # told on every part, as an engine that cannot start
+                self.startup_error = str(error)
+        self.levels = level_limits(self.backend.limits) if isinstance(self.backend, UciBackend) else {}
 
     def analyse_part(self, occurrences: Sequence[Occurrence] | None) -> PartOutcome:
         """Judge `occurrences` in order; each is looked up in the table by its analysis key."""
         start = time.perf_counter()
-        if self.backend is None:
+        if self.backend is None or self.startup_error is not None:
             return PartOutcome(fatal=self.startup_error)
         outcome = PartOutcome()
         responses: list[ResponseRow] = []
@@ -183,9 +195,11 @@ class AnalysisWorker(KitWorker):
         reporter = None if self.progress is None else ProgressReporter(self.progress)
         boards = [occurrence.board() for occurrence in occurrences or ()]
         predicted = self.predict(occurrences or (), boards, outcome)
+        cached = self.cached(occurrences or (), outcome)
         try:
             for index, occurrence in enumerate(occurrences or ()):
-                self.analyse_one(occurrence, boards[index], predicted[index], outcome, responses, traps)
+                evals = cached.get(occurrence.position_key)
+                self.analyse_one(occurrence, boards[index], predicted[index], outcome, responses, traps, evals)
                 if reporter is not None:
                     reporter.position()
         except EngineStartError as error:
@@ -212,6 +226,17 @@ class AnalysisWorker(KitWorker):
         outcome.engine_seconds += time.perf_counter() - start
         return found
 
+    def cached(self, occurrences: Sequence[Occurrence], outcome: PartOutcome) -> dict[int, list[CachedEval]]:
+        """The cached evals of the part's positions that the table does not hold, by position key,
+        looked up in one read of the cache."""
+        if self.evals is None or not self.levels:
+            return {}
+        start = time.perf_counter()
+        keys = {o.position_key for o in occurrences if o.key not in self.table.entries}
+        found = self.evals.lookup(keys)
+        outcome.engine_seconds += time.perf_counter() - start
+        return found
+
     def analyse_one(
         self,
         occurrence: Occurrence,
@@ -220,12 +245,19 @@ class AnalysisWorker(KitWorker):
         outcome: PartOutcome,
         responses: list[ResponseRow],
         traps: list[TrapRow],
+        evals: list[CachedEval] | None = None,
     ) -> None:
+        """Judge one occurrence on its table entry; a fresh entry first takes the root searches
+        its cached `evals` stand in for."""
         assert self.backend is not None
         table = self.table
         entry = table.get(occurrence.key)
         reused = entry is not None
-        entry = entry or AnalysisEntry()
+        if entry is None:
+            entry = AnalysisEntry()
+            if evals:
+                outcome.evals_found += 1
+                outcome.evals_served += serve_cached(entry, board, evals, self.levels) > 0
         result = analyse_position(
             self.judge,
             board,
