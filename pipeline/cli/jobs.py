@@ -290,6 +290,11 @@ def summary_text(manifest: dict[str, Any], out: str) -> str:
     if m.get("values_dropped"):
         dropped = _by_key(m["values_dropped"])[2:-1]
         notes.append(f"values dropped (unreadable or out of range, stored as null): {dropped}")
+    if m.get("evals"):
+        notes.append(
+            f"--evals: {m.get('evals_found', 0):,} of the positions analysed were in the cache, "
+            f"{m.get('evals_served', 0):,} deep enough to stand in for a root search"
+        )
     if m.get("games_latin1"):
         notes.append(f"games whose headers were not UTF-8, read as Windows-1252: {m['games_latin1']:,}")
     shown = terminal_visible(out)

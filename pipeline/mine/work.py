@@ -287,11 +287,18 @@ class AnalysisWorker(KitWorker):
         outcome.trap_seq.extend([occurrence.seq] * len(trap_rows))
 
     def analyse(self, occurrences: Sequence[Occurrence]) -> list[PositionResult]:
-        """The judged results of `occurrences` (no rows, no table statistics): for tests and tools."""
+        """The judged results of `occurrences` (no rows, no table statistics; the root searches the
+        evaluation cache holds taken from it): for tests, tools and the plan."""
         assert self.backend is not None, self.startup_error
         found = []
+        cached = self.cached(occurrences, PartOutcome())
         for occurrence in occurrences:
-            entry = self.table.get(occurrence.key) or AnalysisEntry()
+            entry = self.table.get(occurrence.key)
+            if entry is None:
+                entry = AnalysisEntry()
+                evals = cached.get(occurrence.position_key)
+                if evals:
+                    serve_cached(entry, occurrence.board(), evals, self.levels)
             result = analyse_position(
                 self.judge,
                 occurrence.board(),

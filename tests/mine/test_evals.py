@@ -18,7 +18,16 @@ import zstandard
 
 from pipeline.engines.options import EngineOptions
 from pipeline.evals.cache import EvalCache, cached_value, deep_enough, level_limits
-from pipeline.evals.export import CachedEval, CachedLine, EvalExportError, Rejected, convert, export_line, position_of
+from pipeline.evals.export import (
+    EVALS_SCHEMA,
+    CachedEval,
+    CachedLine,
+    EvalExportError,
+    Rejected,
+    convert,
+    export_line,
+    position_of,
+)
 from pipeline.mine.occurrences import game_occurrences
 from pipeline.mine.work import AnalysisWorker, Judging
 from schemas.dataset import to_signed64
@@ -148,6 +157,30 @@ def test_an_eval_stands_in_only_for_a_search_it_is_as_deep_as() -> None:
     by_depth = EngineOptions(depth=18, deeper_factor=2, probe_divisor=4)
     assert not deep_enough(CachedEval(0, START_EPD, 17, 10**9, two_lines), by_depth)
     assert deep_enough(CachedEval(0, START_EPD, 18, 1, two_lines), by_depth)
+
+
+def test_a_lookup_reads_the_row_groups_whose_key_range_holds_a_key(tmp_path: Path) -> None:
+    def evals(key: int, knodes: int) -> dict[str, object]:
+        return {
+            "key": key,
+            "fen": START_EPD,
+            "depth": 1,
+            "knodes": knodes,
+            "pvs": [{"cp": 1, "mate": None, "line": "e2e4"}],
+        }
+
+    rows = [evals(-7, 1), evals(2, 1), evals(2, 9), evals(2, 5), evals(3, 1), evals(5, 1), evals(8, 1)]
+    pq.write_table(pa.Table.from_pylist(rows, schema=EVALS_SCHEMA), tmp_path / "c.parquet", row_group_size=2)
+    cache = EvalCache(str(tmp_path / "c.parquet"))
+    assert cache.groups_of([2]) == [0, 1]  # key 2 spans the first two groups
+    assert cache.groups_of([4]) == [2]  # 3..5 may hold it: read, and not found
+    assert cache.groups_of([-8, 6, 9]) == []  # below, between and above every range
+    found = cache.lookup([2, 4, 5, -7])
+    assert sorted(found) == [-7, 2, 5]
+    assert [e.knodes for e in found[2]] == [9, 5, 1]  # deepest first
+    pq.write_table(pa.Table.from_pylist(rows[::-1], schema=EVALS_SCHEMA), tmp_path / "u.parquet", row_group_size=2)
+    with pytest.raises(EvalExportError, match="is not sorted by key: convert it with diffimax evals"):
+        EvalCache(str(tmp_path / "u.parquet"))
 
 
 def test_what_is_not_a_converted_export_is_one_line(tmp_path: Path) -> None:

@@ -81,7 +81,7 @@ def _time_share(config: MineConfig, units: Sequence[tuple[tuple[Occurrence, ...]
     """Build the job's worker (engine, model, corpus), warm it up on the first unit's first
     position (uncounted), then judge each unit, one at a time (counting them in `_judged`)."""
     start = time.perf_counter()
-    worker = AnalysisWorker(config.engine, config.engine_options, config.judging(), config.human)
+    worker = AnalysisWorker(config.engine, config.engine_options, config.judging(), config.human, evals=config.evals)
     worker_start = time.perf_counter() - start
     if worker.backend is None:
         raise PlanError(f"cannot start --engine {config.engine!r}: {worker.startup_error}")
