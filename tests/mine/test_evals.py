@@ -107,6 +107,18 @@ def test_the_loader_reads_the_export_format_and_records_every_bad_item(tmp_path:
     assert start[0].lines[1] == CachedLine(12, None, ("d2d4", "d7d5"))
 
 
+def test_a_cut_export_keeps_what_was_read_and_counts_the_cut(tmp_path: Path) -> None:
+    lines = [
+        export_line(START_EPD, [{"pvs": [{"cp": cp, "line": "e2e4 e7e5"}], "knodes": cp, "depth": 20}])
+        for cp in range(20_000)
+    ]
+    whole = zstandard.ZstdCompressor().compress(("\n".join(lines) + "\n").encode())
+    (tmp_path / "cut.jsonl.zst").write_bytes(whole[: len(whole) // 2])  # several blocks, cut in one
+    report = convert(str(tmp_path / "cut.jsonl.zst"), str(tmp_path / "cut.parquet"))
+    assert 0 < report.evals < 20_000 and pq.read_table(tmp_path / "cut.parquet").num_rows == report.evals
+    assert report.rejected["truncated"] == 1
+
+
 def test_the_loaders_key_is_the_polyglot_key_of_the_position() -> None:
     boards = []
     with open(GAMES / "lichess_100.pgn", encoding="utf-8") as pgn:
