@@ -2,6 +2,7 @@
 
   python -m benchmarks.bench_eval_cache export DATASET --out EXPORT.jsonl   # Lichess's format, from our analyses
   python -m benchmarks.bench_eval_cache run --evals EVALS.parquet [--positions N] [--rounds 1] [--json OUT]
+  python -m benchmarks.bench_eval_cache hits --evals EVALS.parquet --games A.pgn ... [--max-games N]   # by ply
 
 Lichess's export (330 M positions) cannot be fetched on this machine, so *export* writes one in its
 exact format from a mined dataset's own analyses: for every position, the lines the job searched at
@@ -122,6 +123,53 @@ def hit_rate(records: Sequence[dict[str, Any]], evals: str) -> dict[str, Any]:
     return {"by_source": {name: dict(tally) for name, tally in by_source.items()}, "total": dict(total)}
 
 
+# Ply buckets of `games_hits` (the ply of the position: 0 is the start).
+BUCKETS = ((0, 10), (11, 20), (21, 40), (41, 10_000))
+
+
+def games_hits(evals: str, games: Sequence[str], max_games: int | None) -> dict[str, Any]:
+    """Every position of `games` (PGN files, read with python-chess), by ply bucket: how many the
+    cache holds, and how many it holds deep enough for the mining defaults' root searches."""
+    import chess.pgn
+
+    cache = EvalCache(evals)
+    levels = level_limits(line_limits(EngineOptions()))
+    plies: list[tuple[int, int]] = []
+    for name in games:
+        with open(name, encoding="utf-8", errors="replace") as handle:
+            read = 0
+            while (max_games is None or read < max_games) and (game := chess.pgn.read_game(handle)) is not None:
+                read += 1
+                board = game.board()
+                for move in game.mainline_moves():
+                    board.push(move)
+                    plies.append((board.ply(), to_signed64(zobrist(board))))
+    found = cache.lookup({key for _, key in plies})
+    tally: dict[str, Counter[str]] = {f"{low}-{high}": Counter() for low, high in BUCKETS}
+    for ply, key in plies:
+        bucket = next(f"{low}-{high}" for low, high in BUCKETS if low <= ply <= high)
+        tally[bucket]["positions"] += 1
+        cached = found.get(key)
+        if cached:
+            tally[bucket]["held"] += 1
+            tally[bucket]["deep enough"] += any(deep_enough(e, limits) for e in cached for limits in levels.values())
+    return {"evals": evals, "games": list(games), "by_ply": {name: dict(t) for name, t in tally.items()}}
+
+
+def print_games_hits(found: dict[str, Any]) -> None:
+    print(f"the cache {found['evals']} on every position of {', '.join(found['games'])}:")
+    total: Counter[str] = Counter()
+    for bucket, tally in [*found["by_ply"].items(), ("all", None)]:
+        tally = tally if tally is not None else total
+        if bucket != "all":
+            total.update(tally)
+        count = tally.get("positions", 0) or 1
+        print(
+            f"  plies {bucket:<10} {tally.get('positions', 0):6d} positions, held {tally.get('held', 0) / count:6.1%}, "
+            f"deep enough {tally.get('deep enough', 0) / count:6.1%}"
+        )
+
+
 def run(evals: str, positions: int | None, part: int, rounds: int) -> dict[str, Any]:
     records = load_set()[:positions]
     reports: dict[str, list[dict[str, Any]]] = {"without": [], "with": []}
@@ -167,15 +215,25 @@ def print_run(found: dict[str, Any]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=("export", "run"))
+    parser.add_argument("step", choices=("export", "run", "hits"))
     parser.add_argument("dataset", nargs="?", help="export: the mined dataset whose analyses are written")
     parser.add_argument("--out", type=Path, help="export: the JSON lines file to write")
     parser.add_argument("--evals", help="run: the converted cache (diffimax evals)")
     parser.add_argument("--positions", type=int, default=None, help="run: the first N of the set (default: all)")
     parser.add_argument("--part", type=int, default=64, help="run: positions per call to the worker")
     parser.add_argument("--rounds", type=int, default=1, help="run: alternations of without and with")
+    parser.add_argument("--games", nargs="+", help="hits: PGN files whose every position is looked up")
+    parser.add_argument("--max-games", type=int, default=None, help="hits: the first N games of each file")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
+    if args.step == "hits":
+        if not args.evals or not args.games:
+            parser.error("hits needs --evals and --games")
+        hits = games_hits(args.evals, args.games, args.max_games)
+        print_games_hits(hits)
+        if args.json:
+            args.json.write_text(json.dumps(hits, indent=2))
+        return
     if args.step == "export":
         if not args.dataset or not args.out:
             parser.error("export needs DATASET and --out")
