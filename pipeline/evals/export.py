@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.common.files import MIB
-from pipeline.common.storage import filesystem, is_object_url, parse_url, redact
+from pipeline.common.storage import filesystem, is_object_url, parse_url, redact, storage_errors
 from pipeline.dataset.sql import query
 from pipeline.ingest.streams import ZstdStream
 from schemas.dataset import to_signed64
@@ -273,7 +273,11 @@ def open_export(source: str) -> Iterator[io.TextIOBase]:
         raw: BinaryIO
         if is_object_url(source):
             url = parse_url(source)
-            raw = stack.enter_context(filesystem(url.scheme).open(url.path, "rb"))
+            try:
+                with storage_errors(url):
+                    raw = stack.enter_context(filesystem(url.scheme).open(url.path, "rb"))
+            except FileNotFoundError:
+                raise EvalExportError(f"cannot open evaluation export {redact(source)!r}: no such object") from None
         else:
             try:
                 raw = stack.enter_context(open(source, "rb"))

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import chess
 import pytest
 import ray
 from ray.cluster_utils import Cluster
@@ -33,7 +34,11 @@ from pipeline.dataset.integrity import check_dataset, committed_ids
 from pipeline.dataset.objects import ObjectPath
 from pipeline.dataset.queries import run_query
 from pipeline.dataset.store import DatasetReader
-from tests.conftest import GAMES, ROOT, local_ray, needs_stockfish, run_cli
+from pipeline.evals.cache import EvalCache
+from pipeline.evals.export import EvalExportError, export_line
+from schemas.dataset import to_signed64
+from search.chessgame import zobrist
+from tests.conftest import GAMES, ROOT, local_ray, needs_stockfish, one_error_line, run_cli
 from tests.mining_helpers import assert_counts_add_up, except_all, mine
 from tests.objectstore import S3Server, s3_server
 
@@ -295,3 +300,19 @@ def test_on_three_nodes_with_the_output_on_s3_the_shards_are_written_on_more_tha
     assert writers["nodes"] >= 2, writers
     assert sum(writers["shards_by_node"].values()) == manifest["shards_committed"]
     assert except_all(local, remote) == NOTHING_DIFFERS
+
+
+def test_an_evaluation_export_and_its_cache_are_read_from_s3(s3: S3Server, tmp_path: Path) -> None:
+    bucket, client = s3.bucket(), s3.client()
+    start = chess.Board()
+    line = export_line(start.epd(), [{"pvs": [{"cp": 18, "line": "e2e4 e7e5"}], "knodes": 9, "depth": 20}])
+    client.put_object(Bucket=bucket, Key="lichess_db_eval.jsonl", Body=f"{line}\n".encode())  # type: ignore[attr-defined]
+    run_cli("evals", f"s3://{bucket}/lichess_db_eval.jsonl", "--out", str(tmp_path / "e.parquet"), check=True)
+    client.upload_file(str(tmp_path / "e.parquet"), bucket, "cache/evals.parquet")  # type: ignore[attr-defined]
+    key = to_signed64(zobrist(start))
+    (cached,) = EvalCache(f"s3://{bucket}/cache/evals.parquet").lookup([key, 1])[key]
+    assert (cached.knodes, cached.lines[0].moves) == (9, ("e2e4", "e7e5"))
+    with pytest.raises(EvalExportError, match="no evaluation cache"):
+        EvalCache(f"s3://{bucket}/cache/none.parquet")
+    missing = run_cli("evals", f"s3://{bucket}/none.jsonl", "--out", str(tmp_path / "n.parquet"))
+    assert "cannot open evaluation export" in one_error_line(missing) and "no such object" in missing.stderr
