@@ -286,6 +286,8 @@ def test_mine_with_evals_counts_what_the_cache_served_and_resumes_only_with_the_
         str(tmp_path / "evals.parquet"),
     ]
     run_cli(*job, "--out", str(tmp_path / "out"), check=True)
+    planned = run_cli(*job, "--plan", "--sample-games", "6", "--sample-positions", "4", check=True).stdout
+    assert f"--evals {tmp_path / 'evals.parquet'} holds the job's positions" in planned
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["positions_analysed"] >= 4
     assert 1 <= manifest["evals_served"] == manifest["evals_found"] <= 4  # the openings the cache holds

@@ -354,6 +354,11 @@ def _assumptions(
         )
     if assume_games is not None:
         assumptions.append(f"{assume_games:,} games read, shaped like the {read.counted_games:,} of the inputs")
+    if config.evals is not None:
+        assumptions.append(
+            f"--evals {config.evals} holds the job's positions as it holds the sample's (the timed positions "
+            "took their root searches from it where it had them)"
+        )
     return tuple(assumptions)
 
 
