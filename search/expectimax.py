@@ -38,8 +38,9 @@ from search.values import Value, win_chances
 # A drop in win chances (on [-1, 1], `search.values.win_drop`) is this much score (on [0, 1]).
 SCORE_PER_WIN_CHANCE: Final = 0.5
 
-# Where an opponent node's reply probabilities come from.
-Source = Literal["corpus", "model", "even", "none"]
+# Where an opponent node's reply probabilities come from ("shrunk": the corpus's counts shrunk
+# toward the model's probabilities, `shrunk_share`).
+Source = Literal["corpus", "shrunk", "model", "even", "none"]
 
 
 def score(value: Value) -> float:
@@ -90,23 +91,51 @@ def expect(replies: Iterable[HumanReply]) -> Expectation:
     return Expectation(gain, explored, max(0.0, 1.0 - explored))
 
 
-def probability_source(evidence: NodeEvidence, settings: JudgeSettings) -> Source:
-    """Where `plausible_share` takes the node's probabilities from: the corpus where it has at least
-    `corpus_min_games` games in the band, else the model, else nowhere."""
+def probability_source(evidence: NodeEvidence, settings: JudgeSettings, *, prior_games: float | None = None) -> Source:
+    """Where `reply_probabilities` takes the node's probabilities from. Without `prior_games`: the
+    corpus where it has at least `corpus_min_games` games in the band, else the model, else nowhere.
+    With it: the corpus shrunk toward the model where the corpus has a game in the band and there
+    is a model, else the model alone, else the corpus by the rule without a prior."""
     games = evidence.corpus_games
+    has_model = any(reply.model_p is not None for reply in evidence.replies)
+    if prior_games is not None and has_model:
+        return "shrunk" if games else "model"
     if games is not None and games >= settings.corpus_min_games:
         return "corpus"
-    if any(reply.model_p is not None for reply in evidence.replies):
+    if has_model:
         return "model"
     return "none"
 
 
-def reply_probabilities(evidence: NodeEvidence, settings: JudgeSettings) -> dict[str, float]:
-    """Each reply's human probability (`search.judges.plausible_share`: the corpus's share, else the
-    model's probability); a reply without evidence is left out."""
+def shrunk_share(count: int, games: int, model_p: float, prior_games: float) -> float:
+    """The probability that a human plays a move that `count` of the corpus's `games` in the band
+    played here and the model gives `model_p`: the corpus's counts with the model's probability
+    added as `prior_games` games' worth of evidence, (count + k * p) / (games + k). No games: the
+    model's alone; k = 0: the corpus's share; as k grows, the model's. Over a node's moves it sums
+    to 1 where the counts sum to `games` and the model's probabilities to 1."""
+    if games + prior_games <= 0:
+        return model_p
+    return (count + prior_games * model_p) / (games + prior_games)
+
+
+def reply_probabilities(
+    evidence: NodeEvidence, settings: JudgeSettings, *, prior_games: float | None = None
+) -> dict[str, float]:
+    """Each reply's human probability; a reply without evidence is left out. Without `prior_games`:
+    the practical judge's rule (`search.judges.plausible_share`: the corpus's share where it has
+    `corpus_min_games` games in the band, else the model's probability). With it: the corpus's
+    counts shrunk toward the model's probabilities by `prior_games` games (`shrunk_share`; the
+    model's alone where the corpus has no game in the band); a node without a model keeps the
+    rule without a prior (there is nothing to shrink toward)."""
+    has_model = any(reply.model_p is not None for reply in evidence.replies)
     found = {}
     for reply in evidence.replies:
-        share = plausible_share(evidence, reply, settings)
+        if prior_games is not None and has_model:
+            share: float | None = shrunk_share(
+                reply.corpus_count or 0, evidence.corpus_games or 0, reply.model_p or 0.0, prior_games
+            )
+        else:
+            share = plausible_share(evidence, reply, settings)
         if share is not None:
             found[reply.move] = share
     return found
@@ -204,5 +233,6 @@ __all__ = [
     "reply_drop",
     "reply_probabilities",
     "score",
+    "shrunk_share",
     "within_margin",
 ]
