@@ -70,7 +70,7 @@ NODES = pa.schema(
         pa.field("punishment_uci", pa.list_(pa.string())),  # the principal variation after it
         pa.field("punishment_san", pa.string()),
         # A position with the opponent to move (after a player's move): the human evidence, the traps.
-        pa.field("source", pa.string()),  # corpus | model | none
+        pa.field("source", pa.string()),  # corpus | shrunk | model | none
         pa.field("corpus_games", pa.int32()),
         pa.field("best_reply", pa.string()),
         pa.field("unexplored", pa.float64()),  # probability mass of the replies no search valued

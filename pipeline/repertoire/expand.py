@@ -5,9 +5,10 @@ and the workers of `pipeline.repertoire.worker` run them on their engine and tab
   `candidates` best of them (and the engine's own best) valued by the full search, and those
   within the safety margin of the best kept as candidates (`expand_player`).
 - An **opponent node** (the human to move): the human evidence of every reply at the opponents'
-  rating (the corpus where it has enough games in the band, else the model:
-  `search.expectimax.reply_probabilities`), the replies whose line humans reach from the start
-  with at least the floor (`search.expectimax.explored_replies`), and the practical judge's
+  rating (`search.expectimax.reply_probabilities`: with `corpus_prior`, the corpus's counts in the
+  band shrunk toward the model's; without, the corpus where it has enough games, else the model),
+  the replies whose line humans reach from the start with at least the floor
+  (`search.expectimax.explored_replies`), and the practical judge's
   analysis with those replies valued too (`pipeline.judging.Judge.lines` with `also`): each
   explored reply's value and drop, the traps and their punishment lines (`expand_opponent`).
 
@@ -174,8 +175,9 @@ def expand_player(
 def human_probabilities(
     board: chess.Board, settings: RepertoireSettings, model: MoveModel | None, corpus: Corpus | None, key: int
 ) -> tuple[dict[str, float], dict[str, float], dict[str, int], int | None]:
-    """The replies' human probabilities at `board` (`search.expectimax.reply_probabilities`), with
-    the model's probabilities and the corpus's counts and games in the band behind them."""
+    """The replies' human probabilities at `board` (`search.expectimax.reply_probabilities`, with
+    `settings.corpus_prior`), with the model's probabilities and the corpus's counts and games in
+    the band behind them."""
     model_p = model.move_probabilities(board, settings.context()) if model is not None else {}
     counts: dict[str, int] = {}
     games = None
@@ -191,7 +193,7 @@ def human_probabilities(
         for move in board.legal_moves
     )
     evidence = NodeEvidence(replies, best="", best_value=0, corpus_games=games)
-    return reply_probabilities(evidence, settings.judges), model_p, counts, games
+    return reply_probabilities(evidence, settings.judges, prior_games=settings.corpus_prior), model_p, counts, games
 
 
 def expand_opponent(
@@ -230,7 +232,7 @@ def expand_opponent(
         request.node,
         evidence.best,
         evidence.best_value,
-        probability_source(evidence, settings.judges),
+        probability_source(evidence, settings.judges, prior_games=settings.corpus_prior),
         evidence.corpus_games,
         probabilities,
         model_p,
@@ -284,8 +286,16 @@ def sketch_opponent(
     best = min(shallow, key=lambda m: (shallow[m], m))
     values = {m: shallow[m] for m in {best, *explore} if m in shallow}  # what a full expansion values, at least
     drops = {m: max(0.0, score(v) - score(values[best])) for m, v in values.items()}
-    use_corpus = games is not None and games >= settings.judges.corpus_min_games
-    source: Source = "corpus" if use_corpus else ("model" if model is not None else "none")
+    source = probability_source(
+        NodeEvidence(
+            tuple(ReplyEvidence(move, model_p=model_p.get(move) if model is not None else None) for move in legal),
+            best="",
+            best_value=0,
+            corpus_games=games,
+        ),
+        settings.judges,
+        prior_games=settings.corpus_prior,
+    )
     return OpponentResult(
         request.node,
         best,

@@ -38,6 +38,9 @@ DEFAULT_WIDTH: Final = 2
 # estimate (issue 45: 1.e4 was an 11-node estimate beside a 3,355-node 1.d4). Four of the six
 # candidates roughly doubles a tree from the start; `--root-width 6` grows them all.
 DEFAULT_ROOT_WIDTH: Final = 4
+# The reply probabilities with a corpus (`RepertoireSettings.corpus_prior`): None keeps the practical
+# judge's rule, the corpus's share where it has enough games in the band, else the model's.
+DEFAULT_CORPUS_PRIOR: Final[float | None] = None
 # The judges an opponent node runs: the practical judge names the traps (the human evidence and the
 # win-chance drop the expectation needs are its evidence too).
 REPERTOIRE_JUDGES: Final[frozenset[JudgeName]] = frozenset({"practical"})
@@ -111,6 +114,12 @@ class RepertoireSettings:
     """The safety margin S (the player's candidates lie within S of the best), the exclusions."""
     judges: JudgeSettings = field(default_factory=lambda: JudgeSettings(judges=REPERTOIRE_JUDGES))
     """The practical judge's thresholds (its traps) and the corpus's band and minimum games."""
+    corpus_prior: float | None = DEFAULT_CORPUS_PRIOR
+    """With a corpus and a model: the reply probabilities are the corpus's counts in the band shrunk
+    toward the model's probabilities by this many games (`search.expectimax.shrunk_share`; the
+    model's alone where the corpus has no game in the band). None: the practical judge's rule, the
+    corpus's share where it has `judges.corpus_min_games` games in the band, else the model's. The
+    practical judge's own verdicts (the traps) keep its rule either way."""
 
     def __post_init__(self) -> None:
         for name, value, minimum in (
@@ -126,6 +135,11 @@ class RepertoireSettings:
             raise RepertoireError(f"invalid player rating {self.player_rating!r}: must be a whole number >= 0")
         if not (isinstance(self.floor, int | float) and math.isfinite(self.floor) and 0.0 <= self.floor < 1.0):
             raise RepertoireError(f"invalid floor {self.floor!r}: must be a probability in [0, 1)")
+        prior = self.corpus_prior
+        if prior is not None and not (
+            isinstance(prior, int | float) and not isinstance(prior, bool) and math.isfinite(prior) and prior >= 0
+        ):
+            raise RepertoireError(f"invalid corpus prior {prior!r}: must be a number of games >= 0")
         if "practical" not in self.judges.judges:
             raise RepertoireError("the repertoire needs the practical judge (its traps and drops)")
 
@@ -168,4 +182,5 @@ class RepertoireSettings:
             "candidates": self.candidates,
             "safety_margin": self.diffimax.safety_margin,
             "judges": self.judges.describe(),
+            "corpus_prior": self.corpus_prior,
         }

@@ -122,7 +122,12 @@ def trap_words(trap: Row, before: Row, rating: int) -> str:
 
 
 # Where a reply's probability came from, as the comments say it (`pipeline.repertoire.expand`).
-SOURCE_WORDS = {"corpus": "from games", "model": "predicted", "none": "no evidence"}
+SOURCE_WORDS = {
+    "corpus": "from games",
+    "shrunk": "from games and predicted",
+    "model": "predicted",
+    "none": "no evidence",
+}
 
 
 def source_words(source: str | None) -> str:
