@@ -350,6 +350,7 @@ def convert(source: str, out: str, progress: Callable[[int], Any] | None = None)
                 batch.clear()
 
         text = stack.enter_context(open_export(source))
+        shown = redact(source)  # once: a line's place names it 330 M times
         try:
             for number, line in enumerate(text, start=1):
                 if not line.strip():
@@ -357,7 +358,7 @@ def convert(source: str, out: str, progress: Callable[[int], Any] | None = None)
                 report.lines += 1
                 if progress is not None and report.lines % PROGRESS_LINES == 0:
                     progress(report.lines)
-                where = f"{redact(source)} line {number}"
+                where = f"{shown} line {number}"
                 try:
                     found, bad = parse_line(line, where)
                 except Rejected as problem:
@@ -372,7 +373,7 @@ def convert(source: str, out: str, progress: Callable[[int], Any] | None = None)
                     if len(batch) >= BATCH_EVALS:
                         flush()
         except EOFError as error:  # a cut .zst: what was read is kept, and the cut is one reject
-            reject("truncated", f"{redact(source)}: {error}")
+            reject("truncated", f"{shown}: {error}")
         flush()
         if rejected_file is None and rejected_path.exists():
             rejected_path.unlink()  # an older run's rejects would read as this run's
@@ -381,7 +382,10 @@ def convert(source: str, out: str, progress: Callable[[int], Any] | None = None)
             with duckdb.connect() as connection:
                 connection.execute(
                     query("evals", "sorted-evals").format(
-                        pieces=_sql_list(pieces), out=_sql_string(str(partial)), rows=ROW_GROUP_ROWS
+                        scratch=_sql_string(str(scratch)),
+                        pieces=_sql_list(pieces),
+                        out=_sql_string(str(partial)),
+                        rows=ROW_GROUP_ROWS,
                     )
                 )
         else:
