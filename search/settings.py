@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from search.errors import DiffimaxError
 from search.values import pawns_to_cp
@@ -24,7 +24,7 @@ def default_depth(engine: str) -> int:
     return NATIVE_DEFAULT_DEPTH if engine == "native" else UCI_DEFAULT_DEPTH
 
 
-def is_whole(value: object, minimum: int | None = None) -> bool:
+def is_whole(value: object, minimum: int | None = None) -> TypeGuard[int]:
     """Whether `value` is an int (a bool is not) and, when `minimum` is given, at least it: the one
     check behind every "a whole number >= N" setting."""
     return isinstance(value, int) and not isinstance(value, bool) and (minimum is None or value >= minimum)

@@ -39,6 +39,7 @@ from pipeline.dataset.sql import query
 from pipeline.ingest.streams import ZstdStream
 from schemas.dataset import to_signed64
 from search.errors import DiffimaxError
+from search.settings import is_whole
 
 EVALS_SCHEMA = pa.schema(
     [
@@ -201,10 +202,6 @@ def position_of(fen: Any) -> ExportPosition:
     return ExportPosition(" ".join(fields[:4]), to_signed64(key), turn, pieces)
 
 
-def _whole(value: Any, low: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= low
-
-
 def line_of(pv: Any, position: ExportPosition) -> CachedLine:
     """One pv, checked as far as the text allows: its first move names a square of the side to
     move (its legality is the board's to say: a worker serves only legal lines, `pipeline.evals.cache`)."""
@@ -213,9 +210,9 @@ def line_of(pv: Any, position: ExportPosition) -> CachedLine:
     cp, mate, line = pv.get("cp"), pv.get("mate"), pv.get("line")
     if (cp is None) == (mate is None):
         raise Rejected("bad pv", "needs exactly one of cp and mate")
-    if cp is not None and not (_whole(cp, -CP_LIMIT) and cp <= CP_LIMIT):
+    if cp is not None and not (is_whole(cp, -CP_LIMIT) and cp <= CP_LIMIT):
         raise Rejected("bad pv", f"cp {cp!r} is no centipawn score")
-    if mate is not None and not (_whole(mate, -CP_LIMIT) and mate != 0 and mate <= CP_LIMIT):
+    if mate is not None and not (is_whole(mate, -CP_LIMIT) and mate != 0 and mate <= CP_LIMIT):
         raise Rejected("bad pv", f"mate {mate!r} is no mate distance")
     moves = tuple(line.split()) if isinstance(line, str) else ()
     if not moves:
@@ -233,7 +230,7 @@ def eval_of(item: Any, position: ExportPosition) -> CachedEval:
     if not isinstance(item, dict):
         raise Rejected("bad eval", "not an object")
     depth, knodes, pvs = item.get("depth"), item.get("knodes"), item.get("pvs")
-    if not isinstance(depth, int) or not isinstance(knodes, int) or not _whole(depth, 0) or not _whole(knodes, 0):
+    if not is_whole(depth, 0) or not is_whole(knodes, 0):
         raise Rejected("bad eval", f"depth {depth!r} and knodes {knodes!r} must be whole numbers >= 0")
     if not isinstance(pvs, list) or not pvs:
         raise Rejected("bad eval", "no pvs")

@@ -237,6 +237,15 @@ class AnalysisWorker(KitWorker):
         outcome.engine_seconds += time.perf_counter() - start
         return found
 
+    def fresh_entry(self, board: chess.Board, evals: list[CachedEval] | None, outcome: PartOutcome) -> AnalysisEntry:
+        """A new table entry for `board`, holding the root searches its cached `evals` stand in for
+        (counted in `outcome`)."""
+        entry = AnalysisEntry()
+        if evals:
+            outcome.evals_found += 1
+            outcome.evals_served += serve_cached(entry, board, evals, self.levels) > 0
+        return entry
+
     def analyse_one(
         self,
         occurrence: Occurrence,
@@ -253,11 +262,7 @@ class AnalysisWorker(KitWorker):
         table = self.table
         entry = table.get(occurrence.key)
         reused = entry is not None
-        if entry is None:
-            entry = AnalysisEntry()
-            if evals:
-                outcome.evals_found += 1
-                outcome.evals_served += serve_cached(entry, board, evals, self.levels) > 0
+        entry = entry or self.fresh_entry(board, evals, outcome)
         result = analyse_position(
             self.judge,
             board,
@@ -291,17 +296,16 @@ class AnalysisWorker(KitWorker):
         evaluation cache holds taken from it): for tests, tools and the plan."""
         assert self.backend is not None, self.startup_error
         found = []
-        cached = self.cached(occurrences, PartOutcome())
+        counted = PartOutcome()  # the cache's counts, which these results do not carry
+        cached = self.cached(occurrences, counted)
         for occurrence in occurrences:
-            entry = self.table.get(occurrence.key)
-            if entry is None:
-                entry = AnalysisEntry()
-                evals = cached.get(occurrence.position_key)
-                if evals:
-                    serve_cached(entry, occurrence.board(), evals, self.levels)
+            board = occurrence.board()
+            entry = self.table.get(occurrence.key) or self.fresh_entry(
+                board, cached.get(occurrence.position_key), counted
+            )
             result = analyse_position(
                 self.judge,
-                occurrence.board(),
+                board,
                 self.judging,
                 entry=entry,
                 played=occurrence.played,
