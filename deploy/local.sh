@@ -122,7 +122,7 @@ case "${1:-}" in
         # repertoire in Chromium, run here, in CI. Two workers; a module whose tests start Ray
         # clusters runs whole in one of them (its fixtures built once: tests/conftest.py), so at
         # most two Ray jobs run at once.
-        "$VENV/bin/python" -m pytest -n 2 --dist loadgroup -m "not slow" --durations=25 "$@"
+        "$VENV/bin/python" -m pytest -n 2 --dist loadgroup -m "not slow" --durations=40 "$@"
         ;;
     quick)
         # The development loop, a few minutes: ruff, mypy, the layering checks and the pure search

@@ -12,7 +12,7 @@ Three levels of checking, from cheap to complete:
   footer recorded, and that footer's Arrow schema the one `schemas.dataset` says
   (`pipeline.dataset.conformance.schema_problem`: a shard re-signed after a column was dropped or
   retyped fails here). A few stats and small reads per shard, whatever the size of the data.
-* Page checksums, checked as pages are read (`SCAN_FORMAT`, and `read_verified`): a changed byte
+* Page checksums, checked as pages are read (`scan`, and `read_verified`): a changed byte
   inside a page fails the read that meets it, and `locate_damage` then names the file.
 * `verify_dataset` (`diffimax verify`, `pipeline.dataset.verify`): the SHA-256 of every file,
   every page checksum, and every value against its column's non-null and range rules
@@ -33,11 +33,10 @@ import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import duckdb
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from pipeline.common.files import feed_stream
@@ -46,6 +45,9 @@ from pipeline.dataset.lock import LOCK_FILE
 from pipeline.dataset.objects import ObjectPath, Where, dataset_path, parquet_schema
 from schemas.dataset import SCHEMA_VERSION, TABLES, schema_version_of
 from search.errors import DiffimaxError
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
 
 SHARD_MARKER: Final = "_shard.json"
 JOB_FILE: Final = "job.json"
@@ -69,10 +71,6 @@ ATTEMPT: Final = re.compile(r"[0-9a-f]{16,32}")
 # A Parquet file ends with its footer's length (4 bytes, little-endian) and the magic "PAR1".
 TAIL_BYTES: Final = 8
 PARQUET_MAGIC: Final = b"PAR1"
-# How readers scan the Parquet files: every page's checksum verified as it is read.
-SCAN_FORMAT: Final = ds.ParquetFileFormat(
-    default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True)
-)
 # What a damaged file makes Arrow or DuckDB say (lower case): a failed page checksum, a file
 # that is not Parquet, metadata that cannot be decoded.
 DAMAGE_SIGNS: Final = (
@@ -481,11 +479,19 @@ def snapshot_of(root: str | Where) -> Where:
 
 def scan(files: Sequence[Where], schema: pa.Schema) -> ds.Dataset:
     """The files of one table as an Arrow dataset whose every page is checked as it is read."""
+    # Imported here: pyarrow.dataset brings pandas (0.3 CPU-s), and every Ray worker of a job
+    # imports this module to write its shards, which never scans.
+    import pyarrow.dataset as ds
+
+    # Every page's checksum verified as it is read.
+    scan_format = ds.ParquetFileFormat(
+        default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True)
+    )
     if files and isinstance(files[0], ObjectPath):
         _, filesystem = files[0].arrow()
         paths = [path.path for path in files if isinstance(path, ObjectPath)]
-        return ds.dataset(paths, schema=schema, format=SCAN_FORMAT, filesystem=filesystem)
-    return ds.dataset([str(path) for path in files], schema=schema, format=SCAN_FORMAT)
+        return ds.dataset(paths, schema=schema, format=scan_format, filesystem=filesystem)
+    return ds.dataset([str(path) for path in files], schema=schema, format=scan_format)
 
 
 def read_verified(path: Where, columns: list[str] | None = None) -> pa.Table:

@@ -22,7 +22,7 @@ import pytest
 from tests.conftest import GAMES, ROOT, needs_stockfish, one_error_line, run_cli
 from tests.fake_engines import NOT_AN_ENGINE, ONLY_ON_THE_DRIVER, fake_engine
 from tests.mining_helpers import assert_counts_add_up, rows
-from tests.processes import assert_session_ends, end_session
+from tests.processes import ORPHANS_NOTICE_SECONDS, assert_session_ends, end_session
 
 SAMPLE = str(GAMES / "lichess_100.pgn")
 # The engine-only judges: what these tests check does not depend on the human-move model, whose
@@ -194,7 +194,7 @@ def test_an_interrupted_run_carries_its_identity_and_resumes_only_under_it(tmp_p
         os.killpg(process.pid, signal.SIGKILL)  # no chance to write anything more
     finally:
         process.communicate(timeout=60)
-    assert_session_ends(process.pid)
+    assert_session_ends(process.pid, ORPHANS_NOTICE_SECONDS)
     assert not (out / "manifest.json").exists()
     identity = json.loads((out / "job.json").read_text())["identity"]
     assert identity["inputs"] == [SAMPLE]
