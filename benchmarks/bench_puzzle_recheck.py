@@ -8,7 +8,9 @@ puzzles in file order): its candidate is found in the mined dataset DATA (the gr
 first three moves are the puzzle's), verified by `check_candidate` under the default standard at
 its nodes (narrow passes searched again at twice the nodes), every engine search counted; a line it
 keeps is re-verified by `recheck` on a fresh engine at `--factor` times the nodes, as
-`benchmarks.bench_puzzle_yield --recheck` does. The practical rule's human-model judge is not run:
+`benchmarks.bench_puzzle_yield --recheck` does. A kept practical setting move's loss at that budget
+is also recorded both ways (`setting_losses`: one search, and the two searches used before).
+The practical rule's human-model judge is not run:
 a written practical puzzle passed it, and it is asked last, on its own engine, so the verifier's
 searches and verdict do not depend on it (a stand-in accepts). Writes OUT.json (one record per
 puzzle: the verdict, searches, nodes, seconds, the re-check) and prints a summary.
@@ -20,6 +22,7 @@ import argparse
 import csv
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +32,7 @@ from pipeline.outputs.puzzles import EngineVerifier, recheck
 from pipeline.outputs.puzzles.candidates import load_candidates
 from pipeline.outputs.puzzles.generate import merged_candidates, verify_task
 from pipeline.outputs.puzzles.records import MultiPvLine, Outcome, PracticalCheck, PuzzleReport
-from pipeline.outputs.puzzles.rules import check_candidate
+from pipeline.outputs.puzzles.rules import check_candidate, cp_of, setting_loss
 from pipeline.outputs.puzzles.standards import STANDARDS
 
 
@@ -41,19 +44,39 @@ class Counted:
         self.searches = 0
         self.nodes = 0
 
-    def __call__(self, board: chess.Board, lines: int = 2) -> list[MultiPvLine]:
+    def __call__(
+        self, board: chess.Board, lines: int = 2, root_moves: Sequence[chess.Move] | None = None
+    ) -> list[MultiPvLine]:
         self.searches += 1
         self.nodes += self.verifier.limit.nodes or 0
-        return self.verifier(board, lines)
+        return self.verifier(board, lines, root_moves)
 
-    def deeper(self, board: chess.Board, lines: int = 2) -> list[MultiPvLine]:
+    def deeper(
+        self, board: chess.Board, lines: int = 2, root_moves: Sequence[chess.Move] | None = None
+    ) -> list[MultiPvLine]:
         self.searches += 1
         self.nodes += self.verifier.deeper_limit.nodes or 0
-        return self.verifier.deeper(board, lines)
+        return self.verifier.deeper(board, lines, root_moves)
 
 
 def accept(board: chess.Board, move: chess.Move) -> PracticalCheck | None:
     return PracticalCheck(1.0, 0.0, None, 0)
+
+
+def setting_losses(fen: str, moves: Sequence[str], engine: EngineVerifier) -> dict[str, int]:
+    """A practical setting move's loss on `engine`, measured both ways: in one search (the
+    verifier's and `recheck`'s, `setting_loss`) and as the best line's value less a second search
+    after the move (theirs before issue 44's one-search change), for the record of what changed."""
+    board = chess.Board(fen)
+    board.push_uci(moves[0])
+    move = chess.Move.from_uci(moves[1])
+    engine.new_puzzle()
+    lines = engine(board, 2)
+    _, one = setting_loss(board, move, engine, lines)
+    after = board.copy()
+    after.push(move)
+    two = max(0, cp_of(lines[0].score) - cp_of(-engine(after, 1)[0].score)) if not after.is_game_over() else 0
+    return {"one_search": one, "two_searches": two}
 
 
 def main() -> None:
@@ -116,6 +139,8 @@ def main() -> None:
                 outcome: Outcome = "mate" if final.is_checkmate() else "advantage"
                 practical = verdict.set_rule == "practical"
                 record["recheck"] = recheck(row["FEN"], verdict.moves, 3, fresh, standard, outcome, practical)
+                if practical:
+                    record["setting_loss_at_factor"] = setting_losses(row["FEN"], verdict.moves, fresh)
             results.append(record)
             print(json.dumps(record), flush=True)
             args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")

@@ -61,7 +61,7 @@ from pipeline.outputs.puzzles import (
     score_win_chances,
     themes_for,
 )
-from pipeline.outputs.puzzles.rules import clear_margin, clears_outcome, final_recapture, regains_only
+from pipeline.outputs.puzzles.rules import clear_margin, clears_outcome, final_recapture, regains_only, setting_loss
 from pipeline.outputs.puzzles.setting_move import SAFETY_CP, SETTING_BAND_CP
 from pipeline.outputs.puzzles.standards import ADVANTAGE_CP
 from search.judges import JudgeSettings
@@ -163,12 +163,15 @@ def scripted(table: Table) -> Analyse:
     """A stand-in engine: the lines for each position (by EPD), best first; PV = the move and,
     when given as 'move reply', the expected reply."""
 
-    def analyse(board: chess.Board, lines: int = 2) -> list[MultiPvLine]:
-        lines = []
+    def analyse(
+        board: chess.Board, lines: int = 2, root_moves: Sequence[chess.Move] | None = None
+    ) -> list[MultiPvLine]:
+        found = []
         for text, score in table[board.epd()]:
             pv = tuple(chess.Move.from_uci(m) for m in text.split())
-            lines.append(MultiPvLine(pv[0], score, pv))
-        return lines
+            if root_moves is None or pv[0] in root_moves:
+                found.append(MultiPvLine(pv[0], score, pv))
+        return found
 
     return analyse
 
@@ -346,6 +349,37 @@ def practical_table(best: int, setting: int) -> dict[str, list[tuple[str, chess.
         epd_after(SET_FEN, *SET_LINE, "g4d1"): [("c4f7 e8e7", cp(500)), ("c3d1", cp(-300))],
         epd_after(SET_FEN, *SET_LINE, "g4d1", "c4f7", "e8e7"): [("c3d5", cp(650)), ("h2h3", cp(600))],
     }
+
+
+def test_a_setting_moves_loss_is_read_from_one_search() -> None:
+    """Issue 44: a coach reads a setting move's loss off one MultiPV search. The best move's value
+    less a second search after the setting move compared two trees of different depths (on
+    898d1c833a it read 28 to 100 cp where one search gave 0 to 17)."""
+    cp = chess.engine.Cp
+    board = chess.Board(SET_FEN)
+    board.push_uci("c8g4")
+    best, setting, other = (chess.Move.from_uci(u) for u in ("h2h3", "b1c3", "d2d4"))
+    asked: list[list[chess.Move] | None] = []
+
+    def engine(
+        position: chess.Board, lines: int = 2, root_moves: Sequence[chess.Move] | None = None
+    ) -> list[MultiPvLine]:
+        assert position.epd() == board.epd(), "only the setter's position is searched"
+        asked.append(None if root_moves is None else list(root_moves))
+        if root_moves is None:
+            return [MultiPvLine(best, cp(100), (best,)), MultiPvLine(other, cp(90), (other,))]
+        values = {best: cp(80), setting: cp(70), other: cp(90)}
+        return sorted((MultiPvLine(m, values[m], (m,)) for m in root_moves), key=lambda line: -line.score.score())
+
+    # Not among the best two: the two moves alone, in one search (not the best line's 100 against it).
+    assert setting_loss(board, setting, engine) == (cp(70), 10) and asked == [None, [best, setting]]
+    asked.clear()
+    # The second line: read off the same search, no other.
+    assert setting_loss(board, other, engine) == (cp(90), 10) and asked == [None]
+    # Lines already searched are used as they are; the best move gives up nothing.
+    known = engine(board, 2)
+    asked.clear()
+    assert setting_loss(board, best, engine, known) == (cp(100), 0) and asked == []
 
 
 def test_a_practical_setting_move_keeps_the_safety_margin_at_the_verification_budget() -> None:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 import chess
 import chess.engine
 
+from pipeline.engines.process import EngineError
 from pipeline.engines.uci import line_value
 from pipeline.outputs.puzzles.records import (
     Checked,
@@ -33,8 +35,16 @@ from pipeline.outputs.puzzles.standards import (
 from search import backend
 from search.values import win_chances
 
-# The verifier's only view of an engine: the best `lines` lines at a position, best first.
-Analyse = Callable[[chess.Board, int], Sequence[MultiPvLine]]
+
+class Analyse(Protocol):
+    """The verifier's only view of an engine: the best `lines` lines at a position, best first;
+    among `root_moves` only, when given (UCI `go searchmoves`)."""
+
+    def __call__(
+        self, board: chess.Board, lines: int, root_moves: Sequence[chess.Move] | None = None
+    ) -> Sequence[MultiPvLine]: ...
+
+
 # The practical rule for a setting move (`setting_move.py`): the board with the setter to move and the
 # setting move; its verdict, or None when the move is not the clear practical best.
 JudgeSetting = Callable[[chess.Board, chess.Move], PracticalCheck | None]
@@ -305,7 +315,7 @@ def _solver_move(walk: _Walk, planned: chess.Move | None, index: int, rules: _Ru
     line ends or is not the only good move); a drop reason for a required move that fails; None
     where the line ends before it."""
     lines = rules.analyse(walk.board, 2)
-    best_at_budget = lines[0].score  # the setting move's loss is measured against it (no search again)
+    at_budget = lines  # the setting move's loss is measured in this search (no search again)
     if rules.confirm is not None and passes_narrowly(lines, rules.standard):
         lines = rules.confirm(walk.board, 2)
     best, second = lines[0], (lines[1] if len(lines) > 1 else None)
@@ -320,7 +330,7 @@ def _solver_move(walk: _Walk, planned: chess.Move | None, index: int, rules: _Ru
             walk.set_rule = "only"
         elif "practical" in rules.standard.set_rules and rules.judge_setting is not None:
             band = setting_band_cp(rules.standard)
-            safe = setting_within_margin(walk.board, move, rules.analyse, rules.confirm, best_at_budget, band)
+            safe = setting_within_margin(walk.board, move, rules.analyse, rules.confirm, at_budget, band)
             if safe is None:
                 return "not_safe"
             score, walk.setting_loss = safe
@@ -346,7 +356,7 @@ def setting_within_margin(
     move: chess.Move,
     analyse: Analyse,
     confirm: Analyse | None,
-    best: chess.engine.Score | None = None,
+    known: Sequence[MultiPvLine] | None = None,
     band: int = 0,
 ) -> tuple[chess.engine.Score, int] | None:
     """A practical setting move's own score (the setter's view) and what it gives up against the
@@ -355,15 +365,18 @@ def setting_within_margin(
     verifier's. A move within SAFETY_CP but not within SAFETY_CP - `band` (a narrow pass) is
     searched again on `confirm` (the deeper search), which must find it within SAFETY_CP - `band`
     (without `confirm`, it is not safe). None: not safe. `band` 0 is the plain rule (`recheck`:
-    within SAFETY_CP on one search). `best` is the best move's score `analyse` already gave here
-    (searched for when not given)."""
-    after = board.copy()
-    after.push(move)
-    searches = [(analyse, best)] if confirm is None else [(analyse, best), (confirm, None)]
-    for search, known in searches:
-        best_score = known if known is not None else search(board, 1)[0].score
-        score = -search(after, 1)[0].score if not after.is_game_over() else _ended_score(after)
-        loss = max(0, cp_of(best_score) - cp_of(score))
+    within SAFETY_CP on one search). `known` is the MultiPV lines `analyse` already gave here
+    (searched for when not given).
+
+    Both values come from one search, as a coach reads them off an engine's MultiPV: the best
+    move's and the setting move's lines of the same tree (the move is among the best two, or the
+    search is restricted to the two). A loss taken as the best line's value less a second search
+    from the position after the move compared two trees of different depths: on the issue's
+    898d1c833a that difference read 28, 50, 100 and 82 cp at 0.5, 1, 2 and 8M nodes, where one
+    search gave 0, 0, 17 and 0 (docs/results/puzzles.md)."""
+    searches = [(analyse, known)] if confirm is None else [(analyse, known), (confirm, None)]
+    for search, lines in searches:
+        score, loss = setting_loss(board, move, search, lines)
         if loss <= SAFETY_CP - band:
             return score, loss
         if loss > SAFETY_CP:
@@ -371,9 +384,20 @@ def setting_within_margin(
     return None
 
 
-def _ended_score(board: chess.Board) -> chess.engine.Score:
-    """The setter's score when its move ended the game: a mate it gave, else a draw."""
-    return chess.engine.MateGiven if board.is_checkmate() else chess.engine.Cp(0)
+def setting_loss(
+    board: chess.Board, move: chess.Move, analyse: Analyse, lines: Sequence[MultiPvLine] | None = None
+) -> tuple[chess.engine.Score, int]:
+    """The setting move's score and its loss against the best move (centipawns), from one search:
+    `lines` (or a MultiPV 2 search) when the move is among them, else a search of the best move and
+    this one alone."""
+    lines = lines if lines is not None else analyse(board, 2)
+    best = lines[0]
+    compared = {line.move: line.score for line in lines}
+    if move not in compared:
+        compared = {line.move: line.score for line in analyse(board, 2, [best.move, move])}
+    if move not in compared or best.move not in compared:
+        raise EngineError(f"the engine did not value {move.uci()} beside {best.move.uci()} on FEN {board.fen()!r}")
+    return compared[move], max(0, cp_of(compared[best.move]) - cp_of(compared[move]))
 
 
 def final_recapture(fen: str, moves: Sequence[chess.Move], index: int) -> bool:

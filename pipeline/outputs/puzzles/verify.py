@@ -60,15 +60,21 @@ class EngineVerifier:
     def new_puzzle(self) -> None:
         self._game = object()
 
-    def __call__(self, board: chess.Board, lines: int = 2) -> list[MultiPvLine]:
-        return self._lines(board, lines, self.limit)
+    def __call__(
+        self, board: chess.Board, lines: int = 2, root_moves: Sequence[chess.Move] | None = None
+    ) -> list[MultiPvLine]:
+        return self._lines(board, lines, self.limit, root_moves)
 
-    def deeper(self, board: chess.Board, lines: int = 2) -> list[MultiPvLine]:
+    def deeper(
+        self, board: chess.Board, lines: int = 2, root_moves: Sequence[chess.Move] | None = None
+    ) -> list[MultiPvLine]:
         """The search again at CONFIRM_NODES_FACTOR times the nodes (`Standard.confirm_band`)."""
-        return self._lines(board, lines, self.deeper_limit)
+        return self._lines(board, lines, self.deeper_limit, root_moves)
 
-    def _lines(self, board: chess.Board, lines: int, limit: chess.engine.Limit) -> list[MultiPvLine]:
-        result = self.engine.search(board, lines, limit, game=self._game)
+    def _lines(
+        self, board: chess.Board, lines: int, limit: chess.engine.Limit, root_moves: Sequence[chess.Move] | None
+    ) -> list[MultiPvLine]:
+        result = self.engine.search(board, lines, limit, root_moves=root_moves, game=self._game)
         self.searches += 1
         found = []
         for info in result.infos:
