@@ -93,9 +93,10 @@ def session_processes(sid: int) -> dict[int, str]:
 ORPHANS_NOTICE_SECONDS = 90.0
 """How long a SIGKILLed job's Ray workers may take to notice on their own. Nothing of ours runs after
 SIGKILL; each worker is in a process group of its own and exits when it finds its raylet gone. A worker
-still importing when the raylet dies only finds out when its connection attempts run out (ten of a
-second each) after the import: 2-3 s on a quiet machine, and 20 s was once too little on CI's two busy
-cores (stop 57). A worker that never exits still fails the test."""
+still importing when the raylet dies likely finds out only after the import and its connection tries
+(Ray's raylet_client_num_connect_attempts, 10, of raylet_client_connect_timeout_milliseconds, 1,000):
+2-3 s on a quiet machine, and 20 s was once too little on CI's two busy cores (stop 57). A worker that
+never exits still fails the test."""
 
 
 def assert_session_ends(sid: int, seconds: float = 20.0) -> None:

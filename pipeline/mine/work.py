@@ -262,7 +262,8 @@ class AnalysisWorker(KitWorker):
         table = self.table
         entry = table.get(occurrence.key)
         reused = entry is not None
-        entry = entry or self.fresh_entry(board, evals, outcome)
+        if entry is None:
+            entry = self.fresh_entry(board, evals, outcome)
         result = analyse_position(
             self.judge,
             board,
@@ -300,9 +301,9 @@ class AnalysisWorker(KitWorker):
         cached = self.cached(occurrences, counted)
         for occurrence in occurrences:
             board = occurrence.board()
-            entry = self.table.get(occurrence.key) or self.fresh_entry(
-                board, cached.get(occurrence.position_key), counted
-            )
+            entry = self.table.get(occurrence.key)
+            if entry is None:
+                entry = self.fresh_entry(board, cached.get(occurrence.position_key), counted)
             result = analyse_position(
                 self.judge,
                 board,
